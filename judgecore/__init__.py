@@ -1,0 +1,1 @@
+"""judgecore: the pure decision core."""
