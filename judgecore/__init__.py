@@ -1,1 +1,121 @@
-"""judgecore: the pure decision core."""
+"""judgecore: the pure decision core of LLM-judge runs through the Anthropic API.
+
+Every function here takes and returns immutable values; nothing here touches the SDK, the clock, the
+disk or the terminal (that is `adapters`). The modules read like the list of decisions judgecore makes:
+
+- `items`: what a valid input line is, and the exact bytes each request puts on the wire
+- `ids`: the custom_id of an item
+- `routing`: sync or batch
+- `chunking`: how a job splits into sub-batches
+- `polling`: how long to wait for a batch, and when to stop waiting
+- `outcomes`: what one result means
+- `backoff`: how long to wait before a retry
+- `resume`: what is left to do, and when a run of invalid requests means a broken job
+- `planning`: the dry-run plan and its cost
+- `report`: the output line of an item
+"""
+
+from judgecore.backoff import BackoffPolicy, backoff
+from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
+from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
+from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, custom_id_for
+from judgecore.items import (
+    Item,
+    Request,
+    RequestTemplate,
+    build_requests,
+    cache_control_for,
+    parse_item,
+    parse_items,
+)
+from judgecore.outcomes import (
+    FINAL_STATUSES,
+    FailureClass,
+    Outcome,
+    RawResult,
+    Status,
+    Usage,
+    classify,
+)
+from judgecore.planning import (
+    DEFAULT_PRICES,
+    CachePlan,
+    ModelPrice,
+    Plan,
+    estimate_tokens,
+    plan,
+    plan_json,
+    render_plan,
+)
+from judgecore.polling import (
+    BatchSnapshot,
+    Harvest,
+    Overdue,
+    PollAction,
+    PollPolicy,
+    RequestCounts,
+    Wait,
+    next_poll_action,
+    next_wake,
+)
+from judgecore.report import output_line, output_record
+from judgecore.resume import BreakerPolicy, JobState, ResumeDiff, breaker_tripped, diff_resume
+from judgecore.routing import Route, RoutePolicy, route
+
+__all__ = [
+    "CUSTOM_ID_RE",
+    "DEFAULT_PRICES",
+    "FINAL_STATUSES",
+    "MAX_BYTES",
+    "MAX_REQUESTS",
+    "BackoffPolicy",
+    "BatchSnapshot",
+    "BreakerPolicy",
+    "CachePlan",
+    "DuplicateIdError",
+    "FailureClass",
+    "Harvest",
+    "InputError",
+    "Item",
+    "JobState",
+    "JudgecoreError",
+    "ModelPrice",
+    "Outcome",
+    "Overdue",
+    "Plan",
+    "PollAction",
+    "PollPolicy",
+    "RawResult",
+    "Request",
+    "RequestCounts",
+    "RequestTemplate",
+    "RequestTooLargeError",
+    "ResumeDiff",
+    "Route",
+    "RoutePolicy",
+    "Status",
+    "SubBatch",
+    "Usage",
+    "Wait",
+    "assign_custom_ids",
+    "backoff",
+    "body_size",
+    "breaker_tripped",
+    "build_requests",
+    "cache_control_for",
+    "chunk",
+    "classify",
+    "custom_id_for",
+    "diff_resume",
+    "estimate_tokens",
+    "next_poll_action",
+    "next_wake",
+    "output_line",
+    "output_record",
+    "parse_item",
+    "parse_items",
+    "plan",
+    "plan_json",
+    "render_plan",
+    "route",
+]

@@ -1,0 +1,65 @@
+"""Chunking: the partition of a job's requests into sub-batches, none over either cap.
+
+Greedy and order-preserving: each sub-batch takes requests in input order until the next one would
+pass `max_requests` or make the create body (`{"requests":[...]}` envelope included) pass `max_bytes`.
+Greedy is minimal for an order-preserving partition: no valid partition of the same order has fewer
+sub-batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from judgecore.errors import RequestTooLargeError
+from judgecore.items import Request
+
+MAX_REQUESTS = 8000
+MAX_BYTES = 250_000_000
+ENVELOPE_BYTES = len(b'{"requests":[') + len(b"]}")
+
+
+def body_size(sizes: Sequence[int]) -> int:
+    """Bytes of a create body holding requests of these sizes: envelope, bodies, and the commas."""
+    return ENVELOPE_BYTES + sum(sizes) + max(0, len(sizes) - 1)
+
+
+@attrs.frozen
+class SubBatch:
+    """One Message Batches create call: its position in the job, its requests, and its body's size."""
+
+    index: int
+    requests: tuple[Request, ...]
+    size: int
+
+    @property
+    def custom_ids(self) -> tuple[str, ...]:
+        return tuple(r.custom_id for r in self.requests)
+
+
+def chunk(
+    requests: Sequence[Request], *, max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES
+) -> tuple[SubBatch, ...]:
+    """Partition `requests` into sub-batches of at most `max_requests` and `max_bytes` each.
+
+    Raises `RequestTooLargeError` naming the item when one request alone cannot fit in `max_bytes`.
+    """
+    if max_requests < 1:
+        raise ValueError(f"max_requests must be >= 1, got {max_requests}")
+    out: list[SubBatch] = []
+    start = 0
+    count = 0
+    size = ENVELOPE_BYTES - 1  # the first request brings no comma: pre-pay one
+    for i, req in enumerate(requests):
+        s = req.size
+        if s + ENVELOPE_BYTES > max_bytes:
+            raise RequestTooLargeError(req.item_id, req.custom_id, s + ENVELOPE_BYTES, max_bytes)
+        if count and (count == max_requests or size + s + 1 > max_bytes):
+            out.append(SubBatch(len(out), tuple(requests[start:i]), size))
+            start, count, size = i, 0, ENVELOPE_BYTES - 1
+        count += 1
+        size += s + 1
+    if count:
+        out.append(SubBatch(len(out), tuple(requests[start:]), size))
+    return tuple(out)
