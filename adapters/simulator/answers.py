@@ -1,0 +1,262 @@
+"""Deterministic stand-ins for the model: token counts, answers, markers and params validation.
+
+Everything here is a pure function of the request params (and the scenario seed).
+
+- Tokens: `ceil(utf-8 bytes / 4)` per content block (text blocks count their text; other blocks and tool
+  definitions count their canonical JSON without `cache_control`), plus 3 per message of framing.
+- Answer: `"Score: N\\nRationale: ..."` with N in 1..10 and the rationale length both taken from a digest
+  of (model, system, messages); output tokens = ceil(bytes / 4), never over `max_tokens`.
+- Markers in the text of the last user message force an outcome, e.g. `[[sim:max_tokens]]`;
+  `[[sim:NAME*]]` applies on every attempt where the plain form applies to the first attempt only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+import orjson
+
+#: Marker name -> batch outcome name (see scenario.BATCH_OUTCOMES).
+MARKERS: Final = {
+    "max_tokens": "max_tokens",
+    "invalid": "invalid_request",
+    "context": "context_overflow",
+    "api_error": "api_error",
+    "overloaded": "overloaded_error",
+    "rate_limit": "rate_limit_error",
+    "canceled": "canceled",
+    "expired": "expired",
+}
+#: Outcomes that are a property of the request itself: they apply on every attempt.
+PERMANENT: Final = frozenset({"max_tokens", "invalid_request", "context_overflow"})
+
+_MARKER_RE: Final = re.compile(r"\[\[sim:([a-z_]+)(\*?)\]\]")
+CONTEXT_WINDOW: Final = 200_000
+
+_WORDS: Final = [
+    "the",
+    "answer",
+    "addresses",
+    "the",
+    "question",
+    "directly",
+    "and",
+    "cites",
+    "the",
+    "key",
+    "facts",
+    "with",
+    "adequate",
+    "precision",
+    "but",
+    "omits",
+    "one",
+    "step",
+    "of",
+    "the",
+    "reasoning",
+    "that",
+    "a",
+    "careful",
+    "grader",
+    "would",
+    "expect",
+    "to",
+    "see",
+    "stated",
+    "plainly",
+    "while",
+    "the",
+    "tone",
+    "stays",
+    "clear",
+    "concise",
+    "and",
+    "appropriate",
+    "for",
+    "the",
+    "intended",
+    "audience",
+    "overall",
+]
+
+
+def tokens_of_text(text: str) -> int:
+    return math.ceil(len(text.encode()) / 4)
+
+
+def _strip_cache_control(block: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
+def block_tokens(block: object) -> int:
+    if isinstance(block, str):
+        return tokens_of_text(block)
+    if isinstance(block, Mapping):
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            return tokens_of_text(block["text"])
+        data = orjson.dumps(_strip_cache_control(block), option=orjson.OPT_SORT_KEYS)
+        return math.ceil(len(data) / 4)
+    return math.ceil(len(orjson.dumps(block)) / 4)
+
+
+@attrs.frozen
+class Block:
+    """One cacheable unit of the prompt prefix, in tools -> system -> messages order."""
+
+    key: bytes  # canonical bytes of the block without cache_control, tagged with where it sits
+    tokens: int
+    ttl: float | None  # seconds if this block carries cache_control, else None
+
+
+def _ttl_of(block: object) -> float | None:
+    if not isinstance(block, Mapping):
+        return None
+    cc = block.get("cache_control")
+    if not isinstance(cc, Mapping):
+        return None
+    return 3600.0 if cc.get("ttl") == "1h" else 300.0
+
+
+def prompt_blocks(params: Mapping[str, Any]) -> tuple[tuple[Block, ...], int]:
+    """The prompt as ordered blocks, plus the framing tokens that sit outside any block."""
+    blocks: list[Block] = []
+
+    def add(where: str, block: object) -> None:
+        canon = _strip_cache_control(block) if isinstance(block, Mapping) else block
+        key = where.encode() + b"\x00" + orjson.dumps(canon, option=orjson.OPT_SORT_KEYS)
+        blocks.append(Block(key, block_tokens(block), _ttl_of(block)))
+
+    for tool in params.get("tools") or ():
+        add("tool", tool)
+    system = params.get("system")
+    if isinstance(system, str):
+        if system:
+            add("system", system)
+    elif isinstance(system, Sequence):
+        for block in system:
+            add("system", block)
+    messages = params.get("messages") or ()
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        role = str(message.get("role"))
+        content = message.get("content")
+        if isinstance(content, str):
+            add(role, content)
+        elif isinstance(content, Sequence):
+            for block in content:
+                add(role, block)
+    top = params.get("cache_control")
+    if blocks and isinstance(top, Mapping) and blocks[-1].ttl is None:
+        last = blocks[-1]
+        blocks[-1] = Block(last.key, last.tokens, 3600.0 if top.get("ttl") == "1h" else 300.0)
+    return tuple(blocks), 3 * len(messages)
+
+
+def count_input_tokens(params: Mapping[str, Any]) -> int:
+    blocks, framing = prompt_blocks(params)
+    return sum(b.tokens for b in blocks) + framing
+
+
+def last_user_text(params: Mapping[str, Any]) -> str:
+    for message in reversed(params.get("messages") or ()):
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, Sequence):
+                return "\n".join(
+                    str(b.get("text", ""))
+                    for b in content
+                    if isinstance(b, Mapping) and b.get("type") == "text"
+                )
+            return ""
+    return ""
+
+
+def forced_outcome(params: Mapping[str, Any], attempt: int) -> str | None:
+    """The outcome a marker forces on this attempt (1-based), or None."""
+    for name, star in _MARKER_RE.findall(last_user_text(params)):
+        outcome = MARKERS.get(name)
+        if outcome is None:
+            continue
+        if outcome in PERMANENT or star or attempt == 1:
+            return outcome
+    return None
+
+
+def content_digest(params: Mapping[str, Any]) -> str:
+    """Hex digest of what the model is asked: model, tools, system and messages."""
+    canon = {k: params.get(k) for k in ("model", "tools", "system", "messages")}
+    return hashlib.sha256(orjson.dumps(canon, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def validate_params(params: object) -> str | None:
+    """Why `params` is not a valid Messages request, or None. (Model existence is checked apart.)"""
+    if not isinstance(params, Mapping):
+        return "params: Input should be an object"
+    if not isinstance(params.get("model"), str) or not params.get("model"):
+        return "model: Field required"
+    if "max_tokens" not in params:
+        return "max_tokens: Field required"
+    max_tokens = params["max_tokens"]
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        return "max_tokens: Input should be a valid integer"
+    if max_tokens < 1:
+        return "max_tokens: Input should be greater than or equal to 1"
+    messages = params.get("messages")
+    if not isinstance(messages, list):
+        return "messages: Field required"
+    if not messages:
+        return "messages: at least one message is required"
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
+            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        content = message.get("content")
+        if not isinstance(content, str | list):
+            return f"messages.{i}.content: Input should be a valid string or list"
+        if isinstance(content, str) and not content:
+            return f"messages.{i}: all messages must have non-empty content"
+    if messages[0].get("role") != "user":
+        return 'messages: first message must use the "user" role'
+    if params.get("stream"):
+        return "stream: streaming is not supported by the simulator"
+    return None
+
+
+@attrs.frozen
+class Answer:
+    text: str
+    output_tokens: int
+    stop_reason: str
+    score: int
+
+
+def answer(params: Mapping[str, Any], *, seed: int, truncate: bool = False) -> Answer:
+    """The deterministic reply to `params`; `truncate` forces a `max_tokens` stop."""
+    digest = content_digest(params)
+    n = int(digest[:16], 16) ^ seed
+    score = n % 10 + 1
+    words = 8 + (n >> 8) % 33
+    rationale = " ".join(_WORDS[(i + (n >> 16)) % len(_WORDS)] for i in range(words))
+    text = f"Score: {score}\nRationale: {rationale.capitalize()}."
+    max_tokens = int(params["max_tokens"])
+    full = tokens_of_text(text)
+    if truncate:
+        keep = min(max_tokens * 4, max(4, len(text.encode()) // 2))
+        return Answer(text.encode()[:keep].decode(errors="ignore"), max_tokens, "max_tokens", score)
+    if full > max_tokens:
+        cut = text.encode()[: max_tokens * 4].decode(errors="ignore")
+        return Answer(cut, max_tokens, "max_tokens", score)
+    return Answer(text, full, "end_turn", score)
+
+
+def context_overflow_message(params: Mapping[str, Any]) -> str:
+    n = max(count_input_tokens(params), CONTEXT_WINDOW + 1 + int(content_digest(params)[:4], 16))
+    return f"prompt is too long: {n} tokens > {CONTEXT_WINDOW} maximum"

@@ -1,0 +1,96 @@
+"""Command-line knobs for `judgecore simulator`: `add_arguments` declares them on a parser,
+`scenario_from_args` turns the parsed namespace into a `Scenario`."""
+
+from __future__ import annotations
+
+import argparse
+
+from .scenario import Scenario
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the simulator's options (port, host, seed, timing, limits, fault rates) on `parser`."""
+    d = Scenario()
+    g = parser.add_argument_group("simulator")
+    g.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    g.add_argument("--port", type=int, default=8765, help="port, 0 = any free (default: %(default)s)")
+    g.add_argument("--seed", type=int, default=d.seed, help="seed for every draw (default: %(default)s)")
+    g.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=d.batch_seconds,
+        help="seconds from batch create to ended (default: %(default)s)",
+    )
+    g.add_argument(
+        "--expires-after",
+        type=float,
+        default=d.expires_after,
+        help="seconds from batch create to expires_at (default: %(default)s)",
+    )
+    g.add_argument(
+        "--never-end", action="store_true", help="batches stay in_progress forever (unless canceled)"
+    )
+    g.add_argument("--rpm", type=int, default=None, help="requests per minute limit (default: none)")
+    g.add_argument("--itpm", type=int, default=None, help="input tokens per minute limit")
+    g.add_argument("--otpm", type=int, default=None, help="output tokens per minute limit")
+    g.add_argument(
+        "--advertised-otpm",
+        type=int,
+        default=d.advertised_otpm,
+        help="output-tokens-limit header served when --otpm is not set (default: %(default)s)",
+    )
+    for name in ("429", "529", "500", "drop"):
+        g.add_argument(
+            f"--sync-{name}-rate",
+            type=float,
+            default=0.0,
+            metavar="P",
+            help=f"probability that a POST /v1/messages gets a {name} fault",
+        )
+    g.add_argument(
+        "--batch-error-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of first-attempt batch requests that come back errored with api_error",
+    )
+    g.add_argument(
+        "--batch-expired-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of first-attempt batch requests that come back expired",
+    )
+    g.add_argument(
+        "--results-line-delay",
+        type=float,
+        default=d.results_line_delay,
+        metavar="SECONDS",
+        help=f"pause after every {d.results_chunk_lines} result lines",
+    )
+
+
+def scenario_from_args(ns: argparse.Namespace) -> Scenario:
+    """The `Scenario` described by options declared with `add_arguments`."""
+    sync_mix = {
+        name: rate
+        for name in ("429", "529", "500", "drop")
+        if (rate := getattr(ns, f"sync_{name}_rate", 0.0))
+    }
+    err, exp = ns.batch_error_rate, ns.batch_expired_rate
+    if err + exp > 1:
+        raise ValueError("--batch-error-rate plus --batch-expired-rate must be at most 1")
+    batch_mix = {"succeeded": 1.0 - err - exp, "api_error": err, "expired": exp}
+    return Scenario(
+        seed=ns.seed,
+        batch_seconds=ns.batch_seconds,
+        expires_after=ns.expires_after,
+        never_end=ns.never_end,
+        rpm_limit=ns.rpm,
+        itpm_limit=ns.itpm,
+        otpm_limit=ns.otpm,
+        advertised_otpm=ns.advertised_otpm,
+        sync_fault_mix=sync_mix,
+        batch_mix={k: v for k, v in batch_mix.items() if v > 0} or {"succeeded": 1.0},
+        results_line_delay=ns.results_line_delay,
+    )

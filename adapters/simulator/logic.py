@@ -1,0 +1,668 @@
+"""The simulator itself: `Simulator.handle(SimRequest) -> SimResponse`, a deterministic state machine.
+
+Theory of operation. The simulator holds all state (batches, prompt cache, rate-limit buckets, counters,
+the request log) behind one lock, and reads time only from the injected `clock`. Every call to `handle`
+reads the clock once, first advances every batch whose end time has passed (computing its results as of
+that end time), then routes the request. Nothing runs in the background: a batch "ends" when someone
+next talks to the simulator after its end time, with results identical to having ended on time.
+
+Batch lifecycle: `in_progress` until `created_at + batch_seconds` (or `expires_at`, whichever is first;
+never, with `never_end`); a cancel moves it to `canceling` and ends it `cancel_seconds` later. The share
+of requests processed by the end is elapsed / batch_seconds, in a seeded order; the others become
+`expired` (deadline) or `canceled` (cancel). A processed request's outcome comes from, in order: params
+validation and model check (async errors, like the real API), a `[[sim:...]]` marker, then the seeded
+`batch_mix` (first submission of that custom_id) or `batch_retry_mix` (later submissions).
+
+Ids, answers, shuffles and fault draws are hashes of (seed, content, counters), so the same scenario,
+seed, requests and clock give the same responses.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+import orjson
+
+from . import answers
+from .cache import PromptCache
+from .ratelimit import RateLimiter
+from .scenario import Scenario
+from .wire import (
+    ERROR_STATUS,
+    SimRequest,
+    SimResponse,
+    digest_int,
+    dumps,
+    error_body,
+    make_id,
+    rfc3339,
+    unit_float,
+)
+
+CUSTOM_ID_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MAX_MESSAGES_BYTES: Final = 32_000_000
+_BATCH_PATH: Final = re.compile(r"^/v1/messages/batches/([^/]+)$")
+_BATCH_ACTION: Final = re.compile(r"^/v1/messages/batches/([^/]+)/(cancel|results)$")
+
+
+@attrs.frozen(kw_only=True)
+class LogEntry:
+    """One handled request. `status` is 0 when the connection was dropped without an answer."""
+
+    time: float
+    method: str
+    path: str
+    status: int
+    request_id: str
+    fault: str | None = None
+    batch_id: str | None = None
+    custom_ids: tuple[str, ...] = ()
+    digest: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BatchView:
+    """A read-only snapshot of one simulated batch, for tests."""
+
+    id: str
+    processing_status: str
+    created_at: float
+    expires_at: float
+    ended_at: float | None
+    cancel_initiated_at: float | None
+    custom_ids: tuple[str, ...]
+    attempts: tuple[int, ...]
+    request_counts: Mapping[str, int]
+    deleted: bool
+    results: tuple[dict[str, Any], ...] | None
+
+
+@attrs.define
+class _Batch:
+    id: str
+    seq: int
+    created_at: float
+    expires_at: float
+    custom_ids: tuple[str, ...]
+    params: tuple[object, ...]
+    attempts: tuple[int, ...]
+    status: str = "in_progress"
+    cancel_initiated_at: float | None = None
+    ended_at: float | None = None
+    results: tuple[dict[str, Any], ...] | None = None
+    counts: dict[str, int] = attrs.field(factory=dict)
+    deleted: bool = False
+    result_fetches: int = 0
+
+    def view(self) -> BatchView:
+        return BatchView(
+            id=self.id,
+            processing_status=self.status,
+            created_at=self.created_at,
+            expires_at=self.expires_at,
+            ended_at=self.ended_at,
+            cancel_initiated_at=self.cancel_initiated_at,
+            custom_ids=self.custom_ids,
+            attempts=self.attempts,
+            request_counts=dict(self.counts_json()),
+            deleted=self.deleted,
+            results=self.results,
+        )
+
+    def counts_json(self) -> dict[str, int]:
+        if self.status != "ended":
+            return {
+                "processing": len(self.custom_ids),
+                "succeeded": 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            }
+        return {"processing": 0, **self.counts}
+
+
+class Simulator:
+    """A deterministic, in-memory Anthropic Messages + Message Batches API."""
+
+    def __init__(self, scenario: Scenario | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.scenario = scenario or Scenario()
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._log: list[LogEntry] = []
+        self._batches: dict[str, _Batch] = {}
+        self._submissions: Counter[str] = Counter()
+        self._sync_attempts: Counter[str] = Counter()
+        self._cache = PromptCache(self.scenario.min_cacheable_tokens)
+        s = self.scenario
+        self._limiter = RateLimiter.create(
+            s.rpm_limit, s.itpm_limit, s.otpm_limit, s.advertised_otpm, clock()
+        )
+        self._n_requests = 0
+        self._n_messages = 0
+        self._n_creates = 0
+
+    # ------------------------------------------------------------------ queries for tests
+    @property
+    def log(self) -> tuple[LogEntry, ...]:
+        with self._lock:
+            return tuple(self._log)
+
+    @property
+    def batches(self) -> tuple[BatchView, ...]:
+        """Every batch ever created (deleted ones included), oldest first."""
+        with self._lock:
+            self._advance(self.clock())
+            return tuple(b.view() for b in self._batches.values())
+
+    def batch(self, batch_id: str) -> BatchView:
+        with self._lock:
+            self._advance(self.clock())
+            return self._batches[batch_id].view()
+
+    def submitted_custom_ids(self) -> tuple[str, ...]:
+        """Every custom_id included in a created batch, in submission order, with repeats."""
+        with self._lock:
+            return tuple(cid for b in self._batches.values() for cid in b.custom_ids)
+
+    def requests(self, method: str | None = None, path: str | None = None) -> tuple[LogEntry, ...]:
+        """Log entries filtered by method and/or exact path."""
+        return tuple(
+            e for e in self.log if (method is None or e.method == method) and (path is None or e.path == path)
+        )
+
+    def message_requests(self) -> tuple[LogEntry, ...]:
+        return self.requests("POST", "/v1/messages")
+
+    # ------------------------------------------------------------------ entry point
+    def handle(self, request: SimRequest) -> SimResponse:
+        with self._lock:
+            now = self.clock()
+            self._n_requests += 1
+            rid = make_id("req_011", self.scenario.seed, "req", self._n_requests)
+            self._advance(now)
+            ctx = _Ctx(request, rid, now)
+            response = self._route(ctx)
+            headers = (
+                ("request-id", rid),
+                ("anthropic-organization-id", "00000000-0000-4000-8000-000000000000"),
+                *response.headers,
+            )
+            if response.header("content-type") is None:
+                headers = (("content-type", "application/json"), *headers)
+            response = attrs.evolve(response, headers=headers)
+            path = _api_path(request.path)
+            self._log.append(
+                LogEntry(
+                    time=now,
+                    method=request.method,
+                    path=path,
+                    status=0 if response.drop else response.status,
+                    request_id=rid,
+                    fault=ctx.fault,
+                    batch_id=ctx.batch_id,
+                    custom_ids=ctx.custom_ids,
+                    digest=ctx.digest,
+                )
+            )
+            return response
+
+    # ------------------------------------------------------------------ routing
+    def _route(self, ctx: _Ctx) -> SimResponse:
+        auth = self._authenticate(ctx)
+        if auth is not None:
+            return auth
+        method, path = ctx.request.method.upper(), _api_path(ctx.request.path)
+        if path == "/v1/messages" and method == "POST":
+            return self._messages(ctx)
+        if path == "/v1/messages/count_tokens" and method == "POST":
+            return self._count_tokens(ctx)
+        if path == "/v1/messages/batches":
+            if method == "POST":
+                return self._create_batch(ctx)
+            if method == "GET":
+                return self._list_batches(ctx)
+        if m := _BATCH_PATH.match(path):
+            if method == "GET":
+                return self._retrieve(ctx, m.group(1))
+            if method == "DELETE":
+                return self._delete(ctx, m.group(1))
+        if m := _BATCH_ACTION.match(path):
+            if m.group(2) == "cancel" and method == "POST":
+                return self._cancel(ctx, m.group(1))
+            if m.group(2) == "results" and method == "GET":
+                return self._results(ctx, m.group(1))
+        return ctx.error("not_found_error", f"Not found: {method} {path}")
+
+    def _authenticate(self, ctx: _Ctx) -> SimResponse | None:
+        key = ctx.request.header("x-api-key")
+        auth = ctx.request.header("authorization")
+        if key is None and auth is not None and auth.lower().startswith("bearer "):
+            key = auth[7:].strip()
+        s = self.scenario
+        if not key:
+            return ctx.error("authentication_error", "x-api-key header is required")
+        if key == "sk-bad" or s.reject_all_keys or (s.valid_keys is not None and key not in s.valid_keys):
+            return ctx.error("authentication_error", "invalid x-api-key")
+        return None
+
+    # ------------------------------------------------------------------ messages
+    def _messages(self, ctx: _Ctx) -> SimResponse:
+        s = self.scenario
+        self._n_messages += 1
+        number = self._n_messages
+        if len(ctx.request.body) > MAX_MESSAGES_BYTES:
+            return ctx.error("request_too_large", "Request exceeds the maximum allowed size")
+        params = ctx.json_body()
+        if params is None:
+            return ctx.error("invalid_request_error", "Request body is not valid JSON")
+        problem = answers.validate_params(params)
+        if problem is not None:
+            return ctx.error("invalid_request_error", problem)
+        ctx.digest = answers.content_digest(params)
+        if params["model"] not in s.models:
+            return ctx.error("not_found_error", f"model: {params['model']}")
+        fault = dict(s.sync_faults).get(number) or _draw(s.sync_fault_mix, s.seed, "sync-fault", number)
+        if fault is not None:
+            ctx.fault = fault
+            return self._sync_fault(ctx, fault)
+        plan = self._cache.plan(params, ctx.now)
+        refused = self._limiter.check(plan.input_tokens + plan.creation_tokens, ctx.now)
+        if refused is not None:
+            which, wait = refused
+            ctx.fault = "rate_limited"
+            return self._rate_limited(
+                ctx, f"This request would exceed your organization's rate limit of {which} per minute", wait
+            )
+        self._sync_attempts[ctx.digest] += 1
+        forced = answers.forced_outcome(params, self._sync_attempts[ctx.digest])
+        if forced == "invalid_request":
+            return ctx.error("invalid_request_error", "messages: simulated invalid request")
+        if forced == "context_overflow":
+            return ctx.error("invalid_request_error", answers.context_overflow_message(params))
+        if forced == "api_error":
+            return ctx.error("api_error", "Internal server error")
+        if forced == "overloaded_error":
+            return ctx.error("overloaded_error", "Overloaded")
+        if forced == "rate_limit_error":
+            return self._rate_limited(ctx, "Simulated rate limit", s.retry_after)
+        self._cache.commit(plan, ctx.now)
+        message = self._message(params, plan.usage(), forced == "max_tokens", "standard", number)
+        self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
+        return ctx.ok(message, extra=self._limiter.headers(ctx.now))
+
+    def _sync_fault(self, ctx: _Ctx, fault: str) -> SimResponse:
+        if fault == "drop":
+            return SimResponse(status=0, drop=True)
+        if fault == "429":
+            return self._rate_limited(ctx, "Simulated rate limit", self.scenario.retry_after)
+        if fault == "529":
+            return ctx.error("overloaded_error", "Overloaded")
+        return ctx.error("api_error", "Internal server error")
+
+    def _rate_limited(self, ctx: _Ctx, message: str, wait: float) -> SimResponse:
+        s = self.scenario
+        headers = [("retry-after", str(max(1, math.ceil(wait))))]
+        if s.send_retry_after_ms:
+            ms = wait * 1000
+            if s.max_retry_after_ms is not None:
+                ms = min(ms, s.max_retry_after_ms)
+            headers.append(("retry-after-ms", f"{max(ms, 1.0):.0f}"))
+        headers += self._limiter.headers(ctx.now)
+        return ctx.error("rate_limit_error", message, extra=headers)
+
+    def _message(
+        self,
+        params: Mapping[str, Any],
+        usage: dict[str, Any],
+        truncate: bool,
+        tier: str,
+        *salt: object,
+    ) -> dict[str, Any]:
+        reply = answers.answer(params, seed=self.scenario.seed, truncate=truncate)
+        return {
+            "id": make_id("msg_01", self.scenario.seed, "msg", tier, *salt),
+            "type": "message",
+            "role": "assistant",
+            "model": params["model"],
+            "content": [{"type": "text", "text": reply.text, "citations": None}],
+            "stop_reason": reply.stop_reason,
+            "stop_sequence": None,
+            "stop_details": None,
+            "container": None,
+            "usage": {
+                **usage,
+                "output_tokens": reply.output_tokens,
+                "server_tool_use": None,
+                "service_tier": tier,
+                "inference_geo": None,
+            },
+        }
+
+    def _count_tokens(self, ctx: _Ctx) -> SimResponse:
+        params = ctx.json_body()
+        if not isinstance(params, dict) or not isinstance(params.get("messages"), list):
+            return ctx.error("invalid_request_error", "messages: Field required")
+        if params.get("model") not in self.scenario.models:
+            return ctx.error("not_found_error", f"model: {params.get('model')}")
+        return ctx.ok({"input_tokens": answers.count_input_tokens(params)})
+
+    # ------------------------------------------------------------------ batches
+    def _create_batch(self, ctx: _Ctx) -> SimResponse:
+        s = self.scenario
+        self._n_creates += 1
+        fault = dict(s.create_faults).get(self._n_creates)
+        ctx.fault = fault
+        if len(ctx.request.body) > s.max_batch_bytes:
+            return ctx.error(
+                "request_too_large",
+                f"Request exceeds the maximum allowed number of bytes ({s.max_batch_bytes}).",
+            )
+        if fault == "500":
+            return ctx.error("api_error", "Internal server error")
+        if fault == "429":
+            return self._rate_limited(ctx, "Simulated batch rate limit", s.retry_after)
+        if fault == "drop":
+            return SimResponse(status=0, drop=True)
+        body = ctx.json_body()
+        requests = body.get("requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list):
+            return ctx.error("invalid_request_error", "requests: Field required")
+        if not requests:
+            return ctx.error("invalid_request_error", "requests: List should have at least 1 item")
+        if len(requests) > s.max_batch_requests:
+            return ctx.error(
+                "invalid_request_error",
+                f"requests: List should have at most {s.max_batch_requests} items",
+            )
+        seen: set[str] = set()
+        for i, item in enumerate(requests):
+            if not isinstance(item, dict) or not isinstance(item.get("params"), dict):
+                return ctx.error("invalid_request_error", f"requests.{i}.params: Field required")
+            cid = item.get("custom_id")
+            if not isinstance(cid, str) or not CUSTOM_ID_RE.match(cid):
+                return ctx.error(
+                    "invalid_request_error",
+                    f"requests.{i}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'",
+                )
+            if cid in seen:
+                return ctx.error(
+                    "invalid_request_error",
+                    f"requests.{i}.custom_id: duplicate custom_id {cid!r} in this batch",
+                )
+            seen.add(cid)
+        custom_ids = tuple(item["custom_id"] for item in requests)
+        attempts = []
+        for cid in custom_ids:
+            self._submissions[cid] += 1
+            attempts.append(self._submissions[cid])
+        seq = len(self._batches) + 1
+        batch = _Batch(
+            id=make_id("msgbatch_01", s.seed, "batch", seq),
+            seq=seq,
+            created_at=ctx.now,
+            expires_at=ctx.now + s.expires_after,
+            custom_ids=custom_ids,
+            params=tuple(item["params"] for item in requests),
+            attempts=tuple(attempts),
+        )
+        self._batches[batch.id] = batch
+        ctx.batch_id, ctx.custom_ids = batch.id, custom_ids
+        if fault == "persist_then_500":
+            return ctx.error("api_error", "Internal server error")
+        if fault == "persist_then_drop":
+            return SimResponse(status=0, drop=True)
+        return ctx.ok(self._batch_json(batch, ctx))
+
+    def _batch_json(self, b: _Batch, ctx: _Ctx) -> dict[str, Any]:
+        ended = b.status == "ended"
+        return {
+            "id": b.id,
+            "type": "message_batch",
+            "processing_status": b.status,
+            "request_counts": b.counts_json(),
+            "created_at": rfc3339(b.created_at),
+            "expires_at": rfc3339(b.expires_at),
+            "ended_at": rfc3339(b.ended_at) if b.ended_at is not None else None,
+            "cancel_initiated_at": (
+                rfc3339(b.cancel_initiated_at) if b.cancel_initiated_at is not None else None
+            ),
+            "archived_at": None,
+            "results_url": (f"{ctx.request.origin}/v1/messages/batches/{b.id}/results" if ended else None),
+        }
+
+    def _find(self, ctx: _Ctx, batch_id: str) -> _Batch | SimResponse:
+        ctx.batch_id = batch_id
+        b = self._batches.get(batch_id)
+        if b is None or b.deleted:
+            return ctx.error("not_found_error", f"Message batch {batch_id} not found")
+        return b
+
+    def _retrieve(self, ctx: _Ctx, batch_id: str) -> SimResponse:
+        b = self._find(ctx, batch_id)
+        return b if isinstance(b, SimResponse) else ctx.ok(self._batch_json(b, ctx))
+
+    def _list_batches(self, ctx: _Ctx) -> SimResponse:
+        raw_limit = ctx.request.param("limit")
+        try:
+            limit = 20 if raw_limit is None else int(raw_limit)
+        except ValueError:
+            return ctx.error("invalid_request_error", "limit: Input should be a valid integer")
+        if not 1 <= limit <= 1000:
+            return ctx.error("invalid_request_error", "limit: Input should be between 1 and 1000")
+        live = sorted(
+            (b for b in self._batches.values() if not b.deleted),
+            key=lambda b: (b.created_at, b.seq),
+            reverse=True,
+        )
+        ids = [b.id for b in live]
+        after, before = ctx.request.param("after_id"), ctx.request.param("before_id")
+        if after is not None and before is not None:
+            return ctx.error("invalid_request_error", "Use only one of after_id and before_id")
+        if after is not None:
+            if after not in ids:
+                return ctx.error("invalid_request_error", f"after_id: unknown id {after}")
+            rest = live[ids.index(after) + 1 :]
+            page, has_more = rest[:limit], len(rest) > limit
+        elif before is not None:
+            if before not in ids:
+                return ctx.error("invalid_request_error", f"before_id: unknown id {before}")
+            rest = live[: ids.index(before)]
+            page, has_more = rest[-limit:], len(rest) > limit
+        else:
+            page, has_more = live[:limit], len(live) > limit
+        return ctx.ok(
+            {
+                "data": [self._batch_json(b, ctx) for b in page],
+                "has_more": has_more,
+                "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None,
+            }
+        )
+
+    def _cancel(self, ctx: _Ctx, batch_id: str) -> SimResponse:
+        b = self._find(ctx, batch_id)
+        if isinstance(b, SimResponse):
+            return b
+        if b.status == "ended":
+            return ctx.error("invalid_request_error", f"Message batch {batch_id} has already ended")
+        if b.status == "in_progress":
+            b.status = "canceling"
+            b.cancel_initiated_at = ctx.now
+        return ctx.ok(self._batch_json(b, ctx))
+
+    def _delete(self, ctx: _Ctx, batch_id: str) -> SimResponse:
+        b = self._find(ctx, batch_id)
+        if isinstance(b, SimResponse):
+            return b
+        if b.status != "ended":
+            return ctx.error(
+                "invalid_request_error",
+                f"Message batch {batch_id} is still processing; cancel it before deleting it",
+            )
+        b.deleted = True
+        return ctx.ok({"id": b.id, "type": "message_batch_deleted"})
+
+    def _results(self, ctx: _Ctx, batch_id: str) -> SimResponse:
+        s = self.scenario
+        b = self._find(ctx, batch_id)
+        if isinstance(b, SimResponse):
+            return b
+        if b.status != "ended" or b.results is None:
+            return ctx.error("invalid_request_error", f"Message batch {batch_id} has not finished processing")
+        b.result_fetches += 1
+        lines = [orjson.dumps(r) + b"\n" for r in b.results]
+        body = b"".join(lines)
+        cut = None
+        if (
+            s.results_drop_after_lines is not None
+            and b.result_fetches == 1
+            and s.results_drop_after_lines < len(lines)
+        ):
+            cut = sum(len(x) for x in lines[: s.results_drop_after_lines])
+            ctx.fault = "results_cut"
+        return SimResponse(
+            status=200,
+            headers=(("content-type", "application/binary"),),
+            body=body,
+            cut_after=cut,
+            pace=(max(1, s.results_chunk_lines), s.results_line_delay),
+        )
+
+    # ------------------------------------------------------------------ batch processing
+    def _advance(self, now: float) -> None:
+        s = self.scenario
+        for b in self._batches.values():
+            if b.status == "ended":
+                continue
+            end = b.created_at + s.batch_seconds
+            end = math.inf if s.never_end else min(end, b.expires_at)
+            cut_at, cut_kind = end, "expired"
+            if b.cancel_initiated_at is not None:
+                cancel_end = b.cancel_initiated_at + s.cancel_seconds
+                if cancel_end < end:
+                    end, cut_at, cut_kind = cancel_end, b.cancel_initiated_at, "canceled"
+            if now >= end:
+                self._finish(b, end, cut_at, cut_kind)
+
+    def _finish(self, b: _Batch, end: float, cut_at: float, cut_kind: str) -> None:
+        s = self.scenario
+        n = len(b.custom_ids)
+        if s.batch_seconds <= 0:
+            done = n
+        else:
+            done = min(n, math.floor(n * (cut_at - b.created_at) / s.batch_seconds))
+        order = sorted(range(n), key=lambda i: digest_int(s.seed, b.id, "order", b.custom_ids[i]))
+        processed = set(order[:done])
+        results: dict[int, dict[str, Any]] = {}
+        for i in order:
+            cid = b.custom_ids[i]
+            if i not in processed:
+                results[i] = {"custom_id": cid, "result": {"type": cut_kind}}
+            else:
+                results[i] = {"custom_id": cid, "result": self._batch_result(b, i, end)}
+        shuffled = list(range(n))
+        random.Random(digest_int(s.seed, b.id, "shuffle")).shuffle(shuffled)
+        b.results = tuple(results[i] for i in shuffled)
+        tally = Counter(r["result"]["type"] for r in b.results)
+        b.counts = {k: tally.get(k, 0) for k in ("succeeded", "errored", "canceled", "expired")}
+        b.status = "ended"
+        b.ended_at = end
+
+    def _batch_result(self, b: _Batch, i: int, now: float) -> dict[str, Any]:
+        s = self.scenario
+        params, cid, attempt = b.params[i], b.custom_ids[i], b.attempts[i]
+        rid = make_id("req_011", s.seed, "batchreq", b.id, cid)
+
+        def errored(error_type: str, message: str) -> dict[str, Any]:
+            return {"type": "errored", "error": error_body(error_type, message, rid)}
+
+        problem = answers.validate_params(params)
+        if problem is not None:
+            return errored("invalid_request_error", problem)
+        assert isinstance(params, dict)
+        if params["model"] not in s.models:
+            return errored("not_found_error", f"model: {params['model']}")
+        outcome = answers.forced_outcome(params, attempt)
+        if outcome is None:
+            mix = s.batch_mix if attempt == 1 else s.batch_retry_mix
+            outcome = _draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
+        match outcome:
+            case "succeeded" | "max_tokens":
+                plan = self._cache.plan(params, now)
+                self._cache.commit(plan, now)
+                message = self._message(params, plan.usage(), outcome == "max_tokens", "batch", b.id, cid)
+                return {"type": "succeeded", "message": message}
+            case "invalid_request":
+                return errored("invalid_request_error", "messages: simulated invalid request")
+            case "context_overflow":
+                return errored("invalid_request_error", answers.context_overflow_message(params))
+            case "api_error":
+                return errored("api_error", "Internal server error")
+            case "overloaded_error":
+                return errored("overloaded_error", "Overloaded")
+            case "rate_limit_error":
+                return errored("rate_limit_error", "Rate limited")
+            case "canceled" | "expired":
+                return {"type": outcome}
+        raise AssertionError(f"unknown outcome {outcome!r}")
+
+
+def _draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:
+    """A seeded weighted choice; weights may sum to less than 1 (the rest is None)."""
+    if not weights:
+        return None
+    total = sum(w for _, w in weights)
+    scale = max(1.0, total)
+    u = unit_float(*key) * scale
+    acc = 0.0
+    for name, w in weights:
+        acc += w
+        if u < acc:
+            return name
+    return None
+
+
+def _api_path(path: str) -> str:
+    """The `/v1/...` part of a path, so a base-path prefix in the client's base_url is accepted."""
+    i = path.find("/v1/")
+    path = path if i < 0 else path[i:]
+    return path.rstrip("/") or "/"
+
+
+@attrs.define
+class _Ctx:
+    """Per-request scratch: the request, its id and time, and what the log should record."""
+
+    request: SimRequest
+    request_id: str
+    now: float
+    fault: str | None = None
+    batch_id: str | None = None
+    custom_ids: tuple[str, ...] = ()
+    digest: str | None = None
+
+    def json_body(self) -> Any:
+        try:
+            return orjson.loads(self.request.body) if self.request.body else None
+        except orjson.JSONDecodeError:
+            return None
+
+    def ok(self, obj: object, *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
+        return SimResponse(status=200, headers=tuple(extra or ()), body=dumps(obj))
+
+    def error(
+        self, error_type: str, message: str, *, extra: list[tuple[str, str]] | None = None
+    ) -> SimResponse:
+        return SimResponse(
+            status=ERROR_STATUS[error_type],
+            headers=tuple(extra or ()),
+            body=dumps(error_body(error_type, message, self.request_id)),
+        )

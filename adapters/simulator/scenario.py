@@ -1,0 +1,156 @@
+"""The `Scenario`: every knob of the simulator, as one frozen value.
+
+A scenario says how the simulated API behaves (latency of batches, outcome mixes, faults, rate limits,
+prompt-cache rules, accepted keys and models). Its defaults describe a healthy, fast API with no limits.
+Mappings are normalised to sorted tuples of pairs so the value stays hashable; read them with `dict(...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import attrs
+
+#: Outcomes a batch request can be given by `batch_mix` / `batch_retry_mix` or by a marker.
+BATCH_OUTCOMES: Final = (
+    "succeeded",
+    "max_tokens",
+    "invalid_request",
+    "context_overflow",
+    "api_error",
+    "overloaded_error",
+    "rate_limit_error",
+    "canceled",
+    "expired",
+)
+
+#: Faults a synchronous `POST /v1/messages` can be given by `sync_fault_mix` / `sync_faults`.
+SYNC_FAULTS: Final = ("429", "529", "500", "drop")
+
+#: Faults a `POST /v1/messages/batches` can be given by `create_faults`.
+CREATE_FAULTS: Final = ("500", "429", "drop", "persist_then_500", "persist_then_drop")
+
+DEFAULT_MODELS: Final = frozenset(
+    {
+        "claude-opus-4-8",
+        "claude-opus-4-7",
+        "claude-opus-4-6",
+        "claude-opus-4-5",
+        "claude-opus-4-1",
+        "claude-opus-4-0",
+        "claude-sonnet-4-6",
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-0",
+        "claude-haiku-4-5",
+    }
+)
+
+
+def _weights(value: Mapping[str, float] | Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+    pairs = value.items() if isinstance(value, Mapping) else value
+    return tuple(sorted((str(k), float(v)) for k, v in pairs))
+
+
+def _schedule(
+    value: Mapping[int, str] | Iterable[str] | Iterable[tuple[int, str]],
+) -> tuple[tuple[int, str], ...]:
+    """A schedule keyed by 1-based call number; a plain sequence of names counts from 1 ("" = no fault)."""
+    if isinstance(value, Mapping):
+        pairs = [(int(k), str(v)) for k, v in value.items()]
+    else:
+        items = list(value)
+        if all(isinstance(x, str) for x in items):
+            pairs = [(i, str(x)) for i, x in enumerate(items, start=1)]
+        else:
+            pairs = [(int(k), str(v)) for k, v in items]  # type: ignore[misc]
+    return tuple(sorted((k, v) for k, v in pairs if v and v != "ok"))
+
+
+def _check_names(allowed: tuple[str, ...]) -> object:
+    def check(_inst: object, attribute: attrs.Attribute, value: tuple[tuple[object, str], ...]) -> None:
+        for pair in value:
+            name = pair[1] if isinstance(pair[0], int) else pair[0]
+            if name not in allowed:
+                raise ValueError(f"{attribute.name}: unknown name {name!r}; expected one of {allowed}")
+
+    return check
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute, value: float | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class Scenario:
+    """How the simulated API behaves. Every field has a default; change one with `attrs.evolve`."""
+
+    seed: int = 0
+
+    # --- batches -------------------------------------------------------------------------------
+    #: Seconds from create to `ended` (results are computed then).
+    batch_seconds: float = attrs.field(default=2.0, validator=_non_negative)
+    #: Seconds from create to `expires_at` (the real API: 86400). Work not done by then is `expired`.
+    expires_after: float = attrs.field(default=86_400.0, validator=_non_negative)
+    #: Seconds from a cancel to `ended` (requests not processed at the cancel are `canceled`).
+    cancel_seconds: float = attrs.field(default=0.2, validator=_non_negative)
+    #: Batches never end on their own, not even past `expires_at` (a cancel still ends them).
+    never_end: bool = False
+    #: Outcome weights for a custom_id's first submission, and for its later submissions.
+    batch_mix: tuple[tuple[str, float], ...] = attrs.field(
+        default=(("succeeded", 1.0),),
+        converter=_weights,
+        validator=_check_names(BATCH_OUTCOMES),
+    )
+    batch_retry_mix: tuple[tuple[str, float], ...] = attrs.field(
+        default=(("succeeded", 1.0),),
+        converter=_weights,
+        validator=_check_names(BATCH_OUTCOMES),
+    )
+    max_batch_bytes: int = 256_000_000
+    max_batch_requests: int = 100_000
+    #: Faults on `POST /v1/messages/batches`, keyed by the 1-based number of that call.
+    create_faults: tuple[tuple[int, str], ...] = attrs.field(
+        default=(), converter=_schedule, validator=_check_names(CREATE_FAULTS)
+    )
+    #: The first fetch of each batch's results is cut (connection dropped) after this many lines.
+    results_drop_after_lines: int | None = None
+    #: Result streaming pace: sleep `results_line_delay` seconds after every `results_chunk_lines`
+    #: lines (the HTTP server sleeps; the in-process transport only chunks).
+    results_chunk_lines: int = 200
+    results_line_delay: float = attrs.field(default=0.0, validator=_non_negative)
+
+    # --- synchronous messages -------------------------------------------------------------------
+    #: Probability of each fault per `POST /v1/messages` (seeded by the request number).
+    sync_fault_mix: tuple[tuple[str, float], ...] = attrs.field(
+        default=(), converter=_weights, validator=_check_names(SYNC_FAULTS)
+    )
+    #: Faults on `POST /v1/messages`, keyed by the 1-based number of that call (retries count).
+    sync_faults: tuple[tuple[int, str], ...] = attrs.field(
+        default=(), converter=_schedule, validator=_check_names(SYNC_FAULTS)
+    )
+    #: The `retry-after` hint on simulated 429s (seconds; served as an integer ceiling).
+    retry_after: float = attrs.field(default=1.0, validator=_non_negative)
+    #: Also send `retry-after-ms` (exact) so SDK retries stay fast; the real API sends only seconds.
+    send_retry_after_ms: bool = True
+    #: Cap on `retry-after-ms` (so tests never wait long even when a bucket is far below zero).
+    max_retry_after_ms: float | None = 50.0
+
+    # --- rate limits (per minute; None = not enforced) -----------------------------------------
+    rpm_limit: int | None = None
+    itpm_limit: int | None = None
+    otpm_limit: int | None = None
+    #: The tier advertised in `anthropic-ratelimit-output-tokens-limit` when `otpm_limit` is None.
+    advertised_otpm: int = 400_000
+
+    # --- prompt cache ------------------------------------------------------------------------------
+    min_cacheable_tokens: int = 1024
+
+    # --- identity ------------------------------------------------------------------------------------
+    models: frozenset[str] = attrs.field(default=DEFAULT_MODELS, converter=frozenset)
+    #: Accepted keys; None accepts any non-empty key. "sk-bad" is always rejected.
+    valid_keys: frozenset[str] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(frozenset)
+    )
+    reject_all_keys: bool = False

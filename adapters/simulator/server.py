@@ -1,0 +1,154 @@
+"""The HTTP shell: a loopback HTTP/1.1 server (stdlib, one thread per connection, keep-alive) that hands
+each request to a `Simulator` and writes its `SimResponse`, streaming paced bodies and cutting or
+dropping connections when told to."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+import attrs
+
+from .logic import Simulator
+from .wire import SimRequest, SimResponse
+
+
+@attrs.frozen
+class ServerHandle:
+    """A running server: point clients at `base_url`."""
+
+    host: str
+    port: int
+    sim: Simulator
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "judgecore-simulator"
+        sys_version = ""
+        timeout = 120  # an idle keep-alive connection is closed after this many seconds
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            split = urlsplit(self.path)
+            i = split.path.find("/v1/")
+            prefix = split.path[:i] if i > 0 else ""
+            host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
+            request = SimRequest(
+                method=self.command,
+                path=split.path,
+                query=tuple(parse_qsl(split.query, keep_blank_values=True)),
+                headers=tuple((k.lower(), v) for k, v in self.headers.items()),
+                body=body,
+                origin=f"http://{host}{prefix}",
+            )
+            self._write(sim.handle(request))
+
+        def _write(self, response: SimResponse) -> None:
+            if response.drop:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.send_response(response.status)
+            for key, value in response.headers:
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            body = response.body
+            limit = len(body) if response.cut_after is None else response.cut_after
+            if response.pace is None:
+                self.wfile.write(body[:limit])
+            else:
+                lines, delay = response.pace
+                self._write_paced(body[:limit], lines, delay)
+            self.wfile.flush()
+            if response.cut_after is not None:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+
+        def _write_paced(self, body: bytes, lines: int, delay: float) -> None:
+            start, count = 0, 0
+            for pos in range(len(body)):
+                if body[pos] == 0x0A:
+                    count += 1
+                    if count == lines:
+                        self.wfile.write(body[start : pos + 1])
+                        self.wfile.flush()
+                        if delay > 0:
+                            sleep(delay)
+                        start, count = pos + 1, 0
+            if start < len(body):
+                self.wfile.write(body[start:])
+
+        do_GET = _serve
+        do_POST = _serve
+        do_DELETE = _serve
+        do_PUT = _serve
+        do_PATCH = _serve
+
+    return Handler
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+
+@contextlib.contextmanager
+def serve(
+    sim: Simulator,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[ServerHandle]:
+    """Serve `sim` on `host:port` (0 = any free port) in a daemon thread until the block exits."""
+    server = _Server((host, port), _make_handler(sim, sleep))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield ServerHandle(host, server.server_address[1], sim)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def run_server_forever(
+    sim: Simulator,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    on_ready: Callable[[ServerHandle], None] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Serve until Ctrl-C (or until `stop` is set). `on_ready` gets the handle once listening;
+    by default it prints the base URL and the `export ANTHROPIC_BASE_URL=...` hint."""
+
+    def announce(handle: ServerHandle) -> None:
+        print(f"simulator listening on {handle.base_url}", flush=True)
+        print(f"export ANTHROPIC_BASE_URL={handle.base_url} ANTHROPIC_API_KEY=sk-sim", flush=True)
+
+    with serve(sim, host, port) as handle:
+        (on_ready or announce)(handle)
+        event = stop or threading.Event()
+        with contextlib.suppress(KeyboardInterrupt):
+            while not event.wait(0.2):
+                pass

@@ -1,0 +1,118 @@
+"""Plain values at the HTTP boundary: `SimRequest` in, `SimResponse` out, plus the wire formats
+(error envelope, RFC 3339 timestamps, ids) that both the logic and the shells agree on."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Final
+
+import attrs
+import orjson
+
+#: The status that goes with each error type (anthropic-api-facts.md §4).
+ERROR_STATUS: Final = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_ALPHABET: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def digest_int(*parts: object) -> int:
+    """A stable 64-bit hash of `parts` (unlike `hash()`, the same in every process)."""
+    data = "\x1f".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+
+
+def unit_float(*parts: object) -> float:
+    """A stable draw in [0, 1) from `parts`."""
+    return digest_int(*parts) / 2**64
+
+
+def make_id(prefix: str, *parts: object, length: int = 24) -> str:
+    """An id like the API's (`msgbatch_01...`, `msg_01...`, `req_011...`), derived from `parts`."""
+    raw = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+    n = int.from_bytes(raw, "big")
+    chars = []
+    for _ in range(length):
+        n, r = divmod(n, len(_ALPHABET))
+        chars.append(_ALPHABET[r])
+    return prefix + "".join(chars)
+
+
+def rfc3339(epoch: float) -> str:
+    """`2026-11-29T10:00:00.000000Z`."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def dumps(obj: object) -> bytes:
+    return orjson.dumps(obj)
+
+
+@attrs.frozen(kw_only=True)
+class SimRequest:
+    """One HTTP request as the simulator sees it; header names are lower case."""
+
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    #: Scheme, host and any base-path prefix the client used, e.g. `http://127.0.0.1:8765`;
+    #: absolute URLs (`results_url`) are built on it.
+    origin: str = "http://simulator.local"
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def param(self, name: str) -> str | None:
+        for key, value in self.query:
+            if key == name:
+                return value
+        return None
+
+
+@attrs.frozen(kw_only=True)
+class SimResponse:
+    """What to send back. `drop` closes the connection without answering; `cut_after` sends the
+    headers and that many body bytes, then closes the connection (a stream cut mid-way)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    drop: bool = False
+    cut_after: int | None = None
+    #: For streamed bodies: pause `pace[1]` seconds after every `pace[0]` lines.
+    pace: tuple[int, float] | None = None
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+    def json(self) -> object:
+        return orjson.loads(self.body)
+
+
+def error_body(error_type: str, message: str, request_id: str | None) -> dict[str, object]:
+    """The standard error envelope."""
+    return {
+        "type": "error",
+        "error": {"type": error_type, "message": message},
+        "request_id": request_id,
+    }
