@@ -1,0 +1,462 @@
+"""The checkpoint: a job's durable state under `--state DIR`, in one SQLite database in WAL mode.
+
+Why SQLite and not a JSONL journal: the output is a join (every input item, in input order, with its
+latest outcome) and `status` is a handful of counts; SQLite answers both with a query over an index
+instead of replaying a journal into memory, so memory stays flat however long the job. WAL mode with
+`synchronous=FULL` makes each commit durable (fsync) while readers never block; results are committed
+in groups (`OutcomeWriter`), so a harvest of 100,000 lines costs about a hundred fsyncs, not 100,000.
+
+Write order (the promises of CONTRACT.md, "The checkpoint"):
+1. the job manifest (model, rubric digest, settings that change requests) and every item's custom_id and
+   content digest, before anything is sent;
+2. an *intent* (its sub-batch's custom_ids) before the batch create call;
+3. the batch id and `expires_at` right after the create call returns;
+4. each harvested outcome, committed before it counts as done.
+
+A crash between 2 and 3 leaves an intent with no batch id: an *orphan*, which the batch path reconciles
+by listing recent batches before it ever resubmits those ids. The database file, its WAL and its shared
+memory file are created mode 0600 in a directory of mode 0700; no credential is ever stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from judgecore import FINAL_STATUSES, JobState, Outcome, Status, Usage
+
+DB_NAME = "judgecore.sqlite3"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    seq INTEGER PRIMARY KEY,
+    custom_id TEXT NOT NULL UNIQUE,
+    item_id TEXT NOT NULL,
+    digest TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sub_batches (
+    sub_id INTEGER PRIMARY KEY,
+    round INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    intent_at REAL NOT NULL,
+    batch_id TEXT UNIQUE,
+    created_at REAL,
+    expires_at REAL,
+    state TEXT NOT NULL,
+    note TEXT
+);
+CREATE TABLE IF NOT EXISTS sub_batch_ids (
+    sub_id INTEGER NOT NULL,
+    custom_id TEXT NOT NULL,
+    PRIMARY KEY (sub_id, custom_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sub_batch_ids_cid ON sub_batch_ids (custom_id);
+CREATE TABLE IF NOT EXISTS outcomes (
+    row INTEGER PRIMARY KEY,
+    custom_id TEXT NOT NULL,
+    sub_id INTEGER,
+    route TEXT NOT NULL,
+    batch_id TEXT,
+    status TEXT NOT NULL,
+    failure TEXT,
+    reason TEXT NOT NULL,
+    text TEXT,
+    stop_reason TEXT,
+    model TEXT,
+    usage TEXT,
+    error_type TEXT,
+    error_message TEXT,
+    retry_after REAL,
+    attempts INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outcomes_cid ON outcomes (custom_id);
+CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_id) WHERE sub_id IS NOT NULL;
+"""
+
+# States of a sub-batch row. `intent`: written, create not (known to be) answered. `live`: created,
+# not ended. `ended`: ended, results not (fully) harvested. `harvested`: every line recorded.
+# `stuck`: overdue and still not ended at its final check. `orphan_resubmitted`: an intent whose batch
+# was never found; its ids went back to the pool. `canceled`: cancel requested by `judgecore cancel`.
+LIVE_STATES = ("intent", "live", "ended", "canceled")
+
+
+class StateMismatchError(Exception):
+    """The state dir belongs to another job (different model, rubric or request settings)."""
+
+
+class ContentConflictError(Exception):
+    """An item's content changed since it was checkpointed under the same id."""
+
+    def __init__(self, item_ids: Sequence[str]) -> None:
+        shown = ", ".join(repr(i) for i in item_ids[:5])
+        more = f" and {len(item_ids) - 5} more" if len(item_ids) > 5 else ""
+        super().__init__(
+            f"content changed since it was checkpointed for id {shown}{more}; "
+            "use a new --state dir for a new job, or restore the original input"
+        )
+        self.item_ids = tuple(item_ids)
+
+
+@attrs.frozen(kw_only=True)
+class SubBatchRow:
+    """One sub-batch as the checkpoint knows it."""
+
+    sub_id: int
+    round: int
+    n: int
+    bytes: int
+    intent_at: float
+    batch_id: str | None
+    created_at: float | None
+    expires_at: float | None
+    state: str
+    note: str | None
+
+
+@attrs.frozen(kw_only=True)
+class OutcomeRow:
+    """One recorded outcome, ready for the store."""
+
+    custom_id: str
+    outcome: Outcome
+    route: str
+    at: float
+    sub_id: int | None = None
+    batch_id: str | None = None
+    attempts: int = 1
+
+
+def _create_private(path: Path) -> None:
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    path.chmod(0o600)
+
+
+class Store:
+    """The checkpoint of one job. Open with `Store.open(state_dir)`; close when done."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, state_dir: Path | str) -> Store:
+        state_dir = Path(state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        db = state_dir / DB_NAME
+        for suffix in ("", "-wal", "-shm"):
+            _create_private(db.with_name(db.name + suffix))
+        conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        conn.executescript(_SCHEMA)
+        return cls(conn, db)
+
+    @classmethod
+    def exists(cls, state_dir: Path | str) -> bool:
+        return (Path(state_dir) / DB_NAME).exists()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # -- the manifest ------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, orjson.dumps(value).decode()),
+            )
+
+    def bind_job(self, manifest: Mapping[str, Any], items: Iterable[tuple[str, str, str]]) -> bool:
+        """Tie this state dir to one job; True when it was new.
+
+        `manifest` holds what changes requests (model, rubric digest, max_tokens, ...); `items` yields
+        `(custom_id, item_id, digest)` in input order. A dir made for another manifest raises
+        `StateMismatchError`; an item whose digest changed raises `ContentConflictError`. Items new to
+        an existing job are added (they have simply not been sent yet).
+        """
+        old = self.get_meta("manifest")
+        if old is not None and old != dict(manifest):
+            diffs = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+            raise StateMismatchError(
+                f"{self.path.parent} holds the checkpoint of another job (differs in: "
+                f"{', '.join(diffs)}); point --state at a new directory"
+            )
+        rows = list(items)
+        with self._tx() as c:
+            if old is None:
+                c.execute(
+                    "INSERT INTO meta (key, value) VALUES ('manifest', ?), ('schema', ?)",
+                    (orjson.dumps(dict(manifest)).decode(), str(SCHEMA_VERSION)),
+                )
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS incoming (custom_id TEXT, item_id TEXT, digest TEXT)")
+            c.execute("DELETE FROM incoming")
+            c.executemany("INSERT INTO incoming VALUES (?, ?, ?)", rows)
+            conflicts = [
+                r[0]
+                for r in c.execute(
+                    "SELECT i.item_id FROM incoming n JOIN items i ON i.custom_id = n.custom_id "
+                    "WHERE i.digest != n.digest ORDER BY i.seq"
+                )
+            ]
+            if conflicts:
+                raise ContentConflictError(conflicts)
+            c.execute(
+                "INSERT OR IGNORE INTO items (custom_id, item_id, digest) "
+                "SELECT custom_id, item_id, digest FROM incoming ORDER BY rowid"
+            )
+            c.execute("DELETE FROM incoming")
+        return old is None
+
+    # -- sub-batches -------------------------------------------------------------------------
+
+    def record_intent(self, *, round: int, custom_ids: Sequence[str], n_bytes: int, at: float) -> int:
+        """Durably record the intent to create a batch of these ids; returns its `sub_id`."""
+        with self._tx() as c:
+            cur = c.execute(
+                "INSERT INTO sub_batches (round, n, bytes, intent_at, state) VALUES (?, ?, ?, ?, 'intent')",
+                (round, len(custom_ids), n_bytes, at),
+            )
+            sub_id = int(cur.lastrowid or 0)
+            c.executemany(
+                "INSERT INTO sub_batch_ids (sub_id, custom_id) VALUES (?, ?)",
+                ((sub_id, cid) for cid in custom_ids),
+            )
+        return sub_id
+
+    def record_created(self, sub_id: int, *, batch_id: str, created_at: float, expires_at: float) -> None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE sub_batches SET batch_id = ?, created_at = ?, expires_at = ?, state = 'live' "
+                "WHERE sub_id = ?",
+                (batch_id, created_at, expires_at, sub_id),
+            )
+
+    def set_state(self, sub_id: int, state: str, note: str | None = None) -> None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE sub_batches SET state = ?, note = COALESCE(?, note) WHERE sub_id = ?",
+                (state, note, sub_id),
+            )
+
+    def sub_batches(self, states: Sequence[str] | None = None) -> list[SubBatchRow]:
+        q = "SELECT sub_id, round, n, bytes, intent_at, batch_id, created_at, expires_at, state, note FROM sub_batches"
+        args: tuple[Any, ...] = ()
+        if states is not None:
+            q += f" WHERE state IN ({','.join('?' * len(states))})"
+            args = tuple(states)
+        return [
+            SubBatchRow(
+                sub_id=r[0],
+                round=r[1],
+                n=r[2],
+                bytes=r[3],
+                intent_at=r[4],
+                batch_id=r[5],
+                created_at=r[6],
+                expires_at=r[7],
+                state=r[8],
+                note=r[9],
+            )
+            for r in self._conn.execute(q + " ORDER BY sub_id", args)
+        ]
+
+    def sub_batch_ids(self, sub_id: int) -> list[str]:
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT s.custom_id FROM sub_batch_ids s LEFT JOIN items i ON i.custom_id = s.custom_id "
+                "WHERE s.sub_id = ? ORDER BY i.seq",
+                (sub_id,),
+            )
+        ]
+
+    def harvested_ids(self, sub_id: int) -> set[str]:
+        """custom_ids of a sub-batch whose outcome is already recorded (to resume a cut harvest)."""
+        return {
+            r[0] for r in self._conn.execute("SELECT custom_id FROM outcomes WHERE sub_id = ?", (sub_id,))
+        }
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def writer(self, group: int = 1000) -> OutcomeWriter:
+        return OutcomeWriter(self._conn, group)
+
+    def record_outcomes(self, rows: Iterable[OutcomeRow]) -> int:
+        """Record outcomes in one transaction; returns how many were new."""
+        with self.writer() as w:
+            for row in rows:
+                w.add(row)
+        return w.added
+
+    def job_state(self) -> JobState:
+        """Final ids, ids in batches not yet harvested, and retriable attempts per id."""
+        final_in = ",".join(f"'{s}'" for s in sorted(FINAL_STATUSES))
+        final = frozenset(
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT DISTINCT custom_id FROM outcomes WHERE status IN ({final_in})"
+            )
+        )
+        states = ",".join(f"'{s}'" for s in LIVE_STATES)
+        in_flight = frozenset(
+            r[0]
+            for r in self._conn.execute(
+                "SELECT s.custom_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
+                f"WHERE b.state IN ({states}) AND NOT EXISTS ("
+                "  SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id)"
+            )
+        )
+        attempts = dict(
+            self._conn.execute(
+                "SELECT custom_id, COUNT(*) FROM outcomes WHERE status = 'retry' GROUP BY custom_id"
+            ).fetchall()
+        )
+        return JobState(final=final, in_flight=in_flight, attempts=attempts)
+
+    def counts(self) -> dict[str, int]:
+        """Items by their latest status (`pending` for none or a non-final one)."""
+        out = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+        for status, n in self._conn.execute(
+            "SELECT COALESCE(l.status, 'pending'), COUNT(*) FROM items i LEFT JOIN ("
+            "  SELECT custom_id, status, MAX(row) FROM outcomes GROUP BY custom_id"
+            ") l ON l.custom_id = i.custom_id GROUP BY 1"
+        ):
+            key = status if status in out else "pending"
+            out[key] += n
+        return out
+
+    def latest(
+        self, custom_ids: Sequence[str] | None = None
+    ) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
+        """`(custom_id, latest outcome, route, batch_id, attempts)` for every item in input order.
+
+        A final outcome wins over any later non-final one (a final id is never sent again, but a
+        duplicate result line could still arrive). Streams: memory does not grow with the job.
+        """
+        q = (
+            "SELECT i.custom_id, o.status, o.failure, o.reason, o.text, o.stop_reason, o.model, o.usage, "
+            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, "
+            "(SELECT COALESCE(SUM(attempts), 0) FROM outcomes a WHERE a.custom_id = i.custom_id) "
+            "FROM items i LEFT JOIN outcomes o ON o.row = ("
+            "  SELECT row FROM outcomes x WHERE x.custom_id = i.custom_id "
+            "  ORDER BY (x.status IN ('succeeded', 'miss', 'quarantined')) DESC, x.row DESC LIMIT 1"
+            ") ORDER BY i.seq"
+        )
+        for r in self._conn.execute(q):
+            outcome = None
+            if r[1] is not None:
+                usage = Usage(**orjson.loads(r[7])) if r[7] else None
+                outcome = Outcome(
+                    status=Status(r[1]),
+                    failure=None if r[2] is None else _failure(r[2]),
+                    reason=r[3],
+                    text=r[4],
+                    stop_reason=r[5],
+                    model=r[6],
+                    usage=usage,
+                    error_type=r[8],
+                    error_message=r[9],
+                    retry_after=r[10],
+                )
+            yield r[0], outcome, r[11], r[12], r[13]
+
+
+def _failure(name: str) -> Any:
+    from judgecore import FailureClass
+
+    return FailureClass(name)
+
+
+class OutcomeWriter:
+    """Buffers outcome rows and commits them in groups; `flush()` makes everything so far durable.
+
+    Rows for a sub-batch are unique per custom_id: a result line seen twice (a duplicate in the
+    stream, or a harvest resumed after a cut) is recorded once, and `added` counts only new rows.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, group: int) -> None:
+        self._conn = conn
+        self._group = group
+        self._buf: list[tuple[Any, ...]] = []
+        self.added = 0
+
+    def __enter__(self) -> OutcomeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush()
+
+    def add(self, row: OutcomeRow) -> None:
+        o = row.outcome
+        usage = orjson.dumps(attrs.asdict(o.usage)).decode() if o.usage else None
+        self._buf.append(
+            (
+                row.custom_id,
+                row.sub_id,
+                row.route,
+                row.batch_id,
+                str(o.status),
+                str(o.failure) if o.failure else None,
+                o.reason,
+                o.text,
+                o.stop_reason,
+                o.model,
+                usage,
+                o.error_type,
+                o.error_message,
+                o.retry_after,
+                row.attempts,
+                row.at,
+            )
+        )
+        if len(self._buf) >= self._group:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buf:
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            before = self._conn.total_changes
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO outcomes (custom_id, sub_id, route, batch_id, status, failure, reason, "
+                "text, stop_reason, model, usage, error_type, error_message, retry_after, attempts, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self._buf,
+            )
+            added = self._conn.total_changes - before
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        self.added += added
+        self._buf.clear()
