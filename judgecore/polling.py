@@ -10,6 +10,7 @@ whatever exists. A run therefore always ends.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Literal
 
@@ -99,7 +100,10 @@ def next_poll_action(now: float, batch: BatchSnapshot, policy: PollPolicy) -> Po
     deadline = policy.deadline(batch)
     if now > deadline:
         return Overdue(batch.id, deadline)
-    return Wait(min(policy.interval, deadline - now))
+    seconds = min(policy.interval, deadline - now)
+    while now + seconds > deadline:  # `deadline - now` can round up by an ulp: never overshoot
+        seconds = math.nextafter(seconds, 0.0)
+    return Wait(seconds)
 
 
 def next_wake(now: float, batches: Iterable[BatchSnapshot], policy: PollPolicy) -> float | None:
