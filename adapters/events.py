@@ -1,0 +1,84 @@
+"""Progress events: what the batch and sync paths report as they go, as plain values.
+
+The paths call an `Emit` callback with these; the terminal view (rich on a TTY, one log line per event
+elsewhere) and tests subscribe. An event never carries a credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class RoundStarted:
+    """A batch round begins: `n` requests in `sub_batches` sub-batches (round 1 is the first send)."""
+
+    round: int
+    n: int
+    sub_batches: int
+
+
+@attrs.frozen(kw_only=True)
+class BatchCreated:
+    sub_id: int
+    batch_id: str
+    n: int
+    expires_at: float
+    adopted: bool = False  # an orphan found by listing, not a new create
+
+
+@attrs.frozen(kw_only=True)
+class BatchPolled:
+    sub_id: int
+    batch_id: str
+    status: str
+    n: int
+    deadline: float
+    now: float
+
+
+@attrs.frozen(kw_only=True)
+class BatchHarvested:
+    sub_id: int
+    batch_id: str
+    counts: dict[str, int]  # outcome status -> count, for this harvest
+
+
+@attrs.frozen(kw_only=True)
+class BatchStuck:
+    sub_id: int
+    batch_id: str
+    n: int
+    deadline: float
+
+
+@attrs.frozen(kw_only=True)
+class SyncProgress:
+    """Sync path tally so far; `total` is the number of requests this run sends."""
+
+    done: int
+    total: int
+    retries: int
+    rate_limited: int
+    in_flight: int
+    concurrency: int
+    output_tokens: int
+    elapsed: float
+
+
+@attrs.frozen(kw_only=True)
+class Notice:
+    """A one-line warning or note for stderr (names the id or batch it is about)."""
+
+    level: str  # "warning" | "info"
+    message: str
+
+
+Event = RoundStarted | BatchCreated | BatchPolled | BatchHarvested | BatchStuck | SyncProgress | Notice
+Emit = Callable[[Event], None]
+
+
+def discard(_: Event) -> None:
+    """An `Emit` that drops every event."""
