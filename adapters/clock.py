@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from typing import Protocol
 
@@ -26,15 +27,21 @@ class RealClock:
 
 
 class FakeClock:
-    """A clock that jumps instead of sleeping, and never goes back (after trio's MockClock).
+    """A clock that jumps instead of sleeping, and never goes back (after trio's autojump MockClock).
 
-    `sleep(s)` moves the time to at least `start + s`, where `start` is the time the sleep began, then
-    yields to the event loop once. Concurrent sleepers therefore end no earlier than they asked, and a
-    job that would wait 24 hours runs in milliseconds. `sleeps` records every requested duration.
+    Sleepers register their wake time; once the event loop has had a few turns with nothing else to
+    do, the clock jumps to the earliest wake time and wakes every sleeper due then. Concurrent sleepers
+    therefore wake in order and no earlier than they asked, and a job that would wait 24 hours runs in
+    milliseconds. `sleeps` records every requested duration; `advance()` moves time by hand.
     """
+
+    _SETTLE_TURNS = 20
 
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self._now = start
+        self._seq = 0
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._jump_scheduled = False
         self.sleeps: list[float] = []
 
     def now(self) -> float:
@@ -48,5 +55,28 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
         self.sleeps.append(seconds)
-        self._now = max(self._now, self._now + seconds) if seconds else self._now
-        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._seq += 1
+        heapq.heappush(self._waiters, (self._now + seconds, self._seq, fut))
+        if not self._jump_scheduled:
+            self._jump_scheduled = True
+            loop.call_soon(self._settle, loop, self._SETTLE_TURNS)
+        await fut
+
+    def _settle(self, loop: asyncio.AbstractEventLoop, turns: int) -> None:
+        if turns > 0:
+            loop.call_soon(self._settle, loop, turns - 1)
+            return
+        self._jump_scheduled = False
+        if not self._waiters:
+            return
+        target = self._waiters[0][0]
+        self._now = max(self._now, target)
+        while self._waiters and self._waiters[0][0] <= self._now:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+        if self._waiters:
+            self._jump_scheduled = True
+            loop.call_soon(self._settle, loop, self._SETTLE_TURNS)
