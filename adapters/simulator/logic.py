@@ -241,6 +241,10 @@ class Simulator:
                 return self._results(ctx, m.group(1))
         return ctx.error("not_found_error", f"Not found: {method} {path}")
 
+    @property
+    def _hint(self) -> float | None:
+        return self.scenario.error_retry_after_ms
+
     def _authenticate(self, ctx: _Ctx) -> SimResponse | None:
         key = ctx.request.header("x-api-key")
         auth = ctx.request.header("authorization")
@@ -288,9 +292,9 @@ class Simulator:
         if forced == "context_overflow":
             return ctx.error("invalid_request_error", answers.context_overflow_message(params))
         if forced == "api_error":
-            return ctx.error("api_error", "Internal server error")
+            return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
         if forced == "overloaded_error":
-            return ctx.error("overloaded_error", "Overloaded")
+            return ctx.error("overloaded_error", "Overloaded", hint_ms=self._hint)
         if forced == "rate_limit_error":
             return self._rate_limited(ctx, "Simulated rate limit", s.retry_after)
         self._cache.commit(plan, ctx.now)
@@ -304,8 +308,8 @@ class Simulator:
         if fault == "429":
             return self._rate_limited(ctx, "Simulated rate limit", self.scenario.retry_after)
         if fault == "529":
-            return ctx.error("overloaded_error", "Overloaded")
-        return ctx.error("api_error", "Internal server error")
+            return ctx.error("overloaded_error", "Overloaded", hint_ms=self._hint)
+        return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
 
     def _rate_limited(self, ctx: _Ctx, message: str, wait: float) -> SimResponse:
         s = self.scenario
@@ -366,7 +370,7 @@ class Simulator:
                 f"Request exceeds the maximum allowed number of bytes ({s.max_batch_bytes}).",
             )
         if fault == "500":
-            return ctx.error("api_error", "Internal server error")
+            return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
         if fault == "429":
             return self._rate_limited(ctx, "Simulated batch rate limit", s.retry_after)
         if fault == "drop":
@@ -416,7 +420,7 @@ class Simulator:
         self._batches[batch.id] = batch
         ctx.batch_id, ctx.custom_ids = batch.id, custom_ids
         if fault == "persist_then_500":
-            return ctx.error("api_error", "Internal server error")
+            return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
         if fault == "persist_then_drop":
             return SimResponse(status=0, drop=True)
         return ctx.ok(self._batch_json(batch, ctx))
@@ -659,8 +663,15 @@ class _Ctx:
         return SimResponse(status=200, headers=tuple(extra or ()), body=dumps(obj))
 
     def error(
-        self, error_type: str, message: str, *, extra: list[tuple[str, str]] | None = None
+        self,
+        error_type: str,
+        message: str,
+        *,
+        extra: list[tuple[str, str]] | None = None,
+        hint_ms: float | None = None,
     ) -> SimResponse:
+        if hint_ms is not None and ERROR_STATUS[error_type] >= 500:
+            extra = [*(extra or ()), ("retry-after-ms", f"{hint_ms:g}")]
         return SimResponse(
             status=ERROR_STATUS[error_type],
             headers=tuple(extra or ()),

@@ -134,6 +134,9 @@ class Scenario:
     retry_after: float = attrs.field(default=1.0, validator=_non_negative)
     #: Also send `retry-after-ms` (exact) so SDK retries stay fast; the real API sends only seconds.
     send_retry_after_ms: bool = True
+    #: If set, simulated 500/529 answers carry `retry-after-ms` with this value, so SDK retries of
+    #: server errors are fast in tests (the real API sends no hint there; the SDK then backs off 0.5-8 s).
+    error_retry_after_ms: float | None = None
     #: Cap on `retry-after-ms` (so tests never wait long even when a bucket is far below zero).
     max_retry_after_ms: float | None = 50.0
 
