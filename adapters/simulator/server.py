@@ -37,6 +37,7 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
         server_version = "judgecore-simulator"
         sys_version = ""
         timeout = 120  # an idle keep-alive connection is closed after this many seconds
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
 
         def log_message(self, format: str, *args: object) -> None:
             pass
