@@ -1,0 +1,561 @@
+"""A whole judge job: parse, checkpoint, probe, route, run the chosen path, write the output.
+
+This is the shell's top level and the Python API (`judge`, `ajudge`); the CLI is a thin layer over it.
+It decides nothing itself: routing, chunking, classification and resume are the core's; it performs
+them in the order the checkpoint promises require (bind the job before anything is sent; the probe's
+answer is recorded as that item's result; the output is written from the checkpoint, atomically).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import random
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from adapters.clock import Clock, RealClock
+from adapters.events import Emit, Notice, discard
+from adapters.store import OutcomeRow, Store
+from judgecore import (
+    DEFAULT_PRICES,
+    Item,
+    Request,
+    RequestTemplate,
+    Route,
+    RoutePolicy,
+    Status,
+    build_requests,
+    chunk,
+    output_line,
+    output_record,
+    parse_item,
+    plan,
+    route,
+)
+from judgecore.items import Path as RoutePath
+from judgecore.planning import Plan
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MAX_TOKENS = 1024
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_PENDING = 3
+EXIT_FATAL = 4
+
+
+@attrs.frozen(kw_only=True)
+class JobSettings:
+    """Every knob of a run, with the defaults of CONTRACT.md."""
+
+    model: str = DEFAULT_MODEL
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    force: RoutePath | None = None
+    sync_threshold: int = 2000
+    otpm: int | None = None
+    max_batch_requests: int = 8000
+    max_batch_bytes: int = 250_000_000
+    poll_interval: float = 60.0
+    grace: float = 1800.0
+    concurrency: int | None = None
+    max_attempts: int = 3
+    seed: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        checks = [
+            (self.max_tokens >= 1, "--max-tokens must be >= 1"),
+            (self.sync_threshold >= 1, "--sync-threshold must be >= 1"),
+            (self.otpm is None or self.otpm >= 1, "--otpm must be >= 1"),
+            (1 <= self.max_batch_requests <= 100_000, "--max-batch-requests must be in 1..100000"),
+            (1_000 <= self.max_batch_bytes <= 256_000_000, "--max-batch-bytes must be in 1000..256000000"),
+            (self.poll_interval > 0, "--poll-interval must be > 0"),
+            (self.grace >= 0, "--grace must be >= 0"),
+            (self.concurrency is None or self.concurrency >= 1, "--concurrency must be >= 1"),
+            (self.max_attempts >= 1, "--max-attempts must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    @property
+    def route_policy(self) -> RoutePolicy:
+        return RoutePolicy(base_threshold=self.sync_threshold)
+
+    def manifest(self, rubric: str | None) -> dict[str, Any]:
+        """What makes two runs the same job: anything that changes what a request asks."""
+        digest = hashlib.sha256(rubric.encode()).hexdigest()[:32] if rubric else None
+        return {"model": self.model, "max_tokens": self.max_tokens, "rubric_sha256": digest}
+
+
+@attrs.frozen(kw_only=True)
+class JudgeResult:
+    """What a run ended with. `records` maps item id -> its output object (CONTRACT.md's shape)."""
+
+    exit_code: int
+    route: Route | None
+    counts: Mapping[str, int]
+    records: Mapping[str, dict[str, Any]]
+    fatal: str | None = None
+    stuck_batches: tuple[str, ...] = ()
+    output_path: Path | None = None
+    cache_hit_rate: float | None = None
+    plan: Plan | None = None
+
+
+class UsageError(Exception):
+    """Bad usage or bad input, detected before anything was sent (exit 2)."""
+
+
+def load_items(path: Path) -> tuple[Item, ...]:
+    """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line."""
+    from judgecore import DuplicateIdError, InputError, parse_items
+
+    try:
+        with path.open("rb") as f:
+            return parse_items(f)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (InputError, DuplicateIdError) as exc:
+        raise UsageError(f"{path}:{exc}".replace(f"{path}:line ", f"{path}:")) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+
+
+def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
+    """Items from Python objects shaped like input lines (or `Item`s), validated as the CLI would."""
+    from judgecore import assign_custom_ids
+
+    out: list[Item] = []
+    for n, obj in enumerate(objects, start=1):
+        if isinstance(obj, Item):
+            out.append(obj)
+            continue
+        item = parse_item(n, orjson.dumps(dict(obj)))
+        if item is None:  # pragma: no cover - an object is never blank
+            continue
+        out.append(item)
+    assign_custom_ids((i.id for i in out), (i.line for i in out))
+    return tuple(out)
+
+
+def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
+    """Write JSONL to a temp file in the same directory, fsync, then rename over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for line in lines:
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def collect_records(
+    store: Store, items: Sequence[Item], requests: Sequence[Request], *, default_route: RoutePath
+) -> dict[str, dict[str, Any]]:
+    """Every item's output object, from the checkpoint, keyed by item id (input order kept)."""
+    by_cid = {r.custom_id: (item, r) for item, r in zip(items, requests, strict=True)}
+    latest = {cid: rest for cid, *rest in store.latest() if cid in by_cid}
+    records: dict[str, dict[str, Any]] = {}
+    for item, req in zip(items, requests, strict=True):
+        outcome, route_used, batch_id, attempts = latest.get(req.custom_id, (None, None, None, 0))
+        records[item.id] = output_record(
+            item,
+            req.custom_id,
+            outcome,
+            route=route_used or default_route,  # type: ignore[arg-type]
+            batch_id=batch_id,
+            attempts=attempts,
+        )
+    return records
+
+
+def exit_code_for(records: Mapping[str, Mapping[str, Any]], fatal: str | None) -> int:
+    if fatal:
+        return EXIT_FATAL
+    if any(r["status"] == "pending" for r in records.values()):
+        return EXIT_PENDING
+    return EXIT_OK
+
+
+async def ajudge(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    *,
+    rubric: str | None,
+    state_dir: Path | str,
+    settings: JobSettings = JobSettings(),
+    client: Any = None,
+    out: Path | str | None = None,
+    dry_run: bool = False,
+    clock: Clock | None = None,
+    emit: Emit = discard,
+    environ: Mapping[str, str] | None = None,
+) -> JudgeResult:
+    """Run (or resume) a judge job; see `judge` for the arguments."""
+    items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
+    state_dir = Path(state_dir)
+    clock = clock or RealClock()
+    environ = os.environ if environ is None else environ
+    rng = random.Random(settings.seed)
+    policy = settings.route_policy
+
+    if dry_run:
+        return _dry_run(items, rubric=rubric, settings=settings, state_dir=state_dir)
+
+    if not items:
+        raise UsageError("the input has no items")
+    if settings.force != "sync":
+        _check_batchable(items, rubric, settings)
+    store = Store.open(state_dir)
+    try:
+        from adapters.store import ContentConflictError, StateMismatchError
+
+        probe_template = RequestTemplate.build(
+            model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path="sync"
+        )
+        probe_requests = build_requests(items, probe_template)
+        try:
+            store.bind_job(
+                settings.manifest(rubric),
+                ((r.custom_id, i.id, i.digest) for i, r in zip(items, probe_requests, strict=True)),
+            )
+        except (StateMismatchError, ContentConflictError) as exc:
+            raise UsageError(str(exc)) from None
+
+        client = client or _default_client(environ)
+        chosen, fatal = await _decide_route(
+            store, items, probe_requests, probe_template, settings, policy, client, clock, emit
+        )
+        stuck: tuple[str, ...] = ()
+        hit_rate = None
+        if fatal is None:
+            template = RequestTemplate.build(
+                model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=chosen.path
+            )
+            requests = build_requests(items, template)
+            fatal, stuck, hit_rate = await _run_path(
+                chosen, store, requests, template, settings, client, clock, emit, rng, environ
+            )
+        records = collect_records(store, items, probe_requests, default_route=chosen.path)
+        if out is not None:
+            write_output_atomic(Path(out), (output_line(r) for r in records.values()))
+        counts = _count(records)
+        return JudgeResult(
+            exit_code=exit_code_for(records, fatal),
+            route=chosen,
+            counts=counts,
+            records=records,
+            fatal=fatal,
+            stuck_batches=stuck,
+            output_path=Path(out) if out is not None else None,
+            cache_hit_rate=hit_rate,
+        )
+    finally:
+        store.close()
+
+
+def judge(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    *,
+    rubric: str | None,
+    state_dir: Path | str,
+    settings: JobSettings = JobSettings(),
+    client: Any = None,
+    out: Path | str | None = None,
+    dry_run: bool = False,
+    clock: Clock | None = None,
+    emit: Emit = discard,
+    environ: Mapping[str, str] | None = None,
+) -> JudgeResult:
+    """Judge `items` (objects shaped like input lines: `{"id", "prompt" | "messages", ...}`).
+
+    Runs the whole job, or resumes it from `state_dir`, and returns a `JudgeResult` whose `records`
+    map each item id to its output object. `client` is an `anthropic.AsyncAnthropic` (built from
+    the environment when None); `out`, when given, also writes the output JSONL atomically.
+    Raises `UsageError` on bad input or a state dir of another job, before anything is sent.
+    """
+    return asyncio.run(
+        ajudge(
+            items,
+            rubric=rubric,
+            state_dir=state_dir,
+            settings=settings,
+            client=client,
+            out=out,
+            dry_run=dry_run,
+            clock=clock,
+            emit=emit,
+            environ=environ,
+        )
+    )
+
+
+def _count(records: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    counts = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+    for r in records.values():
+        counts[r["status"]] += 1
+    return counts
+
+
+def _default_client(environ: Mapping[str, str]) -> Any:
+    import anthropic
+
+    if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
+        raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
+    # Our own loops own every retry (see adapters/sync_api.py and adapters/batch_api.py); the SDK's
+    # retries are set per call there, so the client default does not matter for correctness.
+    return anthropic.AsyncAnthropic(max_retries=0)
+
+
+def _stored_route(store: Store) -> Route | None:
+    raw = store.get_meta("route")
+    return Route(**raw) if raw else None
+
+
+async def _decide_route(
+    store: Store,
+    items: Sequence[Item],
+    requests: Sequence[Request],
+    template: RequestTemplate,
+    settings: JobSettings,
+    policy: RoutePolicy,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
+) -> tuple[Route, str | None]:
+    """The job's route: kept from an earlier run of this state dir, or decided now (probing if needed)."""
+    stored = _stored_route(store)
+    n = len(requests)
+    if stored is not None and (settings.force is None or settings.force == stored.path):
+        if stored.n != n:
+            stored = attrs.evolve(stored, n=n)
+        return stored, None
+    fatal = None
+    if settings.force is not None:
+        chosen = route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
+    elif settings.otpm is not None:
+        chosen = route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
+    else:
+        otpm, fatal = await _probe(store, requests, template, client, clock, emit)
+        chosen = route(n, policy=policy, otpm=otpm) if otpm else route(n, policy=policy)
+    emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
+    store.set_meta("route", attrs.asdict(chosen))
+    return chosen, fatal
+
+
+async def _probe(
+    store: Store,
+    requests: Sequence[Request],
+    template: RequestTemplate,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
+) -> tuple[int | None, str | None]:
+    """Send the first unfinished item alone; record its answer; return the OTPM it revealed."""
+    from adapters.sync import probe
+    from adapters.sync_api import AnthropicMessagesApi
+
+    reading = store.get_meta("rate_limits")
+    if reading and reading.get("output_tokens_limit"):
+        return int(reading["output_tokens_limit"]), None
+    done = store.job_state().final
+    first = next((r for r in requests if r.custom_id not in done), None)
+    if first is None:
+        return None, None
+    api = AnthropicMessagesApi(client)
+    outcome, rl = await probe(api=api, request=first, template=template, clock=clock)
+    store.record_outcomes(
+        [OutcomeRow(custom_id=first.custom_id, outcome=outcome, route="sync", at=clock.now())]
+    )
+    store.set_meta("rate_limits", _reading_json(rl))
+    if outcome.status is Status.FATAL:
+        return None, f"{outcome.reason}: {outcome.error_message or ''}".strip(": ")
+    otpm = _reading_json(rl).get("output_tokens_limit")
+    emit(
+        Notice(
+            level="info",
+            message=f"probe: {first.item_id} answered; output tokens/min limit {otpm or 'not reported'}",
+        )
+    )
+    return (int(otpm) if otpm else None), None
+
+
+def _reading_json(reading: Any) -> dict[str, Any]:
+    if reading is None:
+        return {}
+    if isinstance(reading, dict):
+        return reading
+    to_json = getattr(reading, "to_json", None)
+    if callable(to_json):
+        return dict(to_json())
+    out: dict[str, Any] = {}
+    for key, value in attrs.asdict(reading).items():
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                out[f"{key}_{sub}"] = v
+        else:
+            out[key] = value
+    return out
+
+
+async def _run_path(
+    chosen: Route,
+    store: Store,
+    requests: Sequence[Request],
+    template: RequestTemplate,
+    settings: JobSettings,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
+    rng: random.Random,
+    environ: Mapping[str, str],
+) -> tuple[str | None, tuple[str, ...], float | None]:
+    """Run the routed path; live batches of an earlier run are always polled, whatever the route now."""
+    from judgecore import PollPolicy
+
+    state = store.job_state()
+    fatal: str | None = None
+    stuck: tuple[str, ...] = ()
+    hit_rate = None
+    batch_requests: Sequence[Request] = requests
+    if chosen.path == "sync":
+        batch_requests = [r for r in requests if r.custom_id in state.in_flight]
+    if batch_requests:
+        from adapters.batch import BatchSettings, run_batch
+        from adapters.batch_api import AnthropicBatchApi
+
+        bset = BatchSettings(
+            max_batch_requests=settings.max_batch_requests,
+            max_batch_bytes=settings.max_batch_bytes,
+            poll=PollPolicy(interval=settings.poll_interval, grace=settings.grace),
+            max_attempts=settings.max_attempts,
+        )
+        res = await run_batch(
+            store=store,
+            requests=batch_requests,
+            template=template,
+            api=AnthropicBatchApi(client),
+            clock=clock,
+            settings=bset,
+            emit=emit,
+            rng=rng,
+        )
+        fatal = res.fatal
+        stuck = tuple(res.stuck)
+    if chosen.path == "sync" and fatal is None:
+        from adapters.sync import SyncSettings, run_sync
+        from adapters.sync_api import AnthropicMessagesApi
+
+        sset = attrs.evolve(
+            SyncSettings.from_env(environ),
+            max_attempts=settings.max_attempts,
+            **({"concurrency": settings.concurrency} if settings.concurrency else {}),
+        )
+        reading = store.get_meta("rate_limits")
+        sres = await run_sync(
+            store=store,
+            requests=requests,
+            template=template,
+            api=AnthropicMessagesApi(client),
+            clock=clock,
+            settings=sset,
+            emit=emit,
+            rng=rng,
+            reading=_reading_from_json(reading),
+        )
+        fatal = sres.fatal
+        hit_rate = getattr(sres, "cache_hit_rate", None)
+    return fatal, stuck, hit_rate
+
+
+def _reading_from_json(raw: Any) -> Any:
+    if not raw:
+        return None
+    from judgecore.ratelimit import RateLimitReading
+
+    from_json = getattr(RateLimitReading, "from_json", None)
+    return from_json(raw) if callable(from_json) else None
+
+
+def _check_batchable(items: Sequence[Item], rubric: str | None, settings: JobSettings) -> None:
+    """Refuse, before anything is sent, an item too large for any sub-batch (it could never run)."""
+    from judgecore import RequestTooLargeError
+
+    template = RequestTemplate.build(
+        model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path="batch"
+    )
+    try:
+        chunk(
+            build_requests(items, template),
+            max_requests=settings.max_batch_requests,
+            max_bytes=settings.max_batch_bytes,
+        )
+    except RequestTooLargeError as exc:
+        line = next((i.line for i in items if i.id == exc.item_id), "?")
+        raise UsageError(f"line {line}: {exc}") from None
+
+
+def _dry_run(
+    items: Sequence[Item], *, rubric: str | None, settings: JobSettings, state_dir: Path
+) -> JudgeResult:
+    """The plan, with no request sent and nothing written: OTPM from the flag, a past probe, or assumed."""
+    if not items:
+        raise UsageError("the input has no items")
+    policy = settings.route_policy
+    otpm, source = settings.otpm, "flag"
+    if otpm is None and Store.exists(state_dir):
+        store = Store.open(state_dir)
+        try:
+            reading = store.get_meta("rate_limits") or {}
+        finally:
+            store.close()
+        otpm, source = reading.get("output_tokens_limit"), "read"
+    if settings.force is not None:
+        chosen = route(len(items), policy=policy, force=settings.force, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
+    else:
+        chosen = route(len(items), policy=policy, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
+    template = RequestTemplate.build(
+        model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=chosen.path
+    )
+    requests = build_requests(items, template)
+    if chosen.path == "batch":
+        _check_batchable(items, rubric, settings)
+    subs = (
+        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        if chosen.path == "batch"
+        else ()
+    )
+    p = plan(
+        requests,
+        route=chosen,
+        sub_batches=subs,
+        template=template,
+        rubric=rubric,
+        max_batch_requests=settings.max_batch_requests,
+        max_batch_bytes=settings.max_batch_bytes,
+        prices=DEFAULT_PRICES,
+    )
+    return JudgeResult(exit_code=EXIT_OK, route=chosen, counts={}, records={}, plan=p)
+
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "JobSettings",
+    "JudgeResult",
+    "UsageError",
+    "ajudge",
+    "judge",
+    "load_items",
+]

@@ -1,0 +1,183 @@
+"""Progress: a live view on a terminal (rich), one plain log line per change elsewhere.
+
+Both are `Emit` callbacks over the events of `adapters.events`; they hold only what they draw. Progress
+comes from the clock and from ended batches, never from an in-progress batch's counts (which stay at
+`processing=N` until the batch ends).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Any
+
+from adapters.events import (
+    BatchCreated,
+    BatchHarvested,
+    BatchPolled,
+    BatchStuck,
+    Event,
+    Notice,
+    RoundStarted,
+    SyncProgress,
+)
+
+
+def _left(seconds: float) -> str:
+    if seconds <= 0:
+        return "overdue"
+    s = int(seconds)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+
+
+def _clock() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+class PlainProgress:
+    """One line per change, to `stream` (stderr by default): for logs, CI and pipes."""
+
+    def __init__(self, stream: IO[str] | None = None, *, sync_every: float = 10.0) -> None:
+        self._stream = stream or sys.stderr
+        self._status: dict[int, str] = {}
+        self._sync_every = sync_every
+        self._last_sync = -1e18
+
+    def _say(self, text: str) -> None:
+        print(f"[{_clock()}] {text}", file=self._stream, flush=True)
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Notice(level="warning", message=m):
+                print(f"warning: {m}", file=self._stream, flush=True)
+            case Notice(message=m):
+                self._say(m)
+            case RoundStarted(round=r, n=n, sub_batches=k):
+                self._say(f"round {r}: {n:,} requests in {k} sub-batch(es)")
+            case BatchCreated(sub_id=i, batch_id=b, n=n, expires_at=exp, adopted=adopted):
+                self._status[i] = "in_progress"
+                verb = "adopted orphan" if adopted else "created"
+                self._say(
+                    f"sub-batch {i}: {verb} {b} ({n:,} requests), expires in {_left(exp - time.time())}"
+                )
+            case BatchPolled(sub_id=i, batch_id=b, status=st, deadline=d, now=now):
+                if self._status.get(i) != st:
+                    self._status[i] = st
+                    self._say(f"sub-batch {i}: {b} {st}, {_left(d - now)} to deadline")
+            case BatchHarvested(sub_id=i, batch_id=b, counts=c):
+                self._status[i] = "harvested"
+                tally = ", ".join(f"{k} {v:,}" for k, v in sorted(c.items()) if v)
+                self._say(f"sub-batch {i}: {b} harvested ({tally or 'nothing new'})")
+            case BatchStuck(sub_id=i, batch_id=b, n=n):
+                self._status[i] = "stuck"
+                print(
+                    f"warning: batch {b} (sub-batch {i}, {n:,} requests) passed its deadline without ending; "
+                    "its items stay pending, rerun to resume",
+                    file=self._stream,
+                    flush=True,
+                )
+            case SyncProgress() as p:
+                if p.done >= p.total or p.elapsed - self._last_sync >= self._sync_every:
+                    self._last_sync = p.elapsed
+                    rate = p.done / p.elapsed if p.elapsed > 0 else 0.0
+                    self._say(
+                        f"sync: {p.done:,}/{p.total:,} done, {rate:.1f}/s, {p.retries} retries, "
+                        f"{p.rate_limited} 429s, concurrency {p.concurrency}"
+                    )
+            case _:
+                pass
+
+
+class LiveProgress:
+    """A rich live view: a table of sub-batches with time left to each deadline, and a sync bar."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._console = Console(stderr=True)
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._sync: SyncProgress | None = None
+        self._round = ""
+        self._live = Live(
+            get_renderable=self._render, console=self._console, refresh_per_second=4, transient=False
+        )
+
+    def __enter__(self) -> LiveProgress:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.__exit__(None, None, None)
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        parts: list[Any] = []
+        if self._rows:
+            table = Table(title=f"judgecore batches {self._round}".strip(), expand=False)
+            for col in ("sub", "batch id", "requests", "status", "to deadline", "results"):
+                table.add_column(col, justify="right" if col in ("sub", "requests") else "left")
+            now = time.time()
+            for i, row in sorted(self._rows.items())[-30:]:
+                deadline = row.get("deadline")
+                left = (
+                    _left(deadline - now)
+                    if deadline and row["status"] in ("in_progress", "canceling")
+                    else ""
+                )
+                table.add_row(
+                    str(i), row["batch_id"], f"{row['n']:,}", row["status"], left, row.get("results", "")
+                )
+            if len(self._rows) > 30:
+                table.caption = f"(showing the last 30 of {len(self._rows)} sub-batches)"
+            parts.append(table)
+        if self._sync is not None:
+            p = self._sync
+            rate = p.done / p.elapsed if p.elapsed > 0 else 0.0
+            parts.append(ProgressBar(total=max(1, p.total), completed=p.done, width=50))
+            parts.append(
+                Text(
+                    f"sync {p.done:,}/{p.total:,}  {rate:.1f}/s  retries {p.retries}  429s {p.rate_limited}  "
+                    f"in flight {p.in_flight}/{p.concurrency}  output tokens {p.output_tokens:,}"
+                )
+            )
+        return Group(*parts) if parts else Text("judgecore: starting ...")
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Notice(level=level, message=m):
+                prefix = "[yellow]warning:[/yellow] " if level == "warning" else ""
+                self._console.print(f"{prefix}{m}", markup=True, highlight=False)
+            case RoundStarted(round=r, n=n, sub_batches=k):
+                self._round = f"(round {r}: {n:,} requests, {k} sub-batches)"
+            case BatchCreated(sub_id=i, batch_id=b, n=n, expires_at=exp):
+                self._rows[i] = {
+                    "batch_id": b,
+                    "n": n,
+                    "status": "in_progress",
+                    "deadline": None,
+                    "expires": exp,
+                }
+            case BatchPolled(sub_id=i, batch_id=b, status=st, n=n, deadline=d):
+                row = self._rows.setdefault(i, {"batch_id": b, "n": n})
+                row.update(status=st, deadline=d)
+            case BatchHarvested(sub_id=i, counts=c):
+                row = self._rows.setdefault(i, {"batch_id": "?", "n": 0})
+                row["status"] = "harvested"
+                row["results"] = ", ".join(f"{k} {v:,}" for k, v in sorted(c.items()) if v)
+            case BatchStuck(sub_id=i, batch_id=b, n=n):
+                row = self._rows.setdefault(i, {"batch_id": b, "n": n})
+                row["status"] = "stuck"
+                self._console.print(
+                    f"[yellow]warning:[/yellow] batch {b} passed its deadline without ending; its items stay pending"
+                )
+            case SyncProgress() as p:
+                self._sync = p
+            case _:
+                pass
