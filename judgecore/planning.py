@@ -16,6 +16,7 @@ import attrs
 
 from judgecore.chunking import SubBatch
 from judgecore.items import Path, Request, RequestTemplate
+from judgecore.outcomes import Usage
 from judgecore.routing import Route
 
 
@@ -238,3 +239,15 @@ def render_plan(p: Plan) -> str:
     else:
         lines.append(f"  cost (est)   ${p.estimated_cost_usd:,.2f} (all-sync: ${p.all_sync_cost_usd:,.2f})")
     return "\n".join(lines) + "\n"
+
+
+def usage_cost(usage: Usage, price: ModelPrice, path: Path) -> float:
+    """What one answer cost, from its reported usage: cache writes at the path's TTL rate, reads at
+    0.1x, and the batch discount on the batch path."""
+    input_units = (
+        usage.input_tokens
+        + usage.cache_creation_input_tokens * CACHE_WRITE[path]
+        + usage.cache_read_input_tokens * CACHE_READ
+    )
+    usd = (input_units * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) / 1e6
+    return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
