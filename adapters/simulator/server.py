@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 
 from .logic import Simulator
-from .wire import SimRequest, SimResponse
+from .wire import SimRequest, SimResponse, line_chunks
 
 
 @attrs.frozen
@@ -84,18 +84,10 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
                     self.connection.shutdown(socket.SHUT_RDWR)
 
         def _write_paced(self, body: bytes, lines: int, delay: float) -> None:
-            start, count = 0, 0
-            for pos in range(len(body)):
-                if body[pos] == 0x0A:
-                    count += 1
-                    if count == lines:
-                        self.wfile.write(body[start : pos + 1])
-                        self.wfile.flush()
-                        if delay > 0:
-                            sleep(delay)
-                        start, count = pos + 1, 0
-            if start < len(body):
-                self.wfile.write(body[start:])
+            for n, chunk in enumerate(line_chunks(body, lines)):
+                if n and delay > 0:
+                    sleep(delay)
+                self.wfile.write(chunk)
 
         do_GET = _serve
         do_POST = _serve

@@ -11,7 +11,7 @@ import anthropic
 import httpx2
 
 from .logic import Simulator
-from .wire import SimRequest, SimResponse
+from .wire import SimRequest, SimResponse, line_chunks
 
 DEFAULT_BASE_URL = "http://simulator.local"
 
@@ -41,16 +41,7 @@ class _SimStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
     def _chunks(self) -> Iterator[bytes]:
         r = self._response
         body = r.body if r.cut_after is None else r.body[: r.cut_after]
-        lines_per_chunk = r.pace[0] if r.pace else 200
-        start, count = 0, 0
-        for pos in range(len(body)):
-            if body[pos] == 0x0A:
-                count += 1
-                if count == lines_per_chunk:
-                    yield body[start : pos + 1]
-                    start, count = pos + 1, 0
-        if start < len(body):
-            yield body[start:]
+        yield from line_chunks(body, r.pace[0] if r.pace else 200)
         if r.cut_after is not None:
             raise httpx2.RemoteProtocolError(
                 "peer closed connection without sending complete message body "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Final
 
@@ -107,6 +108,23 @@ class SimResponse:
 
     def json(self) -> object:
         return orjson.loads(self.body)
+
+
+def line_chunks(body: bytes, lines_per_chunk: int) -> Iterator[bytes]:
+    """`body` split into pieces of `lines_per_chunk` newline-terminated lines (the tail as is)."""
+    start = pos = 0
+    count = 0
+    while True:
+        nl = body.find(b"\n", pos)
+        if nl < 0:
+            break
+        pos = nl + 1
+        count += 1
+        if count == lines_per_chunk:
+            yield body[start:pos]
+            start, count = pos, 0
+    if start < len(body):
+        yield body[start:]
 
 
 def error_body(error_type: str, message: str, request_id: str | None) -> dict[str, object]:

@@ -9,9 +9,10 @@ from collections import Counter
 import anthropic
 import httpx2
 import pytest
-from conftest import batch_requests, cached_system, params
 
 from adapters.simulator import Simulator, sim_client
+
+from .support import batch_requests, cached_system, params
 
 
 def submit(sim: Simulator, requests: list[dict], **client_kw) -> anthropic.types.messages.MessageBatch:

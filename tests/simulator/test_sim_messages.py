@@ -7,9 +7,10 @@ import asyncio
 
 import anthropic
 import pytest
-from conftest import MODEL, RUBRIC, cached_system, params
 
 from adapters.simulator import ManualClock, Scenario, Simulator, sim_client
+
+from .support import MODEL, RUBRIC, cached_system, params
 
 
 def create(client: anthropic.Anthropic, **kw):

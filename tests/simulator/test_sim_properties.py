@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 
 import orjson
-from conftest import params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,8 @@ from adapters.simulator import (
     add_arguments,
     scenario_from_args,
 )
+
+from .support import params
 
 AUTH = (("authorization", "Bearer sk-sim"),)
 
@@ -34,7 +35,7 @@ def call(sim: Simulator, method: str, path: str, body: object = None, **query: s
 mixes = st.dictionaries(st.sampled_from(BATCH_OUTCOMES), st.floats(0.01, 1.0), min_size=1)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(
     n=st.integers(1, 40),
     mix=mixes,
@@ -65,7 +66,7 @@ def test_every_request_is_accounted_for_exactly_once(n, mix, seed, cancel_at, ex
     assert {k: v for k, v in counts.items() if v and k != "processing"} == dict(tally)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(deadline=None)
 @given(n=st.integers(0, 25), limit=st.integers(1, 30))
 def test_list_pages_partition_batches_newest_first(n, limit):
     clock = ManualClock()
@@ -87,7 +88,7 @@ def test_list_pages_partition_batches_newest_first(n, limit):
     assert seen == created[::-1]
 
 
-@settings(max_examples=15, deadline=None)
+@settings(deadline=None)
 @given(seed=st.integers(0, 1000), texts=st.lists(st.text(min_size=1, max_size=30), max_size=6))
 def test_same_scenario_and_requests_give_the_same_bytes(seed, texts):
     def run() -> list[bytes]:
@@ -106,7 +107,7 @@ def test_same_scenario_and_requests_give_the_same_bytes(seed, texts):
     assert run() == run()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(max_tokens=st.integers(1, 300), text=st.text(min_size=1, max_size=200))
 def test_output_never_exceeds_max_tokens(max_tokens, text):
     sim = Simulator(Scenario(), clock=ManualClock())

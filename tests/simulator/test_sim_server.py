@@ -9,9 +9,10 @@ import threading
 import anthropic
 import httpx2
 import pytest
-from conftest import batch_requests, params
 
 from adapters.simulator import ManualClock, Scenario, Simulator, run_server_forever, serve
+
+from .support import batch_requests, params
 
 pytestmark = pytest.mark.integration
 
