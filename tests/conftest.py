@@ -1,0 +1,30 @@
+"""Shared pytest configuration: hypothesis settings profiles.
+
+Choose a profile with the environment variable `JUDGECORE_HYPOTHESIS_PROFILE`:
+
+- `default` (when unset): quick, 60 examples per property; what `uv run pytest` runs.
+- `thorough`: 2,000 examples per property, for a long run before a release:
+  `JUDGECORE_HYPOTHESIS_PROFILE=thorough uv run pytest tests/core -q`.
+
+Neither profile has a per-example deadline: timings on a shared 2-core machine are too noisy for one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("JUDGECORE_HYPOTHESIS_PROFILE", "default"))

@@ -1,0 +1,131 @@
+"""chunk: an order-preserving, greedy (so minimal) partition under both caps, checked on real bytes."""
+
+# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import item_lists, templates
+
+from judgecore import (
+    MAX_BYTES,
+    Request,
+    RequestTemplate,
+    RequestTooLargeError,
+    body_size,
+    build_requests,
+    chunk,
+)
+from judgecore.chunking import ENVELOPE_BYTES
+
+
+def create_body(requests, template: RequestTemplate) -> bytes:
+    """The exact bytes of a Message Batches create call carrying these requests."""
+    return b'{"requests":[' + b",".join(r.body(template) for r in requests) + b"]}"
+
+
+@st.composite
+def chunk_cases(draw):
+    """Real requests, and caps under which each request fits alone (so chunking must succeed)."""
+    template = draw(templates)
+    reqs = build_requests(draw(item_lists(max_size=30)), template)
+    biggest = max((r.size for r in reqs), default=0) + ENVELOPE_BYTES
+    total = body_size([r.size for r in reqs])
+    max_bytes = draw(st.integers(biggest, max(biggest, total) + 50))
+    max_requests = draw(st.integers(1, len(reqs) + 2))
+    return template, reqs, max_requests, max_bytes
+
+
+def min_parts(sizes, max_requests, max_bytes):
+    """The fewest order-preserving parts under both caps, by dynamic programming (the reference)."""
+    best = [0] + [None] * len(sizes)
+    for end in range(1, len(sizes) + 1):
+        for start in range(end - 1, -1, -1):
+            if end - start > max_requests or body_size(sizes[start:end]) > max_bytes:
+                break
+            if best[start] is not None and (best[end] is None or best[start] + 1 < best[end]):
+                best[end] = best[start] + 1
+    return best[-1]
+
+
+@given(chunk_cases())
+def test_chunks_partition_the_requests_in_order(case):
+    _, reqs, max_requests, max_bytes = case
+    subs = chunk(reqs, max_requests=max_requests, max_bytes=max_bytes)
+    assert list(reqs) == [r for sb in subs for r in sb.requests]
+    assert list(range(len(subs))) == [sb.index for sb in subs]
+    assert all(sb.requests for sb in subs)
+
+
+@given(chunk_cases())
+def test_no_chunk_passes_either_cap_on_the_real_create_body(case):
+    template, reqs, max_requests, max_bytes = case
+    for sb in chunk(reqs, max_requests=max_requests, max_bytes=max_bytes):
+        body = create_body(sb.requests, template)
+        assert len(body) == sb.size
+        assert len(sb.requests) <= max_requests
+        assert len(body) <= max_bytes
+
+
+@given(chunk_cases())
+def test_each_chunk_is_full_when_the_next_one_starts(case):
+    """Greedy: the first request of a sub-batch would have broken a cap of the one before it."""
+    template, reqs, max_requests, max_bytes = case
+    subs = chunk(reqs, max_requests=max_requests, max_bytes=max_bytes)
+    for prev, nxt in pairwise(subs):
+        grown = (*prev.requests, nxt.requests[0])
+        assert len(grown) > max_requests or len(create_body(grown, template)) > max_bytes
+
+
+@given(chunk_cases())
+def test_greedy_chunking_uses_the_fewest_sub_batches(case):
+    _, reqs, max_requests, max_bytes = case
+    subs = chunk(reqs, max_requests=max_requests, max_bytes=max_bytes)
+    assert min_parts([r.size for r in reqs], max_requests, max_bytes) == len(subs)
+
+
+@given(chunk_cases())
+def test_custom_ids_of_a_sub_batch_follow_its_requests(case):
+    _, reqs, max_requests, max_bytes = case
+    for sb in chunk(reqs, max_requests=max_requests, max_bytes=max_bytes):
+        assert tuple(r.custom_id for r in sb.requests) == sb.custom_ids
+
+
+@given(st.integers(1, 10_000), st.integers(ENVELOPE_BYTES, 10**9))
+def test_no_requests_means_no_sub_batches(max_requests, max_bytes):
+    assert () == chunk([], max_requests=max_requests, max_bytes=max_bytes)
+
+
+@given(templates, item_lists(min_size=1, max_size=30), st.data())
+def test_a_request_too_large_for_any_sub_batch_is_an_error_naming_it(template, its, data):
+    """The first request that cannot fit even alone stops the chunking, named; none is dropped."""
+    reqs = build_requests(its, template)
+    biggest = max(r.size for r in reqs) + ENVELOPE_BYTES
+    max_bytes = data.draw(st.integers(ENVELOPE_BYTES, biggest - 1))
+    culprit = next(r for r in reqs if len(create_body([r], template)) > max_bytes)
+    with pytest.raises(RequestTooLargeError) as err:
+        chunk(reqs, max_bytes=max_bytes)
+    assert (culprit.item_id, culprit.custom_id) == (err.value.item_id, err.value.custom_id)
+    assert (len(create_body([culprit], template)), max_bytes) == (err.value.size, err.value.max_bytes)
+    assert repr(culprit.item_id) in str(err.value)
+
+
+def test_a_request_exactly_at_the_cap_fits_alone():
+    req = Request("c", "i", 1, b"[]", 100)
+    (sb,) = chunk([req], max_bytes=100 + ENVELOPE_BYTES)
+    assert 100 + ENVELOPE_BYTES == sb.size
+
+
+def test_default_caps_are_the_api_limits():
+    reqs = [Request(f"c{i}", f"i{i}", 1, b"[]", 30) for i in range(20_001)]
+    assert [8000, 8000, 4001] == [len(sb.requests) for sb in chunk(reqs)]
+    assert 250_000_000 == MAX_BYTES
+
+
+def test_max_requests_below_one_is_refused():
+    with pytest.raises(ValueError):
+        chunk([], max_requests=0)

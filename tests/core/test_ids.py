@@ -1,0 +1,129 @@
+"""custom_id_for and assign_custom_ids: format, determinism, pinned values, collisions."""
+
+# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import any_item_ids, item_ids, realistic_item_ids
+
+import judgecore.ids
+from judgecore import CUSTOM_ID_RE, DuplicateIdError, assign_custom_ids, custom_id_for
+
+# A change of algorithm changes these and must be a deliberate, CHANGELOG-noted break: a checkpoint
+# written by one release would no longer match the ids of the next.
+GOLDEN = {
+    "q17-s3": "q17-s3-rdk4i34fx2pqhc43amcirgcc",
+    "mmlu/abstract_algebra/0042": "mmlu_abstract_algebra_0042-m3fozgly5z3wrlyxd4s2i75u",
+    "é": "y4nsk4vtavapv4n5rr5vrxrf",
+    "run 3:item#9": "run_3_item_9-2notsf2qmk6p5vaydivswk5d",
+    "x" * 100: "x" * 39 + "-cjuqlgx6tmu2ixple5a4zyly",
+    "___": "s2vxzbuuy5eoimhogshy5wlk",
+    "-": "--2q3wqmujc2uk2leby4zzmfux",
+}
+
+
+@pytest.mark.parametrize(("item_id", "expected"), sorted(GOLDEN.items()))
+def test_custom_id_is_pinned(item_id, expected):
+    """The custom_id of a few ids is fixed forever (they key checkpoints across releases)."""
+    assert expected == custom_id_for(item_id)
+
+
+@given(any_item_ids)
+def test_custom_id_matches_the_api_pattern_for_any_id(item_id):
+    cid = custom_id_for(item_id)
+    assert CUSTOM_ID_RE.fullmatch(cid) is not None
+    assert 1 <= len(cid) <= 64
+
+
+@given(item_ids)
+def test_custom_id_is_deterministic_within_a_process(item_id):
+    assert custom_id_for(item_id) == custom_id_for(str(item_id))
+
+
+@given(realistic_item_ids)
+def test_custom_id_keeps_a_readable_prefix_of_a_safe_id(item_id):
+    """An id already made of [a-zA-Z0-9_-] shows through (cut to fit) before the digest."""
+    safe = all(c.isascii() and (c.isalnum() or c in "_-") for c in item_id)
+    if safe and item_id.strip("_"):
+        assert custom_id_for(item_id).startswith(item_id[:39].strip("_") + "-")
+
+
+def test_custom_id_is_identical_in_another_process_with_another_hash_seed():
+    """Nothing in the id depends on Python's per-process string hashing."""
+    ids = [*GOLDEN, "q1", "ü/ß/中文", "a b", "a_b", "emoji 🎉"]
+    code = (
+        "import json, sys\n"
+        "from judgecore import custom_id_for\n"
+        "print(json.dumps([custom_id_for(i) for i in json.loads(sys.stdin.read())]))\n"
+    )
+    outputs = []
+    for seed in ("1", "4242"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(ids),
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "", "PYTHONPATH": ":".join(sys.path)},
+        )
+        outputs.append(json.loads(proc.stdout))
+    expected = [custom_id_for(i) for i in ids]
+    assert expected == outputs[0]
+    assert expected == outputs[1]
+
+
+@given(st.lists(realistic_item_ids, unique=True, max_size=200))
+def test_distinct_realistic_ids_never_collide(ids):
+    cids = assign_custom_ids(ids)
+    assert len(ids) == len(set(cids))
+    assert [custom_id_for(i) for i in ids] == list(cids)
+
+
+@given(st.lists(st.text(alphabet="ab _/:.#é", min_size=1, max_size=4), unique=True, max_size=60))
+def test_ids_that_sanitize_alike_still_get_distinct_custom_ids(ids):
+    """ "a b", "a/b" and "a_b" share a readable prefix but not a digest."""
+    assert len(ids) == len(set(assign_custom_ids(ids)))
+
+
+def test_ids_that_sanitize_alike_share_the_prefix_only():
+    cids = assign_custom_ids(["a b", "a/b", "a_b"])
+    assert 3 == len(set(cids))
+    assert {"a_b"} == {c.rsplit("-", 1)[0] for c in cids}
+
+
+def test_duplicate_id_is_reported_with_both_lines():
+    with pytest.raises(DuplicateIdError) as err:
+        assign_custom_ids(["q1", "q2", "q1"], [3, 5, 9])
+    assert ("q1", 3, 9, None) == (
+        err.value.item_id,
+        err.value.first_line,
+        err.value.line,
+        err.value.custom_id,
+    )
+
+
+def test_duplicate_id_without_lines_uses_positions():
+    with pytest.raises(DuplicateIdError) as err:
+        assign_custom_ids(["q1", "q1"])
+    assert (1, 2) == (err.value.first_line, err.value.line)
+
+
+def test_custom_id_collision_of_distinct_ids_is_reported(monkeypatch):
+    """Were two different ids ever to map to one custom_id, the job is refused, naming both lines."""
+    monkeypatch.setattr(judgecore.ids, "custom_id_for", lambda item_id: item_id.upper())
+    with pytest.raises(DuplicateIdError) as err:
+        assign_custom_ids(["ab", "cd", "AB"], [1, 2, 7])
+    assert ("AB", 1, 7, "AB") == (
+        err.value.item_id,
+        err.value.first_line,
+        err.value.line,
+        err.value.custom_id,
+    )
+    assert "differ" in str(err.value)

@@ -1,0 +1,149 @@
+"""Items and requests: parsing input lines, and the exact bytes each request puts on the wire."""
+
+# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import item_lists, items, json_values, messages, templates
+
+from judgecore import (
+    DuplicateIdError,
+    InputError,
+    Item,
+    RequestTemplate,
+    build_requests,
+    custom_id_for,
+    parse_item,
+    parse_items,
+)
+
+
+@given(item_lists(max_size=20), templates)
+def test_request_size_is_the_length_of_its_body(its, template):
+    for req in build_requests(its, template):
+        assert req.size == len(req.body(template))
+
+
+@given(item_lists(max_size=20), templates)
+def test_request_body_is_what_orjson_gives_for_custom_id_and_params(its, template):
+    for item, req in zip(its, build_requests(its, template), strict=True):
+        params = {"model": template.model, "max_tokens": item.max_tokens or template.max_tokens}
+        if template.system_json is not None:
+            params["system"] = orjson.loads(template.system_json)
+        params["messages"] = orjson.loads(item.messages_json)
+        assert orjson.dumps({"custom_id": custom_id_for(item.id), "params": params}) == req.body(template)
+        assert params == req.params(template)
+
+
+@given(item_lists(max_size=20), templates)
+def test_requests_keep_input_order_and_ids(its, template):
+    reqs = build_requests(its, template)
+    assert [i.id for i in its] == [r.item_id for r in reqs]
+    assert [custom_id_for(i.id) for i in its] == [r.custom_id for r in reqs]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"), [("sync", {"type": "ephemeral"}), ("batch", {"type": "ephemeral", "ttl": "1h"})]
+)
+def test_rubric_is_a_system_block_list_with_the_route_cache_marker(path, expected):
+    template = RequestTemplate.build(model="claude-sonnet-4-6", max_tokens=10, rubric="Score it.", path=path)
+    system = orjson.loads(template.system_json)
+    assert [{"type": "text", "text": "Score it.", "cache_control": expected}] == system
+
+
+def test_no_rubric_means_no_system_field():
+    template = RequestTemplate.build(model="m", max_tokens=10, rubric=None, path="batch")
+    item = parse_item(1, '{"id": "a", "prompt": "hi"}')
+    (req,) = build_requests([item], template)
+    assert "system" not in orjson.loads(req.body(template))["params"]
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+
+@given(st.text(min_size=1, max_size=40), st.text(min_size=1, max_size=200), st.one_of(st.none(), json_values))
+def test_prompt_becomes_one_user_turn_and_metadata_is_kept_verbatim(item_id, prompt, metadata):
+    obj = {"id": item_id, "prompt": prompt}
+    if metadata is not None:
+        obj["metadata"] = metadata
+    item = parse_item(4, orjson.dumps(obj))
+    assert (
+        Item(
+            id=item_id,
+            line=4,
+            messages_json=orjson.dumps([{"role": "user", "content": prompt}]),
+            metadata_json=None if metadata is None else orjson.dumps(metadata),
+        )
+        == item
+    )
+
+
+@given(st.text(min_size=1, max_size=40), messages, st.integers(1, 100_000))
+def test_messages_and_max_tokens_are_parsed(item_id, msgs, max_tokens):
+    line = orjson.dumps({"id": item_id, "messages": msgs, "max_tokens": max_tokens})
+    item = parse_item(1, line)
+    assert (orjson.dumps(msgs), max_tokens) == (item.messages_json, item.max_tokens)
+
+
+@given(st.lists(items(), max_size=10))
+def test_parse_items_skips_blank_lines_and_numbers_the_rest_by_file_line(its):
+    unique = {i.id: i for i in its}
+    lines = []
+    for item in unique.values():
+        lines += ["", "   \t", orjson.dumps({"id": item.id, "messages": orjson.loads(item.messages_json)})]
+    parsed = parse_items(lines)
+    assert list(unique) == [p.id for p in parsed]
+    assert [3 * n for n in range(1, len(unique) + 1)] == [p.line for p in parsed]
+
+
+BAD_LINES = [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"prompt": "x"}', "'id' must be a non-empty string"),
+    ('{"id": "", "prompt": "x"}', "'id' must be a non-empty string"),
+    ('{"id": 7, "prompt": "x"}', "'id' must be a non-empty string"),
+    ('{"id": "a"}', "exactly one of 'prompt' or 'messages'"),
+    ('{"id": "a", "prompt": "x", "messages": [{"role": "user", "content": "x"}]}', "exactly one"),
+    ('{"id": "a", "prompt": ""}', "'prompt' must be a non-empty string"),
+    ('{"id": "a", "messages": []}', "'messages' must be a non-empty list"),
+    ('{"id": "a", "messages": [{"role": "system", "content": "x"}]}', "role must be"),
+    ('{"id": "a", "messages": [{"role": "user", "content": ""}]}', "content must be"),
+    ('{"id": "a", "prompt": "x", "max_tokens": 0}', "'max_tokens' must be a positive integer"),
+    ('{"id": "a", "prompt": "x", "max_tokens": -3}', "'max_tokens' must be a positive integer"),
+    ('{"id": "a", "prompt": "x", "max_tokens": 1.5}', "'max_tokens' must be a positive integer"),
+    ('{"id": "a", "prompt": "x", "max_tokens": "12"}', "'max_tokens' must be a positive integer"),
+    ('{"id": "a", "prompt": "x", "max_tokens": true}', "'max_tokens' must be a positive integer"),
+    ('{"id": "a", "prompt": "x", "score": 1}', "unknown field(s) score"),
+]
+
+
+@pytest.mark.parametrize(("bad", "reason"), BAD_LINES)
+def test_bad_line_is_an_input_error_naming_its_line(bad, reason):
+    lines = ['{"id": "ok1", "prompt": "fine"}', "", bad, '{"id": "ok2", "prompt": "fine"}']
+    with pytest.raises(InputError) as err:
+        parse_items(lines)
+    assert 3 == err.value.line
+    assert reason in err.value.reason
+    assert str(err.value).startswith("line 3: ")
+
+
+def test_duplicate_ids_name_both_lines():
+    lines = ['{"id": "a", "prompt": "x"}', "", '{"id": "b", "prompt": "x"}', '{"id": "a", "prompt": "y"}']
+    with pytest.raises(DuplicateIdError) as err:
+        parse_items(lines)
+    assert ("a", 1, 4) == (err.value.item_id, err.value.first_line, err.value.line)
+
+
+def test_blank_lines_are_skipped():
+    assert () == parse_items(["", "  ", "\n", b"\t\n"])
+
+
+def test_digest_changes_when_content_or_max_tokens_changes():
+    a = parse_item(1, '{"id": "a", "prompt": "x"}')
+    assert a.digest == parse_item(9, '{"id": "a", "prompt": "x", "metadata": {"k": 1}}').digest
+    assert a.digest != parse_item(1, '{"id": "a", "prompt": "y"}').digest
+    assert a.digest != parse_item(1, '{"id": "a", "prompt": "x", "max_tokens": 5}').digest

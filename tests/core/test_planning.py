@@ -1,0 +1,150 @@
+"""The dry-run plan: snapshots of its text and JSON for representative jobs, and the laws of its numbers."""
+
+# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import item_lists
+
+from judgecore import (
+    Item,
+    RequestTemplate,
+    RoutePolicy,
+    build_requests,
+    chunk,
+    estimate_tokens,
+    plan,
+    plan_json,
+    render_plan,
+    route,
+)
+
+MODEL = "claude-sonnet-4-6"
+# A fixed rubric of a few thousand characters (about 1,400 tokens: long enough to be cached).
+RUBRIC = "".join(
+    f"Criterion {n}: judge whether the answer is correct, complete and grounded in the question; "
+    f"score 1-5 and justify briefly.\n"
+    for n in range(1, 46)
+)
+
+
+def synthetic_items(n: int) -> list[Item]:
+    """n items with prompts from a fixed pattern, of varied length."""
+    return [
+        Item(
+            id=f"q{i:06d}-s{i % 7}",
+            line=i + 1,
+            messages_json=orjson.dumps(
+                [{"role": "user", "content": f"Question {i}: " + "why is the sky blue? " * (1 + i % 40)}]
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+def dry_run(n: int, *, otpm: int | None = None, force=None):
+    items = synthetic_items(n)
+    r = route(n, policy=RoutePolicy(), otpm=otpm, force=force, otpm_source="flag")
+    template = RequestTemplate.build(model=MODEL, max_tokens=1024, rubric=RUBRIC, path=r.path)
+    requests = build_requests(items, template)
+    subs = chunk(requests) if r.path == "batch" else ()
+    return plan(
+        requests,
+        route=r,
+        sub_batches=subs,
+        template=template,
+        rubric=RUBRIC,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+    )
+
+
+JOBS = {
+    "90000_items_batch": {"n": 90_000},
+    "1500_items_sync": {"n": 1_500},
+    "5000_items_forced_sync": {"n": 5_000, "force": "sync"},
+    "1500_items_otpm_100k_batch": {"n": 1_500, "otpm": 100_000},
+}
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {name: dry_run(**job) for name, job in JOBS.items()}
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_plan_text_is_stable(plans, job, snapshot):
+    assert snapshot == render_plan(plans[job])
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_plan_json_is_stable(plans, job, snapshot):
+    assert snapshot == orjson.dumps(plan_json(plans[job]), option=orjson.OPT_INDENT_2).decode()
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_plan_json_has_the_contract_keys(plans, job):
+    doc = plan_json(plans[job])
+    required = {
+        "n",
+        "threshold",
+        "otpm",
+        "otpm_source",
+        "route",
+        "reason",
+        "sub_batches",
+        "estimated_cost_usd",
+    }
+    assert required <= set(doc)
+    assert doc["otpm_source"] in {"read", "flag", "assumed"}
+
+
+def test_representative_jobs_route_as_the_issue_expects(plans):
+    assert {
+        "90000_items_batch": ("batch", 2000, 12),
+        "1500_items_sync": ("sync", 2000, 0),
+        "5000_items_forced_sync": ("sync", 2000, 0),
+        "1500_items_otpm_100k_batch": ("batch", 500, 1),
+    } == {name: (p.route.path, p.route.threshold, len(p.sub_batches)) for name, p in plans.items()}
+
+
+@given(item_lists(min_size=1, max_size=30), st.sampled_from(["sync", "batch"]), st.integers(1, 10))
+def test_batch_costs_half_of_sync_before_caching(its, path, max_requests):
+    """With no rubric, the batch estimate is half the all-sync one (up to rounding)."""
+    r = route(len(its), policy=RoutePolicy(), force=path)
+    template = RequestTemplate.build(model=MODEL, max_tokens=100, rubric=None, path=path)
+    requests = build_requests(its, template)
+    subs = chunk(requests, max_requests=max_requests) if path == "batch" else ()
+    p = plan(
+        requests,
+        route=r,
+        sub_batches=subs,
+        template=template,
+        rubric=None,
+        max_batch_requests=max_requests,
+        max_batch_bytes=250_000_000,
+    )
+    factor = 0.5 if path == "batch" else 1.0
+    assert pytest.approx(p.all_sync_cost_usd * factor, abs=1e-4) == p.estimated_cost_usd
+    assert sum(estimate_tokens(len(q.messages_json)) for q in requests) == p.input_tokens
+    assert [(len(sb.requests), sb.size) for sb in subs] == list(p.sub_batches)
+
+
+def test_unknown_model_has_no_cost_estimate():
+    template = RequestTemplate.build(model="claude-unknown", max_tokens=10, rubric=None, path="sync")
+    requests = build_requests(synthetic_items(3), template)
+    p = plan(
+        requests,
+        route=route(3, policy=RoutePolicy()),
+        sub_batches=(),
+        template=template,
+        rubric=None,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+    )
+    assert (None, None) == (p.estimated_cost_usd, plan_json(p)["estimated_cost_usd"])
+    assert "unknown: no price for claude-unknown" in render_plan(p)

@@ -1,0 +1,109 @@
+"""next_poll_action: wait (never past the deadline), harvest once ended, overdue past expires_at + grace."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import batch_snapshots, epoch_times, poll_policies, request_counts
+
+from judgecore import (
+    BatchSnapshot,
+    Harvest,
+    Overdue,
+    PollPolicy,
+    Wait,
+    next_poll_action,
+    next_wake,
+)
+
+live = st.sampled_from(["in_progress", "canceling"])
+# `now` anywhere from well before the batch was created to well after its deadline
+offsets = st.floats(min_value=-86_400.0, max_value=5 * 86_400.0)
+
+
+@given(batch_snapshots(status=live), offsets, poll_policies)
+def test_a_wait_never_reaches_past_the_deadline_nor_the_interval(batch, offset, policy):
+    now = batch.created_at + offset
+    action = next_poll_action(now, batch, policy)
+    if isinstance(action, Wait):
+        assert 0.0 <= action.seconds <= policy.interval
+        assert now + action.seconds <= batch.expires_at + policy.grace
+
+
+@given(batch_snapshots(status=live), epoch_times, poll_policies)
+def test_a_wait_never_reaches_past_the_deadline_for_any_time(batch, now, policy):
+    action = next_poll_action(now, batch, policy)
+    if isinstance(action, Wait):
+        assert 0.0 <= action.seconds <= policy.interval
+        assert now + action.seconds <= batch.expires_at + policy.grace
+
+
+@given(batch_snapshots(status=live), offsets, poll_policies)
+def test_live_batch_waits_until_the_deadline_then_is_overdue(batch, offset, policy):
+    now = batch.created_at + offset
+    deadline = batch.expires_at + policy.grace
+    expected = Overdue(batch.id, deadline) if now > deadline else None
+    action = next_poll_action(now, batch, policy)
+    if expected is None:
+        assert isinstance(action, Wait)
+    else:
+        assert expected == action
+
+
+@given(batch_snapshots(status=st.just("ended")), offsets, poll_policies)
+def test_ended_batch_is_harvested_whatever_the_time(batch, offset, policy):
+    assert Harvest(batch.id) == next_poll_action(batch.created_at + offset, batch, policy)
+
+
+@given(batch_snapshots(status=live), offsets, poll_policies, request_counts)
+def test_counts_are_never_consulted(batch, offset, policy, counts):
+    """processing=N until the end says nothing about a stall: only the clock bounds a wait."""
+    now = batch.created_at + offset
+    assert next_poll_action(now, batch, policy) == next_poll_action(
+        now, attrs.evolve(batch, counts=counts), policy
+    )
+
+
+@given(offsets, poll_policies)
+def test_canceling_is_treated_like_in_progress(offset, policy):
+    base = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=86_400.0)
+    assert next_poll_action(offset, base, policy) == next_poll_action(
+        offset, attrs.evolve(base, status="canceling"), policy
+    )
+
+
+@given(st.floats(min_value=0.0, max_value=1800.0))
+def test_expires_at_in_the_past_still_gets_grace(late):
+    """A batch found past expires_at (a resumed run) is waited on for the grace, not declared overdue."""
+    batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=86_400.0)
+    action = next_poll_action(86_400.0 + late, batch, PollPolicy())
+    assert isinstance(action, Wait)
+    assert pytest.approx(min(60.0, 1800.0 - late)) == action.seconds
+
+
+def test_at_exactly_the_deadline_it_still_waits_zero_and_just_past_it_is_overdue():
+    batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=100.0)
+    policy = PollPolicy(interval=60.0, grace=10.0)
+    assert Wait(0.0) == next_poll_action(110.0, batch, policy)
+    assert Overdue("b", 110.0) == next_poll_action(110.001, batch, policy)
+    assert Wait(10.0) == next_poll_action(100.0, batch, policy)
+    assert Wait(60.0) == next_poll_action(0.0, batch, policy)
+
+
+@given(st.lists(batch_snapshots(), max_size=6), epoch_times, poll_policies)
+def test_next_wake_is_the_soonest_wait_among_live_batches(batches, now, policy):
+    waits = [a.seconds for b in batches if isinstance(a := next_poll_action(now, b, policy), Wait)]
+    assert (min(waits) if waits else None) == next_wake(now, batches, policy)
+
+
+@pytest.mark.parametrize(("interval", "grace"), [(0.0, 1.0), (-1.0, 1.0), (1.0, -0.5)])
+def test_poll_policy_needs_positive_interval_and_non_negative_grace(interval, grace):
+    with pytest.raises(ValueError):
+        PollPolicy(interval=interval, grace=grace)
+
+
+def test_fractional_intervals_are_kept():
+    batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=100.0)
+    assert Wait(0.2) == next_poll_action(1.0, batch, PollPolicy(interval=0.2, grace=0.0))

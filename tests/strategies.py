@@ -1,0 +1,226 @@
+"""Hypothesis strategies shared by the core tests: ids, items, requests, batches, raw results, states."""
+
+from __future__ import annotations
+
+import string
+
+import orjson
+from hypothesis import strategies as st
+
+from judgecore import (
+    BackoffPolicy,
+    BatchSnapshot,
+    FailureClass,
+    Item,
+    JobState,
+    PollPolicy,
+    RawResult,
+    RequestCounts,
+    RequestTemplate,
+    RoutePolicy,
+    Usage,
+)
+
+# --- item ids -------------------------------------------------------------------------------------
+
+_SAFE = string.ascii_letters + string.digits + "_-"
+
+#: ids as eval pipelines write them: "q17-s3", "mmlu/abstract_algebra/0042", "run 3:item#9", uuids.
+realistic_item_ids = st.one_of(
+    st.builds(
+        lambda q, s, sep: f"q{q}{sep}s{s}",
+        st.integers(0, 10**6),
+        st.integers(0, 99),
+        st.sampled_from(["-", "_", ":", "/", ".", " "]),
+    ),
+    st.builds(
+        lambda parts, n: "/".join([*parts, f"{n:04d}"]),
+        st.lists(st.text(string.ascii_lowercase + "_", min_size=1, max_size=12), min_size=1, max_size=3),
+        st.integers(0, 9999),
+    ),
+    st.uuids().map(str),
+    st.text(_SAFE + ".:/# ", min_size=1, max_size=80),
+)
+
+#: any item id the input may carry: non-empty unicode (surrogates excluded: input is UTF-8).
+any_item_ids = st.text(min_size=1, max_size=120)
+
+item_ids = st.one_of(realistic_item_ids, any_item_ids)
+
+# --- items and requests ---------------------------------------------------------------------------
+
+_texts = st.text(max_size=60)
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), _texts)
+json_values = st.recursive(
+    _json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_texts, inner, max_size=4)),
+    max_leaves=12,
+)
+
+messages = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant"]), "content": st.text(min_size=1, max_size=200)}
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@st.composite
+def items(draw: st.DrawFn, *, item_id: st.SearchStrategy[str] = item_ids, line: int = 1) -> Item:
+    """One parsed item with unicode messages, an optional max_tokens and optional metadata."""
+    msgs = draw(messages)
+    metadata = draw(st.one_of(st.none(), json_values))
+    return Item(
+        id=draw(item_id),
+        line=line,
+        messages_json=orjson.dumps(msgs),
+        max_tokens=draw(st.one_of(st.none(), st.integers(1, 64_000))),
+        metadata_json=None if metadata is None else orjson.dumps(metadata),
+    )
+
+
+@st.composite
+def item_lists(draw: st.DrawFn, *, min_size: int = 0, max_size: int = 40) -> tuple[Item, ...]:
+    """Items with unique ids (and so unique custom_ids), numbered by line."""
+    ids = draw(st.lists(realistic_item_ids, min_size=min_size, max_size=max_size, unique=True))
+    return tuple(draw(items(item_id=st.just(i), line=n)) for n, i in enumerate(ids, start=1))
+
+
+templates = st.builds(
+    RequestTemplate.build,
+    model=st.sampled_from(["claude-sonnet-4-6", "claude-haiku-4-5", "claude-opus-4-8", "modèle-β"]),
+    max_tokens=st.integers(1, 64_000),
+    rubric=st.one_of(st.none(), st.text(max_size=300)),
+    path=st.sampled_from(["sync", "batch"]),
+)
+
+# --- policies -------------------------------------------------------------------------------------
+
+route_policies = st.builds(
+    RoutePolicy,
+    base_threshold=st.integers(1, 10_000),
+    reference_otpm=st.integers(1, 2_000_000),
+    assumed_otpm=st.integers(1, 2_000_000),
+)
+otpms = st.integers(1, 100_000_000)
+
+# Any finite float a user could give: fractions of a second up to a week.
+poll_policies = st.builds(
+    PollPolicy,
+    interval=st.floats(min_value=1e-3, max_value=7 * 86_400, allow_nan=False, allow_infinity=False),
+    grace=st.floats(min_value=0.0, max_value=7 * 86_400, allow_nan=False, allow_infinity=False),
+)
+backoff_policies = st.builds(
+    lambda base, extra: BackoffPolicy(base=base, cap=base + extra),
+    st.floats(min_value=1e-3, max_value=100.0),
+    st.floats(min_value=0.0, max_value=3_600.0),
+)
+#: uniform draws in [0, 1), edges included.
+unit_draws = st.one_of(
+    st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+    st.just(0.0),
+    st.just(0.9999999999999999),
+)
+
+# --- batches --------------------------------------------------------------------------------------
+
+epoch_times = st.floats(min_value=0.0, max_value=4e9, allow_nan=False, allow_infinity=False)
+
+request_counts = st.builds(
+    RequestCounts,
+    processing=st.integers(0, 100_000),
+    succeeded=st.integers(0, 100_000),
+    errored=st.integers(0, 100_000),
+    canceled=st.integers(0, 100_000),
+    expired=st.integers(0, 100_000),
+)
+
+
+@st.composite
+def batch_snapshots(draw: st.DrawFn, *, status: st.SearchStrategy[str] | None = None) -> BatchSnapshot:
+    """A batch as the API reports it; `expires_at` may already be in the past."""
+    created = draw(epoch_times)
+    return BatchSnapshot(
+        id=draw(st.from_regex(r"msgbatch_[A-Za-z0-9]{4,24}", fullmatch=True)),
+        status=draw(st.sampled_from(["in_progress", "canceling", "ended"]) if status is None else status),
+        created_at=created,
+        expires_at=created + draw(st.floats(min_value=0.0, max_value=2 * 86_400)),
+        counts=draw(request_counts),
+    )
+
+
+# --- raw results ----------------------------------------------------------------------------------
+
+usages = st.builds(
+    Usage,
+    input_tokens=st.integers(0, 10**6),
+    output_tokens=st.integers(0, 10**5),
+    cache_creation_input_tokens=st.integers(0, 10**5),
+    cache_read_input_tokens=st.integers(0, 10**5),
+)
+retry_afters = st.one_of(st.none(), st.floats(min_value=0.0, max_value=7_200.0))
+
+succeeded_results = st.builds(
+    RawResult,
+    kind=st.just("succeeded"),
+    text=st.one_of(st.none(), st.text(max_size=50)),
+    stop_reason=st.sampled_from(["end_turn", "stop_sequence", "max_tokens", "tool_use", None]),
+    model=st.just("claude-sonnet-4-6"),
+    usage=st.one_of(st.none(), usages),
+)
+errored_results = st.builds(
+    RawResult,
+    kind=st.just("errored"),
+    error_type=st.sampled_from(
+        ["invalid_request_error", "api_error", "overloaded_error", "timeout_error", "rate_limit_error"]
+    ),
+    message=st.one_of(st.none(), st.text(max_size=60), st.just("prompt is too long: 210000 tokens")),
+    retry_after=retry_afters,
+)
+not_run_results = st.builds(RawResult, kind=st.sampled_from(["canceled", "expired"]))
+http_error_results = st.builds(
+    RawResult,
+    kind=st.just("http_error"),
+    status=st.sampled_from([400, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529]),
+    error_type=st.one_of(st.none(), st.sampled_from(["invalid_request_error", "api_error"])),
+    message=st.one_of(st.none(), st.text(max_size=60)),
+    retry_after=retry_afters,
+)
+connection_results = st.builds(
+    RawResult, kind=st.just("connection_error"), message=st.sampled_from(["connection reset", "timed out"])
+)
+fatal_results = st.one_of(
+    st.builds(RawResult, kind=st.just("http_error"), status=st.sampled_from([401, 403, 404])),
+    st.builds(
+        RawResult,
+        kind=st.just("errored"),
+        error_type=st.sampled_from(["authentication_error", "permission_error", "not_found_error"]),
+    ),
+)
+
+#: every answer a request can get except the ones that stop the run.
+non_fatal_results = st.one_of(
+    succeeded_results, errored_results, not_run_results, http_error_results, connection_results
+)
+raw_results = st.one_of(non_fatal_results, fatal_results)
+
+failure_classes = st.one_of(st.none(), st.sampled_from(list(FailureClass)))
+
+# --- resume state ---------------------------------------------------------------------------------
+
+
+@st.composite
+def jobs_and_states(draw: st.DrawFn, *, max_ids: int = 60) -> tuple[tuple[str, ...], JobState, int]:
+    """A job's custom_ids (input order), a checkpoint state about them (plus strays), and max_attempts."""
+    ids = tuple(draw(st.lists(st.from_regex(r"[a-z0-9]{1,6}", fullmatch=True), max_size=max_ids)))
+    strays = draw(st.lists(st.from_regex(r"stray[0-9]{1,3}", fullmatch=True), max_size=5))
+    pool = sorted({*ids, *strays})
+    if pool:
+        final = draw(st.frozensets(st.sampled_from(pool)))
+        in_flight = draw(st.frozensets(st.sampled_from(pool)))
+        attempts = draw(st.dictionaries(st.sampled_from(pool), st.integers(0, 6)))
+    else:
+        final, in_flight, attempts = frozenset(), frozenset(), {}
+    max_attempts = draw(st.integers(1, 5))
+    return ids, JobState(final=final, in_flight=in_flight, attempts=attempts), max_attempts
