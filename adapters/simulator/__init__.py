@@ -1,8 +1,24 @@
 """A faithful local stand-in for the Anthropic Messages and Message Batches HTTP API.
 
 The real `anthropic` SDK talks to it through `base_url`, either in-process (`sim_client`, `SimTransport`)
-or over loopback HTTP (`serve`, `run_server_forever`). `Simulator` is the deterministic logic; `Scenario`
-holds its knobs; `ManualClock` is a fake clock for tests.
+or over loopback HTTP (`serve`, `run_server_forever`). `Simulator` is the deterministic logic (time comes
+only from its injected `clock`); `Scenario` holds its knobs; `ManualClock` is a fake clock for tests.
+
+In-process::
+
+    sim = Simulator(Scenario(batch_seconds=0.5), clock=ManualClock())
+    client = sim_client(sim)                      # AsyncAnthropic; async_=False for Anthropic
+
+Over HTTP::
+
+    with serve(Simulator(Scenario())) as server:  # real time.time clock by default
+        client = anthropic.AsyncAnthropic(api_key="sk-sim", base_url=server.base_url)
+
+Markers in the text of the last user message force an outcome (batch results and, where it makes sense,
+sync): `[[sim:max_tokens]]`, `[[sim:invalid]]`, `[[sim:context]]` (every attempt); `[[sim:api_error]]`,
+`[[sim:overloaded]]`, `[[sim:rate_limit]]`, `[[sim:expired]]`, `[[sim:canceled]]` (first attempt only;
+add `*`, e.g. `[[sim:api_error*]]`, for every attempt). Sync: invalid/context -> 400, api_error -> 500,
+overloaded -> 529, rate_limit -> 429, max_tokens -> stop_reason "max_tokens"; expired/canceled are ignored.
 """
 
 from .answers import MARKERS, count_input_tokens, forced_outcome
