@@ -345,10 +345,11 @@ def cmd_status(ns: argparse.Namespace) -> int:
         }
     finally:
         store.close()
+    c = info["counts"]
+    code = EXIT_PENDING if c.get("pending") else EXIT_OK
     if ns.json:
         sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return EXIT_OK
-    c = info["counts"]
+        return code
     total = sum(c.values())
     route = info["route"] or {}
     lines = [
@@ -370,7 +371,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
                     f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
                 )
     print("\n".join(lines))
-    return EXIT_PENDING if c.get("pending") else EXIT_OK
+    return code
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:

@@ -1,0 +1,166 @@
+"""The CLI's behaviour that needs no API at all: dry runs, bad input, bad usage, status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.cli import main
+from adapters.store import Store
+
+
+def _write(path: Path, rows: list[dict | str]) -> Path:
+    with path.open("w") as f:
+        for row in rows:
+            f.write(row if isinstance(row, str) else orjson.dumps(row).decode())
+            f.write("\n")
+    return path
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> tuple[Path, Path]:
+    items = _write(
+        tmp_path / "items.jsonl", [{"id": f"q{i}", "prompt": f"grade answer {i}"} for i in range(30)]
+    )
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("Grade strictly. " * 400)
+    return items, rubric
+
+
+def test_dry_run_prints_plan_and_sends_nothing(job, tmp_path, capsys, monkeypatch):
+    """A dry run needs no key, writes no state, and prints the route and the cost."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    items, rubric = job
+    state = tmp_path / "state"
+    assert 0 == main(["run", str(items), "--state", str(state), "--rubric", str(rubric), "--dry-run"])
+    out = capsys.readouterr().out
+    assert "nothing will be sent" in out
+    assert "route        sync: 30 requests < threshold 2,000" in out
+    assert not state.exists()
+
+
+def test_dry_run_json_has_contract_keys(job, capsys):
+    items, rubric = job
+    code = main(
+        [
+            "run",
+            str(items),
+            "--rubric",
+            str(rubric),
+            "--dry-run",
+            "--json",
+            "--force-batch",
+            "--max-batch-requests",
+            "7",
+        ]
+    )
+    plan = orjson.loads(capsys.readouterr().out)
+    assert 0 == code
+    for key in (
+        "n",
+        "threshold",
+        "otpm",
+        "otpm_source",
+        "route",
+        "reason",
+        "sub_batches",
+        "estimated_cost_usd",
+    ):
+        assert key in plan
+    assert "batch" == plan["route"]
+    assert [7, 7, 7, 7, 2] == [sb["requests"] for sb in plan["sub_batches"]]
+    assert "assumed" == plan["otpm_source"]
+
+
+def test_dry_run_with_otpm_flag_scales_the_threshold(job, capsys):
+    items, rubric = job
+    assert 0 == main(["run", str(items), "--rubric", str(rubric), "--dry-run", "--json", "--otpm", "4000"])
+    plan = orjson.loads(capsys.readouterr().out)
+    assert (20, "flag", "batch") == (plan["threshold"], plan["otpm_source"], plan["route"])
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"prompt": "x"}', "'id' must be a non-empty string"),
+        ('{"id": "a", "prompt": "x", "messages": [{"role": "user", "content": "y"}]}', "exactly one of"),
+        ('{"id": "a", "prompt": "x", "max_tokens": 0}', "'max_tokens' must be a positive integer"),
+        ('{"id": "a", "prompt": "x", "max_token": 5}', "unknown field(s) max_token"),
+        ('{"id": "q1", "prompt": "again"}', "duplicate id 'q1'; first seen on line 1"),
+    ],
+)
+def test_bad_input_line_is_exit_2_naming_file_and_line(tmp_path, capsys, line, reason):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "q1", "prompt": "ok"}\n\n' + line + "\n")
+    assert 2 == main(["run", str(path), "--state", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert f"{path}:3:" in err
+    assert reason in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_missing_key_is_exit_2_and_nothing_sent(job, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    items, rubric = job
+    assert 2 == main(["run", str(items), "--state", str(tmp_path / "s"), "--rubric", str(rubric)])
+    assert "ANTHROPIC_API_KEY is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--json"], "--json goes with --dry-run"),
+        (["--poll-interval", "0"], "--poll-interval must be > 0"),
+        (["--max-batch-requests", "100001"], "--max-batch-requests must be in 1..100000"),
+        (["--max-attempts", "0"], "--max-attempts must be >= 1"),
+    ],
+)
+def test_bad_flags_are_exit_2(job, tmp_path, capsys, extra, message):
+    items, _rubric = job
+    assert 2 == main(["run", str(items), "--state", str(tmp_path / "s"), *extra])
+    assert message in capsys.readouterr().err
+
+
+def test_run_without_state_is_exit_2(job, capsys):
+    items, _ = job
+    assert 2 == main(["run", str(items)])
+    assert "--state DIR is required" in capsys.readouterr().err
+
+
+def test_item_too_large_for_any_sub_batch_is_exit_2_before_sending(tmp_path, capsys):
+    path = _write(
+        tmp_path / "in.jsonl", [{"id": "small", "prompt": "x"}, {"id": "huge", "prompt": "y" * 5000}]
+    )
+    assert 2 == main(
+        ["run", str(path), "--state", str(tmp_path / "s"), "--force-batch", "--max-batch-bytes", "2000"]
+    )
+    err = capsys.readouterr().err
+    assert f"{path}:2:" in err and "'huge'" in err
+
+
+def test_status_of_missing_checkpoint_is_exit_2(tmp_path, capsys):
+    assert 2 == main(["status", "--state", str(tmp_path / "nowhere")])
+    assert "no judgecore checkpoint" in capsys.readouterr().err
+
+
+def test_status_reads_counts_without_api(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    store = Store.open(tmp_path / "s")
+    store.bind_job({"model": "m"}, [("c1", "i1", "d1"), ("c2", "i2", "d2")])
+    store.close()
+    assert 3 == main(["status", "--state", str(tmp_path / "s"), "--json"])
+    info = orjson.loads(capsys.readouterr().out)
+    assert {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 2} == info["counts"]
+
+
+def test_help_teaches_the_commands(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert 0 == exc.value.code
+    out = capsys.readouterr().out
+    for word in ("run", "status", "cancel", "demo", "simulator", "judgecore demo"):
+        assert word in out
