@@ -1,7 +1,5 @@
 """chunk: an order-preserving, greedy (so minimal) partition under both caps, checked on real bytes."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 from itertools import pairwise

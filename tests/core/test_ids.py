@@ -1,7 +1,5 @@
 """custom_id_for and assign_custom_ids: format, determinism, pinned values, collisions."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import json

@@ -1,7 +1,5 @@
 """Items and requests: parsing input lines, and the exact bytes each request puts on the wire."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import orjson

@@ -1,7 +1,5 @@
 """classify: every row of the failure taxonomy, as one table, plus the laws that hold for any result."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,5 @@
 """The dry-run plan: snapshots of its text and JSON for representative jobs, and the laws of its numbers."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import orjson

@@ -1,7 +1,5 @@
 """output_record: one shape for both routes; anything not final is pending."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import orjson

@@ -1,7 +1,5 @@
 """diff_resume and breaker_tripped: what is left to do, and when all-invalid means a broken job."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,5 @@
 """route: sync below the tier-scaled threshold, batch at or above it; force overrides and says so."""
 
-# ruff: noqa: SIM300 - house style writes asserts as `expected == actual`
-
 from __future__ import annotations
 
 import pytest
