@@ -1,0 +1,96 @@
+"""Integration fixtures: the simulator served over real loopback HTTP, and the CLI in a subprocess.
+
+The simulator lives in the test process, so its request log survives a kill -9 of the CLI and the
+tests assert on exactly what was sent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.simulator import Scenario, Simulator, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Served:
+    def __init__(self, sim: Simulator, base_url: str) -> None:
+        self.sim = sim
+        self.base_url = base_url
+
+    def env(self, key: str = "sk-test") -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(ANTHROPIC_BASE_URL=self.base_url, ANTHROPIC_API_KEY=key, PYTHONUNBUFFERED="1")
+        return env
+
+    def cli(
+        self, args: Sequence[str], *, key: str = "sk-test", timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "adapters.cli", *args],
+            cwd=ROOT,
+            env=self.env(key),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def spawn(self, args: Sequence[str], *, key: str = "sk-test") -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli", *args],
+            cwd=ROOT,
+            env=self.env(key),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def creates(self) -> list[tuple[str, ...]]:
+        """custom_ids of every batch create the simulator persisted, in order."""
+        return [b.custom_ids for b in self.sim.batches]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError("condition not reached in time")
+            time.sleep(0.02)
+
+
+@pytest.fixture
+def served() -> Iterator[Callable[[Scenario], Served]]:
+    stack: list[object] = []
+
+    def start(scenario: Scenario) -> Served:
+        sim = Simulator(scenario)
+        cm = serve(sim)
+        handle = cm.__enter__()
+        stack.append(cm)
+        return Served(sim, handle.base_url)
+
+    yield start
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+
+def write_items(path: Path, rows: Sequence[dict]) -> Path:
+    with path.open("wb") as f:
+        for row in rows:
+            f.write(orjson.dumps(row) + b"\n")
+    return path
+
+
+def read_output(path: Path) -> list[dict]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+RUBRIC = "You are a strict grader. Output 'Score: N' then one sentence of rationale.\n" * 60
