@@ -305,6 +305,32 @@ class Store:
             r[0] for r in self._conn.execute("SELECT custom_id FROM outcomes WHERE sub_id = ?", (sub_id,))
         }
 
+    def iter_sub_batch_ids(self, sub_id: int) -> Iterator[str]:
+        """custom_ids of a sub-batch, streamed (no list of the whole sub-batch is built)."""
+        for r in self._conn.execute("SELECT custom_id FROM sub_batch_ids WHERE sub_id = ?", (sub_id,)):
+            yield r[0]
+
+    def unharvested_ids(self, sub_id: int) -> list[str]:
+        """custom_ids of a sub-batch with no outcome recorded under it (after a harvest: no result line)."""
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT s.custom_id FROM sub_batch_ids s WHERE s.sub_id = ? AND NOT EXISTS ("
+                "  SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id)",
+                (sub_id,),
+            )
+        ]
+
+    def known_batch_ids(self) -> frozenset[str]:
+        """Every batch id this job has recorded (created or adopted): never adopted by another intent."""
+        return frozenset(
+            r[0] for r in self._conn.execute("SELECT batch_id FROM sub_batches WHERE batch_id IS NOT NULL")
+        )
+
+    def first_failures(self, k: int) -> list[str | None]:
+        """The failure classes (None for none) of the job's first `k` outcomes, in arrival order."""
+        return [r[0] for r in self._conn.execute("SELECT failure FROM outcomes ORDER BY row LIMIT ?", (k,))]
+
     # -- outcomes ----------------------------------------------------------------------------
 
     def writer(self, group: int = 1000) -> OutcomeWriter:

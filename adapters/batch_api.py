@@ -1,0 +1,219 @@
+"""The Message Batches port: the five calls the batch path makes, and their SDK implementation.
+
+`BatchApi` is what `adapters.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
+implements it over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
+are translated here into core values (`BatchSnapshot`, `RawResult`), and never cross into `judgecore`.
+A failed call raises `BatchApiError` carrying the failure as a `RawResult` (`http_error` with status,
+error type, message and retry-after; or `connection_error`).
+
+Creates POST the exact bytes judgecore sized (so `--max-batch-bytes` is about the wire, not an
+estimate), with the SDK's own retries off: a create that failed in transit may have made a batch, and
+only the batch path, after reconciling, may decide to send it again.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any, Protocol
+
+import anthropic
+import httpx2
+from anthropic.types.messages import MessageBatch
+
+from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
+
+_CREATE_PATH = "/v1/messages/batches"
+
+
+class BatchApiError(Exception):
+    """A batch API call failed; `raw` is the failure as the core sees it."""
+
+    def __init__(self, raw: RawResult) -> None:
+        super().__init__(f"{raw.kind} {raw.status or ''} {raw.error_type or ''}: {raw.message or ''}")
+        self.raw = raw
+
+
+class BatchApi(Protocol):
+    """What the batch path needs from the Message Batches API."""
+
+    async def create(self, body: bytes) -> BatchSnapshot:
+        """POST exactly `body` (`{"requests":[...]}`) once, no retry; the new batch."""
+        ...
+
+    async def retrieve(self, batch_id: str) -> BatchSnapshot: ...
+
+    def list_recent(self) -> AsyncIterator[BatchSnapshot]:
+        """The workspace's batches, newest first; the caller stops iterating when it has seen enough."""
+        ...
+
+    async def cancel(self, batch_id: str) -> BatchSnapshot: ...
+
+    def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
+        """`(custom_id, result)` for each line of an ended batch's results, in the server's order."""
+        ...
+
+
+# -- translation at the edge --------------------------------------------------------------------
+
+
+def _epoch(value: datetime | str | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value.timestamp()
+
+
+def snapshot_from_sdk(batch: MessageBatch) -> BatchSnapshot:
+    """A `BatchSnapshot` from the SDK's `MessageBatch` (times as epoch seconds)."""
+    c = batch.request_counts
+    counts = RequestCounts(
+        processing=c.processing or 0,
+        succeeded=c.succeeded or 0,
+        errored=c.errored or 0,
+        canceled=c.canceled or 0,
+        expired=c.expired or 0,
+    )
+    created = _epoch(batch.created_at)
+    expires = _epoch(batch.expires_at)
+    return BatchSnapshot(
+        id=batch.id,
+        status=batch.processing_status,
+        created_at=created if created is not None else 0.0,
+        expires_at=expires if expires is not None else 0.0,
+        counts=counts,
+        ended_at=_epoch(batch.ended_at),
+    )
+
+
+def _usage(u: Any) -> Usage | None:
+    if u is None:
+        return None
+    return Usage(
+        input_tokens=getattr(u, "input_tokens", None) or 0,
+        output_tokens=getattr(u, "output_tokens", None) or 0,
+        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
+        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+    )
+
+
+def raw_result_from_sdk(result: Any) -> RawResult:
+    """A `RawResult` from one results line's `result` (succeeded / errored / canceled / expired)."""
+    kind = getattr(result, "type", None)
+    if kind == "succeeded":
+        message = result.message
+        texts = [b.text for b in (message.content or ()) if getattr(b, "type", None) == "text"]
+        return RawResult(
+            kind="succeeded",
+            text="".join(texts) if texts else None,
+            stop_reason=message.stop_reason,
+            model=message.model,
+            usage=_usage(message.usage),
+        )
+    if kind == "errored":
+        envelope = getattr(result, "error", None)
+        inner = getattr(envelope, "error", None)
+        return RawResult(
+            kind="errored",
+            error_type=getattr(inner, "type", None),
+            message=getattr(inner, "message", None),
+        )
+    if kind in ("canceled", "expired"):
+        return RawResult(kind=kind)
+    return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return None if when is None else max(0.0, when.timestamp() - datetime.now(when.tzinfo).timestamp())
+
+
+def raw_error_from_sdk(exc: BaseException) -> RawResult:
+    """The failure of one call as a `RawResult`: `http_error` with its status, or `connection_error`."""
+    if isinstance(exc, anthropic.APIStatusError):
+        return RawResult(
+            kind="http_error",
+            status=exc.status_code,
+            error_type=getattr(exc, "type", None),
+            message=getattr(exc, "api_message", None) or str(exc),
+            retry_after=_retry_after(exc.response.headers),
+        )
+    return RawResult(kind="connection_error", message=f"{type(exc).__name__}: {exc}"[:500])
+
+
+# -- the SDK implementation ---------------------------------------------------------------------
+
+_TRANSLATED = (anthropic.APIError,)
+
+
+class AnthropicBatchApi:
+    """`BatchApi` over an `AsyncAnthropic` client (its base_url, key, timeouts and retry settings).
+
+    Only creates have retries forced off; retrieve, list, cancel and results keep the client's (they are
+    idempotent). `list_page` is the page size of the list endpoint.
+    """
+
+    def __init__(self, client: anthropic.AsyncAnthropic, *, list_page: int = 100) -> None:
+        self._client = client
+        self._list_page = list_page
+
+    async def create(self, body: bytes) -> BatchSnapshot:
+        try:
+            batch = await self._client.post(
+                _CREATE_PATH,
+                content=body,
+                cast_to=MessageBatch,
+                options={"max_retries": 0, "headers": {"Content-Type": "application/json"}},
+            )
+        except _TRANSLATED as exc:
+            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+        return snapshot_from_sdk(batch)
+
+    async def retrieve(self, batch_id: str) -> BatchSnapshot:
+        try:
+            batch = await self._client.messages.batches.retrieve(batch_id)
+        except _TRANSLATED as exc:
+            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+        return snapshot_from_sdk(batch)
+
+    async def cancel(self, batch_id: str) -> BatchSnapshot:
+        try:
+            batch = await self._client.messages.batches.cancel(batch_id)
+        except _TRANSLATED as exc:
+            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+        return snapshot_from_sdk(batch)
+
+    async def list_recent(self) -> AsyncIterator[BatchSnapshot]:
+        try:
+            async for batch in self._client.messages.batches.list(limit=self._list_page):
+                yield snapshot_from_sdk(batch)
+        except _TRANSLATED as exc:
+            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+
+    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
+        try:
+            stream = await self._client.messages.batches.results(batch_id)
+            async for line in stream:
+                yield line.custom_id, raw_result_from_sdk(line.result)
+        except _TRANSLATED as exc:
+            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+        except (httpx2.HTTPError, ValueError) as exc:  # cut mid-stream; a torn last line
+            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+        except anthropic.AnthropicError as exc:  # "no results_url": not ended after all
+            raise BatchApiError(RawResult(kind="connection_error", message=str(exc)[:500])) from exc

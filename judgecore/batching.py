@@ -1,0 +1,162 @@
+"""Batching decisions: what to do after a failed create, and which listed batch is an orphan's.
+
+Theory of operation. A batch create is a POST with no idempotency key: one that fails in transit may
+still have made a batch. So the shell never re-sends a create blindly: after a transient failure it
+first *reconciles*, listing recent batches and adopting one that matches the intent (same request
+count, created inside the intent's window, not already owned by another sub-batch); only when none
+matches does it re-send. The same reconciliation adopts orphans on resume (a crash between the create
+call and the write of its batch id). Both decisions are pure functions of values, here:
+
+- `after_create_error(error, attempt=..., n=..., ...)` -> `Split` (HTTP 413: the size estimate was wrong,
+  halve and retry), `Reject` (413 on a single request: it can never fit; quarantined), `Fatal`
+  (authentication, permission, unknown model: stop the run), `RetryCreate(delay)` (429, 5xx, connection:
+  reconcile, then re-send), or `GiveUp` (the create was refused, or the attempt budget is spent).
+- `match_orphans(intents, listed, claimed=..., window=...)` -> the adoptions, never two intents on one
+  batch, never a batch another sub-batch owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from judgecore.backoff import BackoffPolicy, backoff
+from judgecore.outcomes import Outcome, RawResult, Status, classify
+from judgecore.polling import BatchSnapshot
+
+# -- after a failed create ---------------------------------------------------------------------
+
+
+@attrs.frozen
+class Split:
+    """HTTP 413: the body was over the server's limit; send each half as its own sub-batch."""
+
+    reason: str
+
+
+@attrs.frozen
+class Reject:
+    """HTTP 413 on a one-request sub-batch: that request can never be sent in a batch."""
+
+    outcome: Outcome
+
+
+@attrs.frozen
+class Fatal:
+    """The run's configuration is wrong (authentication, permission, unknown model): stop."""
+
+    outcome: Outcome
+
+
+@attrs.frozen
+class RetryCreate:
+    """Transient: wait `delay` seconds, reconcile through the orphan check, then re-send if none matched."""
+
+    delay: float
+    reason: str
+
+
+@attrs.frozen
+class GiveUp:
+    """Stop trying this sub-batch in this run.
+
+    `maybe_created` is True when the last failure was transient: the batch may exist, so the intent
+    must stay unresolved (its ids in flight) until a later reconciliation finds it or proves it absent.
+    """
+
+    reason: str
+    maybe_created: bool
+
+
+CreateDecision = Split | Reject | Fatal | RetryCreate | GiveUp
+
+
+def after_create_error(
+    error: RawResult, *, attempt: int, n: int, max_attempts: int, policy: BackoffPolicy, u: float
+) -> CreateDecision:
+    """What to do after create attempt number `attempt` (0-based) of an `n`-request sub-batch failed.
+
+    `error` is the failure as a `RawResult` (`http_error` or `connection_error`); `u` is the jitter draw.
+    """
+    if error.status == 413:
+        if n > 1:
+            return Split(f"HTTP 413 for {n:,} requests: the size estimate was wrong; splitting in halves")
+        return Reject(classify(error))
+    outcome = classify(error)
+    if outcome.status is Status.FATAL:
+        return Fatal(outcome)
+    if outcome.status is not Status.RETRY:
+        return GiveUp(f"create refused: {outcome.reason}: {error.message or ''}".rstrip(": "), False)
+    if attempt + 1 >= max_attempts:
+        return GiveUp(f"create failed {attempt + 1} times, last: {outcome.reason}", True)
+    return RetryCreate(backoff(attempt, error.retry_after, policy, u), outcome.reason)
+
+
+def split_halves(items: Sequence[object]) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    """The two halves of a sub-batch that was too large (the first gets the smaller half)."""
+    mid = len(items) // 2
+    return tuple(items[:mid]), tuple(items[mid:])
+
+
+# -- orphan reconciliation ----------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Intent:
+    """A sub-batch whose create may have made a batch we never heard of."""
+
+    sub_id: int
+    n: int
+    intent_at: float
+
+
+@attrs.frozen(kw_only=True)
+class OrphanWindow:
+    """A batch matches an intent when created in `[intent_at - skew, intent_at + window]`.
+
+    `window` bounds how long a create call can take (the SDK's request timeout plus margin); `skew`
+    allows for our clock running ahead of the API's.
+    """
+
+    window: float = 900.0
+    skew: float = 300.0
+
+    def oldest(self, intents: Iterable[Intent]) -> float:
+        """The creation time below which no listed batch can match: listing may stop there."""
+        return min((i.intent_at for i in intents), default=float("inf")) - self.skew
+
+
+@attrs.frozen
+class Adoption:
+    """Intent `sub_id` is batch `batch.id`. `ambiguous`: more than one batch fitted."""
+
+    sub_id: int
+    batch: BatchSnapshot
+    ambiguous: bool
+
+
+def match_orphans(
+    intents: Sequence[Intent],
+    listed: Sequence[BatchSnapshot],
+    *,
+    claimed: frozenset[str],
+    window: OrphanWindow,
+) -> tuple[Adoption, ...]:
+    """Pair intents with listed batches: same request count, created in the window, unclaimed.
+
+    Intents are served oldest first, each taking the earliest-created fitting batch, so concurrent
+    creates of equal size pair in order. No batch is adopted twice, none in `claimed` ever.
+    """
+    taken: set[str] = set(claimed)
+    pool = sorted(listed, key=lambda b: (b.created_at, b.id))
+    out: list[Adoption] = []
+    for intent in sorted(intents, key=lambda i: (i.intent_at, i.sub_id)):
+        lo, hi = intent.intent_at - window.skew, intent.intent_at + window.window
+        fits = [
+            b for b in pool if b.id not in taken and b.counts.total == intent.n and lo <= b.created_at <= hi
+        ]
+        if fits:
+            taken.add(fits[0].id)
+            out.append(Adoption(intent.sub_id, fits[0], len(fits) > 1))
+    return tuple(out)
