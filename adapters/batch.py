@@ -26,6 +26,7 @@ import bisect
 import contextlib
 import math
 import random
+import re
 from array import array
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -139,11 +140,23 @@ def create_body(requests: Iterable[Request], template: RequestTemplate) -> bytes
 
 
 class _IdSet:
-    """The custom_ids of one sub-batch, in 8 bytes each (sorted hashes), plus a seen-bit per id."""
+    """The custom_ids a batch may answer for, in 8 bytes each (sorted hashes), plus a seen-bit per id.
 
-    def __init__(self, custom_ids: Iterable[str]) -> None:
-        self._keys = array("q", sorted(hash(c) for c in custom_ids))
+    `owner(i)` is the sub-batch that owns id number `i` (itself, except in an ambiguous orphan group).
+    """
+
+    def __init__(self, custom_ids: Iterable[str], owners: Sequence[tuple[int, Iterable[str]]] = ()) -> None:
+        if not owners:
+            self._keys = array("q", sorted(hash(c) for c in custom_ids))
+            self._owners: array[int] | None = None
+        else:
+            pairs = sorted((hash(c), sub_id) for sub_id, ids in owners for c in ids)
+            self._keys = array("q", (h for h, _ in pairs))
+            self._owners = array("q", (o for _, o in pairs))
         self.n = len(self._keys)
+
+    def owner(self, i: int, default: int) -> int:
+        return default if self._owners is None else self._owners[i]
 
     def index(self, custom_id: str) -> int:
         """Position of `custom_id`, or -1 when it is not one of this sub-batch's."""
@@ -202,6 +215,14 @@ class _Gate:
                 self._cond.notify_all()
 
 
+_GROUP = re.compile(r"group=(\d+)")
+
+
+def _group_tag(note: str | None) -> int | None:
+    m = _GROUP.search(note or "")
+    return int(m.group(1)) if m else None
+
+
 _SHOWN = 5  # per batch, this many unknown / duplicate lines are named on stderr; the rest are counted
 
 
@@ -233,6 +254,7 @@ class _Run:
         self.stuck: list[str] = []
         self.adopted: list[str] = []
         self.sent = 0
+        self.attempted: set[int] = set()  # sub-batches whose create was sent by this run
         self.round_no = max((r.round for r in store.sub_batches()), default=0)
         first = store.first_failures(settings.breaker.k)
         self.first: list[FailureClass | None] = [None if f is None else FailureClass(f) for f in first]
@@ -368,6 +390,7 @@ class _Run:
                     continue
                 unsure = False
             async with self.gate.creating():
+                self.attempted.add(sub_id)
                 try:
                     snap = await self.api.create(body)
                 except BatchApiError as exc:
@@ -447,12 +470,15 @@ class _Run:
             self.store.set_state(sub_id, "failed", why)
             self.warn(f"sub-batch {sub_id}: {why}; its {n:,} ids stay pending")
 
-    def _created(self, sub_id: int, snap: BatchSnapshot, n: int, *, adopted: bool) -> None:
+    def _created(
+        self, sub_id: int, snap: BatchSnapshot, n: int, *, adopted: bool, group: int | None = None
+    ) -> None:
         self.store.record_created(
             sub_id, batch_id=snap.id, created_at=snap.created_at, expires_at=snap.expires_at
         )
         if adopted:
-            self.store.set_state(sub_id, "live", "adopted orphan")
+            note = "adopted orphan" if group is None else f"adopted orphan; group={group}"
+            self.store.set_state(sub_id, "live", note)
             self.adopted.append(snap.id)
         self.emit(
             BatchCreated(sub_id=sub_id, batch_id=snap.id, n=n, expires_at=snap.expires_at, adopted=adopted)
@@ -467,12 +493,12 @@ class _Run:
     async def _reconcile(self, sub_ids: Sequence[int]) -> tuple[set[int], bool]:
         """Adopt listed batches that match these intents; `(adopted sub_ids, listing was conclusive)`."""
         async with self.gate.reconciling():
-            wanted = set(sub_ids)
+            wanted = set(sub_ids) | self.attempted  # every create that may have made a batch
             rows = [
                 r for r in self.store.sub_batches(("intent",)) if r.sub_id in wanted and r.batch_id is None
             ]
             if not rows:
-                return set(), True
+                return self._resolved(sub_ids), True
             intents = [Intent(sub_id=r.sub_id, n=r.n, intent_at=r.intent_at) for r in rows]
             window = self.s.orphan_window
             oldest = window.oldest(intents)
@@ -497,12 +523,17 @@ class _Run:
             adoptions = match_orphans(intents, listed, claimed=self.store.known_batch_ids(), window=window)
             n_of = {r.sub_id: r.n for r in rows}
             for a in adoptions:
-                self._created(a.sub_id, a.batch, n_of[a.sub_id], adopted=True)
-                note = " (several batches fitted; the earliest was taken)" if a.ambiguous else ""
+                self._created(a.sub_id, a.batch, n_of[a.sub_id], adopted=True, group=a.group)
+                note = " (as one of a group: lines go to the sub-batch owning their id)" if a.group else ""
                 self.warn(
                     f"sub-batch {a.sub_id}: adopted orphan batch {a.batch.id}, created before its id was recorded{note}"
                 )
-            return {a.sub_id for a in adoptions}, conclusive
+            return self._resolved(sub_ids), conclusive
+
+    def _resolved(self, sub_ids: Sequence[int]) -> set[int]:
+        """Those of `sub_ids` that now have a batch (adopted here, or by a sibling's reconciliation)."""
+        wanted = set(sub_ids)
+        return {r.sub_id for r in self.store.sub_batches() if r.sub_id in wanted and r.batch_id is not None}
 
     # -- polling ----------------------------------------------------------------------------------
 
@@ -581,7 +612,11 @@ class _Run:
 
     async def _harvest(self, e: _Live) -> bool:
         """Stream the results of an ended batch into the store; True once every line is recorded."""
-        ids = _IdSet(self.store.iter_sub_batch_ids(e.sub_id))
+        group = self._group_of(e.sub_id)
+        if group:
+            ids = _IdSet((), [(m, self.store.iter_sub_batch_ids(m)) for m in group])
+        else:
+            ids = _IdSet(self.store.iter_sub_batch_ids(e.sub_id))
         tally: Counter[str] = Counter()
         for attempt in range(self.s.harvest_attempts):
             try:
@@ -601,10 +636,34 @@ class _Run:
                 f"batch {e.batch_id}: results could not be fetched in full; its remaining ids stay pending"
             )
             return False
-        missing = self.store.unharvested_ids(e.sub_id)
+        if group:
+            self.store.set_state(e.sub_id, "group_harvested")
+            rows = {r.sub_id: r for r in self.store.sub_batches() if r.sub_id in group}
+            if all(r.state == "group_harvested" for r in rows.values()):
+                for m in group:
+                    tally[str(Status.RETRY)] += self._settle(m, rows[m].batch_id or e.batch_id)
+        else:
+            tally[str(Status.RETRY)] += self._settle(e.sub_id, e.batch_id)
+        self.emit(BatchHarvested(sub_id=e.sub_id, batch_id=e.batch_id, counts=dict(tally)))
+        if not self.breaker_settled:
+            self.breaker_settled = self._breaker_check()
+        return True
+
+    def _group_of(self, sub_id: int) -> list[int] | None:
+        """The sub-batches of an ambiguous orphan group `sub_id` belongs to (None when it is alone)."""
+        rows = self.store.sub_batches()
+        mine = next((r for r in rows if r.sub_id == sub_id), None)
+        tag = _group_tag(mine.note if mine else None)
+        if tag is None:
+            return None
+        return [r.sub_id for r in rows if _group_tag(r.note) == tag]
+
+    def _settle(self, sub_id: int, batch_id: str) -> int:
+        """Mark a fully harvested sub-batch; ids it had no result line for become retriable (not run)."""
+        missing = self.store.unharvested_ids(sub_id)
         if missing:
             self.warn(
-                f"batch {e.batch_id}: no result line for {len(missing):,} request(s), e.g. {missing[0]}; resent"
+                f"batch {batch_id}: no result line for {len(missing):,} request(s), e.g. {missing[0]}; resent"
             )
             outcome = Outcome(
                 status=Status.RETRY,
@@ -615,16 +674,12 @@ class _Run:
             now = self.clock.now()
             self.store.record_outcomes(
                 OutcomeRow(
-                    custom_id=c, outcome=outcome, route="batch", at=now, sub_id=e.sub_id, batch_id=e.batch_id
+                    custom_id=c, outcome=outcome, route="batch", at=now, sub_id=sub_id, batch_id=batch_id
                 )
                 for c in missing
             )
-            tally[str(Status.RETRY)] += len(missing)
-        self.store.set_state(e.sub_id, "harvested")
-        self.emit(BatchHarvested(sub_id=e.sub_id, batch_id=e.batch_id, counts=dict(tally)))
-        if not self.breaker_settled:
-            self.breaker_settled = self._breaker_check()
-        return True
+        self.store.set_state(sub_id, "harvested")
+        return len(missing)
 
     async def _harvest_pass(self, e: _Live, ids: _IdSet) -> Counter[str]:
         seen = ids.fresh_seen()
@@ -659,7 +714,7 @@ class _Run:
                             outcome=outcome,
                             route="batch",
                             at=clock.now(),
-                            sub_id=e.sub_id,
+                            sub_id=ids.owner(i, e.sub_id),
                             batch_id=e.batch_id,
                         )
                     )

@@ -88,7 +88,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_i
 # not ended. `ended`: ended, results not (fully) harvested. `harvested`: every line recorded.
 # `stuck`: overdue and still not ended at its final check. `orphan_resubmitted`: an intent whose batch
 # was never found; its ids went back to the pool. `canceled`: cancel requested by `judgecore cancel`.
-LIVE_STATES = ("intent", "live", "ended", "canceled")
+# `group_harvested`: an adopted orphan of an ambiguous group whose batch is harvested while another
+# batch of the group (which may hold some of its ids) is not yet; see `judgecore.batching.Adoption`.
+# Other states written by the batch path, none live: `split` (413, replaced by its halves), `rejected`
+# (413 on one request), `failed` (create refused or proven absent; ids back to the pool).
+LIVE_STATES = ("intent", "live", "ended", "canceled", "group_harvested")
 
 
 class StateMismatchError(Exception):

@@ -129,11 +129,18 @@ class OrphanWindow:
 
 @attrs.frozen
 class Adoption:
-    """Intent `sub_id` is batch `batch.id`. `ambiguous`: more than one batch fitted."""
+    """Intent `sub_id` is batch `batch.id`. `ambiguous`: more than one batch fitted.
+
+    `group`: when several intents of one size were adopted together and some batch fitted more than
+    one of them, nothing but the results can tell which batch holds whose ids. They then form a group
+    (named by its smallest sub_id): each batch of the group is harvested against the union of the
+    group's ids, each line recorded under the intent that owns its custom_id.
+    """
 
     sub_id: int
     batch: BatchSnapshot
     ambiguous: bool
+    group: int | None = None
 
 
 def match_orphans(
@@ -159,4 +166,13 @@ def match_orphans(
         if fits:
             taken.add(fits[0].id)
             out.append(Adoption(intent.sub_id, fits[0], len(fits) > 1))
-    return tuple(out)
+    by_size: dict[int, list[Adoption]] = {}
+    for a in out:
+        by_size.setdefault(a.batch.counts.total, []).append(a)
+    groups = {
+        a.sub_id: min(x.sub_id for x in same)
+        for same in by_size.values()
+        if len(same) > 1 and any(x.ambiguous for x in same)
+        for a in same
+    }
+    return tuple(attrs.evolve(a, group=groups.get(a.sub_id)) for a in out)

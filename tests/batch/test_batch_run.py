@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.batch import BatchRunResult, BatchSettings, cancel_job, run_batch
+from adapters.batch import BatchRunResult, BatchSettings, cancel_job, create_body, run_batch
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from adapters.store import Store
@@ -315,7 +315,6 @@ def test_create_that_persisted_then_failed_is_adopted_not_resent(store: Store, f
     assert tuple(api.batches) == result.adopted
 
 
-@pytest.mark.xfail(reason="ambiguous orphan groups: in progress", strict=True)
 def test_concurrent_equal_sized_creates_never_adopt_a_siblings_batch(store: Store) -> None:
     """While one sub-batch reconciles, no other create is in flight: each adopts only its own batch."""
     requests = make_requests(40)
@@ -543,3 +542,27 @@ def test_cancel_of_an_ended_batch_marks_it_for_harvest(store: Store) -> None:
 
 def test_unused_raw_result_import_guard() -> None:
     assert RawResult(kind="expired").kind == "expired"
+
+
+def test_two_orphans_of_equal_size_created_out_of_order_are_harvested_by_owner(store: Store) -> None:
+    """Nothing tells two same-size orphans apart before their results: each line goes to its id's owner."""
+    requests = make_requests(20)
+    bind(store, requests)
+    clock = FakeClock()
+    api = FakeBatchApi(clock)
+    a, b = requests[:10], requests[10:]
+    sub_a = store.record_intent(round=1, custom_ids=[r.custom_id for r in a], n_bytes=1, at=clock.now())
+    clock.advance(0.1)
+    sub_b = store.record_intent(round=1, custom_ids=[r.custom_id for r in b], n_bytes=1, at=clock.now())
+    clock.advance(1.0)
+    api._persist(create_body(b, TEMPLATE))  # b's batch was made first: a's intent pairs with it
+    api._persist(create_body(a, TEMPLATE))
+    clock.advance(10.0)
+    events: list[Event] = []
+    result = go(store, requests, api, clock, events=events)
+    assert 20 == result.counts["succeeded"]
+    assert 0 == api.count("create")
+    assert 2 == len(api.batches)
+    owners = dict(store._conn.execute("SELECT custom_id, sub_id FROM outcomes").fetchall())
+    assert {r.custom_id: sub_a for r in a} | {r.custom_id: sub_b for r in b} == owners
+    assert not [m for m in notices(events) if "unknown custom_id" in m]
