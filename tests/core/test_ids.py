@@ -84,6 +84,17 @@ def test_distinct_realistic_ids_never_collide(ids):
     assert [custom_id_for(i) for i in ids] == list(cids)
 
 
+@given(st.lists(any_item_ids, unique=True, max_size=50))
+def test_a_whole_job_gets_the_same_custom_ids_as_one_by_one(ids):
+    """assign_custom_ids encodes a job's digests in one pass; the answer is custom_id_for's."""
+    assert tuple(custom_id_for(i) for i in ids) == assign_custom_ids(ids)
+
+
+def test_ids_and_line_numbers_must_pair_up():
+    with pytest.raises(ValueError):
+        assign_custom_ids(["a", "b"], [1])
+
+
 @given(st.lists(st.text(alphabet="ab _/:.#é", min_size=1, max_size=4), unique=True, max_size=60))
 def test_ids_that_sanitize_alike_still_get_distinct_custom_ids(ids):
     """ "a b", "a/b" and "a_b" share a readable prefix but not a digest."""
@@ -115,7 +126,7 @@ def test_duplicate_id_without_lines_uses_positions():
 
 def test_custom_id_collision_of_distinct_ids_is_reported(monkeypatch):
     """Were two different ids ever to map to one custom_id, the job is refused, naming both lines."""
-    monkeypatch.setattr(judgecore.ids, "custom_id_for", lambda item_id: item_id.upper())
+    monkeypatch.setattr(judgecore.ids, "_custom_ids", lambda ids: tuple(i.upper() for i in ids))
     with pytest.raises(DuplicateIdError) as err:
         assign_custom_ids(["ab", "cd", "AB"], [1, 2, 7])
     assert ("AB", 1, 7, "AB") == (
