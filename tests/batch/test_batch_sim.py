@@ -1,0 +1,97 @@
+"""The batch path through the real `anthropic` SDK, against the simulator's in-process transport."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from pathlib import Path
+
+import attrs
+
+from adapters.batch import BatchRunResult, BatchSettings, run_batch
+from adapters.batch_api import AnthropicBatchApi
+from adapters.clock import FakeClock
+from adapters.events import BatchCreated, Event
+from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.store import Store
+from judgecore import PollPolicy
+
+from .fakes import TEMPLATE, bind, make_requests
+
+
+def run_sim(
+    tmp_path: Path, n: int, scenario: Scenario, settings: BatchSettings, events: list[Event] | None = None
+) -> tuple[BatchRunResult, Simulator]:
+    clock = FakeClock()
+    sim = Simulator(scenario, clock=clock.now)
+    requests = make_requests(n)
+    store = Store.open(tmp_path / "state")
+    bind(store, requests)
+    sink: list[Event] = [] if events is None else events
+
+    async def main() -> BatchRunResult:
+        client = sim_client(sim)
+        async with client:
+            return await run_batch(
+                store=store,
+                requests=requests,
+                template=TEMPLATE,
+                api=AnthropicBatchApi(client),
+                clock=clock,
+                settings=settings,
+                emit=sink.append,
+                rng=random.Random(0),
+            )
+
+    try:
+        return asyncio.run(main()), sim
+    finally:
+        store.close()
+
+
+def test_20k_items_in_small_sub_batches_through_the_sdk(tmp_path: Path) -> None:
+    result, sim = run_sim(tmp_path, 20_000, Scenario(), BatchSettings(max_batch_requests=2500))
+    assert 20_000 == result.counts["succeeded"]
+    assert 8 == len(sim.batches)
+    assert {1} == set(Counter(sim.submitted_custom_ids()).values())
+    creates = sim.requests("POST", "/v1/messages/batches")
+    assert 8 == len(creates)
+
+
+def test_a_never_ending_batch_is_stuck_and_the_run_ends(tmp_path: Path) -> None:
+    scenario = Scenario(never_end=True, expires_after=3.0)
+    result, sim = run_sim(tmp_path, 50, scenario, BatchSettings(poll=PollPolicy(interval=60.0, grace=5.0)))
+    assert (sim.batches[0].id,) == result.stuck
+    assert 50 == result.counts["pending"]
+
+
+def test_persist_then_500_is_adopted_not_paid_twice(tmp_path: Path) -> None:
+    events: list[Event] = []
+    scenario = Scenario(create_faults={1: "persist_then_500"})
+    result, sim = run_sim(tmp_path, 300, scenario, BatchSettings(max_batch_requests=100), events)
+    assert 300 == result.counts["succeeded"]
+    assert {1} == set(Counter(sim.submitted_custom_ids()).values())
+    assert 1 == sum(1 for e in events if isinstance(e, BatchCreated) and e.adopted)
+    assert 3 == len(sim.batches)
+
+
+def test_a_dropped_results_stream_resumes_by_id(tmp_path: Path) -> None:
+    scenario = Scenario(results_drop_after_lines=40, results_chunk_lines=10)
+    result, sim = run_sim(tmp_path, 200, scenario, BatchSettings())
+    assert 200 == result.counts["succeeded"]
+    assert 1 == len(sim.batches)
+    assert 2 == sum(1 for e in sim.log if e.path.endswith("/results"))
+
+
+def test_mixed_outcomes_are_retried_in_rounds_through_the_sdk(tmp_path: Path) -> None:
+    scenario = Scenario(
+        batch_mix={"succeeded": 0.6, "api_error": 0.2, "expired": 0.1, "invalid_request": 0.1}
+    )
+    result, sim = run_sim(tmp_path, 500, attrs.evolve(scenario, seed=3), BatchSettings())
+    counts = Counter(sim.submitted_custom_ids())
+    assert result.fatal is None
+    assert 0 == result.counts["pending"]
+    assert result.counts["quarantined"] > 0
+    assert {1, 2} == set(counts.values())
+    assert 2 == result.rounds

@@ -1,0 +1,83 @@
+"""kill -9 in the middle of a harvest (a real subprocess, real HTTP): nothing lost, nothing resent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from adapters.simulator import Scenario, Simulator, serve
+from adapters.store import DB_NAME, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 1200
+
+
+def child(base_url: str, state: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.batch.kill_child", base_url, str(state), str(N), "50"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def outcomes_so_far(state: Path) -> int:
+    db = state / DB_NAME
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0) as conn:
+            return conn.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_kill_9_mid_harvest_loses_nothing_and_resends_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    # 0.25 s: a power of two, so created_at + batch_seconds - created_at is exact (see the report: the
+    # simulator expires the last request of a batch when that difference rounds below batch_seconds)
+    scenario = Scenario(batch_seconds=0.25, results_chunk_lines=25, results_line_delay=0.05)
+    sim = Simulator(scenario)
+    with serve(sim) as server:
+        first = child(server.base_url, state)
+        deadline = time.monotonic() + 30
+        seen = 0
+        while time.monotonic() < deadline and first.poll() is None:
+            seen = outcomes_so_far(state)
+            if seen >= 200:
+                break
+            time.sleep(0.02)
+        assert first.poll() is None, first.stderr.read() if first.stderr else ""
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        assert -signal.SIGKILL == first.returncode
+        at_kill = outcomes_so_far(state)
+        assert 200 <= at_kill < N  # killed mid-harvest, with part of it durable
+
+        second = child(server.base_url, state)
+        _out, err = second.communicate(timeout=60)
+        assert 0 == second.returncode, err.decode()[-3000:]
+
+        submitted = Counter(sim.submitted_custom_ids())
+        assert N == len(submitted)
+        assert {1} == set(submitted.values())  # no custom_id paid for twice
+        assert 1 == len(sim.batches)
+        result_fetches = [e for e in sim.log if e.path.endswith("/results")]
+        assert 2 == len(result_fetches)  # the second run resumed the same batch by id
+
+    store = Store.open(state)
+    try:
+        assert {"succeeded": N, "miss": 0, "quarantined": 0, "pending": 0} == store.counts()
+    finally:
+        store.close()
