@@ -559,8 +559,8 @@ class Simulator:
     def _finish(self, b: _Batch, end: float, cut_at: float, cut_kind: str) -> None:
         s = self.scenario
         n = len(b.custom_ids)
-        if s.batch_seconds <= 0:
-            done = n
+        if s.batch_seconds <= 0 or cut_at >= b.created_at + s.batch_seconds:
+            done = n  # ran to completion (compared directly: (c + d) - c can round below d)
         else:
             done = min(n, math.floor(n * (cut_at - b.created_at) / s.batch_seconds))
         order = sorted(range(n), key=lambda i: digest_int(s.seed, b.id, "order", b.custom_ids[i]))
