@@ -101,7 +101,7 @@ class BatchSettings:
     #: at most this many listed batches are scanned per reconciliation
     list_scan_limit: int = 2000
     #: outcome rows per durable commit during a harvest
-    write_group: int = 2000
+    write_group: int = 5000
 
     def __attrs_post_init__(self) -> None:
         for name in (

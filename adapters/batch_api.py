@@ -92,10 +92,10 @@ def _usage(u: Any) -> Usage | None:
     if u is None:
         return None
     return Usage(
-        input_tokens=getattr(u, "input_tokens", None) or 0,
-        output_tokens=getattr(u, "output_tokens", None) or 0,
-        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
-        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+        input_tokens=u.input_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+        cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+        cache_read_input_tokens=u.cache_read_input_tokens or 0,
     )
 
 

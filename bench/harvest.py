@@ -1,0 +1,157 @@
+"""Harvest benchmark: durable ingest rate and peak memory of the batch path's harvest.
+
+Runs the real harvest code (`adapters.batch._Run._harvest`: id matching, duplicate check, SDK-object
+translation, `classify`, `OutcomeWriter` group commits with synchronous=FULL, the missing-line check)
+over a fake results stream that makes each line on the fly, so the stream itself holds nothing.
+
+    uv run python bench/harvest.py            # rate at 100,000 lines (median of 5), RSS at 10k and 100k
+
+Each measurement runs in a fresh subprocess on a fresh checkpoint (built beforehand, outside the
+measured process); the peak RSS is `ru_maxrss` of that subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def cid(i: int) -> str:
+    return f"item-{i:07d}-bench"
+
+
+def setup(state: Path, n: int) -> None:
+    from adapters.store import Store
+
+    store = Store.open(state)
+    store.bind_job({"bench": True}, ((cid(i), f"item{i}", "d") for i in range(n)))
+    sub = store.record_intent(round=1, custom_ids=[cid(i) for i in range(n)], n_bytes=0, at=0.0)
+    store.record_created(sub, batch_id="msgbatch_bench", created_at=0.0, expires_at=86400.0)
+    store.close()
+
+
+def measure(state: Path, n: int) -> dict[str, float]:
+    from anthropic.types.messages import MessageBatchIndividualResponse
+
+    from adapters.batch import BatchSettings, _Live, _Run
+    from adapters.batch_api import raw_result_from_sdk
+    from adapters.clock import RealClock
+    from adapters.store import Store
+    from judgecore import BatchSnapshot, RequestTemplate
+
+    line = MessageBatchIndividualResponse.model_validate(
+        {
+            "custom_id": "x",
+            "result": {
+                "type": "succeeded",
+                "message": {
+                    "id": "msg_01",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-opus-4-8",
+                    "content": [{"type": "text", "text": "Score: 7/10. The answer is mostly right."}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": 120,
+                        "output_tokens": 14,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 2048,
+                    },
+                },
+            },
+        }
+    )
+
+    class Stream:
+        async def results(self, batch_id: str) -> AsyncIterator[tuple[str, object]]:
+            order = list(range(n))  # 8 bytes a line: the server's arbitrary order
+            random.Random(1).shuffle(order)
+            for i in order:
+                yield cid(i), raw_result_from_sdk(line.result)
+
+    store = Store.open(state)
+    template = RequestTemplate.build(model="m", max_tokens=1, rubric=None, path="batch")
+    run = _Run(
+        store=store,
+        requests=(),
+        template=template,
+        api=Stream(),  # type: ignore[arg-type]
+        clock=RealClock(),
+        settings=BatchSettings(
+            write_group=int(os.environ.get("BENCH_GROUP", "0")) or BatchSettings().write_group
+        ),
+        emit=lambda e: None,
+        rng=random.Random(0),
+    )
+    snap = BatchSnapshot(id="msgbatch_bench", status="ended", created_at=0.0, expires_at=86400.0)
+    entry = _Live(1, "msgbatch_bench", n, snap, 0.0)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    ok = asyncio.run(run._harvest(entry))
+    elapsed = time.perf_counter() - t0
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    recorded = store.counts()["succeeded"]
+    store.close()
+    assert ok and recorded == n, (ok, recorded)
+    return {
+        "n": n,
+        "seconds": elapsed,
+        "rate": n / elapsed,
+        "rss_before_kb": rss_before,
+        "peak_rss_kb": rss_after,
+    }
+
+
+def in_subprocess(n: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state"
+        setup(state, n)
+        out = subprocess.run(
+            [sys.executable, __file__, "--measure", str(state), str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(out.stdout)
+
+
+def main() -> None:
+    runs = [in_subprocess(100_000) for _ in range(5)]
+    rates = sorted(r["rate"] for r in runs)
+    print(
+        f"durable ingest, 100,000 result lines: median {statistics.median(rates):,.0f} results/s "
+        f"(runs: {', '.join(f'{r:,.0f}' for r in rates)}; target >= 50,000)"
+    )
+    small, large = in_subprocess(10_000), in_subprocess(100_000)
+    for r in (small, large):
+        growth = (r["peak_rss_kb"] - r["rss_before_kb"]) / 1024
+        print(
+            f"peak RSS at {int(r['n']):>7,} lines: {r['peak_rss_kb'] / 1024:6.1f} MB "
+            f"(before the harvest {r['rss_before_kb'] / 1024:.1f} MB, growth {growth:.1f} MB)"
+        )
+    ratio = large["peak_rss_kb"] / small["peak_rss_kb"]
+    growth_large = (large["peak_rss_kb"] - large["rss_before_kb"]) / 1024
+    print(
+        f"peak RSS ratio 100k/10k: {ratio:.3f} (target <= 1.20); growth at 100k {growth_large:.1f} MB (target < 100)"
+    )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--measure":
+        print(json.dumps(measure(Path(sys.argv[2]), int(sys.argv[3]))))
+    else:
+        main()
