@@ -101,6 +101,7 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 1024  # the default backlog of 5 refuses connections under a concurrent client
     allow_reuse_address = True
 
 
