@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import batch_snapshots, epoch_times, poll_policies, request_counts
 
@@ -50,6 +50,22 @@ def test_live_batch_waits_until_the_deadline_then_is_overdue(batch, offset, poli
         assert isinstance(action, Wait)
     else:
         assert expected == action
+
+
+@example(expires=85_875_007.81202455, now=15_347_132.058405451, grace=0.0)  # d - now rounds up
+@given(
+    st.floats(min_value=1e-3, max_value=1e9),
+    st.floats(min_value=0.0, max_value=1e9),
+    st.floats(min_value=0.0, max_value=1e4),
+)
+def test_the_last_wait_lands_on_or_before_the_deadline_despite_float_rounding(expires, now, grace):
+    """When the deadline is within one interval, `now + seconds` must not round past it."""
+    batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=expires)
+    policy = PollPolicy(interval=2e9, grace=grace)
+    action = next_poll_action(now, batch, policy)
+    if now <= expires + grace:
+        assert isinstance(action, Wait)
+        assert now + action.seconds <= expires + grace
 
 
 @given(batch_snapshots(status=st.just("ended")), offsets, poll_policies)
