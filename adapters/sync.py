@@ -221,6 +221,7 @@ class _Runner:
     pacer: Pacer
     conc: Concurrency
     total: int
+    job_total: int
     skipped: int
     started: float
     ready: collections.deque[_Item] = attrs.field(factory=collections.deque)
@@ -253,7 +254,7 @@ class _Runner:
         )
         if self.breaker_open:
             self.first_failures.append(outcome.failure)
-            if breaker_tripped(self.first_failures, total=self.total, policy=self.breaker):
+            if breaker_tripped(self.first_failures, total=self.job_total, policy=self.breaker):
                 first = self.held[0].outcome if self.held else outcome
                 self.fatal = (
                     f"the first {len(self.first_failures)} requests were all rejected as invalid; "
@@ -499,9 +500,14 @@ async def run_sync(
         pacer=Pacer.start(reading, started, settings.pacing),
         conc=Concurrency.start(ceiling),
         total=len(todo),
+        job_total=len({r.custom_id for r in requests}),
         skipped=len(requests) - len(todo),
         started=started,
     )
+    # The breaker judges the job's first outcomes, earlier runs (and the probe) included.
+    prior = [None if f is None else FailureClass(f) for f in store.first_failures(runner.breaker.k)]
+    runner.first_failures = prior
+    runner.breaker_open = all(f is FailureClass.INVALID_REQUEST for f in prior)
     items = [_Item(r, n) for n, r in enumerate(todo)]
     try:
         if warm_up and template.system_json is not None and items:

@@ -364,3 +364,24 @@ def test_cache_tokens_are_summed_into_a_hit_rate(tmp_path):
         res.cache_read_input_tokens,
         res.cache_hit_rate,
     )
+
+
+def test_the_breaker_counts_earlier_runs_so_a_rerun_of_invalid_leftovers_is_not_fatal(tmp_path):
+    """Run 1 succeeds for most items then stops; run 2 meets only invalid items: they are quarantined."""
+    calls: list[str] = []
+
+    def first(request: httpx2.Request) -> httpx2.Response:
+        calls.append(prompt_of(request))
+        if len(calls) > 5:
+            return error(401, "authentication_error", "key revoked")
+        return ok()
+
+    items, template, requests = make_job(8)
+    store = bind(tmp_path, items, requests)
+    assert sync_run(store, requests, template, mock_api(first), settings=SyncSettings(concurrency=1)).fatal
+
+    def invalid(request: httpx2.Request) -> httpx2.Response:
+        return error(400, "invalid_request_error", "bad item")
+
+    res = sync_run(store, requests, template, mock_api(invalid))
+    assert (None, 3) == (res.fatal, res.quarantined)
