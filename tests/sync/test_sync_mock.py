@@ -385,3 +385,16 @@ def test_the_breaker_counts_earlier_runs_so_a_rerun_of_invalid_leftovers_is_not_
 
     res = sync_run(store, requests, template, mock_api(invalid))
     assert (None, 3) == (res.fatal, res.quarantined)
+
+
+def test_sends_per_item_are_bounded_when_the_api_keeps_refusing(tmp_path):
+    """Always 429 then always 500 for one item: it is left pending after a bounded number of sends."""
+    for answer, expected in [
+        (error(429, "rate_limit_error", "busy", headers=[("retry-after", "2")]), 10),
+        (error(503, "api_error", "down"), 3),
+    ]:
+        items, template, requests = make_job(3)
+        store = bind(tmp_path, items, requests, name=f"s{answer.status_code}")
+        res = sync_run(store, requests, template, mock_api(scripted([answer])))
+        assert ("pending", expected) == latest(store)[requests[1].custom_id]
+        assert (None, 2, 1) == (res.fatal, res.succeeded, res.pending)
