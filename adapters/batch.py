@@ -687,7 +687,7 @@ class _Run:
         unknown = duplicate = 0
         track = not self.breaker_settled
         clock = self.clock
-        with self.store.writer(self.s.write_group) as writer:
+        with self.store.writer(self.s.write_group, refetchable=True) as writer:
             async with contextlib.aclosing(self.api.results(e.batch_id)) as stream:
                 async for custom_id, raw in stream:
                     i = ids.index(custom_id)

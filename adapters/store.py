@@ -80,7 +80,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
     attempts INTEGER NOT NULL,
     at REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS outcomes_cid ON outcomes (custom_id);
+DROP INDEX IF EXISTS outcomes_cid;
 CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_id) WHERE sub_id IS NOT NULL;
 """
 
@@ -340,8 +340,15 @@ class Store:
 
     # -- outcomes ----------------------------------------------------------------------------
 
-    def writer(self, group: int = 1000) -> OutcomeWriter:
-        return OutcomeWriter(self._conn, group)
+    def writer(self, group: int = 1000, *, refetchable: bool = False) -> OutcomeWriter:
+        """A group-committing writer of outcomes (see `OutcomeWriter`).
+
+        `refetchable=True` is for batch harvests: the rows can be fetched again from the API (results
+        stay 29 days), so each group commit is made safe against a process crash (kill -9) without
+        an fsync, and the fsync happens once, when the batch is marked harvested. Every other write
+        (sync answers that were paid for, intents, batch ids) is fsynced at its own commit.
+        """
+        return OutcomeWriter(self._conn, group, fsync_each_group=not refetchable)
 
     def record_outcomes(self, rows: Iterable[OutcomeRow]) -> int:
         """Record outcomes in one transaction; returns how many were new."""
@@ -379,9 +386,8 @@ class Store:
         """Items by their latest status (`pending` for none or a non-final one)."""
         out = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
         for status, n in self._conn.execute(
-            "SELECT COALESCE(l.status, 'pending'), COUNT(*) FROM items i LEFT JOIN ("
-            "  SELECT custom_id, status, MAX(row) FROM outcomes GROUP BY custom_id"
-            ") l ON l.custom_id = i.custom_id GROUP BY 1"
+            f"WITH ranked AS ({_RANKED}) SELECT COALESCE(r.status, 'pending'), COUNT(*) FROM items i "
+            "LEFT JOIN ranked r ON r.custom_id = i.custom_id AND r.rn = 1 GROUP BY 1"
         ):
             key = status if status in out else "pending"
             out[key] += n
@@ -396,13 +402,10 @@ class Store:
         duplicate result line could still arrive). Streams: memory does not grow with the job.
         """
         q = (
+            f"WITH ranked AS ({_RANKED}) "
             "SELECT i.custom_id, o.status, o.failure, o.reason, o.text, o.stop_reason, o.model, o.usage, "
-            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, "
-            "(SELECT COALESCE(SUM(attempts), 0) FROM outcomes a WHERE a.custom_id = i.custom_id) "
-            "FROM items i LEFT JOIN outcomes o ON o.row = ("
-            "  SELECT row FROM outcomes x WHERE x.custom_id = i.custom_id "
-            "  ORDER BY (x.status IN ('succeeded', 'miss', 'quarantined')) DESC, x.row DESC LIMIT 1"
-            ") ORDER BY i.seq"
+            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(o.total, 0) "
+            "FROM items i LEFT JOIN ranked o ON o.custom_id = i.custom_id AND o.rn = 1 ORDER BY i.seq"
         )
         for r in self._conn.execute(q):
             outcome = None
@@ -423,6 +426,16 @@ class Store:
             yield r[0], outcome, r[11], r[12], r[13]
 
 
+# Each custom_id's outcomes ranked: a final one wins over any later non-final one, then the newest;
+# `total` is the sends used over all of them. One pass over `outcomes` (no index on custom_id is
+# needed, which keeps every harvested row cheaper to insert).
+_RANKED = (
+    "SELECT *, ROW_NUMBER() OVER (PARTITION BY custom_id ORDER BY "
+    "(status IN ('succeeded', 'miss', 'quarantined')) DESC, row DESC) AS rn, "
+    "SUM(attempts) OVER (PARTITION BY custom_id) AS total FROM outcomes"
+)
+
+
 def _failure(name: str) -> Any:
     from judgecore import FailureClass
 
@@ -436,9 +449,10 @@ class OutcomeWriter:
     stream, or a harvest resumed after a cut) is recorded once, and `added` counts only new rows.
     """
 
-    def __init__(self, conn: sqlite3.Connection, group: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, group: int, *, fsync_each_group: bool = True) -> None:
         self._conn = conn
         self._group = group
+        self._fsync = fsync_each_group
         self._buf: list[tuple[Any, ...]] = []
         self.added = 0
 
@@ -489,6 +503,11 @@ class OutcomeWriter:
     def flush(self) -> None:
         if not self._buf:
             return
+        if not self._fsync:
+            # WAL + synchronous=NORMAL: the commit reaches the OS (a kill -9 cannot lose it) but is not
+            # fsynced; the next synchronous=FULL commit (the batch's "harvested" mark) fsyncs the WAL,
+            # and a power loss before it loses only a suffix, which the rerun fetches again.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             before = self._conn.total_changes
@@ -502,6 +521,10 @@ class OutcomeWriter:
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        finally:
+            if not self._fsync:
+                self._conn.execute("PRAGMA synchronous=FULL")
         self.added += added
         self._buf.clear()
