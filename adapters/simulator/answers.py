@@ -191,9 +191,19 @@ def forced_outcome(params: Mapping[str, Any], attempt: int) -> str | None:
     return None
 
 
+def _without_cache_control(value: Any) -> Any:
+    """`value` with every `cache_control` marker removed: a caching hint is not part of the question."""
+    if isinstance(value, Mapping):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(v) for v in value]
+    return value
+
+
 def content_digest(params: Mapping[str, Any]) -> str:
-    """Hex digest of what the model is asked: model, tools, system and messages."""
-    canon = {k: params.get(k) for k in ("model", "tools", "system", "messages")}
+    """Hex digest of what the model is asked: model, tools, system and messages (cache markers aside,
+    so the same item gets the same answer on the sync path's 5-minute TTL and the batch path's 1 hour)."""
+    canon = {k: _without_cache_control(params.get(k)) for k in ("model", "tools", "system", "messages")}
     return hashlib.sha256(orjson.dumps(canon, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

@@ -127,11 +127,6 @@ def test_parity_sync_output_equals_batch_output_but_route_and_batch_id(tmp_path)
     assert {"succeeded"} == {r["status"] for r in sync_lines}
 
 
-@pytest.mark.xfail(
-    reason="simulator: answers.content_digest hashes the system blocks with their cache_control, so the "
-    "sync rubric (5m) and the batch rubric (ttl 1h) get different answers; the real model never sees it",
-    strict=False,
-)
 def test_parity_with_a_cached_rubric_differs_only_in_cache_accounting(tmp_path):
     """With a rubric, the two paths' answers match; usage differs only in how the cache was counted."""
     clock = FakeClock()
