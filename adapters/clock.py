@@ -69,6 +69,8 @@ class FakeClock:
             loop.call_soon(self._settle, loop, turns - 1)
             return
         self._jump_scheduled = False
+        while self._waiters and self._waiters[0][2].done():  # a cancelled sleeper is no reason to jump
+            heapq.heappop(self._waiters)
         if not self._waiters:
             return
         target = self._waiters[0][0]
