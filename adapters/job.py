@@ -20,12 +20,17 @@ from typing import Any
 import attrs
 import orjson
 
+from adapters.batch import BatchSettings, run_batch
+from adapters.batch_api import AnthropicBatchApi
 from adapters.clock import Clock, RealClock
 from adapters.events import Emit, Notice, discard
 from adapters.store import OutcomeRow, Store
+from adapters.sync import SyncSettings, probe, run_sync
+from adapters.sync_api import AnthropicMessagesApi
 from judgecore import (
     DEFAULT_PRICES,
     Item,
+    PollPolicy,
     Request,
     RequestTemplate,
     Route,
@@ -41,6 +46,7 @@ from judgecore import (
 )
 from judgecore.items import Path as RoutePath
 from judgecore.planning import Plan
+from judgecore.ratelimit import RateLimitReading
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 1024
@@ -215,6 +221,10 @@ async def ajudge(
 
     if not items:
         raise UsageError("the input has no items")
+    try:
+        sync_settings = _sync_settings(settings, environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if settings.force != "sync":
         _check_batchable(items, rubric, settings)
     store = Store.open(state_dir)
@@ -234,7 +244,7 @@ async def ajudge(
             raise UsageError(str(exc)) from None
 
         client = client or _default_client(environ)
-        chosen, fatal = await _decide_route(
+        chosen, fatal, warmed = await _decide_route(
             store, items, probe_requests, probe_template, settings, policy, client, clock, emit
         )
         stuck: tuple[str, ...] = ()
@@ -245,7 +255,17 @@ async def ajudge(
             )
             requests = build_requests(items, template)
             fatal, stuck, hit_rate = await _run_path(
-                chosen, store, requests, template, settings, client, clock, emit, rng, environ
+                chosen,
+                store,
+                requests,
+                template,
+                settings,
+                sync_settings,
+                client,
+                clock,
+                emit,
+                rng,
+                warmed=warmed,
             )
         records = collect_records(store, items, probe_requests, default_route=chosen.path)
         if out is not None:
@@ -333,25 +353,29 @@ async def _decide_route(
     client: Any,
     clock: Clock,
     emit: Emit,
-) -> tuple[Route, str | None]:
-    """The job's route: kept from an earlier run of this state dir, or decided now (probing if needed)."""
+) -> tuple[Route, str | None, bool]:
+    """The job's route: kept from an earlier run of this state dir, or decided now (probing if needed).
+
+    Also says whether a probe answered in this run (it wrote the prompt cache: no warm-up needed).
+    """
     stored = _stored_route(store)
     n = len(requests)
     if stored is not None and (settings.force is None or settings.force == stored.path):
         if stored.n != n:
             stored = attrs.evolve(stored, n=n)
-        return stored, None
+        return stored, None, False
     fatal = None
+    warmed = False
     if settings.force is not None:
         chosen = route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
     elif settings.otpm is not None:
         chosen = route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
     else:
-        otpm, fatal = await _probe(store, requests, template, client, clock, emit)
+        otpm, fatal, warmed = await _probe(store, requests, template, client, clock, emit)
         chosen = route(n, policy=policy, otpm=otpm) if otpm else route(n, policy=policy)
     emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
     store.set_meta("route", attrs.asdict(chosen))
-    return chosen, fatal
+    return chosen, fatal, warmed
 
 
 async def _probe(
@@ -361,52 +385,32 @@ async def _probe(
     client: Any,
     clock: Clock,
     emit: Emit,
-) -> tuple[int | None, str | None]:
-    """Send the first unfinished item alone; record its answer; return the OTPM it revealed."""
-    from adapters.sync import probe
-    from adapters.sync_api import AnthropicMessagesApi
-
+) -> tuple[int | None, str | None, bool]:
+    """Send the first unfinished item alone; record its answer; return the OTPM it revealed, a fatal
+    reason (or None), and whether it was answered (so it wrote the prompt cache)."""
     reading = store.get_meta("rate_limits")
     if reading and reading.get("output_tokens_limit"):
-        return int(reading["output_tokens_limit"]), None
+        return int(reading["output_tokens_limit"]), None, False
     done = store.job_state().final
     first = next((r for r in requests if r.custom_id not in done), None)
     if first is None:
-        return None, None
+        return None, None, False
     api = AnthropicMessagesApi(client)
     outcome, rl = await probe(api=api, request=first, template=template, clock=clock)
     store.record_outcomes(
         [OutcomeRow(custom_id=first.custom_id, outcome=outcome, route="sync", at=clock.now())]
     )
-    store.set_meta("rate_limits", _reading_json(rl))
+    store.set_meta("rate_limits", rl.to_json())
     if outcome.status is Status.FATAL:
-        return None, f"{outcome.reason}: {outcome.error_message or ''}".strip(": ")
-    otpm = _reading_json(rl).get("output_tokens_limit")
+        return None, f"{outcome.reason}: {outcome.error_message or ''}".strip(": "), False
+    otpm = rl.otpm
     emit(
         Notice(
             level="info",
             message=f"probe: {first.item_id} answered; output tokens/min limit {otpm or 'not reported'}",
         )
     )
-    return (int(otpm) if otpm else None), None
-
-
-def _reading_json(reading: Any) -> dict[str, Any]:
-    if reading is None:
-        return {}
-    if isinstance(reading, dict):
-        return reading
-    to_json = getattr(reading, "to_json", None)
-    if callable(to_json):
-        return dict(to_json())
-    out: dict[str, Any] = {}
-    for key, value in attrs.asdict(reading).items():
-        if isinstance(value, dict):
-            for sub, v in value.items():
-                out[f"{key}_{sub}"] = v
-        else:
-            out[key] = value
-    return out
+    return (int(otpm) if otpm else None), None, outcome.status is Status.SUCCEEDED
 
 
 async def _run_path(
@@ -415,15 +419,15 @@ async def _run_path(
     requests: Sequence[Request],
     template: RequestTemplate,
     settings: JobSettings,
+    sync_settings: SyncSettings,
     client: Any,
     clock: Clock,
     emit: Emit,
     rng: random.Random,
-    environ: Mapping[str, str],
+    *,
+    warmed: bool = False,
 ) -> tuple[str | None, tuple[str, ...], float | None]:
     """Run the routed path; live batches of an earlier run are always polled, whatever the route now."""
-    from judgecore import PollPolicy
-
     state = store.job_state()
     fatal: str | None = None
     stuck: tuple[str, ...] = ()
@@ -432,9 +436,6 @@ async def _run_path(
     if chosen.path == "sync":
         batch_requests = [r for r in requests if r.custom_id in state.in_flight]
     if batch_requests:
-        from adapters.batch import BatchSettings, run_batch
-        from adapters.batch_api import AnthropicBatchApi
-
         bset = BatchSettings(
             max_batch_requests=settings.max_batch_requests,
             max_batch_bytes=settings.max_batch_bytes,
@@ -454,38 +455,36 @@ async def _run_path(
         fatal = res.fatal
         stuck = tuple(res.stuck)
     if chosen.path == "sync" and fatal is None:
-        from adapters.sync import SyncSettings, run_sync
-        from adapters.sync_api import AnthropicMessagesApi
-
-        sset = attrs.evolve(
-            SyncSettings.from_env(environ),
-            max_attempts=settings.max_attempts,
-            **({"concurrency": settings.concurrency} if settings.concurrency else {}),
-        )
-        reading = store.get_meta("rate_limits")
+        reading = _reading_from_json(store.get_meta("rate_limits"))
+        if reading is None and settings.otpm is not None:
+            reading = RateLimitReading.for_otpm(settings.otpm)
         sres = await run_sync(
             store=store,
             requests=requests,
             template=template,
             api=AnthropicMessagesApi(client),
             clock=clock,
-            settings=sset,
+            settings=sync_settings,
             emit=emit,
             rng=rng,
-            reading=_reading_from_json(reading),
+            reading=reading,
+            warm_up=not warmed,
         )
         fatal = sres.fatal
-        hit_rate = getattr(sres, "cache_hit_rate", None)
+        hit_rate = sres.cache_hit_rate
     return fatal, stuck, hit_rate
 
 
-def _reading_from_json(raw: Any) -> Any:
-    if not raw:
-        return None
-    from judgecore.ratelimit import RateLimitReading
+def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
+    """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags."""
+    overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
+    if settings.concurrency:
+        overrides["concurrency"] = settings.concurrency
+    return SyncSettings.from_env(environ, **overrides)
 
-    from_json = getattr(RateLimitReading, "from_json", None)
-    return from_json(raw) if callable(from_json) else None
+
+def _reading_from_json(raw: Mapping[str, Any] | None) -> RateLimitReading | None:
+    return RateLimitReading.from_json(raw) if raw else None
 
 
 def _check_batchable(items: Sequence[Item], rubric: str | None, settings: JobSettings) -> None:
