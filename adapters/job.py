@@ -136,18 +136,20 @@ def load_items(path: Path) -> tuple[Item, ...]:
 
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
     """Items from Python objects shaped like input lines (or `Item`s), validated as the CLI would."""
-    from judgecore import assign_custom_ids
+    from judgecore import DuplicateIdError, InputError, assign_custom_ids
 
     out: list[Item] = []
-    for n, obj in enumerate(objects, start=1):
-        if isinstance(obj, Item):
-            out.append(obj)
-            continue
-        item = parse_item(n, orjson.dumps(dict(obj)))
-        if item is None:  # pragma: no cover - an object is never blank
-            continue
-        out.append(item)
-    assign_custom_ids((i.id for i in out), (i.line for i in out))
+    try:
+        for n, obj in enumerate(objects, start=1):
+            if isinstance(obj, Item):
+                out.append(obj)
+                continue
+            item = parse_item(n, orjson.dumps(dict(obj)))
+            if item is not None:
+                out.append(item)
+        assign_custom_ids((i.id for i in out), (i.line for i in out))
+    except (InputError, DuplicateIdError) as exc:
+        raise UsageError(str(exc)) from None
     return tuple(out)
 
 

@@ -60,7 +60,7 @@ def output_record(
         "error": error,
         "batch_id": batch_id,
         "attempts": attempts,
-        "metadata": orjson.Fragment(item.metadata_json) if item.metadata_json else None,
+        "metadata": orjson.loads(item.metadata_json) if item.metadata_json else None,
     }
 
 

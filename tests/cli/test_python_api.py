@@ -1,0 +1,74 @@
+"""The Python API: `judge()` runs a job from eval code without the CLI, and resumes like the CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.clock import FakeClock
+from adapters.job import JobSettings, UsageError, judge
+from adapters.simulator import Scenario, Simulator, sim_client
+
+
+def _items(n: int) -> list[dict]:
+    return [{"id": f"e{i}", "prompt": f"grade answer {i}", "metadata": {"row": i}} for i in range(n)]
+
+
+def test_judge_returns_records_keyed_by_item_id(tmp_path):
+    sim = Simulator(Scenario(seed=1))
+    result = judge(
+        _items(12), rubric="Be strict. " * 50, state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0)
+    )
+    assert 0 == result.exit_code
+    assert [f"e{i}" for i in range(12)] == list(result.records)
+    assert {"succeeded"} == {r["status"] for r in result.records.values()}
+    assert {"row": 3} == result.records["e3"]["metadata"]
+    assert result.records["e3"]["text"].startswith("Score:")
+    assert "sync" == result.route.path
+
+
+def test_judge_on_the_batch_path_with_a_fake_clock_needs_no_real_waiting(tmp_path):
+    """A batch that takes an hour of simulated time finishes instantly on a fake clock."""
+    clock = FakeClock()
+    sim = Simulator(Scenario(seed=2, batch_seconds=3600.0), clock=clock.now)
+    settings = JobSettings(force="batch", max_batch_requests=10)
+    result = judge(
+        _items(25),
+        rubric=None,
+        state_dir=tmp_path / "s",
+        settings=settings,
+        client=sim_client(sim, max_retries=0),
+        clock=clock,
+    )
+    assert 0 == result.exit_code
+    assert 3 == len(sim.batches)
+    assert {"batch"} == {r["route"] for r in result.records.values()}
+    assert all(r["batch_id"] and r["batch_id"].startswith("msgbatch_") for r in result.records.values())
+
+
+def test_judge_rerun_resends_nothing(tmp_path):
+    sim = Simulator(Scenario(seed=3))
+    client = sim_client(sim, max_retries=0)
+    judge(_items(5), rubric=None, state_dir=tmp_path / "s", client=client)
+    before = len(sim.log)
+    again = judge(_items(5), rubric=None, state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+    assert 0 == again.exit_code
+    assert before == len(sim.log)
+
+
+def test_judge_rejects_bad_items_before_sending(tmp_path):
+    sim = Simulator(Scenario(seed=4))
+    with pytest.raises(UsageError, match="line 2: item 'b': give exactly one of 'prompt' or 'messages'"):
+        judge(
+            [{"id": "a", "prompt": "x"}, {"id": "b"}],
+            rubric=None,
+            state_dir=tmp_path / "s",
+            client=sim_client(sim),
+        )
+    assert not sim.log
+
+
+def test_judge_refuses_a_state_dir_of_another_job(tmp_path):
+    sim = Simulator(Scenario(seed=5))
+    judge(_items(3), rubric="A", state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+    with pytest.raises(UsageError, match="another job"):
+        judge(_items(3), rubric="B", state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
