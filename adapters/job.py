@@ -406,12 +406,9 @@ async def _probe(
     if outcome.status is Status.FATAL:
         return None, f"{outcome.reason}: {outcome.error_message or ''}".strip(": "), False
     otpm = rl.otpm
-    emit(
-        Notice(
-            level="info",
-            message=f"probe: {first.item_id} answered; output tokens/min limit {otpm or 'not reported'}",
-        )
-    )
+    what = "answered" if outcome.final else f"came back {outcome.reason}; it will be sent again"
+    tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"
+    emit(Notice(level="info", message=f"probe: {first.item_id} {what}; {tier}"))
     return (int(otpm) if otpm else None), None, outcome.status is Status.SUCCEEDED
 
 
