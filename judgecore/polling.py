@@ -94,11 +94,12 @@ PollAction = Wait | Harvest | Overdue
 
 
 def next_poll_action(now: float, batch: BatchSnapshot, policy: PollPolicy) -> PollAction:
-    """What to do about `batch` at time `now`; never a wait that reaches past its deadline."""
+    """What to do about `batch` at time `now`: `Harvest` once ended; `Overdue` from its deadline on;
+    otherwise a `Wait` of more than 0 and at most `interval` seconds that never reaches past it."""
     if batch.status == "ended":
         return Harvest(batch.id)
     deadline = policy.deadline(batch)
-    if now > deadline:
+    if now >= deadline:  # at the deadline itself the wait is over: a Wait(0) would only spin
         return Overdue(batch.id, deadline)
     seconds = min(policy.interval, deadline - now)
     while now + seconds > deadline:  # `deadline - now` can round up by an ulp: never overshoot

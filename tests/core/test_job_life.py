@@ -156,7 +156,7 @@ class JobLife(RuleBasedStateMachine):
                 assert "ended" == snap.status
                 results = {c: (data.draw(non_fatal_results) if data else self._scripted(c)) for c in cids}
             case Overdue(batch_id=bid, deadline=deadline):
-                assert self.now > deadline
+                assert self.now >= deadline
                 assert snap.live
                 # The final fetch finds it still not ended: none of its requests ran.
                 results = {c: RawResult(kind="expired") for c in cids}

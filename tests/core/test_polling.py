@@ -44,7 +44,7 @@ def test_a_wait_never_reaches_past_the_deadline_for_any_time(batch, now, policy)
 def test_live_batch_waits_until_the_deadline_then_is_overdue(batch, offset, policy):
     now = batch.created_at + offset
     deadline = batch.expires_at + policy.grace
-    expected = Overdue(batch.id, deadline) if now > deadline else None
+    expected = Overdue(batch.id, deadline) if now >= deadline else None
     action = next_poll_action(now, batch, policy)
     if expected is None:
         assert isinstance(action, Wait)
@@ -63,7 +63,7 @@ def test_the_last_wait_lands_on_or_before_the_deadline_despite_float_rounding(ex
     batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=expires)
     policy = PollPolicy(interval=2e9, grace=grace)
     action = next_poll_action(now, batch, policy)
-    if now <= expires + grace:
+    if now < expires + grace:
         assert isinstance(action, Wait)
         assert now + action.seconds <= expires + grace
 
@@ -99,10 +99,12 @@ def test_expires_at_in_the_past_still_gets_grace(late):
     assert pytest.approx(min(60.0, 1800.0 - late)) == action.seconds
 
 
-def test_at_exactly_the_deadline_it_still_waits_zero_and_just_past_it_is_overdue():
+def test_at_the_deadline_the_wait_is_over():
+    """At exactly expires_at + grace the batch is overdue: a Wait(0) there would spin a clock that
+    does not move on its own (a fake one) forever."""
     batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=100.0)
     policy = PollPolicy(interval=60.0, grace=10.0)
-    assert Wait(0.0) == next_poll_action(110.0, batch, policy)
+    assert Overdue("b", 110.0) == next_poll_action(110.0, batch, policy)
     assert Overdue("b", 110.0) == next_poll_action(110.001, batch, policy)
     assert Wait(10.0) == next_poll_action(100.0, batch, policy)
     assert Wait(60.0) == next_poll_action(0.0, batch, policy)
