@@ -116,6 +116,30 @@ def measure(state: Path, n: int) -> dict[str, float]:
     }
 
 
+def naive_rate(n: int = 2_000) -> float:
+    """The baseline, in this process: one fsynced commit per result line (what a harvest that makes
+    each line durable on its own would do), through the same store and rows."""
+    from adapters.store import OutcomeRow, Store
+    from judgecore import RawResult, Usage, classify
+
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state"
+        setup(state, n)
+        store = Store.open(state)
+        sub = store.sub_batches()[0].sub_id
+        raw = RawResult(
+            kind="succeeded", text="Score: 7/10.", stop_reason="end_turn", usage=Usage(input_tokens=1)
+        )
+        t0 = time.perf_counter()
+        for i in range(n):
+            store.record_outcomes(
+                [OutcomeRow(custom_id=cid(i), outcome=classify(raw), route="batch", at=0.0, sub_id=sub)]
+            )
+        elapsed = time.perf_counter() - t0
+        store.close()
+    return n / elapsed
+
+
 def in_subprocess(n: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"
@@ -132,9 +156,15 @@ def in_subprocess(n: int) -> dict[str, float]:
 def main() -> None:
     runs = [in_subprocess(100_000) for _ in range(5)]
     rates = sorted(r["rate"] for r in runs)
+    median = statistics.median(rates)
     print(
-        f"durable ingest, 100,000 result lines: median {statistics.median(rates):,.0f} results/s "
+        f"durable ingest, 100,000 result lines: median {median:,.0f} results/s "
         f"(runs: {', '.join(f'{r:,.0f}' for r in rates)}; target >= 50,000)"
+    )
+    naive = statistics.median(naive_rate() for _ in range(3))
+    print(
+        f"baseline, one fsynced commit per line (2,000 lines, median of 3): {naive:,.0f} results/s; "
+        f"harvest/baseline {median / naive:,.1f}x"
     )
     small, large = in_subprocess(10_000), in_subprocess(100_000)
     for r in (small, large):
