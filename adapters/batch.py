@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import math
 import random
 import re
 from array import array
@@ -582,11 +581,8 @@ class _Run:
             case Overdue():
                 del self.live[e.sub_id]
                 self._mark_stuck(e, f"still {e.snap.status} past its deadline (expires_at + grace)")
-            case Wait(seconds):
-                next_at = now + seconds
-                if next_at <= now:  # exactly at the deadline: look once more just past it
-                    next_at = math.nextafter(max(deadline, now), math.inf)
-                e.next_at = next_at
+            case Wait(seconds):  # seconds > 0: at its deadline a batch is already Overdue
+                e.next_at = now + seconds
                 self.emit(
                     BatchPolled(
                         sub_id=e.sub_id,
