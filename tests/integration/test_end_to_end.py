@@ -283,3 +283,22 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
     assert 0 == res.returncode, res.stderr[-3000:]
     assert "== summary ==" in res.stdout
     assert (tmp_path / "demo" / "batch_output.jsonl").exists()
+
+
+def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):
+    """Every checkpoint file is mode 0600 in a 0700 directory, and the API key appears nowhere:
+    not in the state dir, not in the output, not on stdout or stderr."""
+    import stat
+
+    key = "sk-ant-test-DO-NOT-LEAK-4242"
+    srv = served(Scenario(seed=13, batch_seconds=0.2))
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"p{i}", "prompt": f"grade {i}"} for i in range(10)])
+    state = tmp_path / "s"
+    res = srv.cli(["run", str(items), "--state", str(state), "--force-batch", *FAST_POLL], key=key)
+    assert 0 == res.returncode, res.stderr
+    assert 0o700 == stat.S_IMODE(state.stat().st_mode)
+    for path in state.iterdir():
+        if path.name.startswith("judgecore.sqlite3"):
+            assert 0o600 == stat.S_IMODE(path.stat().st_mode), path
+        assert key.encode() not in path.read_bytes(), path
+    assert key not in res.stdout + res.stderr
