@@ -7,9 +7,11 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `ids`: the custom_id of an item
 - `routing`: sync or batch
 - `chunking`: how a job splits into sub-batches
+- `batching`: what to do after a failed batch create, and which listed batch is an orphan of ours
 - `polling`: how long to wait for a batch, and when to stop waiting
 - `outcomes`: what one result means
 - `backoff`: how long to wait before a retry
+- `ratelimit`: what the rate-limit headers say, and how fast the sync path may send
 - `resume`: what is left to do, and when a run of invalid requests means a broken job
 - `planning`: the dry-run plan and its cost
 - `report`: the output line of an item
