@@ -3,8 +3,10 @@
 Why SQLite and not a JSONL journal: the output is a join (every input item, in input order, with its
 latest outcome) and `status` is a handful of counts; SQLite answers both with a query over an index
 instead of replaying a journal into memory, so memory stays flat however long the job. WAL mode with
-`synchronous=FULL` makes each commit durable (fsync) while readers never block; results are committed
-in groups (`OutcomeWriter`), so a harvest of 100,000 lines costs about a hundred fsyncs, not 100,000.
+`synchronous=FULL` makes each commit durable (fsync) while readers never block. A batch harvest commits
+its lines in groups (`OutcomeWriter`, `refetchable=True`) that survive a process crash at once but are
+not fsynced each, since lines lost to a power cut can be fetched again; the FULL commit that marks the
+batch harvested fsyncs them all.
 
 Write order (the promises of CONTRACT.md, "The checkpoint"):
 1. the job manifest (model, rubric digest, settings that change requests) and every item's custom_id and
