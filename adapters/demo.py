@@ -136,7 +136,13 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             (
                 "batch",
                 "batch_items.jsonl",
-                JobSettings(model=model, force="batch", poll_interval=0.25, max_batch_requests=1000),
+                JobSettings(
+                    model=model,
+                    force=None if n >= 2000 else "batch",  # a small --n still shows the batch path
+                    otpm=400_000,  # the simulator's tier: no probe, so every item goes in a batch
+                    poll_interval=0.25,
+                    max_batch_requests=1000,
+                ),
             ),
             ("sync", "sync_items.jsonl", JobSettings(model=model, concurrency=8)),
         ]
