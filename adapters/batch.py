@@ -78,6 +78,7 @@ from judgecore.batching import (
     match_orphans,
     split_halves,
 )
+from judgecore.chunking import create_body
 
 
 @attrs.frozen(kw_only=True)
@@ -131,11 +132,6 @@ class BatchRunResult:
 
 
 # -- small helpers ------------------------------------------------------------------------------
-
-
-def create_body(requests: Iterable[Request], template: RequestTemplate) -> bytes:
-    """The exact bytes of a create call: `{"requests":[...]}` with each request's body."""
-    return b'{"requests":[' + b",".join(r.body(template) for r in requests) + b"]}"
 
 
 class _IdSet:

@@ -18,7 +18,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 """
 
 from judgecore.backoff import BackoffPolicy, backoff
-from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
+from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
 from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
 from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, custom_id_for
 from judgecore.items import (
@@ -107,6 +107,7 @@ __all__ = [
     "cache_control_for",
     "chunk",
     "classify",
+    "create_body",
     "custom_id_for",
     "diff_resume",
     "estimate_tokens",

@@ -8,12 +8,12 @@ sub-batches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 from judgecore.errors import RequestTooLargeError
-from judgecore.items import Request
+from judgecore.items import Request, RequestTemplate
 
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
@@ -23,6 +23,18 @@ ENVELOPE_BYTES = len(b'{"requests":[') + len(b"]}")
 def body_size(sizes: Sequence[int]) -> int:
     """Bytes of a create body holding requests of these sizes: envelope, bodies, and the commas."""
     return ENVELOPE_BYTES + sum(sizes) + max(0, len(sizes) - 1)
+
+
+def create_body(requests: Iterable[Request], template: RequestTemplate) -> bytes:
+    """The exact bytes of a create call, `{"requests":[...]}`, joined once from every request's pieces
+    (no per-request copy: a sub-batch body is built with one allocation of its final size)."""
+    parts = [b'{"requests":[']
+    for n, req in enumerate(requests):
+        if n:
+            parts.append(b",")
+        parts.extend(req.pieces(template))
+    parts.append(b"]}")
+    return b"".join(parts)
 
 
 @attrs.frozen

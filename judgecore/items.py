@@ -48,6 +48,12 @@ class Item:
         return h.hexdigest()[:32]
 
 
+def _dumps(value: Any) -> bytes:
+    """orjson bytes, copied to their exact size: orjson 3.13 leaves each result in a ~4 KiB
+    allocation, which made 20,000 short items cost 80 MB instead of 2 MB."""
+    return bytes(memoryview(orjson.dumps(value)))
+
+
 def _fail(line: int, reason: str) -> InputError:
     return InputError(line, reason)
 
@@ -84,11 +90,11 @@ def parse_item(line: int, raw: bytes | str) -> Item | None:
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):
         raise _fail(line, f"item {item_id!r}: 'max_tokens' must be a positive integer")
-    metadata_json = orjson.dumps(obj["metadata"]) if "metadata" in obj else None
+    metadata_json = _dumps(obj["metadata"]) if "metadata" in obj else None
     return Item(
         id=item_id,
         line=line,
-        messages_json=orjson.dumps(messages),
+        messages_json=_dumps(messages),
         max_tokens=max_tokens,
         metadata_json=metadata_json,
     )
@@ -177,19 +183,21 @@ class Request:
     messages_json: bytes
     size: int
 
+    def pieces(self, template: RequestTemplate) -> tuple[bytes, ...]:
+        """The pieces whose concatenation is `body(template)` (most are shared with every request)."""
+        return (
+            b'{"custom_id":"',
+            self.custom_id.encode("ascii"),
+            template._head,
+            str(self.max_tokens).encode("ascii"),
+            template._tail_prefix,
+            self.messages_json,
+            b"}}",
+        )
+
     def body(self, template: RequestTemplate) -> bytes:
         """The exact `{"custom_id":...,"params":{...}}` bytes of this request in a batch create body."""
-        return b"".join(
-            (
-                b'{"custom_id":"',
-                self.custom_id.encode("ascii"),
-                template._head,
-                str(self.max_tokens).encode("ascii"),
-                template._tail_prefix,
-                self.messages_json,
-                b"}}",
-            )
-        )
+        return b"".join(self.pieces(template))
 
     def params(self, template: RequestTemplate) -> dict[str, Any]:
         """The Messages API params of this request (for the sync path)."""

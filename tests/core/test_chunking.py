@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import item_lists, templates
 
+import judgecore
 from judgecore import (
     MAX_BYTES,
     Request,
@@ -22,7 +23,7 @@ from judgecore.chunking import ENVELOPE_BYTES
 
 
 def create_body(requests, template: RequestTemplate) -> bytes:
-    """The exact bytes of a Message Batches create call carrying these requests."""
+    """The exact bytes of a Message Batches create call carrying these requests (the reference)."""
     return b'{"requests":[' + b",".join(r.body(template) for r in requests) + b"]}"
 
 
@@ -48,6 +49,16 @@ def min_parts(sizes, max_requests, max_bytes):
             if best[start] is not None and (best[end] is None or best[start] + 1 < best[end]):
                 best[end] = best[start] + 1
     return best[-1]
+
+
+@given(chunk_cases())
+def test_the_create_body_is_the_reference_bytes_and_each_sub_batch_size(case):
+    """The body judgecore sends is byte for byte the envelope around each request's body, and each
+    sub-batch's recorded size is its body's length."""
+    template, reqs, max_requests, max_bytes = case
+    assert create_body(reqs, template) == judgecore.create_body(reqs, template)
+    for sb in chunk(reqs, max_requests=max_requests, max_bytes=max_bytes):
+        assert len(judgecore.create_body(sb.requests, template)) == sb.size
 
 
 @given(chunk_cases())
