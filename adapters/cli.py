@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,8 @@ from adapters.job import (
 )
 from judgecore import plan_json, render_plan
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 DESCRIPTION = """\
 Run LLM-judge scoring (rubric, alignment, refusal grading of stored completions) through the Anthropic
@@ -53,7 +55,8 @@ exit status:
   2  bad usage or bad input; nothing was sent
   3  some items are pending: rerun the same command to resume
   4  fatal API configuration (authentication, permission, unknown model, every request invalid)
-  130 interrupted (Ctrl-C): the checkpoint is safe; rerun the same command to resume
+  130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
+      written with unfinished items pending; rerun the same command to resume
 
 credentials come from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint); the key is
 never printed, logged or written to disk.
@@ -269,7 +272,15 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         return EXIT_OK
     out = ns.out or ns.state / "output.jsonl"
     resume = "judgecore " + shlex.join(argv)
+    terminated = []
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        terminated.append(signum)  # a scheduler's SIGTERM ends the run as Ctrl-C does
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     with contextlib.ExitStack() as stack:
+        stack.callback(signal.signal, signal.SIGTERM, previous)
         emit = _emitter(stack)
         try:
             result = asyncio.run(
@@ -278,11 +289,12 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         except KeyboardInterrupt:
             stack.close()
             _write_after_interrupt(items, rubric, ns.state, settings, out)
+            what = "terminated" if terminated else "interrupted"
             print(
-                f"interrupted: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
+                f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
                 file=sys.stderr,
             )
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
     print(f"{summary}; output: {out}", file=sys.stderr)

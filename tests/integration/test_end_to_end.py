@@ -173,16 +173,19 @@ def test_create_lost_in_transit_is_adopted_not_paid_twice(served, tmp_path):
     assert {"succeeded"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
 
 
-def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path):
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path, sig, code):
+    """Ctrl-C (or a scheduler's SIGTERM) mid-run: the output is written, the command that resumes is
+    printed, and the rerun finishes by polling the same batch."""
     srv = served(Scenario(seed=7, batch_seconds=3.0))
     items = write_items(tmp_path / "in.jsonl", [{"id": f"c{i}", "prompt": f"grade {i}"} for i in range(200)])
     args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", *FAST_POLL]
     proc = srv.spawn(args)
     srv.wait_for(lambda: len(srv.creates()) >= 1)
     time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
-    assert 130 == proc.returncode, err
+    assert code == proc.returncode, err
     assert "Resume with:" in err and "--state" in err
     assert {"pending"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
     res = srv.cli(args, timeout=60)
