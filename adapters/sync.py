@@ -61,9 +61,9 @@ from judgecore.resume import BreakerPolicy
 # --- settings ---------------------------------------------------------------------------------------
 
 #: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in the README.
+#: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.
 ENV_VARS: Mapping[str, tuple[str, type]] = {
     "JUDGECORE_MAX_CONCURRENCY": ("concurrency", int),
-    "JUDGECORE_MAX_ATTEMPTS": ("max_attempts", int),
     "JUDGECORE_MAX_RATE_LIMITED": ("max_rate_limited", int),
     "JUDGECORE_BACKOFF_BASE": ("backoff_base", float),
     "JUDGECORE_BACKOFF_CAP": ("backoff_cap", float),
@@ -86,7 +86,7 @@ def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None
 
 @attrs.frozen(kw_only=True)
 class SyncSettings:
-    """Knobs of the sync path; every one has a default and a JUDGECORE_* override (see `ENV_VARS`)."""
+    """Knobs of the sync path; each has a default, and all but `max_attempts` a JUDGECORE_* override."""
 
     #: Requests in flight at most; None = from the tier (`judgecore.ratelimit.concurrency_for`).
     concurrency: int | None = attrs.field(default=None, validator=_positive_or_none)

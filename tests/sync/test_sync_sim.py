@@ -165,7 +165,6 @@ def test_parity_with_a_cached_rubric_differs_only_in_cache_accounting(tmp_path):
 def test_settings_from_env_reads_every_override():
     env = {
         "JUDGECORE_MAX_CONCURRENCY": "12",
-        "JUDGECORE_MAX_ATTEMPTS": "5",
         "JUDGECORE_MAX_RATE_LIMITED": "4",
         "JUDGECORE_BACKOFF_BASE": "0.5",
         "JUDGECORE_BACKOFF_CAP": "30",
@@ -175,7 +174,7 @@ def test_settings_from_env_reads_every_override():
         "JUDGECORE_PROGRESS_INTERVAL": "2",
         "UNRELATED": "x",
     }
-    s = SyncSettings.from_env(env)
+    s = SyncSettings.from_env(env, max_attempts=5)
     assert (12, 5, 4, 0.5, 30.0, 0.8, 1.5, 120.0, 2.0) == (
         s.concurrency,
         s.max_attempts,
