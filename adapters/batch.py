@@ -700,15 +700,13 @@ class _Run:
                         continue
                     seen[byte] |= 1 << bit
                     outcome = classify(raw)
-                    writer.add(
-                        OutcomeRow(
-                            custom_id=custom_id,
-                            outcome=outcome,
-                            route="batch",
-                            at=clock.now(),
-                            sub_id=ids.owner(i, e.sub_id),
-                            batch_id=e.batch_id,
-                        )
+                    writer.add_outcome(
+                        custom_id,
+                        outcome,
+                        route="batch",
+                        at=clock.now(),
+                        sub_id=ids.owner(i, e.sub_id),
+                        batch_id=e.batch_id,
                     )
                     tally[outcome.status] += 1
                     if outcome.status is Status.FATAL and self.fatal is None:

@@ -465,7 +465,28 @@ class OutcomeWriter:
         self.flush()
 
     def add(self, row: OutcomeRow) -> None:
-        o = row.outcome
+        self.add_outcome(
+            row.custom_id,
+            row.outcome,
+            route=row.route,
+            at=row.at,
+            sub_id=row.sub_id,
+            batch_id=row.batch_id,
+            attempts=row.attempts,
+        )
+
+    def add_outcome(
+        self,
+        custom_id: str,
+        o: Outcome,
+        *,
+        route: str,
+        at: float,
+        sub_id: int | None = None,
+        batch_id: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        """`add` without building an `OutcomeRow` first (the harvest's per-line path)."""
         u = o.usage
         usage = (
             orjson.dumps(
@@ -481,12 +502,12 @@ class OutcomeWriter:
         )
         self._buf.append(
             (
-                row.custom_id,
-                row.sub_id,
-                row.route,
-                row.batch_id,
-                str(o.status),
-                str(o.failure) if o.failure else None,
+                custom_id,
+                sub_id,
+                route,
+                batch_id,
+                o.status.value,
+                o.failure.value if o.failure else None,
                 o.reason,
                 o.text,
                 o.stop_reason,
@@ -495,8 +516,8 @@ class OutcomeWriter:
                 o.error_type,
                 o.error_message,
                 o.retry_after,
-                row.attempts,
-                row.at,
+                attempts,
+                at,
             )
         )
         if len(self._buf) >= self._group:
