@@ -15,18 +15,14 @@ import random
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from adapters.batch import BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi
 from adapters.clock import Clock, RealClock
 from adapters.events import Emit, Notice, discard
 from adapters.store import OutcomeRow, Store
-from adapters.sync import SyncSettings, probe, run_sync
-from adapters.sync_api import AnthropicMessagesApi
 from judgecore import (
     DEFAULT_PRICES,
     Item,
@@ -47,6 +43,12 @@ from judgecore import (
 from judgecore.items import Path as RoutePath
 from judgecore.planning import Plan
 from judgecore.ratelimit import RateLimitReading
+
+if TYPE_CHECKING:
+    from adapters.sync import SyncSettings
+
+# The SDK-facing modules (adapters.batch, adapters.sync and their API ports) are imported where they
+# are used: importing the SDK takes about two seconds, which `--help`, `status` and `--dry-run` skip.
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 1024
@@ -393,6 +395,9 @@ async def _probe(
     reading = store.get_meta("rate_limits")
     if reading and reading.get("output_tokens_limit"):
         return int(reading["output_tokens_limit"]), None, False
+    from adapters.sync import probe
+    from adapters.sync_api import AnthropicMessagesApi
+
     done = store.job_state().final
     first = next((r for r in requests if r.custom_id not in done), None)
     if first is None:
@@ -435,6 +440,9 @@ async def _run_path(
     if chosen.path == "sync":
         batch_requests = [r for r in requests if r.custom_id in state.in_flight]
     if batch_requests:
+        from adapters.batch import BatchSettings, run_batch
+        from adapters.batch_api import AnthropicBatchApi
+
         bset = BatchSettings(
             max_batch_requests=settings.max_batch_requests,
             max_batch_bytes=settings.max_batch_bytes,
@@ -454,6 +462,9 @@ async def _run_path(
         fatal = res.fatal
         stuck = tuple(res.stuck)
     if chosen.path == "sync" and fatal is None:
+        from adapters.sync import run_sync
+        from adapters.sync_api import AnthropicMessagesApi
+
         reading = _reading_from_json(store.get_meta("rate_limits"))
         if reading is None and settings.otpm is not None:
             reading = RateLimitReading.for_otpm(settings.otpm)
@@ -476,6 +487,8 @@ async def _run_path(
 
 def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
     """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags."""
+    from adapters.sync import SyncSettings
+
     overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
     if settings.concurrency:
         overrides["concurrency"] = settings.concurrency

@@ -21,14 +21,30 @@ add `*`, e.g. `[[sim:api_error*]]`, for every attempt). Sync: invalid/context ->
 overloaded -> 529, rate_limit -> 429, max_tokens -> stop_reason "max_tokens"; expired/canceled are ignored.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .answers import MARKERS, count_input_tokens, forced_outcome
 from .cli import add_arguments, scenario_from_args
 from .clock import ManualClock
 from .logic import BatchView, LogEntry, Simulator
 from .scenario import BATCH_OUTCOMES, CREATE_FAULTS, DEFAULT_MODELS, SYNC_FAULTS, Scenario
 from .server import ServerHandle, run_server_forever, serve
-from .transport import DEFAULT_BASE_URL, SimTransport, sim_client
 from .wire import SimRequest, SimResponse
+
+if TYPE_CHECKING:
+    from .transport import DEFAULT_BASE_URL, SimTransport, sim_client
+
+_LAZY = frozenset({"DEFAULT_BASE_URL", "SimTransport", "sim_client"})
+
+
+def __getattr__(name: str) -> Any:
+    """The in-process transport needs the SDK (a two-second import): load it on first use only."""
+    if name in _LAZY:
+        from . import transport
+
+        return getattr(transport, name)
+    raise AttributeError(f"module 'adapters.simulator' has no attribute {name!r}")
+
 
 __all__ = [
     "BATCH_OUTCOMES",
