@@ -288,7 +288,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
             )
         except KeyboardInterrupt:
             stack.close()
-            _write_after_interrupt(items, rubric, ns.state, settings, out)
+            _write_after_interrupt(items, ns.state, out)
             what = "terminated" if terminated else "interrupted"
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
@@ -308,20 +308,15 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     return result.exit_code
 
 
-def _write_after_interrupt(
-    items: Any, rubric: str | None, state: Path, settings: JobSettings, out: Path
-) -> None:
-    """After Ctrl-C, write the output from the checkpoint (pending where not final)."""
+def _write_after_interrupt(items: Any, state: Path, out: Path) -> None:
+    """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
     from adapters.job import collect_records, write_output_atomic
     from adapters.store import Store
-    from judgecore import RequestTemplate, build_requests, output_line
+    from judgecore import output_line
 
-    template = RequestTemplate.build(
-        model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path="sync"
-    )
     store = Store.open(state)
     try:
-        records = collect_records(store, items, build_requests(items, template), default_route="sync")
+        records = collect_records(store, items)
     finally:
         store.close()
     write_output_atomic(out, (output_line(r) for r in records.values()))

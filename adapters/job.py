@@ -29,9 +29,12 @@ from judgecore import (
     PollPolicy,
     Request,
     RequestTemplate,
+    RequestTooLargeError,
     Route,
     RoutePolicy,
     Status,
+    SubBatch,
+    assign_custom_ids,
     build_requests,
     chunk,
     output_line,
@@ -171,18 +174,21 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
         raise
 
 
-def collect_records(
-    store: Store, items: Sequence[Item], requests: Sequence[Request], *, default_route: RoutePath
-) -> dict[str, dict[str, Any]]:
-    """Every item's output object, from the checkpoint, keyed by item id (input order kept)."""
-    by_cid = {r.custom_id: (item, r) for item, r in zip(items, requests, strict=True)}
-    latest = {cid: rest for cid, *rest in store.latest() if cid in by_cid}
+def collect_records(store: Store, items: Sequence[Item]) -> dict[str, dict[str, Any]]:
+    """Every item's output object, from the checkpoint, keyed by item id (input order kept).
+
+    An item with no outcome yet is reported on the job's route (sync before one is decided).
+    """
+    custom_ids = assign_custom_ids((i.id for i in items), (i.line for i in items))
+    wanted = set(custom_ids)
+    latest = {cid: rest for cid, *rest in store.latest() if cid in wanted}
+    default_route = (store.get_meta("route") or {}).get("path", "sync")
     records: dict[str, dict[str, Any]] = {}
-    for item, req in zip(items, requests, strict=True):
-        outcome, route_used, batch_id, attempts = latest.get(req.custom_id, (None, None, None, 0))
+    for item, custom_id in zip(items, custom_ids, strict=True):
+        outcome, route_used, batch_id, attempts = latest.get(custom_id, (None, None, None, 0))
         records[item.id] = output_record(
             item,
-            req.custom_id,
+            custom_id,
             outcome,
             route=route_used or default_route,  # type: ignore[arg-type]
             batch_id=batch_id,
@@ -229,16 +235,24 @@ async def ajudge(
         sync_settings = _sync_settings(settings, environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    built: dict[RoutePath, tuple[RequestTemplate, tuple[Request, ...]]] = {}
+
+    def requests_for(path: RoutePath) -> tuple[RequestTemplate, tuple[Request, ...]]:
+        """The template and requests of one route, built once (the rubric's cache marker differs)."""
+        if path not in built:
+            t = RequestTemplate.build(
+                model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=path
+            )
+            built[path] = (t, build_requests(items, t))
+        return built[path]
+
     if settings.force != "sync":
-        _check_batchable(items, rubric, settings)
+        _sub_batches(items, requests_for("batch")[1], settings)  # an item too large: exit 2 now
     store = Store.open(state_dir)
     try:
         from adapters.store import ContentConflictError, StateMismatchError
 
-        probe_template = RequestTemplate.build(
-            model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path="sync"
-        )
-        probe_requests = build_requests(items, probe_template)
+        probe_template, probe_requests = requests_for("sync")
         try:
             store.bind_job(
                 settings.manifest(rubric),
@@ -254,10 +268,7 @@ async def ajudge(
         stuck: tuple[str, ...] = ()
         hit_rate = None
         if fatal is None:
-            template = RequestTemplate.build(
-                model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=chosen.path
-            )
-            requests = build_requests(items, template)
+            template, requests = requests_for(chosen.path)
             fatal, stuck, hit_rate = await _run_path(
                 chosen,
                 store,
@@ -271,7 +282,7 @@ async def ajudge(
                 rng,
                 warmed=warmed,
             )
-        records = collect_records(store, items, probe_requests, default_route=chosen.path)
+        records = collect_records(store, items)
         if out is not None:
             write_output_atomic(Path(out), (output_line(r) for r in records.values()))
         counts = _count(records)
@@ -499,19 +510,13 @@ def _reading_from_json(raw: Mapping[str, Any] | None) -> RateLimitReading | None
     return RateLimitReading.from_json(raw) if raw else None
 
 
-def _check_batchable(items: Sequence[Item], rubric: str | None, settings: JobSettings) -> None:
-    """Refuse, before anything is sent, an item too large for any sub-batch (it could never run)."""
-    from judgecore import RequestTooLargeError
-
-    template = RequestTemplate.build(
-        model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path="batch"
-    )
+def _sub_batches(
+    items: Sequence[Item], requests: Sequence[Request], settings: JobSettings
+) -> tuple[SubBatch, ...]:
+    """The job's sub-batches; an item too large for any of them (it could never run) is a
+    `UsageError` naming its line, raised before anything is sent."""
     try:
-        chunk(
-            build_requests(items, template),
-            max_requests=settings.max_batch_requests,
-            max_bytes=settings.max_batch_bytes,
-        )
+        return chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
     except RequestTooLargeError as exc:
         line = next((i.line for i in items if i.id == exc.item_id), "?")
         raise UsageError(f"line {line}: {exc}") from None
@@ -532,21 +537,12 @@ def _dry_run(
         finally:
             store.close()
         otpm, source = reading.get("output_tokens_limit"), "read"
-    if settings.force is not None:
-        chosen = route(len(items), policy=policy, force=settings.force, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
-    else:
-        chosen = route(len(items), policy=policy, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
+    chosen = route(len(items), policy=policy, force=settings.force, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
     template = RequestTemplate.build(
         model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=chosen.path
     )
     requests = build_requests(items, template)
-    if chosen.path == "batch":
-        _check_batchable(items, rubric, settings)
-    subs = (
-        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
-        if chosen.path == "batch"
-        else ()
-    )
+    subs = _sub_batches(items, requests, settings) if chosen.path == "batch" else ()
     p = plan(
         requests,
         route=chosen,

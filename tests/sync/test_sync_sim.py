@@ -111,8 +111,8 @@ def test_parity_sync_output_equals_batch_output_but_route_and_batch_id(tmp_path)
     )
     assert bres.fatal is None
 
-    def lines(store, reqs, path):
-        records = collect_records(store, items, reqs, default_route=path)
+    def lines(store, path):
+        records = collect_records(store, items)
         out = []
         for record in records.values():
             record = orjson.loads(orjson.dumps(record))
@@ -121,8 +121,8 @@ def test_parity_sync_output_equals_batch_output_but_route_and_batch_id(tmp_path)
             out.append(record)
         return out
 
-    sync_lines = lines(sync_store, requests, "sync")
-    batch_lines = lines(batch_store, batch_requests, "batch")
+    sync_lines = lines(sync_store, "sync")
+    batch_lines = lines(batch_store, "batch")
     assert batch_lines == sync_lines
     assert {"succeeded"} == {r["status"] for r in sync_lines}
 
@@ -151,14 +151,8 @@ def test_parity_with_a_cached_rubric_differs_only_in_cache_accounting(tmp_path):
         )
     )
     strip = ("route", "batch_id", "usage")
-    s = [
-        {k: v for k, v in r.items() if k not in strip}
-        for r in collect_records(sync_store, items, requests, default_route="sync").values()
-    ]
-    b = [
-        {k: v for k, v in r.items() if k not in strip}
-        for r in collect_records(batch_store, items, batch_requests, default_route="batch").values()
-    ]
+    s = [{k: v for k, v in r.items() if k not in strip} for r in collect_records(sync_store, items).values()]
+    b = [{k: v for k, v in r.items() if k not in strip} for r in collect_records(batch_store, items).values()]
     assert orjson.dumps(b) == orjson.dumps(s)
 
 
