@@ -308,12 +308,6 @@ class Store:
             )
         ]
 
-    def harvested_ids(self, sub_id: int) -> set[str]:
-        """custom_ids of a sub-batch whose outcome is already recorded (to resume a cut harvest)."""
-        return {
-            r[0] for r in self._conn.execute("SELECT custom_id FROM outcomes WHERE sub_id = ?", (sub_id,))
-        }
-
     def iter_sub_batch_ids(self, sub_id: int) -> Iterator[str]:
         """custom_ids of a sub-batch, streamed (no list of the whole sub-batch is built)."""
         for r in self._conn.execute("SELECT custom_id FROM sub_batch_ids WHERE sub_id = ?", (sub_id,)):
@@ -395,9 +389,7 @@ class Store:
             out[key] += n
         return out
 
-    def latest(
-        self, custom_ids: Sequence[str] | None = None
-    ) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
+    def latest(self) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
         """`(custom_id, latest outcome, route, batch_id, attempts)` for every item in input order.
 
         A final outcome wins over any later non-final one (a final id is never sent again, but a
