@@ -156,14 +156,8 @@ class LiveProgress:
                 self._console.print(f"{prefix}{m}", markup=True, highlight=False)
             case RoundStarted(round=r, n=n, sub_batches=k):
                 self._round = f"(round {r}: {n:,} requests, {k} sub-batches)"
-            case BatchCreated(sub_id=i, batch_id=b, n=n, expires_at=exp):
-                self._rows[i] = {
-                    "batch_id": b,
-                    "n": n,
-                    "status": "in_progress",
-                    "deadline": None,
-                    "expires": exp,
-                }
+            case BatchCreated(sub_id=i, batch_id=b, n=n):
+                self._rows[i] = {"batch_id": b, "n": n, "status": "in_progress", "deadline": None}
             case BatchPolled(sub_id=i, batch_id=b, status=st, n=n, deadline=d):
                 row = self._rows.setdefault(i, {"batch_id": b, "n": n})
                 row.update(status=st, deadline=d)
