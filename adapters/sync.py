@@ -56,7 +56,7 @@ from judgecore.ratelimit import (
     RateLimitReading,
     concurrency_for,
 )
-from judgecore.resume import BreakerPolicy
+from judgecore.breaker import BreakerPolicy
 
 # --- settings ---------------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `outcomes`: what one result means
 - `backoff`: how long to wait before a retry
 - `ratelimit`: what the rate-limit headers say, and how fast the sync path may send
-- `resume`: what is left to do, and when a run of invalid requests means a broken job
+- `resume`: what is left to do
+- `breaker`: when a run of invalid requests means a broken job
 - `planning`: the dry-run plan and its cost
 - `report`: the output line of an item
 """
@@ -61,7 +62,8 @@ from judgecore.polling import (
     next_wake,
 )
 from judgecore.report import output_line, output_record
-from judgecore.resume import BreakerPolicy, JobState, ResumeDiff, breaker_tripped, diff_resume
+from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
+from judgecore.resume import JobState, ResumeDiff, diff_resume
 from judgecore.routing import Route, RoutePolicy, route
 
 __all__ = [
@@ -72,7 +74,9 @@ __all__ = [
     "MAX_REQUESTS",
     "BackoffPolicy",
     "BatchSnapshot",
+    "Breaker",
     "BreakerPolicy",
+    "BreakerState",
     "CachePlan",
     "DuplicateIdError",
     "FailureClass",

@@ -9,12 +9,11 @@ the state it describes, it gives the same answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import attrs
 
-from judgecore.outcomes import FailureClass
 
 
 def _frozen_map(m: Mapping[str, int]) -> Mapping[str, int]:
@@ -73,30 +72,3 @@ def diff_resume(all_ids: Sequence[str], state: JobState, *, max_attempts: int = 
         final=final,
         exhausted=frozenset(exhausted),
     )
-
-
-@attrs.frozen(kw_only=True)
-class BreakerPolicy:
-    """Trip when the first `k` outcomes of a job are all invalid requests."""
-
-    k: int = 20
-
-
-def breaker_tripped(
-    first_failures: Iterable[object], *, total: int, policy: BreakerPolicy = BreakerPolicy()
-) -> bool:
-    """True when a broken payload should fail the run loud instead of quarantining every item.
-
-    `first_failures` are the failure classes (None for success) of the job's first outcomes, in the
-    order they arrived. It trips when the first `min(k, total)` are all `INVALID_REQUEST`: a job whose
-    every request is rejected as invalid is a configuration error, not a data problem.
-    """
-    need = min(policy.k, total)
-    if need < 1:
-        return False
-    for seen, failure in enumerate(first_failures, start=1):
-        if failure is not FailureClass.INVALID_REQUEST:
-            return False
-        if seen >= need:
-            return True
-    return False
