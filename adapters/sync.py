@@ -47,6 +47,7 @@ from judgecore import (
     breaker_tripped,
     classify,
 )
+from judgecore.breaker import BreakerPolicy
 from judgecore.ratelimit import (
     NOTHING,
     Concurrency,
@@ -56,7 +57,6 @@ from judgecore.ratelimit import (
     RateLimitReading,
     concurrency_for,
 )
-from judgecore.breaker import BreakerPolicy
 
 # --- settings ---------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 """
 
 from judgecore.backoff import BackoffPolicy, backoff
+from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
 from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
 from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, custom_id_for
@@ -62,7 +63,6 @@ from judgecore.polling import (
     next_wake,
 )
 from judgecore.report import output_line, output_record
-from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
 from judgecore.resume import JobState, ResumeDiff, diff_resume
 from judgecore.routing import Route, RoutePolicy, route
 

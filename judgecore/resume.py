@@ -15,7 +15,6 @@ from types import MappingProxyType
 import attrs
 
 
-
 def _frozen_map(m: Mapping[str, int]) -> Mapping[str, int]:
     return MappingProxyType(dict(m))
 
