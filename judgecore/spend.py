@@ -1,0 +1,112 @@
+"""Spend and budget: what answers cost, an upper bound of what a send may cost, and the hard cap.
+
+Theory of operation. Cost is computed from each answer's reported `usage` (`answer_cost`), the
+model's prices, the route (batch: half price) and the cache tier (writes at 1.25x for the 5-minute
+TTL used on the sync route, 2x for the 1-hour TTL used in batches; reads at 0.1x). What all-sync would
+have cost is the same usage priced as a sync answer.
+
+`--budget USD` is a hard cap, kept by one admission rule (`Budget.admits`): nothing is sent or created
+unless
+
+    spent so far + upper bound of everything in flight + upper bound of what is about to go <= cap.
+
+The upper bound of one request (`request_bound`) takes its input at one token per 3 UTF-8 bytes of the
+whole request as it goes on the wire (an over-estimate: English text runs about 4 bytes a token, and the
+JSON framing is counted too), the rubric's share at the route's cache-write rate (the dearest way it can
+be billed), and the full `max_tokens` of output, at the route's prices. When an answer comes back its
+bound is released (`settle`) and its real cost is added; a send that answered nothing billable (a 429,
+a 5xx, a connection error) only releases its bound. The shell keeps one `Budget` value per run, seeded
+with the job's spend so far from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import attrs
+
+from judgecore.outcomes import Usage
+from judgecore.planning import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, ModelPrice, usage_cost
+
+#: One token per this many UTF-8 bytes, for an upper bound of a request's input tokens.
+BOUND_BYTES_PER_TOKEN = 3
+
+
+def price_for(model: str, prices: Mapping[str, ModelPrice] = DEFAULT_PRICES) -> ModelPrice | None:
+    """The model's prices, or None when the table does not know it (a budget then cannot be kept)."""
+    return prices.get(model)
+
+
+def answer_cost(usage: Usage, price: ModelPrice, route: str) -> float:
+    """US dollars one answer cost, from its reported usage, on `route` ("sync" or "batch")."""
+    return usage_cost(usage, price, "batch" if route == "batch" else "sync")
+
+
+def all_sync_cost(usage: Usage, price: ModelPrice) -> float:
+    """What the same answer would have cost on the sync route."""
+    return usage_cost(usage, price, "sync")
+
+
+def request_bound(
+    *, request_bytes: int, cached_bytes: int, max_tokens: int, price: ModelPrice, route: str
+) -> float:
+    """An upper bound, in US dollars, of what one request can cost (see the module docstring).
+
+    `request_bytes` is the request's whole serialized size; `cached_bytes` the part of it that carries a
+    cache marker (the rubric), billed at most at the route's cache-write rate.
+    """
+    path = "batch" if route == "batch" else "sync"
+    cached = math.ceil(max(0, cached_bytes) / BOUND_BYTES_PER_TOKEN)
+    rest = math.ceil(max(0, request_bytes - cached_bytes) / BOUND_BYTES_PER_TOKEN)
+    input_units = rest + cached * max(CACHE_WRITE[path], 1.0)
+    usd = (input_units * price.input_per_mtok + max_tokens * price.output_per_mtok) / 1e6
+    return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
+
+
+@attrs.frozen(kw_only=True)
+class Budget:
+    """The hard cap of a run: `spent` (answers so far, earlier runs included) and `reserved` (the upper
+    bounds of everything in flight). `cap=None` means no budget: everything is admitted."""
+
+    cap: float | None
+    spent: float = 0.0
+    reserved: float = 0.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.cap is not None and not (math.isfinite(self.cap) and self.cap >= 0):
+            raise ValueError(f"a budget must be a finite amount >= 0, got {self.cap}")
+
+    @property
+    def left(self) -> float:
+        """What may still be committed (infinite without a cap)."""
+        if self.cap is None:
+            return math.inf
+        return self.cap - self.spent - self.reserved
+
+    def admits(self, bound: float) -> bool:
+        """Whether a send whose cost is at most `bound` fits under the cap."""
+        return self.cap is None or self.spent + self.reserved + bound <= self.cap
+
+    def reserve(self, bound: float) -> Budget:
+        return attrs.evolve(self, reserved=self.reserved + bound)
+
+    def settle(self, bound: float, cost: float) -> Budget:
+        """An answer came back: release its bound, add what it really cost."""
+        return attrs.evolve(self, reserved=max(0.0, self.reserved - bound), spent=self.spent + cost)
+
+    def release(self, bound: float) -> Budget:
+        """A send answered nothing billable (or a batch line never ran): release its bound."""
+        return self.settle(bound, 0.0)
+
+    def fit(self, bounds: tuple[float, ...]) -> int:
+        """How many of `bounds`, taken in order, fit under the cap together (to cut a sub-batch)."""
+        if self.cap is None:
+            return len(bounds)
+        room = self.cap - self.spent - self.reserved
+        total = 0.0
+        for n, b in enumerate(bounds):
+            total += b
+            if total > room:
+                return n
+        return len(bounds)

@@ -1,0 +1,60 @@
+"""Spend and the budget's admission rule (judgecore.spend)."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from judgecore.planning import DEFAULT_PRICES
+from judgecore.spend import Budget, all_sync_cost, answer_cost, request_bound
+
+SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
+
+
+def test_batch_answers_cost_half_and_cache_tiers_are_priced():
+    from judgecore import Usage
+
+    u = Usage(input_tokens=1_000_000, output_tokens=0)
+    assert 3.0 == answer_cost(u, SONNET, "sync")
+    assert 1.5 == answer_cost(u, SONNET, "batch")
+    assert 3.0 == all_sync_cost(u, SONNET)
+    assert math.isclose(3.0 * 1.25, answer_cost(Usage(cache_creation_input_tokens=1_000_000), SONNET, "sync"))
+    assert math.isclose(0.3, answer_cost(Usage(cache_read_input_tokens=1_000_000), SONNET, "sync"))
+
+
+def test_request_bound_covers_a_full_max_tokens_answer():
+    bound = request_bound(request_bytes=3000, cached_bytes=0, max_tokens=1000, price=SONNET, route="sync")
+    assert math.isclose((1000 * 3.0 + 1000 * 15.0) / 1e6, bound)
+
+
+def test_without_a_cap_everything_is_admitted():
+    assert Budget(cap=None).admits(1e12)
+
+
+@given(
+    cap=st.floats(0, 100),
+    bounds=st.lists(st.floats(0, 10), max_size=30),
+    shares=st.lists(st.floats(0, 1), max_size=30),
+)
+def test_admitted_sends_never_exceed_the_cap_whatever_they_cost_within_their_bound(cap, bounds, shares):
+    """The admission rule: admit only what fits; each answer costs at most its bound."""
+    b = Budget(cap=cap)
+    in_flight: list[float] = []
+    for bound in bounds:
+        if b.admits(bound):
+            b = b.reserve(bound)
+            in_flight.append(bound)
+        assert b.spent + b.reserved <= cap + 1e-9
+    for bound, share in zip(in_flight, shares + [1.0] * len(in_flight), strict=False):
+        b = b.settle(bound, bound * share)
+    assert b.spent <= cap + 1e-9
+
+
+@given(cap=st.floats(0, 50), bounds=st.lists(st.floats(0, 10), max_size=30))
+def test_fit_is_the_longest_prefix_that_fits(cap, bounds):
+    b = Budget(cap=cap)
+    n = b.fit(tuple(bounds))
+    assert sum(bounds[:n]) <= cap
+    assert n == len(bounds) or sum(bounds[: n + 1]) > cap
