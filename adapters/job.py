@@ -22,7 +22,7 @@ import orjson
 
 from adapters.clock import Clock, RealClock
 from adapters.events import Emit, Notice, discard
-from adapters.store import OutcomeRow, Store
+from adapters.store import Store
 from judgecore import (
     DEFAULT_PRICES,
     Item,
@@ -386,7 +386,7 @@ async def _decide_route(
     elif settings.otpm is not None:
         chosen = route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
     else:
-        otpm, fatal, warmed = await _probe(store, requests, template, client, clock, emit)
+        otpm, fatal, warmed = await _probe(store, requests, template, settings, client, clock, emit)
         chosen = route(n, policy=policy, otpm=otpm) if otpm else route(n, policy=policy)
     emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
     store.set_meta("route", attrs.asdict(chosen))
@@ -397,12 +397,13 @@ async def _probe(
     store: Store,
     requests: Sequence[Request],
     template: RequestTemplate,
+    settings: JobSettings,
     client: Any,
     clock: Clock,
     emit: Emit,
 ) -> tuple[int | None, str | None, bool]:
-    """Send the first unfinished item alone; record its answer; return the OTPM it revealed, a fatal
-    reason (or None), and whether it was answered (so it wrote the prompt cache)."""
+    """Send the first unfinished item alone (the run machine limited to it, its answer recorded); return
+    the OTPM it revealed, a fatal reason (or None), and whether it was answered (it wrote the cache)."""
     reading = store.get_meta("rate_limits")
     if reading and reading.get("output_tokens_limit"):
         return int(reading["output_tokens_limit"]), None, False
@@ -413,14 +414,19 @@ async def _probe(
     first = next((r for r in requests if r.custom_id not in done), None)
     if first is None:
         return None, None, False
-    api = AnthropicMessagesApi(client)
-    outcome, rl = await probe(api=api, request=first, template=template, clock=clock)
-    store.record_outcomes(
-        [OutcomeRow(custom_id=first.custom_id, outcome=outcome, route="sync", at=clock.now())]
+    result = await probe(
+        store=store,
+        api=AnthropicMessagesApi(client),
+        request=first,
+        template=template,
+        clock=clock,
+        settings=_sync_settings(settings, os.environ),
+        emit=emit,
     )
+    rl, outcome = result.reading, result.outcome
     store.set_meta("rate_limits", rl.to_json())
-    if outcome.status is Status.FATAL:
-        return None, f"{outcome.reason}: {outcome.error_message or ''}".strip(": "), False
+    if result.fatal is not None or outcome is None:
+        return None, result.fatal, False
     otpm = rl.otpm
     what = "answered" if outcome.final else f"came back {outcome.reason}; it will be sent again"
     tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"

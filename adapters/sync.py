@@ -1,64 +1,39 @@
-"""The sync path: send a job's requests through the Messages API, fast and polite at once.
+"""The sync path's shell: an interpreter of the run machine (`judgecore.syncrun.SyncRun`).
 
-Order of events in `run_sync`:
-1. Skip every custom_id already final in the checkpoint (a rerun resends only the rest).
-2. Warm the prompt cache: the first request goes alone and is answered (or given up) before any other
-   leaves, so the rest read the rubric from the cache it wrote.
-3. Fan out with at most `Concurrency.limit` requests in flight, each admitted by the `Pacer` (the org's
-   rate limits as seen in the `anthropic-ratelimit-*` headers); a 429 halves concurrency and blocks
-   sends until its retry-after, a 5xx does not touch either.
-4. Classify every answer (`judgecore.classify`): succeeded / miss / quarantined are final and recorded
-   durably the moment they arrive; RATE_LIMIT waits retry-after plus jitter; INFRA_TRANSIENT and NOT_RUN
-   back off with full jitter; FATAL_CONFIG stops the run at once (in-flight requests are cancelled,
-   everything already answered is on disk). Budgets per item per run: `max_attempts` sends that end in
-   a non-429 failure, plus `max_rate_limited` 429s; past either the item stays `pending` for a rerun.
-5. The breaker: when the first outcomes of the run are all INVALID_REQUEST, the job itself is broken;
-   those quarantines are held back (not recorded) until the breaker has decided, so a tripped run
-   leaves nothing final behind and a fixed rerun sends them again.
-
-All decisions (classification, backoff, pacing, concurrency, breaker) are pure functions of
-`judgecore`; this module only sequences them, sends, sleeps and records.
+It decides nothing. It asks the machine for the next action and performs it: `Launch` starts a task
+sending that request, `Wait` sleeps until an answer comes back or the clock reaches the time given,
+`Record` writes rows durably (fsynced) before anything else happens, `Note` prints a line, `Done` ends
+the run (cancelling what is still in flight after a stop). Each answer goes back to the machine with
+the clock's time and a jitter draw. The probe is the same run limited to one item.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import heapq
-import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import attrs
 
 from adapters.clock import Clock
-from adapters.events import Emit, Notice, SyncProgress
+from adapters.events import Emit, Notice, SyncProgress, discard
 from adapters.store import OutcomeRow, Store
 from adapters.sync_api import Answer, MessagesApi
 from judgecore import (
     BackoffPolicy,
+    Breaker,
+    BreakerPolicy,
     FailureClass,
     Outcome,
     Request,
     RequestTemplate,
-    Status,
-    backoff,
-    breaker_tripped,
     classify,
 )
-from judgecore.breaker import BreakerPolicy
-from judgecore.ratelimit import (
-    NOTHING,
-    Concurrency,
-    Cost,
-    Pacer,
-    PacingPolicy,
-    RateLimitReading,
-    concurrency_for,
-)
-
-# --- settings ---------------------------------------------------------------------------------------
+from judgecore.planning import ModelPrice
+from judgecore.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
+from judgecore.spend import Budget, request_bound
+from judgecore.syncrun import Answered, Done, Launch, Note, Record, SyncPolicy, SyncRun, Todo, Wait
 
 #: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in the README.
 #: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.
@@ -74,48 +49,36 @@ ENV_VARS: Mapping[str, tuple[str, type]] = {
 }
 
 
-def _positive_or_none(_inst: object, attribute: attrs.Attribute, value: float | None) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value}")
-
-
-def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be >= 1, got {value}")
-
-
 @attrs.frozen(kw_only=True)
 class SyncSettings:
-    """Knobs of the sync path; each has a default, and all but `max_attempts` a JUDGECORE_* override."""
+    """Knobs of the sync path; each has a default, and all but `max_attempts` a JUDGECORE_* override.
+    `concurrency` None means from the tier; `request_timeout` None means the SDK's (600 s read)."""
 
-    #: Requests in flight at most; None = from the tier (`judgecore.ratelimit.concurrency_for`).
-    concurrency: int | None = attrs.field(default=None, validator=_positive_or_none)
-    #: Sends per item per run that may end in a non-429 retriable failure before it is left pending.
-    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
-    #: 429s per item per run before it is left pending (on top of `max_attempts`).
-    max_rate_limited: int = attrs.field(default=10, validator=_at_least_one)
+    concurrency: int | None = None
+    max_attempts: int = 3
+    max_rate_limited: int = 10
     backoff_base: float = 1.0
     backoff_cap: float = 60.0
-    #: Share of each per-minute limit the job aims at; the rest is left to other sessions of the org.
     pacing_headroom: float = 0.95
-    #: Seconds of the paced rate a burst may spend at once.
     pacing_burst: float = 2.0
-    #: Per-phase HTTP timeout of one request in seconds; None = the SDK's (600 s read, 5 s connect).
-    request_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
-    #: Clock seconds between two `SyncProgress` events.
+    request_timeout: float | None = None
     progress_interval: float = 0.5
 
     def __attrs_post_init__(self) -> None:
-        self.backoff  # noqa: B018 - validates base/cap
-        self.pacing  # noqa: B018 - validates headroom/burst
+        if self.request_timeout is not None and not self.request_timeout > 0:
+            raise ValueError(f"request_timeout must be > 0, got {self.request_timeout}")
+        self.policy(None)  # validates every other knob
 
-    @property
-    def backoff(self) -> BackoffPolicy:
-        return BackoffPolicy(base=self.backoff_base, cap=self.backoff_cap)
-
-    @property
-    def pacing(self) -> PacingPolicy:
-        return PacingPolicy(headroom=self.pacing_headroom, burst_seconds=self.pacing_burst)
+    def policy(self, reading: RateLimitReading | None, *, warm_up: bool = True) -> SyncPolicy:
+        """The run machine's rules, the concurrency ceiling from the tier unless set."""
+        return SyncPolicy(
+            max_attempts=self.max_attempts,
+            max_rate_limited=self.max_rate_limited,
+            backoff=BackoffPolicy(base=self.backoff_base, cap=self.backoff_cap),
+            pacing=PacingPolicy(headroom=self.pacing_headroom, burst_seconds=self.pacing_burst),
+            concurrency=self.concurrency or concurrency_for(reading),
+            warm_up=warm_up,
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> SyncSettings:
@@ -134,9 +97,6 @@ class SyncSettings:
             return cls(**values)
         except ValueError as exc:
             raise ValueError(f"sync settings: {exc}") from None
-
-
-# --- results ----------------------------------------------------------------------------------------
 
 
 @attrs.frozen(kw_only=True)
@@ -159,6 +119,7 @@ class SyncRunResult:
     cache_read_input_tokens: int
     concurrency: int
     elapsed: float
+    budget_stopped: bool = False
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -166,299 +127,141 @@ class SyncRunResult:
         seen = self.cache_read_input_tokens + self.cache_creation_input_tokens
         return None if seen == 0 else self.cache_read_input_tokens / seen
 
-    @property
-    def rate_limited_share(self) -> float:
-        return 0.0 if self.sends == 0 else self.rate_limited / self.sends
+
+@attrs.frozen(kw_only=True)
+class ProbeResult:
+    """The probe's item as it last came back (None if nothing did), the tier it read, and a one-line
+    reason when the run must stop (exit 4). Its rows are already recorded."""
+
+    outcome: Outcome | None
+    reading: RateLimitReading
+    fatal: str | None
 
 
-# --- probe ------------------------------------------------------------------------------------------
+async def _interpret(
+    run: SyncRun,
+    *,
+    requests: Mapping[str, Request],
+    store: Store,
+    template: RequestTemplate,
+    api: MessagesApi,
+    clock: Clock,
+    emit: Emit,
+    rng: random.Random,
+    progress_interval: float,
+) -> tuple[SyncRun, Done, Outcome | None, RateLimitReading]:
+    started, shown = clock.now(), -float("inf")
+    tasks: dict[asyncio.Future[Answer], str] = {}
+    last: tuple[Outcome | None, RateLimitReading] = (None, RateLimitReading())
 
+    def progress(force: bool = False) -> None:
+        nonlocal shown
+        if progress_interval < float("inf") and (force or clock.now() - shown >= progress_interval):
+            shown, t = clock.now(), run.tally
+            done, total = t.finals + t.left_pending, len(run.todos)
+            emit(SyncProgress(done=done, total=total, retries=t.retries, rate_limited=t.rate_limited,
+                              in_flight=len(tasks), concurrency=run.conc.limit,
+                              output_tokens=t.output_tokens, elapsed=shown - started))  # fmt: skip
 
-async def probe(
-    *, api: MessagesApi, request: Request, template: RequestTemplate, clock: Clock
-) -> tuple[Outcome, RateLimitReading]:
-    """Send one request alone and read the tier from its rate-limit headers.
-
-    The outcome is that item's answer (record it: a final one is never sent again). One send, no retry:
-    a retriable outcome leaves the item for `run_sync`; the reading of a refused request still counts.
-    """
-    del clock  # one send, no wait: the signature keeps the clock for symmetry with run_sync
-    raw, reading, _ = await api.create(request.params(template))
-    return classify(raw), reading
-
-
-def record_reading(store: Store, reading: RateLimitReading, *, key: str = "rate_limits") -> None:
-    """Keep a reading in the checkpoint (for `status` and later dry-runs)."""
-    store.set_meta(key, reading.to_json())
-
-
-#: The shortest pacing sleep (seconds); epoch floats near 1.8e9 resolve about 0.2 microseconds.
-_MIN_SLEEP = 0.001
-
-# --- the run ----------------------------------------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class _Item:
-    request: Request
-    seq: int
-    sends: int = 0
-    failures: int = 0  # non-429 retriable outcomes this run
-    rate_limited: int = 0  # 429s this run
-    done: bool = False
-    last: Outcome | None = None
-
-
-@attrs.define(eq=False)
-class _Runner:
-    store: Store
-    template: RequestTemplate
-    api: MessagesApi
-    clock: Clock
-    settings: SyncSettings
-    emit: Emit
-    rng: random.Random
-    pacer: Pacer
-    conc: Concurrency
-    total: int
-    job_total: int
-    skipped: int
-    started: float
-    ready: collections.deque[_Item] = attrs.field(factory=collections.deque)
-    delayed: list[tuple[float, int, _Item]] = attrs.field(factory=list)
-    in_flight: dict[asyncio.Task[Answer], tuple[_Item, Cost]] = attrs.field(factory=dict)
-    fatal: str | None = None
-    tally: collections.Counter[str] = attrs.field(factory=collections.Counter)
-    # The breaker: failure classes of the first final outcomes, and quarantines held back meanwhile.
-    breaker: BreakerPolicy = attrs.field(factory=BreakerPolicy)
-    first_failures: list[FailureClass | None] = attrs.field(factory=list)
-    breaker_open: bool = True  # still deciding
-    held: list[OutcomeRow] = attrs.field(factory=list)
-    last_progress: float = -math.inf
-
-    # -- recording -------------------------------------------------------------------------------
-
-    def _write(self, rows: Sequence[OutcomeRow]) -> None:
-        self.store.record_outcomes(rows)
-        for row in rows:
-            self.tally[str(row.outcome.status) if row.outcome.final else "pending"] += 1
-
-    def _record(self, item: _Item, outcome: Outcome) -> None:
-        """Durably record an item's outcome for this run (final, or the last retriable one)."""
-        row = OutcomeRow(
-            custom_id=item.request.custom_id,
-            outcome=outcome,
-            route="sync",
-            at=self.clock.now(),
-            attempts=item.sends,
-        )
-        if self.breaker_open:
-            self.first_failures.append(outcome.failure)
-            if breaker_tripped(self.first_failures, total=self.job_total, policy=self.breaker):
-                first = self.held[0].outcome if self.held else outcome
-                self.fatal = (
-                    f"the first {len(self.first_failures)} requests were all rejected as invalid; "
-                    f"the job's configuration is broken: {first.error_message or first.reason}"
-                )
-                self.held.clear()
-                return
-            if outcome.failure is FailureClass.INVALID_REQUEST:
-                self.held.append(row)
-                return
-            self.breaker_open = False
-            rows, self.held = [*self.held, row], []
-            self._write(rows)
-            return
-        self._write([row])
-
-    def _release_held(self) -> None:
-        """The run ends with the breaker undecided (fewer outcomes than it needs): keep the quarantines."""
-        if self.held and self.fatal is None:
-            self._write(self.held)
-        self.held = []
-
-    # -- progress --------------------------------------------------------------------------------
-
-    def _progress(self, *, force: bool = False) -> None:
-        now = self.clock.now()
-        if not force and now - self.last_progress < self.settings.progress_interval:
-            return
-        self.last_progress = now
-        t = self.tally
-        self.emit(
-            SyncProgress(
-                done=t["succeeded"] + t["miss"] + t["quarantined"] + t["pending"],
-                total=self.total,
-                retries=t["retries"],
-                rate_limited=t["rate_limited"],
-                in_flight=len(self.in_flight),
-                concurrency=self.conc.limit,
-                output_tokens=t["output_tokens"],
-                elapsed=now - self.started,
-            )
-        )
-
-    # -- sending ---------------------------------------------------------------------------------
-
-    def _promote(self, now: float) -> None:
-        """Retries whose wait is over go to the front of the line, oldest item first."""
-        due: list[_Item] = []
-        while self.delayed and self.delayed[0][0] <= now:
-            due.append(heapq.heappop(self.delayed)[2])
-        for item in sorted(due, key=lambda i: i.seq, reverse=True):
-            self.ready.appendleft(item)
-
-    def _launch(self, item: _Item, now: float) -> None:
-        cost = self.pacer.estimate(item.request.max_tokens)
-        self.pacer = self.pacer.admit(now, cost)
-        if item.sends:
-            self.tally["retries"] += 1
-        item.sends += 1
-        self.tally["sends"] += 1
-        task = asyncio.ensure_future(self.api.create(item.request.params(self.template)))
-        self.in_flight[task] = (item, cost)
-
-    def _in_flight_cost(self) -> Cost:
-        total = NOTHING
-        for _, cost in self.in_flight.values():
-            total = total + cost
-        return total
-
-    async def _wait(self, wake: float | None) -> None:
-        """Until an in-flight request is answered or the clock reaches `wake`."""
-        waiters: set[asyncio.Future[Any]] = set(self.in_flight)
-        sleeper = None
-        if wake is not None:
-            sleeper = asyncio.ensure_future(self.clock.sleep(max(0.0, wake - self.clock.now())))
-            waiters.add(sleeper)
-        if not waiters:
-            return
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if sleeper is not None and not sleeper.done():
-                sleeper.cancel()
-
-    async def pump(self) -> None:
-        """Send, wait and handle answers until every queued item is done, or the run is fatal."""
-        while self.fatal is None:
-            if not (self.ready or self.delayed or self.in_flight):
-                return
-            now = self.clock.now()
-            self._promote(now)
-            wake: float | None = None
-            if self.ready and len(self.in_flight) < self.conc.limit:
-                item = self.ready[0]
-                wait = self.pacer.wait(now, self.pacer.estimate(item.request.max_tokens))
-                if wait <= 0:
-                    self.ready.popleft()
-                    self._launch(item, now)
-                    continue
-                # At least 1 ms: a wait below the clock's resolution would spin without time moving.
-                wake = now + max(wait, _MIN_SLEEP)
-            if self.delayed:
-                wake = self.delayed[0][0] if wake is None else min(wake, self.delayed[0][0])
-            self._progress()
-            await self._wait(wake)
-            for task in [t for t in self.in_flight if t.done()]:
-                item, cost = self.in_flight.pop(task)
-                self._handle(item, cost, task.result())
-                if self.fatal is not None:
-                    return
-
-    def _handle(self, item: _Item, cost: Cost, answer: Answer) -> None:
-        raw, reading, _request_id = answer
-        now = self.clock.now()
-        outcome = classify(raw)
-        item.last = outcome
-        usage = outcome.usage if outcome.status in (Status.SUCCEEDED, Status.MISS) else None
-        self.pacer = self.pacer.settle(now, cost, usage)
-        self.pacer = self.pacer.observe(now, reading, in_flight=self._in_flight_cost())
-        if usage is not None:
-            self.tally["input_tokens"] += usage.input_tokens
-            self.tally["output_tokens"] += usage.output_tokens
-            self.tally["cache_creation"] += usage.cache_creation_input_tokens
-            self.tally["cache_read"] += usage.cache_read_input_tokens
-        match outcome.status:
-            case Status.SUCCEEDED | Status.MISS | Status.QUARANTINED:
-                self.conc = self.conc.on_success()
-                item.done = True
-                self._record(item, outcome)
-            case Status.FATAL:
-                item.done = True
-                self.fatal = f"{outcome.reason}: {outcome.error_message or 'no message'}".replace("\n", " ")
-            case Status.RETRY:
-                self._retry(item, outcome, now, reading)
-        self._progress()
-
-    def _retry(self, item: _Item, outcome: Outcome, now: float, reading: RateLimitReading) -> None:
-        s = self.settings
-        if outcome.failure is FailureClass.RATE_LIMIT:
-            self.tally["rate_limited"] += 1
-            item.rate_limited += 1
-            before = self.conc.limit
-            self.conc = self.conc.on_429(now)
-            self.pacer = self.pacer.on_429(now, outcome.retry_after, reading)
-            if self.conc.limit < before:
-                self.emit(
-                    Notice(level="info", message=f"rate limited: concurrency {before} -> {self.conc.limit}")
-                )
-            exhausted = item.rate_limited >= s.max_rate_limited
-            attempt = item.rate_limited - 1
-        else:
-            item.failures += 1
-            exhausted = item.failures >= s.max_attempts
-            attempt = item.failures - 1
-        if exhausted:
-            item.done = True
-            self.emit(
-                Notice(
-                    level="warning",
-                    message=f"{item.request.item_id}: still failing after {item.sends} sends "
-                    f"({outcome.reason}); left pending, rerun to resume",
-                )
-            )
-            self._record(item, outcome)
-            return
-        delay = backoff(attempt, outcome.retry_after, s.backoff, self.rng.random())
-        if delay >= 30:
-            self.emit(
-                Notice(
-                    level="info",
-                    message=f"{item.request.item_id}: {outcome.reason}; resending in {delay:.0f} s",
-                )
-            )
-        heapq.heappush(self.delayed, (now + delay, item.seq, item))
-
-    async def cancel_in_flight(self) -> None:
-        tasks = list(self.in_flight)
+    try:
+        while True:
+            run, action = run.step(clock.now())
+            match action:
+                case Launch(todo=todo):
+                    params = requests[todo.custom_id].params(template)
+                    tasks[asyncio.ensure_future(api.create(params))] = todo.custom_id
+                case Record(rows=rows):
+                    now = clock.now()
+                    store.record_outcomes(
+                        OutcomeRow(custom_id=r.custom_id, outcome=r.outcome, route="sync", at=now, attempts=r.attempts)
+                        for r in rows
+                    )  # fmt: skip
+                case Note(level=level, message=message):
+                    emit(Notice(level=level, message=message))
+                case Wait(until=until):
+                    progress()
+                    await _wait(tasks, until, clock)
+                    for task in [t for t in tasks if t.done()]:
+                        raw, reading, _request_id = task.result()
+                        outcome = classify(raw)
+                        last = (outcome, reading if not reading.empty else last[1])
+                        answered = Answered(custom_id=tasks.pop(task), outcome=outcome, reading=reading,
+                                            now=clock.now(), u=rng.random())  # fmt: skip
+                        run = run.on(answered)
+                case Done():
+                    progress(force=True)
+                    if action.reason is not None and run.stopped:
+                        emit(Notice(level="warning", message=f"stopped: {action.reason}"))
+                    return run, action, *last
+                case _:
+                    assert_never(action)
+    finally:
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        self.in_flight.clear()
 
-    def result(self) -> SyncRunResult:
-        t = self.tally
-        finals = t["succeeded"] + t["miss"] + t["quarantined"]
-        return SyncRunResult(
-            fatal=self.fatal,
-            total=self.total,
-            skipped=self.skipped,
-            succeeded=t["succeeded"],
-            miss=t["miss"],
-            quarantined=t["quarantined"],
-            pending=self.total - finals,
-            sends=t["sends"],
-            retries=t["retries"],
-            rate_limited=t["rate_limited"],
-            input_tokens=t["input_tokens"],
-            output_tokens=t["output_tokens"],
-            cache_creation_input_tokens=t["cache_creation"],
-            cache_read_input_tokens=t["cache_read"],
-            concurrency=self.conc.limit,
-            elapsed=self.clock.now() - self.started,
-        )
+
+async def _wait(tasks: Mapping[asyncio.Future[Answer], str], until: float | None, clock: Clock) -> None:
+    """Until a task is done or the clock reaches `until` (None: a task only)."""
+    waiters: set[asyncio.Future[Any]] = set(tasks)
+    sleeper = None if until is None else asyncio.ensure_future(clock.sleep(until - clock.now()))
+    if sleeper is not None:
+        waiters.add(sleeper)
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if sleeper is not None and not sleeper.done():
+            sleeper.cancel()
+
+
+def _todos(
+    requests: Sequence[Request], template: RequestTemplate, price: ModelPrice | None
+) -> tuple[Todo, ...]:
+    cached = len(template.system_json or b"")
+    return tuple(
+        Todo(custom_id=r.custom_id, max_tokens=r.max_tokens,
+             bound=0.0 if price is None else request_bound(request_bytes=r.size, cached_bytes=cached,
+                                                           max_tokens=r.max_tokens, price=price, route="sync"))
+        for r in requests
+    )  # fmt: skip
+
+
+def _breaker(store: Store, total: int) -> Breaker:
+    """The job's breaker, seeded from the checkpoint's earliest outcomes (earlier runs, the probe)."""
+    prior = [None if f is None else FailureClass(f) for f in store.first_failures(BreakerPolicy().k)]
+    return Breaker.start(total, prior)
+
+
+async def probe(
+    *,
+    store: Store,
+    api: MessagesApi,
+    request: Request,
+    template: RequestTemplate,
+    clock: Clock,
+    settings: SyncSettings = SyncSettings(),
+    emit: Emit = discard,
+    rng: random.Random | None = None,
+    budget: Budget | None = None,
+    price: ModelPrice | None = None,
+) -> ProbeResult:
+    """The run's first launch: `request` alone, through the run machine (retry-after, backoff,
+    `max_attempts`, fatal, the breaker and the budget apply), its rows recorded; returns its outcome
+    and the tier read from its rate-limit headers."""
+    run = SyncRun.start(
+        _todos([request], template, price),
+        policy=settings.policy(None, warm_up=False),
+        now=clock.now(),
+        breaker=_breaker(store, sum(store.counts().values())),
+        budget=budget,
+        price=price,
+    )
+    _run, done, outcome, reading = await _interpret(
+        run, requests={request.custom_id: request}, store=store, template=template, api=api, clock=clock,
+        emit=emit, rng=rng or random.Random(), progress_interval=float("inf"),
+    )  # fmt: skip
+    return ProbeResult(outcome=outcome, reading=reading, fatal=done.reason if _run.stopped else None)
 
 
 async def run_sync(
@@ -473,53 +276,50 @@ async def run_sync(
     rng: random.Random,
     reading: RateLimitReading | None,
     warm_up: bool = True,
+    budget: Budget | None = None,
+    price: ModelPrice | None = None,
 ) -> SyncRunResult:
-    """Send every request not yet final in `store` (already bound to the job); see the module docstring.
+    """Send every request not yet final in `store` (already bound to the job) through the run machine.
 
     `reading` is the tier as last read (the probe's, or `RateLimitReading.for_otpm(n)` for `--otpm`);
     None starts unpaced until the first answer's headers arrive. `warm_up=False` skips the lone first
-    request (only when the rubric cache was just written, e.g. by a successful probe).
+    request: only when the probe has just answered (it wrote the rubric cache, and the run has had an
+    HTTP answer). `budget` (with the job's spend so far) and `price` keep a `--budget` cap.
     """
     started = clock.now()
     final = store.job_state().final
-    todo: list[Request] = []
-    seen: set[str] = set()
-    for r in requests:
-        if r.custom_id not in final and r.custom_id not in seen:
-            seen.add(r.custom_id)
-            todo.append(r)
-    ceiling = settings.concurrency or concurrency_for(reading)
-    runner = _Runner(
-        store=store,
-        template=template,
-        api=api,
-        clock=clock,
-        settings=settings,
-        emit=emit,
-        rng=rng,
-        pacer=Pacer.start(reading, started, settings.pacing),
-        conc=Concurrency.start(ceiling),
-        total=len(todo),
-        job_total=len({r.custom_id for r in requests}),
-        skipped=len(requests) - len(todo),
-        started=started,
+    todo = list({r.custom_id: r for r in requests if r.custom_id not in final}.values())
+    run = SyncRun.start(
+        _todos(todo, template, price),
+        policy=settings.policy(reading, warm_up=warm_up and template.system_json is not None),
+        now=started,
+        breaker=_breaker(store, len({r.custom_id for r in requests})),
+        reading=reading,
+        budget=budget,
+        price=price,
+        contacted=not warm_up,
     )
-    # The breaker judges the job's first outcomes, earlier runs (and the probe) included.
-    prior = [None if f is None else FailureClass(f) for f in store.first_failures(runner.breaker.k)]
-    runner.first_failures = prior
-    runner.breaker_open = all(f is FailureClass.INVALID_REQUEST for f in prior)
-    items = [_Item(r, n) for n, r in enumerate(todo)]
-    try:
-        if warm_up and template.system_json is not None and items:
-            # The cache warm-up: the first item alone, answered (or given up) before any other leaves.
-            runner.ready.append(items.pop(0))
-            await runner.pump()
-        runner.ready.extend(items)
-        await runner.pump()
-    finally:
-        await runner.cancel_in_flight()
-        runner._release_held()
-    runner._progress(force=True)
-    if runner.fatal is not None:
-        emit(Notice(level="warning", message=f"stopped: {runner.fatal}"))
-    return runner.result()
+    run, done, _outcome, _reading = await _interpret(
+        run, requests={r.custom_id: r for r in todo}, store=store, template=template, api=api, clock=clock,
+        emit=emit, rng=rng, progress_interval=settings.progress_interval,
+    )  # fmt: skip
+    t = run.tally
+    return SyncRunResult(
+        fatal=done.reason if run.stopped else None,
+        total=len(todo),
+        skipped=len(requests) - len(todo),
+        succeeded=t.succeeded,
+        miss=t.miss,
+        quarantined=t.quarantined,
+        pending=len(todo) - t.finals,
+        sends=t.sends,
+        retries=t.retries,
+        rate_limited=t.rate_limited,
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cache_creation_input_tokens=t.cache_creation_input_tokens,
+        cache_read_input_tokens=t.cache_read_input_tokens,
+        concurrency=run.conc.limit,
+        elapsed=clock.now() - started,
+        budget_stopped=run.out_of_budget,
+    )

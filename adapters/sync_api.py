@@ -1,50 +1,50 @@
 """The Messages API port of the sync path: one request in, one plain answer out; SDK objects stay here.
 
 `MessagesApi.create(params)` returns `(RawResult, RateLimitReading, request_id)`. Success, every HTTP
-error and every connection failure come back as values (`RawResult(kind="succeeded" | "http_error" |
-"connection_error")`) for `judgecore.classify`; only bugs raise.
+error and every connection failure come back as values for `judgecore.classify`; only bugs raise. A
+connection that could not be made at all (refused, DNS failure, a URL without a usable scheme) is a
+`connection_error` whose `error_type` is `judgecore.syncrun.CONNECT_FAILED` and whose message names the
+base URL: the run machine stops on it when the run has had no HTTP answer yet.
+
+Streaming. The SDK refuses, before sending, a non-streaming request whose `max_tokens` may take over
+ten minutes (above 21,333, or 8,192 for the Opus 4 / 4.1 ids). A request asking for more than
+`STREAM_ABOVE` output tokens is therefore received through the SDK's streaming helper
+(`messages.stream(...)`, `get_final_message()`); the answer is the same `RawResult`. An `error` event
+in the middle of a stream becomes an `errored` result classified by its error type.
 
 Retries. The SDK retries 408/409/429/5xx and connection errors by itself (2 retries by default) and
 sleeps for whatever `retry-after` says, an hour included, inside one `create` call: a wait the progress
 view, the pacer and the user can't see. So `AnthropicMessagesApi` pins the SDK's `max_retries` to 0,
-whatever the client was built with: one `create` is exactly one HTTP send, and `adapters.sync` owns every
-retry, each wait visible (progress, notices) and paced. Composed: SDK sends per call (1) x our sends per
-item per run (at most `max_attempts + max_rate_limited - 1`: 12 with the defaults 3 and 10), instead of
-the 3 x that an SDK left at its default of 2 retries would multiply in, with hidden sleeps.
+whatever the client was built with: one `create` is exactly one HTTP send, and the run machine
+(`judgecore.syncrun`) owns every retry, each wait visible and paced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anthropic
+import httpx2
 
 from judgecore import RawResult, Usage
-from judgecore.ratelimit import RateLimitReading
+from judgecore.ratelimit import RateLimitReading, retry_after
+from judgecore.syncrun import CONNECT_FAILED
 
 Answer = tuple[RawResult, RateLimitReading, str | None]
+
+#: Requests allowed more output tokens than this are received by streaming (see the module docstring).
+STREAM_ABOVE = 8192
+
+#: httpx2 errors meaning no connection was made at all.
+_CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol)
 
 
 class MessagesApi(Protocol):
     """What the sync path needs of the Messages API."""
 
     async def create(self, params: dict[str, Any]) -> Answer: ...
-
-
-def retry_after_of(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms` (exact) or `retry-after` (seconds; HTTP dates ignored)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        if seconds > 0:
-            return seconds
-    return None
 
 
 def message_result(message: Any) -> RawResult:
@@ -68,39 +68,65 @@ def message_result(message: Any) -> RawResult:
     )
 
 
-def error_result(exc: anthropic.APIStatusError) -> RawResult:
-    """An `http_error` RawResult from an SDK status error (type and message from the error envelope)."""
+def error_result(exc: anthropic.APIStatusError, now: float) -> RawResult:
+    """A RawResult from an SDK status error (type and message from the error envelope). An error event
+    inside a 200 stream is `errored` (classified by its type, as a batch line would be)."""
+    message = exc.api_message or exc.message
+    if exc.status_code == 200:
+        return RawResult(kind="errored", error_type=exc.type, message=message)
     return RawResult(
         kind="http_error",
         status=exc.status_code,
         error_type=exc.type,
-        message=exc.api_message or exc.message,
-        retry_after=retry_after_of(exc.response.headers),
+        message=message,
+        retry_after=retry_after(exc.response.headers, now),
     )
 
 
 class AnthropicMessagesApi:
     """`MessagesApi` over `anthropic.AsyncAnthropic`, with the SDK's own retries switched off."""
 
-    def __init__(self, client: anthropic.AsyncAnthropic, *, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        *,
+        timeout: float | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         # max_retries=0: see the module docstring. `timeout` (seconds, per phase) overrides the SDK's
-        # 600 s read timeout; a timeout comes back as a connection_error that our loop retries.
+        # 600 s read timeout; a timeout comes back as a connection_error that the run retries.
+        # `now` (epoch seconds) reads a `retry-after` given as an HTTP date.
+        self._now = now
         if timeout is None:
             self._client = client.with_options(max_retries=0)
         else:
             self._client = client.with_options(max_retries=0, timeout=timeout)
 
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def _connection_failed(self, exc: BaseException) -> RawResult:
+        cause = exc.__cause__ or exc.__context__ or exc
+        if isinstance(exc, _CONNECT_ERRORS) or isinstance(cause, _CONNECT_ERRORS):
+            detail = str(cause) or type(cause).__name__
+            message = f"cannot connect to {self.base_url} (ANTHROPIC_BASE_URL): {detail}"
+            return RawResult(kind="connection_error", error_type=CONNECT_FAILED, message=message)
+        return RawResult(kind="connection_error", message=str(exc) or type(exc).__name__)
+
     async def create(self, params: dict[str, Any]) -> Answer:
         try:
+            if params.get("max_tokens", 0) > STREAM_ABOVE:
+                return await self._stream(params)
             raw = await self._client.messages.with_raw_response.create(**params)
+            message = await raw.parse()
         except anthropic.APIStatusError as exc:
             headers = exc.response.headers
-            return error_result(exc), RateLimitReading.from_headers(headers), exc.request_id
-        except anthropic.APIConnectionError as exc:
-            return RawResult(kind="connection_error", message=str(exc)), RateLimitReading(), None
+            return error_result(exc, self._now()), RateLimitReading.from_headers(headers), exc.request_id
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            return self._connection_failed(exc), RateLimitReading(), None
         except (ValueError, TypeError) as exc:
-            # The SDK refused the params before sending (e.g. max_tokens too large for a non-streaming
-            # call): a property of this request, so it is quarantined like a 400.
+            # The SDK refused the params before sending: a property of this request (quarantined).
             result = RawResult(
                 kind="http_error",
                 status=400,
@@ -108,5 +134,10 @@ class AnthropicMessagesApi:
                 message=f"refused by the SDK before sending: {exc}",
             )
             return result, RateLimitReading(), None
-        message = await raw.parse()
         return message_result(message), RateLimitReading.from_headers(raw.headers), raw.request_id
+
+    async def _stream(self, params: dict[str, Any]) -> Answer:
+        async with self._client.messages.stream(**params) as stream:
+            message = await stream.get_final_message()
+            headers = stream.response.headers
+            return message_result(message), RateLimitReading.from_headers(headers), stream.request_id

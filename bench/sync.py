@@ -35,7 +35,7 @@ import orjson
 from adapters.clock import Clock, FakeClock, RealClock
 from adapters.events import discard
 from adapters.simulator import Scenario, Simulator, serve, sim_client
-from adapters.store import OutcomeRow, Store
+from adapters.store import Store
 from adapters.sync import SyncRunResult, SyncSettings, probe, run_sync
 from adapters.sync_api import Answer, AnthropicMessagesApi, MessagesApi
 from judgecore import Request, RequestTemplate, build_requests, parse_items
@@ -78,10 +78,8 @@ async def one_job(
     api: MessagesApi, clock: Clock, n: int, tag: str, settings: SyncSettings, seed: int
 ) -> SyncRunResult:
     template, requests, store = job(n, tag)
-    outcome, reading = await probe(api=api, request=requests[0], template=template, clock=clock)
-    store.record_outcomes(
-        [OutcomeRow(custom_id=requests[0].custom_id, outcome=outcome, route="sync", at=clock.now())]
-    )
+    probed = await probe(store=store, api=api, request=requests[0], template=template, clock=clock)
+    reading, outcome = probed.reading, probed.outcome
     try:
         return await run_sync(
             store=store,
@@ -93,7 +91,7 @@ async def one_job(
             emit=discard,
             rng=random.Random(seed),
             reading=reading,
-            warm_up=not outcome.final,
+            warm_up=outcome is None or not outcome.final,
         )
     finally:
         store.close()

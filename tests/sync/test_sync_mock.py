@@ -42,19 +42,22 @@ RL_HEADERS = [
 T0 = 1_795_946_400.0  # 2026-11-29T10:00:00Z
 
 
-def test_probe_reads_the_tier_and_returns_the_items_answer():
-    """One request; its headers become a reading; its answer is the item's outcome."""
+def test_probe_reads_the_tier_and_returns_the_items_answer(tmp_path):
+    """One request; its headers become a reading; its answer is the item's outcome, recorded."""
     seen: list[httpx2.Request] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         return ok("Score: 9", headers=RL_HEADERS)
 
-    _items, template, requests = make_job(3)
-    outcome, reading = asyncio.run(
-        probe(api=mock_api(handler), request=requests[0], template=template, clock=FakeClock())
+    items, template, requests = make_job(3)
+    store = bind(tmp_path, items, requests)
+    result = asyncio.run(
+        probe(store=store, api=mock_api(handler), request=requests[0], template=template, clock=FakeClock())
     )
+    outcome, reading = result.outcome, result.reading
     assert 1 == len(seen)
+    assert ("succeeded", 1) == latest(store)[requests[0].custom_id]
     assert "Grade answer #0" == prompt_of(seen[0])
     assert Status.SUCCEEDED == outcome.status
     assert "Score: 9" == outcome.text
@@ -68,17 +71,66 @@ def test_probe_reads_the_tier_and_returns_the_items_answer():
     assert T0 == reading.output_tokens.reset
 
 
-def test_probe_of_a_rate_limited_request_still_reads_the_tier():
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        return error(429, "rate_limit_error", "slow down", headers=[("retry-after", "3"), *RL_HEADERS])
+def test_probe_waits_out_retry_after_and_still_reads_the_tier(tmp_path):
+    """The probe is the run's first launch: a 429 with retry-after 3 is resent no sooner than 3 s later."""
+    clock = FakeClock()
+    sent: list[float] = []
 
-    _items, template, requests = make_job(1)
-    outcome, reading = asyncio.run(
-        probe(api=mock_api(handler), request=requests[0], template=template, clock=FakeClock())
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(clock.now())
+        if len(sent) == 1:
+            return error(429, "rate_limit_error", "slow down", headers=[("retry-after", "3"), *RL_HEADERS])
+        return ok(headers=RL_HEADERS)
+
+    items, template, requests = make_job(1)
+    store = bind(tmp_path, items, requests)
+    result = asyncio.run(
+        probe(store=store, api=mock_api(handler), request=requests[0], template=template, clock=clock)
     )
-    assert Status.RETRY == outcome.status
-    assert 3.0 == outcome.retry_after
-    assert 8000 == reading.otpm
+    assert 2 == len(sent)
+    assert sent[1] - sent[0] >= 3.0
+    assert (Status.SUCCEEDED, None) == (result.outcome.status, result.fatal)
+    assert 8000 == result.reading.otpm
+    assert ("succeeded", 2) == latest(store)[requests[0].custom_id]
+
+
+def test_probe_of_an_item_that_keeps_failing_leaves_it_pending_after_max_attempts(tmp_path):
+    sent = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return error(500, "api_error", "boom")
+
+    items, template, requests = make_job(2)
+    store = bind(tmp_path, items, requests)
+    result = asyncio.run(
+        probe(
+            store=store,
+            api=mock_api(handler),
+            request=requests[0],
+            template=template,
+            clock=FakeClock(),
+            settings=SyncSettings(max_attempts=2),
+        )
+    )
+    assert 2 == len(sent)
+    assert (Status.RETRY, None) == (result.outcome.status, result.fatal)
+    assert ("pending", 2) == latest(store)[requests[0].custom_id]
+
+
+def test_probe_of_a_one_item_job_whose_request_is_invalid_trips_the_breaker(tmp_path):
+    """need = min(20, 1) = 1: the one invalid answer is the job's configuration, exit 4, not quarantined."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return error(400, "invalid_request_error", "max_tokens: too large")
+
+    items, template, requests = make_job(1)
+    store = bind(tmp_path, items, requests)
+    result = asyncio.run(
+        probe(store=store, api=mock_api(handler), request=requests[0], template=template, clock=FakeClock())
+    )
+    assert result.fatal is not None and "invalid" in result.fatal
+    assert ("pending", 0) == latest(store)[requests[0].custom_id]
 
 
 def test_sdk_retries_are_off_whatever_the_client_says():

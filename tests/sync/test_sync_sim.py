@@ -15,7 +15,6 @@ from adapters.clock import FakeClock
 from adapters.events import discard
 from adapters.job import collect_records
 from adapters.simulator import Scenario, Simulator, sim_client
-from adapters.store import OutcomeRow
 from adapters.sync import SyncSettings, probe
 from adapters.sync_api import AnthropicMessagesApi
 from judgecore import PollPolicy, RequestTemplate, RoutePolicy, build_requests, route
@@ -35,11 +34,9 @@ def test_pacing_holds_an_output_token_limit_with_almost_no_429s(tmp_path):
     api = sim_api(sim)
     items, template, requests = make_job(400)
     store = bind(tmp_path, items, requests)
-    first, reading = asyncio.run(probe(api=api, request=requests[0], template=template, clock=clock))
+    probed = asyncio.run(probe(store=store, api=api, request=requests[0], template=template, clock=clock))
+    reading = probed.reading
     assert otpm == reading.otpm
-    store.record_outcomes(
-        [OutcomeRow(custom_id=requests[0].custom_id, outcome=first, route="sync", at=clock.now())]
-    )
     res = sync_run(store, requests, template, api, clock=clock, reading=reading)
     assert (None, 399) == (res.fatal, res.succeeded)
     share = res.output_tokens / res.elapsed / (otpm / 60)
@@ -64,10 +61,12 @@ def test_probe_on_a_low_tier_routes_a_small_job_to_batches(tmp_path):
     """1,000 items at 40,000 OTPM: threshold 2,000 x 40,000 / 400,000 = 200, so the job goes to batches."""
     clock = FakeClock()
     sim = Simulator(Scenario(advertised_otpm=40_000), clock=clock.now)
-    _items, template, requests = make_job(5)
-    _outcome, reading = asyncio.run(
-        probe(api=sim_api(sim), request=requests[0], template=template, clock=clock)
+    items, template, requests = make_job(5)
+    store = bind(tmp_path, items, requests)
+    probed = asyncio.run(
+        probe(store=store, api=sim_api(sim), request=requests[0], template=template, clock=clock)
     )
+    reading = probed.reading
     chosen = route(1000, policy=RoutePolicy(), otpm=reading.otpm)
     assert ("batch", 200) == (chosen.path, chosen.threshold)
 

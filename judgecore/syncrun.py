@@ -1,0 +1,528 @@
+"""The sync run as a machine: which item to send next, what each answer does to it, when the run is done.
+
+Theory of operation. A `SyncRun` is a frozen value; the shell drives it with two calls, in the manner
+of h11's `Connection`:
+
+    run, action = run.step(now)     # Launch | Wait | Record | Note | Done; `run` already reflects it
+    run = run.on(Answered(...))     # an answer came back (success, HTTP error or connection failure)
+
+`step` returns the next thing to do and the value that has done it: a `Launch` is already counted in
+flight (its pacing cost and budget bound reserved), a `Record` or `Note` is already out of the outbox.
+The shell performs the action (send, sleep, durable write, stderr line) and calls `step` again; it
+owns no decision. Time (`now`) and the jitter draw (`Answered.u`) are arguments.
+
+What the machine decides:
+
+- *Order*: retries whose wait is over go first, oldest item first; then fresh items in input order.
+- *Warm-up*: with `warm_up`, the first item goes alone and is resolved (final, or left pending) before
+  any other leaves, so the rest read the prompt cache it wrote.
+- *Pace*: the `Pacer` admits each launch (a 429 blocks every launch until its retry-after); the
+  `Concurrency` caps requests in flight (a 429 halves it; successes win it back; a 5xx does neither).
+- *Retries*: a 429 waits `retry-after` plus jitter, anything else retriable backs off with full jitter.
+  Per item per run, at most `max_attempts` sends may end in a non-429 failure and `max_rate_limited`
+  in a 429; past either the item is recorded as it last came back (`retry`: pending) for a rerun,
+  which starts it with a fresh budget. Each recorded row carries the sends of this run that came back.
+- *Stops*: a `fatal` outcome (authentication, permission, unknown model) stops at once; so does a
+  connection that cannot be made on the run's first contact (before any HTTP answer), naming the
+  endpoint; the breaker (`judgecore.breaker`) trips on a job whose first final outcomes are all invalid
+  (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
+  (`judgecore.spend`) that cannot admit the next launch stops launching: what is in flight finishes,
+  the rest stays pending and a `Note` says how much more it needs.
+- *Done*: nothing left to launch or wait for. `Done.status` is 4 (stopped: fatal, unreachable,
+  breaker), 3 (some of this run's items are left pending) or 0.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+from judgecore.backoff import BackoffPolicy, backoff
+from judgecore.breaker import Breaker
+from judgecore.outcomes import FailureClass, Outcome, Status, Usage
+from judgecore.planning import ModelPrice
+from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, PacingPolicy, RateLimitReading
+from judgecore.spend import Budget, answer_cost
+
+#: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
+#: so a shorter wait could spin without time moving.
+MIN_WAIT: Final = 0.001
+
+#: `Outcome.error_type` of a connection that could not be made at all (refused, DNS, bad URL), as the
+#: shell's port reports it (other connection failures are `connection_error`).
+CONNECT_FAILED: Final = "connect_error"
+
+#: A retry wait this long (seconds) or longer is worth a note.
+NOTE_WAIT: Final = 30.0
+
+EXIT_OK: Final = 0
+EXIT_PENDING: Final = 3
+EXIT_FATAL: Final = 4
+
+
+def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be >= 1, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class SyncPolicy:
+    """The rules of one sync run."""
+
+    #: Sends per item per run that may end in a non-429 failure before it is left pending.
+    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
+    #: 429s per item per run before it is left pending (on top of `max_attempts`).
+    max_rate_limited: int = attrs.field(default=10, validator=_at_least_one)
+    backoff: BackoffPolicy = attrs.field(factory=BackoffPolicy)
+    pacing: PacingPolicy = attrs.field(factory=PacingPolicy)
+    #: Requests in flight at most (the ceiling of the AIMD `Concurrency`).
+    concurrency: int = attrs.field(default=16, validator=_at_least_one)
+    #: Send the first item alone and resolve it before any other leaves (the prompt-cache warm-up).
+    warm_up: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class Todo:
+    """An item to send: its custom_id, its `max_tokens` (for the pacer) and the upper bound of its
+    cost in US dollars (for the budget; 0 without one)."""
+
+    custom_id: str
+    max_tokens: int
+    bound: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class Tries:
+    """What this run has spent on one item: sends that came back, non-429 failures, 429s."""
+
+    sends: int = 0
+    failures: int = 0
+    rate_limited: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Flight:
+    """A request in flight: its item, its tries before this send, and what was reserved for it."""
+
+    todo: Todo
+    seq: int
+    tries: Tries
+    cost: Cost
+
+
+@attrs.frozen(kw_only=True, order=True)
+class _Retry:
+    due: float
+    seq: int
+    todo: Todo = attrs.field(order=False)
+    tries: Tries = attrs.field(order=False)
+
+
+@attrs.frozen(kw_only=True)
+class Row:
+    """One outcome to record durably: final, or the last retriable one of an item left pending.
+    `attempts` is this run's sends of the item that came back."""
+
+    custom_id: str
+    outcome: Outcome
+    attempts: int
+
+
+@attrs.frozen(kw_only=True)
+class Tally:
+    """Counts of this run so far, for progress and the run's result."""
+
+    sends: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    succeeded: int = 0
+    miss: int = 0
+    quarantined: int = 0
+    left_pending: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @property
+    def finals(self) -> int:
+        return self.succeeded + self.miss + self.quarantined
+
+
+# --- actions -------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Launch:
+    """Send this item now; `cost` (pacing) and `bound` (budget) are reserved for it."""
+
+    todo: Todo
+    cost: Cost
+    retry: bool
+
+
+@attrs.frozen(kw_only=True)
+class Wait:
+    """Wait for an answer, or until `until` (None: for an answer only), then `step` again."""
+
+    until: float | None
+
+
+@attrs.frozen(kw_only=True)
+class Record:
+    """Write these rows durably, in this order, before anything else."""
+
+    rows: tuple[Row, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Note:
+    """One line for stderr."""
+
+    level: str  # "info" | "warning"
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class Done:
+    """The run is over: 0 all of its items final, 3 some left pending, 4 stopped (`reason` says why).
+    Anything still in flight is to be cancelled (only a stop leaves requests in flight)."""
+
+    status: int
+    reason: str | None = None
+
+
+Action = Launch | Wait | Record | Note | Done
+
+
+@attrs.frozen(kw_only=True)
+class Answered:
+    """An answer came back for `custom_id` at `now`; `u` is a uniform draw in [0, 1) for jitter."""
+
+    custom_id: str
+    outcome: Outcome
+    reading: RateLimitReading
+    now: float
+    u: float = 0.0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- the machine ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SyncRun:
+    """One sync run (see the module docstring). Build it with `SyncRun.start`."""
+
+    policy: SyncPolicy
+    todos: tuple[Todo, ...]
+    pacer: Pacer
+    conc: Concurrency
+    breaker: Breaker
+    budget: Budget
+    price: ModelPrice | None = None
+    fresh: int = 0  # index of the next never-sent item in `todos`
+    retries: tuple[_Retry, ...] = ()  # sorted by (due, seq)
+    in_flight: tuple[Flight, ...] = ()
+    warming: str | None = None  # the warm-up item's custom_id until it is resolved
+    contacted: bool = False  # an HTTP answer has come back in this run
+    held: tuple[Row, ...] = ()  # INVALID_REQUEST rows held while the breaker decides
+    outbox: tuple[Record | Note, ...] = ()
+    stop: str | None = None  # why the run stopped early (exit 4)
+    out_of_budget: bool = False
+    tally: Tally = attrs.field(factory=Tally)
+
+    @classmethod
+    def start(
+        cls,
+        todos: tuple[Todo, ...],
+        *,
+        policy: SyncPolicy,
+        now: float,
+        breaker: Breaker,
+        reading: RateLimitReading | None = None,
+        budget: Budget | None = None,
+        price: ModelPrice | None = None,
+        contacted: bool = False,
+    ) -> SyncRun:
+        """A run over `todos` (the job's items not final yet, in input order, no repeats).
+
+        `breaker` is the job's, seeded from the checkpoint; `reading` the tier as last read (None:
+        unpaced until the first answer's headers); `budget` the job's cap with its spend so far.
+        `contacted` says the run has already had an HTTP answer (e.g. the probe's).
+        """
+        if len({t.custom_id for t in todos}) != len(todos):
+            raise ValueError("a sync run's items must be distinct")
+        warm = todos[0].custom_id if policy.warm_up and todos else None
+        return cls(
+            policy=policy,
+            todos=todos,
+            pacer=Pacer.start(reading, now, policy.pacing),
+            conc=Concurrency.start(policy.concurrency),
+            breaker=breaker,
+            budget=budget or Budget(cap=None),
+            price=price,
+            warming=warm,
+            contacted=contacted,
+        )
+
+    # -- queries -------------------------------------------------------------------------------
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop is not None
+
+    @property
+    def unsent(self) -> int:
+        """Items not resolved and not in flight (fresh ones and waiting retries)."""
+        return len(self.todos) - self.fresh + len(self.retries)
+
+    def in_flight_cost(self) -> Cost:
+        total = NOTHING
+        for f in self.in_flight:
+            total = total + f.cost
+        return total
+
+    # -- step ----------------------------------------------------------------------------------
+
+    def step(self, now: float) -> tuple[SyncRun, Action]:
+        """The next thing to do at `now`, and the run that has done it."""
+        if self.outbox:
+            return attrs.evolve(self, outbox=self.outbox[1:]), self.outbox[0]
+        if self.stop is not None:
+            return self, Done(status=EXIT_FATAL, reason=self.stop)
+        wake: float | None = None
+        candidate, from_retry = (None, False) if self.out_of_budget else self._candidate(now)
+        if candidate is not None and self._may_launch(candidate):
+            cost = self.pacer.estimate(candidate.todo.max_tokens)
+            wait = self.pacer.wait(now, cost)
+            if wait <= 0:
+                if not self.budget.admits(candidate.todo.bound):
+                    return self._out_of_budget().step(now)
+                return self._launch(candidate, from_retry, cost, now)
+            wake = now + max(wait, MIN_WAIT)
+        # A candidate held back by the concurrency limit or the warm-up waits for an answer.
+        if self.retries and not self.out_of_budget and self.retries[0].due > now:
+            wake = self.retries[0].due if wake is None else min(wake, self.retries[0].due)
+        if not self.in_flight and wake is None:
+            if self.held and not self.breaker.tripped:
+                # The run ends with the breaker undecided: what it held is final, record it.
+                return attrs.evolve(self, held=())._emit(self.held).step(now)
+            return self, self._done()
+        return self, Wait(until=wake)
+
+    def _candidate(self, now: float) -> tuple[_Retry | None, bool]:
+        """The item that goes next (a due retry, else the next fresh one), as a `_Retry` value."""
+        if self.retries and self.retries[0].due <= now:
+            return self.retries[0], True
+        if self.fresh < len(self.todos) and (self.warming is None or self.fresh == 0):
+            todo = self.todos[self.fresh]
+            return _Retry(due=now, seq=self.fresh, todo=todo, tries=Tries()), False
+        return None, False
+
+    def _may_launch(self, candidate: _Retry) -> bool:
+        if len(self.in_flight) >= self.conc.limit:
+            return False
+        # The warm-up item goes alone; nothing else leaves until it is resolved.
+        return self.warming is None or (candidate.todo.custom_id == self.warming and not self.in_flight)
+
+    def _launch(self, c: _Retry, from_retry: bool, cost: Cost, now: float) -> tuple[SyncRun, Action]:
+        flight = Flight(todo=c.todo, seq=c.seq, tries=c.tries, cost=cost)
+        t = self.tally
+        run = attrs.evolve(
+            self,
+            fresh=self.fresh if from_retry else self.fresh + 1,
+            retries=self.retries[1:] if from_retry else self.retries,
+            in_flight=(*self.in_flight, flight),
+            pacer=self.pacer.admit(now, cost),
+            budget=self.budget.reserve(c.todo.bound),
+            tally=attrs.evolve(t, sends=t.sends + 1, retries=t.retries + (1 if from_retry else 0)),
+        )
+        return run, Launch(todo=c.todo, cost=cost, retry=from_retry)
+
+    def _out_of_budget(self) -> SyncRun:
+        rest = [r.todo.bound for r in self.retries] + [t.bound for t in self.todos[self.fresh :]]
+        need = sum(rest)
+        cap = self.budget.cap or 0.0
+        note = Note(
+            level="warning",
+            message=(
+                f"budget: ${cap:.4f} cannot cover the next request (spent ${self.budget.spent:.4f}, "
+                f"${self.budget.reserved:.4f} in flight); {len(rest)} item(s) left pending need up to "
+                f"${need:.4f} more; rerun with --budget {self.budget.spent + self.budget.reserved + need:.4f} "
+                "or more to resume"
+            ),
+        )
+        return attrs.evolve(self, out_of_budget=True, outbox=(*self.outbox, note))
+
+    def _done(self) -> Done:
+        if self.unsent or self.tally.left_pending:
+            return Done(status=EXIT_PENDING, reason="budget" if self.out_of_budget else None)
+        return Done(status=EXIT_OK)
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on(self, event: Answered) -> SyncRun:
+        """The run after an answer for one of its requests in flight."""
+        index = next((i for i, f in enumerate(self.in_flight) if f.todo.custom_id == event.custom_id), None)
+        if index is None:
+            raise ValueError(f"{event.custom_id} is not in flight")
+        flight = self.in_flight[index]
+        now, outcome = event.now, event.outcome
+        in_flight = self.in_flight[:index] + self.in_flight[index + 1 :]
+        tries = attrs.evolve(flight.tries, sends=flight.tries.sends + 1)
+        paid = outcome.usage if outcome.status in (Status.SUCCEEDED, Status.MISS) else None
+        rest = NOTHING
+        for f in in_flight:
+            rest = rest + f.cost
+        pacer = self.pacer.settle(now, flight.cost, paid).observe(now, event.reading, in_flight=rest)
+        cost = answer_cost(paid, self.price, "sync") if paid is not None and self.price is not None else 0.0
+        run = attrs.evolve(
+            self,
+            in_flight=in_flight,
+            pacer=pacer,
+            budget=self.budget.settle(flight.todo.bound, cost),
+            tally=_add_usage(self.tally, paid),
+            contacted=self.contacted or outcome.error_type not in ("connection_error", CONNECT_FAILED),
+        )
+        match outcome.status:
+            case Status.SUCCEEDED | Status.MISS | Status.QUARANTINED:
+                return run._final(flight, tries, outcome)
+            case Status.FATAL:
+                reason = f"{outcome.reason}: {outcome.error_message or 'no message'}"
+                return attrs.evolve(run, stop=_one_line(reason), warming=None)
+            case Status.RETRY:
+                return run._retry(flight, tries, outcome, event)
+
+    def _final(self, flight: Flight, tries: Tries, outcome: Outcome) -> SyncRun:
+        row = Row(custom_id=flight.todo.custom_id, outcome=outcome, attempts=tries.sends)
+        breaker = self.breaker.observe(outcome)
+        changes: dict[str, object] = {"breaker": breaker, "conc": self.conc.on_success()}
+        if self.warming == flight.todo.custom_id:
+            changes["warming"] = None
+        if breaker.tripped:
+            first = self.held[0].outcome if self.held else outcome
+            reason = f"{breaker.reason()}; the first said: {first.error_message or first.reason}"
+            changes.update(stop=_one_line(reason), held=(), warming=None)
+        elif breaker.holds(outcome):
+            changes["held"] = (*self.held, row)
+        else:
+            changes["held"] = ()
+            return attrs.evolve(self, **changes)._emit((*self.held, row))  # type: ignore[arg-type]
+        return attrs.evolve(self, **changes)  # type: ignore[arg-type]
+
+    def _emit(self, rows: tuple[Row, ...]) -> SyncRun:
+        """Put final rows in the outbox, in order, and count them."""
+        t = self.tally
+        counts = {s: sum(1 for r in rows if r.outcome.status is s) for s in Status}
+        tally = attrs.evolve(
+            t,
+            succeeded=t.succeeded + counts[Status.SUCCEEDED],
+            miss=t.miss + counts[Status.MISS],
+            quarantined=t.quarantined + counts[Status.QUARANTINED],
+        )
+        return attrs.evolve(self, outbox=(*self.outbox, Record(rows=rows)), tally=tally)
+
+    def _retry(self, flight: Flight, tries: Tries, outcome: Outcome, event: Answered) -> SyncRun:
+        p, now, todo = self.policy, event.now, flight.todo
+        if outcome.error_type == CONNECT_FAILED and not self.contacted:
+            reason = f"FATAL_CONFIG: {outcome.error_message or 'the endpoint cannot be reached'}"
+            return attrs.evolve(self, stop=_one_line(reason), warming=None)
+        outbox = self.outbox
+        conc, pacer = self.conc, self.pacer
+        if outcome.failure is FailureClass.RATE_LIMIT:
+            tries = attrs.evolve(tries, rate_limited=tries.rate_limited + 1)
+            conc = conc.on_429(now)
+            pacer = pacer.on_429(now, outcome.retry_after, event.reading)
+            if conc.limit < self.conc.limit:
+                message = f"rate limited: concurrency {self.conc.limit} -> {conc.limit}"
+                outbox = (*outbox, Note(level="info", message=message))
+            exhausted = tries.rate_limited >= p.max_rate_limited
+            attempt = tries.rate_limited - 1
+        else:
+            tries = attrs.evolve(tries, failures=tries.failures + 1)
+            exhausted = tries.failures >= p.max_attempts
+            attempt = tries.failures - 1
+        limited = outcome.failure is FailureClass.RATE_LIMIT
+        t = attrs.evolve(self.tally, rate_limited=self.tally.rate_limited + int(limited))
+        if exhausted:
+            row = Row(custom_id=todo.custom_id, outcome=outcome, attempts=tries.sends)
+            message = (
+                f"{todo.custom_id}: still failing after {tries.sends} sends ({outcome.reason}); "
+                "left pending, rerun to resume"
+            )
+            return attrs.evolve(
+                self,
+                conc=conc,
+                pacer=pacer,
+                warming=None if self.warming == todo.custom_id else self.warming,
+                outbox=(*outbox, Record(rows=(row,)), Note(level="warning", message=message)),
+                tally=attrs.evolve(t, left_pending=t.left_pending + 1),
+            )
+        delay = backoff(attempt, outcome.retry_after, p.backoff, event.u)
+        if delay >= NOTE_WAIT:
+            message = f"{todo.custom_id}: {outcome.reason}; resending in {delay:.0f} s"
+            outbox = (*outbox, Note(level="info", message=message))
+        retry = _Retry(due=now + delay, seq=flight.seq, todo=todo, tries=tries)
+        return attrs.evolve(
+            self,
+            conc=conc,
+            pacer=pacer,
+            retries=_insort(self.retries, retry),
+            outbox=outbox,
+            tally=t,
+        )
+
+
+def _insort(retries: tuple[_Retry, ...], retry: _Retry) -> tuple[_Retry, ...]:
+    lo, hi = 0, len(retries)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if retries[mid] < retry:
+            lo = mid + 1
+        else:
+            hi = mid
+    return (*retries[:lo], retry, *retries[lo:])
+
+
+def _add_usage(t: Tally, usage: Usage | None) -> Tally:
+    if usage is None:
+        return t
+    return attrs.evolve(
+        t,
+        input_tokens=t.input_tokens + usage.input_tokens,
+        output_tokens=t.output_tokens + usage.output_tokens,
+        cache_creation_input_tokens=t.cache_creation_input_tokens + usage.cache_creation_input_tokens,
+        cache_read_input_tokens=t.cache_read_input_tokens + usage.cache_read_input_tokens,
+    )
+
+
+def exit_status(stop: str | None, pending: int) -> int:
+    """The exit status a run's items give: 4 stopped, 3 some pending, 0 all final."""
+    if stop is not None:
+        return EXIT_FATAL
+    return EXIT_PENDING if pending else EXIT_OK
+
+
+__all__ = [
+    "CONNECT_FAILED",
+    "Action",
+    "Answered",
+    "Done",
+    "Flight",
+    "Launch",
+    "Note",
+    "Record",
+    "Row",
+    "SyncPolicy",
+    "SyncRun",
+    "Tally",
+    "Todo",
+    "Tries",
+    "Wait",
+    "exit_status",
+]
