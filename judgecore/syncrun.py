@@ -319,7 +319,7 @@ class SyncRun:
         """The item that goes next (a due retry, else the next fresh one), as a `_Retry` value."""
         if self.retries and self.retries[0].due <= now:
             return self.retries[0], True
-        if self.fresh < len(self.todos) and (self.warming is None or self.fresh == 0):
+        if self.fresh < len(self.todos):
             todo = self.todos[self.fresh]
             return _Retry(due=now, seq=self.fresh, todo=todo, tries=Tries()), False
         return None, False
