@@ -189,9 +189,9 @@ async def _interpret(
                                             now=clock.now(), u=rng.random())  # fmt: skip
                         run = run.on(answered)
                 case Done():
-                    progress(force=True)
-                    if action.reason is not None and run.stopped:
-                        emit(Notice(level="warning", message=f"stopped: {action.reason}"))
+                    progress(
+                        force=True
+                    )  # a stop's reason is the caller's to print (it is the run's exit line)
                     return run, action, *last
                 case _:
                     assert_never(action)
@@ -256,6 +256,7 @@ async def probe(
         breaker=_breaker(store, sum(store.counts().values())),
         budget=budget,
         price=price,
+        record_held=False,
     )
     _run, done, outcome, reading = await _interpret(
         run, requests={request.custom_id: request}, store=store, template=template, api=api, clock=clock,

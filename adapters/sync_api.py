@@ -110,7 +110,7 @@ class AnthropicMessagesApi:
         cause = exc.__cause__ or exc.__context__ or exc
         if isinstance(exc, _CONNECT_ERRORS) or isinstance(cause, _CONNECT_ERRORS):
             detail = str(cause) or type(cause).__name__
-            message = f"cannot connect to {self.base_url} (ANTHROPIC_BASE_URL): {detail}"
+            message = f"cannot connect to the API at {self.base_url}: {detail} (check ANTHROPIC_BASE_URL)"
             return RawResult(kind="connection_error", error_type=CONNECT_FAILED, message=message)
         return RawResult(kind="connection_error", message=str(exc) or type(exc).__name__)
 

@@ -230,6 +230,9 @@ class SyncRun:
     in_flight: tuple[Flight, ...] = ()
     warming: str | None = None  # the warm-up item's custom_id until it is resolved
     contacted: bool = False  # an HTTP answer has come back in this run
+    #: Record what the breaker holds when the run ends undecided (False for the probe: the run that
+    #: follows it asks again, so its breaker sees the answer among the job's first).
+    record_held: bool = True
     held: tuple[Row, ...] = ()  # INVALID_REQUEST rows held while the breaker decides
     outbox: tuple[Record | Note, ...] = ()
     stop: str | None = None  # why the run stopped early (exit 4)
@@ -248,6 +251,7 @@ class SyncRun:
         budget: Budget | None = None,
         price: ModelPrice | None = None,
         contacted: bool = False,
+        record_held: bool = True,
     ) -> SyncRun:
         """A run over `todos` (the job's items not final yet, in input order, no repeats).
 
@@ -268,6 +272,7 @@ class SyncRun:
             price=price,
             warming=warm,
             contacted=contacted,
+            record_held=record_held,
         )
 
     # -- queries -------------------------------------------------------------------------------
@@ -309,7 +314,7 @@ class SyncRun:
         if self.retries and not self.out_of_budget and self.retries[0].due > now:
             wake = self.retries[0].due if wake is None else min(wake, self.retries[0].due)
         if not self.in_flight and wake is None:
-            if self.held and not self.breaker.tripped:
+            if self.held and self.record_held and not self.breaker.tripped:
                 # The run ends with the breaker undecided: what it held is final, record it.
                 return attrs.evolve(self, held=())._emit(self.held).step(now)
             return self, self._done()

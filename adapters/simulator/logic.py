@@ -66,6 +66,8 @@ class LogEntry:
     batch_id: str | None = None
     custom_ids: tuple[str, ...] = ()
     digest: str | None = None
+    #: A `POST /v1/messages` that asked for `stream: true`.
+    stream: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -210,6 +212,7 @@ class Simulator:
                     batch_id=ctx.batch_id,
                     custom_ids=ctx.custom_ids,
                     digest=ctx.digest,
+                    stream=ctx.stream,
                 )
             )
             return response
@@ -267,6 +270,8 @@ class Simulator:
         params = ctx.json_body()
         if params is None:
             return ctx.error("invalid_request_error", "Request body is not valid JSON")
+        # `stream: true` is served as server-sent events (the same message, event by event).
+        stream = ctx.stream = isinstance(params, dict) and params.pop("stream", None) is True
         problem = answers.validate_params(params)
         if problem is not None:
             return ctx.error("invalid_request_error", problem)
@@ -300,6 +305,8 @@ class Simulator:
         self._cache.commit(plan, ctx.now)
         message = self._message(params, plan.usage(), forced == "max_tokens", "standard", number)
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
+        if stream:
+            return ctx.sse(message, extra=self._limiter.headers(ctx.now))
         return ctx.ok(message, extra=self._limiter.headers(ctx.now))
 
     def _sync_fault(self, ctx: _Ctx, fault: str) -> SimResponse:
@@ -652,6 +659,7 @@ class _Ctx:
     batch_id: str | None = None
     custom_ids: tuple[str, ...] = ()
     digest: str | None = None
+    stream: bool = False
 
     def json_body(self) -> Any:
         try:
@@ -661,6 +669,45 @@ class _Ctx:
 
     def ok(self, obj: object, *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
         return SimResponse(status=200, headers=tuple(extra or ()), body=dumps(obj))
+
+    def sse(self, message: dict[str, Any], *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
+        """`message` as the Messages API streams it: start, one text block in deltas, delta, stop."""
+        text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
+        start = {
+            **message,
+            "content": [],
+            "stop_reason": None,
+            "usage": {**message["usage"], "output_tokens": 1},
+        }
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"type": "message_start", "message": start}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": {"type": "text", "text": "", "citations": None}}),
+            ("ping", {"type": "ping"}),
+        ]  # fmt: skip
+        for i in range(0, len(text), 64):
+            delta = {"type": "text_delta", "text": text[i : i + 64]}
+            events.append(
+                ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+            )
+        usage = {k: message["usage"].get(k) for k in ("output_tokens", "input_tokens",
+                 "cache_creation_input_tokens", "cache_read_input_tokens")}  # fmt: skip
+        delta = {
+            "stop_reason": message["stop_reason"],
+            "stop_sequence": None,
+            "stop_details": None,
+            "container": None,
+        }
+        events += [
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        body = b"".join(
+            b"event: " + name.encode() + b"\ndata: " + dumps(data) + b"\n\n" for name, data in events
+        )
+        headers = (("content-type", "text/event-stream"), *(extra or ()))
+        return SimResponse(status=200, headers=headers, body=body)
 
     def error(
         self,
