@@ -119,7 +119,9 @@ class SyncRunResult:
     cache_read_input_tokens: int
     concurrency: int
     elapsed: float
+    #: The run stopped launching to keep `--budget`; `spent_usd` is the budget's spend (seed included).
     budget_stopped: bool = False
+    spent_usd: float = 0.0
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -323,4 +325,5 @@ async def run_sync(
         concurrency=run.conc.limit,
         elapsed=clock.now() - started,
         budget_stopped=run.out_of_budget,
+        spent_usd=run.budget.spent,
     )
