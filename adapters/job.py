@@ -414,13 +414,14 @@ async def _probe(
     first = next((r for r in requests if r.custom_id not in done), None)
     if first is None:
         return None, None, False
+    sync_settings = _sync_settings(settings, os.environ)
     result = await probe(
         store=store,
-        api=AnthropicMessagesApi(client),
+        api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
         request=first,
         template=template,
         clock=clock,
-        settings=_sync_settings(settings, os.environ),
+        settings=sync_settings,
         emit=emit,
     )
     rl, outcome = result.reading, result.outcome
@@ -489,7 +490,7 @@ async def _run_path(
             store=store,
             requests=requests,
             template=template,
-            api=AnthropicMessagesApi(client),
+            api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
             clock=clock,
             settings=sync_settings,
             emit=emit,

@@ -33,7 +33,7 @@ from judgecore import (
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
 from judgecore.spend import Budget, request_bound
-from judgecore.syncrun import Answered, Done, Launch, Note, Record, SyncPolicy, SyncRun, Todo, Wait
+from judgecore.syncrun import Answered, Done, Launch, Note, Record, Row, SyncPolicy, SyncRun, Todo, Wait
 
 #: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in the README.
 #: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.
@@ -101,27 +101,28 @@ class SyncSettings:
 
 @attrs.frozen(kw_only=True)
 class SyncRunResult:
-    """What one `run_sync` did. `fatal` is a one-line reason when the run stopped early (exit 4)."""
+    """What one `run_sync` did: this run's `Tally` and how it ended. `fatal` is a one-line reason when
+    it stopped early (exit 4); `budget_stopped` when it stopped launching to keep the budget, whose
+    spend (earlier runs included) is `spent_usd`."""
 
     fatal: str | None
     total: int
     skipped: int
-    succeeded: int
-    miss: int
-    quarantined: int
     pending: int
-    sends: int
-    retries: int
-    rate_limited: int
-    input_tokens: int
-    output_tokens: int
-    cache_creation_input_tokens: int
-    cache_read_input_tokens: int
     concurrency: int
     elapsed: float
-    #: The run stopped launching to keep `--budget`; `spent_usd` is the budget's spend (seed included).
     budget_stopped: bool = False
     spent_usd: float = 0.0
+    sends: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    succeeded: int = 0
+    miss: int = 0
+    quarantined: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
 
     @property
     def cache_hit_rate(self) -> float | None:
@@ -140,68 +141,84 @@ class ProbeResult:
     fatal: str | None
 
 
-async def _interpret(
-    run: SyncRun,
-    *,
-    requests: Mapping[str, Request],
-    store: Store,
-    template: RequestTemplate,
-    api: MessagesApi,
-    clock: Clock,
-    emit: Emit,
-    rng: random.Random,
-    progress_interval: float,
-) -> tuple[SyncRun, Done, Outcome | None, RateLimitReading]:
-    started, shown = clock.now(), -float("inf")
-    tasks: dict[asyncio.Future[Answer], str] = {}
-    last: tuple[Outcome | None, RateLimitReading] = (None, RateLimitReading())
+@attrs.define
+class _Shell:
+    """What the interpreter performs the machine's actions with."""
 
-    def progress(force: bool = False) -> None:
-        nonlocal shown
-        if progress_interval < float("inf") and (force or clock.now() - shown >= progress_interval):
-            shown, t = clock.now(), run.tally
-            done, total = t.finals + t.left_pending, len(run.todos)
-            emit(SyncProgress(done=done, total=total, retries=t.retries, rate_limited=t.rate_limited,
-                              in_flight=len(tasks), concurrency=run.conc.limit,
-                              output_tokens=t.output_tokens, elapsed=shown - started))  # fmt: skip
+    store: Store
+    requests: Mapping[str, Request]
+    template: RequestTemplate
+    api: MessagesApi
+    clock: Clock
+    emit: Emit
+    rng: random.Random
+    progress_interval: float = float("inf")
+    shown: float = -float("inf")
 
-    try:
-        while True:
-            run, action = run.step(clock.now())
-            match action:
-                case Launch(todo=todo):
-                    params = requests[todo.custom_id].params(template)
-                    tasks[asyncio.ensure_future(api.create(params))] = todo.custom_id
-                case Record(rows=rows):
-                    now = clock.now()
-                    store.record_outcomes(
-                        OutcomeRow(custom_id=r.custom_id, outcome=r.outcome, route="sync", at=now, attempts=r.attempts)
-                        for r in rows
-                    )  # fmt: skip
-                case Note(level=level, message=message):
-                    emit(Notice(level=level, message=message))
-                case Wait(until=until):
-                    progress()
-                    await _wait(tasks, until, clock)
-                    for task in [t for t in tasks if t.done()]:
-                        raw, reading, _request_id = task.result()
-                        outcome = classify(raw)
-                        last = (outcome, reading if not reading.empty else last[1])
-                        answered = Answered(custom_id=tasks.pop(task), outcome=outcome, reading=reading,
-                                            now=clock.now(), u=rng.random())  # fmt: skip
-                        run = run.on(answered)
-                case Done():
-                    progress(
-                        force=True
-                    )  # a stop's reason is the caller's to print (it is the run's exit line)
-                    return run, action, *last
-                case _:
-                    assert_never(action)
-    finally:
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+    def record(self, rows: Sequence[Row]) -> None:
+        at = self.clock.now()
+        self.store.record_outcomes(
+            OutcomeRow(custom_id=r.custom_id, outcome=r.outcome, route="sync", at=at, attempts=r.attempts)
+            for r in rows
+        )
+
+    def progress(self, run: SyncRun, in_flight: int, started: float, *, force: bool = False) -> None:
+        now = self.clock.now()
+        if self.progress_interval == float("inf") or not (
+            force or now - self.shown >= self.progress_interval
+        ):
+            return
+        self.shown, t = now, run.tally
+        self.emit(
+            SyncProgress(
+                done=t.finals + t.left_pending,
+                total=len(run.todos),
+                retries=t.retries,
+                rate_limited=t.rate_limited,
+                in_flight=in_flight,
+                concurrency=run.conc.limit,
+                output_tokens=t.output_tokens,
+                elapsed=now - started,
+            )
+        )
+
+    async def interpret(self, run: SyncRun) -> tuple[SyncRun, Done]:
+        """Perform the machine's actions until it is done; cancel what is in flight on the way out."""
+        started, clock = self.clock.now(), self.clock
+        tasks: dict[asyncio.Future[Answer], str] = {}
+        try:
+            while True:
+                run, action = run.step(clock.now())
+                match action:
+                    case Launch(todo=todo):
+                        params = self.requests[todo.custom_id].params(self.template)
+                        tasks[asyncio.ensure_future(self.api.create(params))] = todo.custom_id
+                    case Record(rows=rows):
+                        self.record(rows)
+                    case Note(level=level, message=message):
+                        self.emit(Notice(level=level, message=message))
+                    case Wait(until=until):
+                        self.progress(run, len(tasks), started)
+                        await _wait(tasks, until, clock)
+                        for task in [t for t in tasks if t.done()]:
+                            raw, reading, _request_id = task.result()
+                            cid, outcome, u = tasks.pop(task), classify(raw), self.rng.random()
+                            run = run.on(
+                                Answered(
+                                    custom_id=cid, outcome=outcome, reading=reading, now=clock.now(), u=u
+                                )
+                            )
+                    case Done():
+                        # A stop's reason is the caller's to print: it is the run's closing error line.
+                        self.progress(run, len(tasks), started, force=True)
+                        return run, action
+                    case _:
+                        assert_never(action)
+        finally:
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _wait(tasks: Mapping[asyncio.Future[Answer], str], until: float | None, clock: Clock) -> None:
@@ -220,13 +237,18 @@ async def _wait(tasks: Mapping[asyncio.Future[Answer], str], until: float | None
 def _todos(
     requests: Sequence[Request], template: RequestTemplate, price: ModelPrice | None
 ) -> tuple[Todo, ...]:
+    """The machine's items; each carries the upper bound of its cost when a budget has a price."""
     cached = len(template.system_json or b"")
-    return tuple(
-        Todo(custom_id=r.custom_id, max_tokens=r.max_tokens,
-             bound=0.0 if price is None else request_bound(request_bytes=r.size, cached_bytes=cached,
-                                                           max_tokens=r.max_tokens, price=price, route="sync"))
-        for r in requests
-    )  # fmt: skip
+
+    def bound(r: Request) -> float:
+        if price is None:
+            return 0.0
+        size, tokens = r.size, r.max_tokens
+        return request_bound(
+            request_bytes=size, cached_bytes=cached, max_tokens=tokens, price=price, route="sync"
+        )
+
+    return tuple(Todo(custom_id=r.custom_id, max_tokens=r.max_tokens, bound=bound(r)) for r in requests)
 
 
 def _breaker(store: Store, total: int) -> Breaker:
@@ -248,9 +270,9 @@ async def probe(
     budget: Budget | None = None,
     price: ModelPrice | None = None,
 ) -> ProbeResult:
-    """The run's first launch: `request` alone, through the run machine (retry-after, backoff,
-    `max_attempts`, fatal, the breaker and the budget apply), its rows recorded; returns its outcome
-    and the tier read from its rate-limit headers."""
+    """The run's first launch: `request` alone through the run machine (retry-after, backoff,
+    `max_attempts`, fatal, the breaker and the budget apply), its rows recorded; its outcome and the
+    tier its rate-limit headers gave. An invalid answer the breaker holds is left to the run after."""
     run = SyncRun.start(
         _todos([request], template, price),
         policy=settings.policy(None, warm_up=False),
@@ -260,11 +282,10 @@ async def probe(
         price=price,
         record_held=False,
     )
-    _run, done, outcome, reading = await _interpret(
-        run, requests={request.custom_id: request}, store=store, template=template, api=api, clock=clock,
-        emit=emit, rng=rng or random.Random(), progress_interval=float("inf"),
-    )  # fmt: skip
-    return ProbeResult(outcome=outcome, reading=reading, fatal=done.reason if _run.stopped else None)
+    shell = _Shell(store, {request.custom_id: request}, template, api, clock, emit, rng or random.Random())
+    run, done = await shell.interpret(run)
+    fatal = done.reason if run.stopped else None
+    return ProbeResult(outcome=run.last, reading=run.reading or RateLimitReading(), fatal=fatal)
 
 
 async def run_sync(
@@ -291,9 +312,9 @@ async def run_sync(
     """
     started = clock.now()
     final = store.job_state().final
-    todo = list({r.custom_id: r for r in requests if r.custom_id not in final}.values())
+    todo = {r.custom_id: r for r in requests if r.custom_id not in final}
     run = SyncRun.start(
-        _todos(todo, template, price),
+        _todos(list(todo.values()), template, price),
         policy=settings.policy(reading, warm_up=warm_up and template.system_json is not None),
         now=started,
         breaker=_breaker(store, len({r.custom_id for r in requests})),
@@ -302,28 +323,17 @@ async def run_sync(
         price=price,
         contacted=not warm_up,
     )
-    run, done, _outcome, _reading = await _interpret(
-        run, requests={r.custom_id: r for r in todo}, store=store, template=template, api=api, clock=clock,
-        emit=emit, rng=rng, progress_interval=settings.progress_interval,
-    )  # fmt: skip
-    t = run.tally
+    shell = _Shell(store, todo, template, api, clock, emit, rng, settings.progress_interval)
+    run, done = await shell.interpret(run)
+    counts = {k: v for k, v in attrs.asdict(run.tally).items() if k != "left_pending"}
     return SyncRunResult(
         fatal=done.reason if run.stopped else None,
         total=len(todo),
         skipped=len(requests) - len(todo),
-        succeeded=t.succeeded,
-        miss=t.miss,
-        quarantined=t.quarantined,
-        pending=len(todo) - t.finals,
-        sends=t.sends,
-        retries=t.retries,
-        rate_limited=t.rate_limited,
-        input_tokens=t.input_tokens,
-        output_tokens=t.output_tokens,
-        cache_creation_input_tokens=t.cache_creation_input_tokens,
-        cache_read_input_tokens=t.cache_read_input_tokens,
+        pending=len(todo) - run.tally.finals,
         concurrency=run.conc.limit,
         elapsed=clock.now() - started,
         budget_stopped=run.out_of_budget,
         spent_usd=run.budget.spent,
+        **counts,
     )

@@ -238,6 +238,9 @@ class SyncRun:
     stop: str | None = None  # why the run stopped early (exit 4)
     out_of_budget: bool = False
     tally: Tally = attrs.field(factory=Tally)
+    #: The latest answer's outcome, and the latest rate-limit reading that said anything.
+    last: Outcome | None = None
+    reading: RateLimitReading | None = None
 
     @classmethod
     def start(
@@ -393,6 +396,8 @@ class SyncRun:
             budget=self.budget.settle(flight.todo.bound, cost),
             tally=_add_usage(self.tally, paid),
             contacted=self.contacted or outcome.error_type not in ("connection_error", CONNECT_FAILED),
+            last=outcome,
+            reading=self.reading if event.reading.empty else event.reading,
         )
         match outcome.status:
             case Status.SUCCEEDED | Status.MISS | Status.QUARANTINED:
