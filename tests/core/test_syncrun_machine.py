@@ -134,6 +134,7 @@ class SyncRunLife(RuleBasedStateMachine):
                 limit = self.policy.max_attempts + self.policy.max_rate_limited - 1
                 assert self.sends[cid] <= limit, f"{cid}: {self.sends[cid]} sends this run"
                 assert len(self.flying) <= self.policy.concurrency
+                assert len(self.run.in_flight) <= self.run.conc.limit, "a launch past the AIMD limit"
             case Wait(until=until):
                 assert until is None or until > self.now, "a wait that does not move time"
                 assert until is not None or self.flying, "a wait for answers with none in flight"

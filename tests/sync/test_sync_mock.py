@@ -6,19 +6,24 @@ import asyncio
 import itertools
 
 import httpx2
+import orjson
 import pytest
 
 from adapters.clock import FakeClock
 from adapters.events import Notice, SyncProgress
 from adapters.sync import SyncSettings, probe
-from judgecore import Status
+from judgecore import RequestTemplate, Status, build_requests, parse_items
+from judgecore.syncrun import CONNECT_FAILED
 
 from .conftest import (
+    BASE_URL,
+    MODEL,
     Recorder,
     bind,
     error,
     latest,
     make_job,
+    message_json,
     mock_api,
     ok,
     prompt_of,
@@ -450,3 +455,60 @@ def test_sends_per_item_are_bounded_when_the_api_keeps_refusing(tmp_path):
         res = sync_run(store, requests, template, mock_api(scripted([answer])))
         assert ("pending", expected) == latest(store)[requests[1].custom_id]
         assert (None, 2, 1) == (res.fatal, res.succeeded, res.pending)
+
+
+# --- streaming: requests allowed more than STREAM_ABOVE output tokens --------------------------------
+
+
+def sse(*events: tuple[str, dict]) -> httpx2.Response:
+    body = b"".join(
+        b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n" for name, data in events
+    )
+    return httpx2.Response(200, headers=[("content-type", "text/event-stream")], content=body)
+
+
+def streamed_message(text: str) -> httpx2.Response:
+    start = orjson.loads(message_json(""))
+    start.update(content=[], stop_reason=None)
+    return sse(
+        ("message_start", {"type": "message_start", "message": start}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 9}}),
+        ("message_stop", {"type": "message_stop"}),
+    )  # fmt: skip
+
+
+def test_a_large_max_tokens_request_is_streamed_and_a_mid_stream_error_is_retried(tmp_path):
+    """max_tokens 32000: sent with stream=true; an overloaded error event inside the 200 is transient."""
+    bodies: list[dict] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(orjson.loads(request.content))
+        if len(bodies) == 1:
+            error_event = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+            return sse(("error", error_event))
+        return streamed_message("Score: 8")
+
+    lines = [orjson.dumps({"id": "q0", "prompt": "Grade answer #0"})]
+    items = parse_items(lines)
+    template = RequestTemplate.build(model=MODEL, max_tokens=32000, rubric=None, path="sync")
+    requests = build_requests(items, template)
+    store = bind(tmp_path, items, requests)
+    res = sync_run(store, requests, template, mock_api(handler))
+    assert [True, True] == [b.get("stream") for b in bodies]
+    assert (1, 1) == (res.succeeded, res.retries)
+    outcome = next(o for _cid, o, *_ in store.latest())
+    assert ("Score: 8", 9) == (outcome.text, outcome.usage.output_tokens)
+    assert ("succeeded", 2) == latest(store)[requests[0].custom_id]
+
+
+def test_a_connection_refused_is_reported_as_such_naming_the_base_url():
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("[Errno 111] Connection refused")
+
+    _items, template, requests = make_job(1)
+    raw, _reading, _rid = asyncio.run(mock_api(handler).create(requests[0].params(template)))
+    assert ("connection_error", CONNECT_FAILED) == (raw.kind, raw.error_type)
+    assert BASE_URL in (raw.message or "")
