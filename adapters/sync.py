@@ -248,7 +248,10 @@ def _todos(
             request_bytes=size, cached_bytes=cached, max_tokens=tokens, price=price, route="sync"
         )
 
-    return tuple(Todo(custom_id=r.custom_id, max_tokens=r.max_tokens, bound=bound(r)) for r in requests)
+    return tuple(
+        Todo(custom_id=r.custom_id, max_tokens=r.max_tokens, bound=bound(r), item_id=r.item_id)
+        for r in requests
+    )
 
 
 def _breaker(store: Store, total: int) -> Breaker:

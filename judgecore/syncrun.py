@@ -90,6 +90,12 @@ class Todo:
     custom_id: str
     max_tokens: int
     bound: float = 0.0
+    #: The item's own id, for messages (the custom_id when empty).
+    item_id: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.item_id or self.custom_id
 
 
 @attrs.frozen(kw_only=True)
@@ -462,7 +468,7 @@ class SyncRun:
         if exhausted:
             row = Row(custom_id=todo.custom_id, outcome=outcome, attempts=tries.sends)
             message = (
-                f"{todo.custom_id}: still failing after {tries.sends} sends ({outcome.reason}); "
+                f"{todo.name}: still failing after {tries.sends} sends ({outcome.reason}); "
                 "left pending, rerun to resume"
             )
             return attrs.evolve(
@@ -475,7 +481,7 @@ class SyncRun:
             )
         delay = backoff(attempt, outcome.retry_after, p.backoff, event.u)
         if delay >= NOTE_WAIT:
-            message = f"{todo.custom_id}: {outcome.reason}; resending in {delay:.0f} s"
+            message = f"{todo.name}: {outcome.reason}; resending in {delay:.0f} s"
             outbox = (*outbox, Note(level="info", message=message))
         retry = _Retry(due=now + delay, seq=flight.seq, todo=todo, tries=tries)
         return attrs.evolve(

@@ -104,6 +104,7 @@ class SyncRunLife(RuleBasedStateMachine):
         self.sends: Counter[str] = Counter()  # launches this run
         self.failures: Counter[str] = Counter()
         self.limited: Counter[str] = Counter()
+        self.answers: Counter[str] = Counter()  # answers that came back this run
         self.blocked_until = -math.inf
         self.warm = todos[0].custom_id if self.policy.warm_up and todos else None
         self.warm_resolved = self.warm is None
@@ -141,7 +142,7 @@ class SyncRunLife(RuleBasedStateMachine):
             case Record(rows=rows):
                 for row in rows:
                     assert row.custom_id not in self.finals()
-                    assert 1 <= row.attempts <= self.sends[row.custom_id]
+                    assert self.answers[row.custom_id] == row.attempts, "a row's attempts: its run's answers"
                 self.recorded.extend(rows)
             case Note():
                 pass
@@ -168,6 +169,7 @@ class SyncRunLife(RuleBasedStateMachine):
         """Answer `cid`'s request in flight (the model keeps its own count of each item's budget)."""
         outcome = classify(raw)
         del self.flying[cid]
+        self.answers[cid] += 1
         if outcome.failure is FailureClass.RATE_LIMIT:
             self.limited[cid] += 1
             self.blocked_until = max(self.blocked_until, self.now + (outcome.retry_after or 0.0))
