@@ -296,6 +296,7 @@ class SyncRun:
         return len(self.todos) - self.fresh + len(self.retries)
 
     def in_flight_cost(self) -> Cost:
+        """What is reserved for the requests in flight (the pacer clamps its lanes by it)."""
         total = NOTHING
         for f in self.in_flight:
             total = total + f.cost
@@ -390,15 +391,13 @@ class SyncRun:
         in_flight = self.in_flight[:index] + self.in_flight[index + 1 :]
         tries = attrs.evolve(flight.tries, sends=flight.tries.sends + 1)
         paid = outcome.usage if outcome.status in (Status.SUCCEEDED, Status.MISS) else None
-        rest = NOTHING
-        for f in in_flight:
-            rest = rest + f.cost
-        pacer = self.pacer.settle(now, flight.cost, paid).observe(now, event.reading, in_flight=rest)
         cost = answer_cost(paid, self.price, "sync") if paid is not None and self.price is not None else 0.0
+        run = attrs.evolve(self, in_flight=in_flight)
         run = attrs.evolve(
-            self,
-            in_flight=in_flight,
-            pacer=pacer,
+            run,
+            pacer=self.pacer.settle(now, flight.cost, paid).observe(
+                now, event.reading, in_flight=run.in_flight_cost()
+            ),
             budget=self.budget.settle(flight.todo.bound, cost),
             tally=_add_usage(self.tally, paid),
             contacted=self.contacted or outcome.error_type not in ("connection_error", CONNECT_FAILED),
