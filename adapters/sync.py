@@ -20,8 +20,8 @@ from adapters.clock import Clock
 from adapters.events import Emit, Notice, SyncProgress, discard
 from adapters.store import OutcomeRow, Store
 from adapters.sync_api import Answer, MessagesApi
+from adapters.sync_settings import SyncSettings
 from judgecore import (
-    BackoffPolicy,
     Breaker,
     BreakerPolicy,
     FailureClass,
@@ -31,72 +31,9 @@ from judgecore import (
     classify,
 )
 from judgecore.planning import ModelPrice
-from judgecore.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
+from judgecore.ratelimit import RateLimitReading
 from judgecore.spend import Budget, request_bound
-from judgecore.syncrun import Answered, Done, Launch, Note, Record, Row, SyncPolicy, SyncRun, Todo, Wait
-
-#: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in the README.
-#: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.
-ENV_VARS: Mapping[str, tuple[str, type]] = {
-    "JUDGECORE_MAX_CONCURRENCY": ("concurrency", int),
-    "JUDGECORE_MAX_RATE_LIMITED": ("max_rate_limited", int),
-    "JUDGECORE_BACKOFF_BASE": ("backoff_base", float),
-    "JUDGECORE_BACKOFF_CAP": ("backoff_cap", float),
-    "JUDGECORE_PACING_HEADROOM": ("pacing_headroom", float),
-    "JUDGECORE_PACING_BURST": ("pacing_burst", float),
-    "JUDGECORE_REQUEST_TIMEOUT": ("request_timeout", float),
-    "JUDGECORE_PROGRESS_INTERVAL": ("progress_interval", float),
-}
-
-
-@attrs.frozen(kw_only=True)
-class SyncSettings:
-    """Knobs of the sync path; each has a default, and all but `max_attempts` a JUDGECORE_* override.
-    `concurrency` None means from the tier; `request_timeout` None means the SDK's (600 s read)."""
-
-    concurrency: int | None = None
-    max_attempts: int = 3
-    max_rate_limited: int = 10
-    backoff_base: float = 1.0
-    backoff_cap: float = 60.0
-    pacing_headroom: float = 0.95
-    pacing_burst: float = 2.0
-    request_timeout: float | None = None
-    progress_interval: float = 0.5
-
-    def __attrs_post_init__(self) -> None:
-        if self.request_timeout is not None and not self.request_timeout > 0:
-            raise ValueError(f"request_timeout must be > 0, got {self.request_timeout}")
-        self.policy(None)  # validates every other knob
-
-    def policy(self, reading: RateLimitReading | None, *, warm_up: bool = True) -> SyncPolicy:
-        """The run machine's rules, the concurrency ceiling from the tier unless set."""
-        return SyncPolicy(
-            max_attempts=self.max_attempts,
-            max_rate_limited=self.max_rate_limited,
-            backoff=BackoffPolicy(base=self.backoff_base, cap=self.backoff_cap),
-            pacing=PacingPolicy(headroom=self.pacing_headroom, burst_seconds=self.pacing_burst),
-            concurrency=self.concurrency or concurrency_for(reading),
-            warm_up=warm_up,
-        )
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> SyncSettings:
-        """Defaults, then JUDGECORE_* variables, then `overrides`; a bad value is a ValueError naming it."""
-        values: dict[str, Any] = {}
-        for name, (field, kind) in ENV_VARS.items():
-            raw = environ.get(name)
-            if raw is None or not raw.strip():
-                continue
-            try:
-                values[field] = kind(raw.strip())
-            except ValueError:
-                raise ValueError(f"{name}={raw!r}: expected {kind.__name__}") from None
-        values.update(overrides)
-        try:
-            return cls(**values)
-        except ValueError as exc:
-            raise ValueError(f"sync settings: {exc}") from None
+from judgecore.syncrun import Answered, Done, Launch, Note, Record, Row, SyncRun, Todo, Wait
 
 
 @attrs.frozen(kw_only=True)
@@ -267,7 +204,7 @@ async def probe(
     request: Request,
     template: RequestTemplate,
     clock: Clock,
-    settings: SyncSettings = SyncSettings(),
+    settings: SyncSettings | None = None,
     emit: Emit = discard,
     rng: random.Random | None = None,
     budget: Budget | None = None,
@@ -276,6 +213,7 @@ async def probe(
     """The run's first launch: `request` alone through the run machine (retry-after, backoff,
     `max_attempts`, fatal, the breaker and the budget apply), its rows recorded; its outcome and the
     tier its rate-limit headers gave. An invalid answer the breaker holds is left to the run after."""
+    settings = settings or SyncSettings()
     run = SyncRun.start(
         _todos([request], template, price),
         policy=settings.policy(None, warm_up=False),
@@ -340,3 +278,6 @@ async def run_sync(
         spent_usd=run.budget.spent,
         **counts,
     )
+
+
+__all__ = ["ProbeResult", "SyncRunResult", "SyncSettings", "probe", "run_sync"]
