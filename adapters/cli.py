@@ -532,6 +532,7 @@ def cmd_summary(ns: argparse.Namespace) -> int:
         from adapters.html_report import write_html_report
 
         write_html_report(ns.html, report)
+        sys.stdout.flush()
         print(f"report: {ns.html}", file=sys.stderr)
     return EXIT_OK
 
