@@ -342,7 +342,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             "manifest": store.get_meta("manifest"),
             "route": store.get_meta("route"),
             "rate_limits": store.get_meta("rate_limits"),
-            "counts": store.counts(),
+            "counts": _counts_with_verdicts(store),
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -510,6 +510,12 @@ def _spend_line(spend: float | None, all_sync: float | None, estimate: float | N
     return (
         f"spend so far {_usd(spend)} (all-sync would have cost {_usd(all_sync)}; estimated {_usd(estimate)})"
     )
+
+
+def _counts_with_verdicts(store: Any) -> dict[str, int]:
+    from adapters.summary import counts_with_verdicts
+
+    return counts_with_verdicts(store, store.counts())
 
 
 def _spend_json(store: Any) -> dict[str, float | None]:

@@ -17,10 +17,11 @@ import attrs
 import orjson
 
 from adapters.store import Store, SubBatchRow
+from judgecore.outcomes import Status
 from judgecore.report import record_for
 from judgecore.spend import price_for, spend_of
 from judgecore.summary import Money, Summary, summarize
-from judgecore.verdicts import VerdictSpec, VerdictSpecError, spec_from_json
+from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
 
 def read_verdict_file(path: Path) -> VerdictSpec:
@@ -48,6 +49,26 @@ def spend_from_store(store: Store) -> Money:
         return Money(estimate_usd=estimate)
     spend = spend_of(store.answers(), price)
     return Money(spend_usd=spend.spent, all_sync_usd=spend.all_sync, estimate_usd=estimate)
+
+
+def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:
+    """`counts` (by stored status) with the kept verdict spec applied, as the output reports them: a
+    succeeded answer whose verdict cannot be read counts as a miss. Unchanged for a job without one."""
+    kept = store.get_meta("verdict")
+    out = dict(counts)
+    if not kept:
+        return out
+    spec = spec_from_json(kept)
+    unread = sum(
+        1
+        for _cid, outcome, *_rest in store.latest()
+        if outcome is not None
+        and outcome.status is Status.SUCCEEDED
+        and isinstance(parse_verdict(outcome.text, spec), Unscored)
+    )
+    out["succeeded"] = out.get("succeeded", 0) - unread
+    out["miss"] = out.get("miss", 0) + unread
+    return out
 
 
 def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:

@@ -117,6 +117,9 @@ def test_unparseable_answers_become_verdict_misses_counted_apart_from_the_mean(s
     assert {"VERDICT_UNPARSED": len(unread)} == summary["classes"]
     assert statistics.fmean(r["verdict"]["score"] for r in read) == pytest.approx(summary["score"]["mean"])
     assert ["alpha", "beta"] == [g["value"] for g in summary["groups"]]
+    status = orjson.loads(srv.cli(["status", "--state", str(state), "--json"]).stdout)
+    assert summary["counts"] == status["counts"]  # status reads verdicts the same way
+    assert 0 < status["spend_usd"] == pytest.approx(summary["spend_usd"]) and status["estimate_usd"] > 0
     assert (
         len(read) == summary["reference"]["n"] == sum(map(sum, summary["reference"]["confusion"]["matrix"]))
     )
