@@ -19,7 +19,7 @@ import orjson
 from adapters.store import Store, SubBatchRow
 from judgecore.outcomes import Status
 from judgecore.report import record_for
-from judgecore.spend import price_for, spend_of
+from judgecore.spend import Budget, price_for, spend_of
 from judgecore.summary import Money, Summary, summarize
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
@@ -49,6 +49,16 @@ def spend_from_store(store: Store) -> Money:
         return Money(estimate_usd=estimate)
     spend = spend_of(store.answers(), price)
     return Money(spend_usd=spend.spent, all_sync_usd=spend.all_sync, estimate_usd=estimate)
+
+
+def budget_from_store(store: Store, cap: float | None) -> Budget:
+    """A run's `Budget`, seeded with the job's spend so far (every billed answer in the checkpoint,
+    earlier runs included). Without a price for the job's model only `cap=None` makes sense (the CLI
+    refuses `--budget` then), and the spend so far counts as 0."""
+    manifest = store.get_meta("manifest") or {}
+    price = price_for(str(manifest.get("model", "")))
+    spent = spend_of(store.answers(), price).spent if price is not None else 0.0
+    return Budget(cap=cap, spent=spent)
 
 
 def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:

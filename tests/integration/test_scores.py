@@ -290,3 +290,25 @@ def test_summary_reads_the_checkpoint_alone_without_a_key_or_the_sdk(served, tmp
     assert "scored 8, unscored 0, missing 0" in res.stdout and "by model:" in res.stdout
     assert before == {p.name: p.stat().st_mtime_ns for p in state.iterdir() if p.name.endswith("sqlite3")}
     assert 2 == srv.cli(["summary", "--state", str(tmp_path / "nowhere")]).returncode
+
+
+def test_a_budget_is_seeded_with_the_spend_in_the_checkpoint(served, tmp_path):
+    """What the lead wires into the loops: a rerun's Budget starts from every answer already billed."""
+    from adapters.store import Store
+    from adapters.summary import budget_from_store, spend_from_store
+
+    srv = served(Scenario(seed=10))
+    items, rubric = _job(tmp_path, n=5)
+    state = tmp_path / "s"
+    assert (
+        0
+        == srv.cli(
+            ["run", str(items), "--state", str(state), "--rubric", str(rubric), "--force-sync"]
+        ).returncode
+    )
+    store = Store.open_readonly(state)
+    try:
+        budget, money = budget_from_store(store, 1.0), spend_from_store(store)
+    finally:
+        store.close()
+    assert 0 < budget.spent == money.spend_usd and 1.0 - budget.spent == budget.left

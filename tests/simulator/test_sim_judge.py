@@ -24,7 +24,11 @@ SCHEMA = {
 
 
 def params(text: str, *, system: str | None = None, schema: dict | None = None) -> dict:
-    p: dict = {"model": "claude-sonnet-4-6", "max_tokens": 400, "messages": [{"role": "user", "content": text}]}
+    p: dict = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 400,
+        "messages": [{"role": "user", "content": text}],
+    }
     if system is not None:
         p["system"] = [{"type": "text", "text": system}]
     if schema is not None:
@@ -36,7 +40,9 @@ def test_the_rubric_names_the_format():
     assert JudgeFormat(field="Verdict", labels=("PASS", "FAIL")) == judge_format(
         'End with one line "Verdict: X", where X is one of PASS or FAIL.'
     )
-    assert JudgeFormat(field="Rating", lo=1, hi=5) == judge_format('Grade on a 1-5 scale; end with "Rating: N".')
+    assert JudgeFormat(field="Rating", lo=1, hi=5) == judge_format(
+        'Grade on a 1-5 scale; end with "Rating: N".'
+    )
     assert JudgeFormat() == judge_format("Be fair.")
 
 
