@@ -288,10 +288,39 @@ class Store:
         for route, usage in self._conn.execute("SELECT route, usage FROM outcomes WHERE usage IS NOT NULL"):
             yield route, Usage(**orjson.loads(usage))
 
+    def usage_by_route(self) -> list[tuple[str, Usage]]:
+        """Every billed answer's usage summed per route, in SQLite (cost is linear in each count, so
+        `judgecore.spend.spend_of` over these sums is the spend of every answer; `status` stays quick)."""
+        q = (
+            "SELECT route, SUM(json_extract(usage, '$.input_tokens')), SUM(json_extract(usage, '$.output_tokens')), "
+            "SUM(json_extract(usage, '$.cache_creation_input_tokens')), "
+            "SUM(json_extract(usage, '$.cache_read_input_tokens')) FROM outcomes WHERE usage IS NOT NULL GROUP BY route"
+        )
+        return [
+            (
+                r[0],
+                Usage(
+                    input_tokens=r[1],
+                    output_tokens=r[2],
+                    cache_creation_input_tokens=r[3],
+                    cache_read_input_tokens=r[4],
+                ),
+            )
+            for r in self._conn.execute(q)
+        ]
+
     def timeline(self) -> list[tuple[float, str, int | None, str]]:
         """`(at, route, sub_id, status)` of every recorded outcome, oldest first (the report's timeline)."""
         q = "SELECT at, route, sub_id, status FROM outcomes ORDER BY at"
         return [(r[0], r[1], r[2], r[3]) for r in self._conn.execute(q)]
+
+    def succeeded_texts(self) -> Iterator[str | None]:
+        """The text of every item whose latest outcome is `succeeded` (a final outcome wins over a
+        later non-final one, and among finals the newest: as `latest`), without building outcomes."""
+        final_in = ",".join(f"'{s}'" for s in sorted(FINAL_STATUSES))
+        q = f"SELECT custom_id, status, text FROM outcomes WHERE status IN ({final_in}) ORDER BY row"
+        latest = {cid: (status, text) for cid, status, text in self._conn.execute(q)}
+        return (text for status, text in latest.values() if status == "succeeded")
 
     def waiting_batches(self) -> dict[str, str]:
         """custom_id -> batch id for ids sitting in a created batch with no result recorded under it yet."""

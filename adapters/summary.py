@@ -17,7 +17,6 @@ import attrs
 import orjson
 
 from adapters.store import Store, SubBatchRow
-from judgecore.outcomes import Status
 from judgecore.report import record_for
 from judgecore.spend import Budget, price_for, spend_of
 from judgecore.summary import Money, Summary, summarize
@@ -47,7 +46,7 @@ def spend_from_store(store: Store) -> Money:
     price = price_for(str(manifest.get("model", "")))
     if price is None:
         return Money(estimate_usd=estimate)
-    spend = spend_of(store.answers(), price)
+    spend = spend_of(store.usage_by_route(), price)
     return Money(spend_usd=spend.spent, all_sync_usd=spend.all_sync, estimate_usd=estimate)
 
 
@@ -57,7 +56,7 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
     refuses `--budget` then), and the spend so far counts as 0."""
     manifest = store.get_meta("manifest") or {}
     price = price_for(str(manifest.get("model", "")))
-    spent = spend_of(store.answers(), price).spent if price is not None else 0.0
+    spent = spend_of(store.usage_by_route(), price).spent if price is not None else 0.0
     return Budget(cap=cap, spent=spent)
 
 
@@ -69,13 +68,7 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
     if not kept:
         return out
     spec = spec_from_json(kept)
-    unread = sum(
-        1
-        for _cid, outcome, *_rest in store.latest()
-        if outcome is not None
-        and outcome.status is Status.SUCCEEDED
-        and isinstance(parse_verdict(outcome.text, spec), Unscored)
-    )
+    unread = sum(1 for text in store.succeeded_texts() if isinstance(parse_verdict(text, spec), Unscored))
     out["succeeded"] = out.get("succeeded", 0) - unread
     out["miss"] = out.get("miss", 0) + unread
     return out

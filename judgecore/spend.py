@@ -123,7 +123,9 @@ class Spend:
 
 def spend_of(answers: Iterable[tuple[str, Usage]], price: ModelPrice) -> Spend:
     """The spend of every billed answer, `(route, usage)` each, as the checkpoint records them (an item
-    answered twice was paid twice). Seed a run's `Budget` with `Budget(cap=..., spent=spend.spent)`."""
+    answered twice was paid twice). Cost is linear in each token count, so usages summed per route give
+    the same spend (`answers` then counts the sums). Seed a run's `Budget` with
+    `Budget(cap=..., spent=spend.spent)`."""
     spent = all_sync = 0.0
     n = 0
     for route, usage in answers:

@@ -88,13 +88,24 @@ def t_quantile(p: float, df: float) -> float:
     return (lo + hi) / 2.0
 
 
-def mean_ci95(values: Sequence[float]) -> tuple[float, float] | None:
-    """The 95% confidence interval of the mean (Student's t); None with fewer than two values."""
+def stdev(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (two passes in floats: `statistics.stdev` is exact but ~20x
+    slower on 100,000 scores); None with fewer than two values."""
     n = len(values)
     if n < 2:
         return None
+    m = math.fsum(values) / n
+    return math.sqrt(math.fsum((x - m) ** 2 for x in values) / (n - 1))
+
+
+def mean_ci95(values: Sequence[float]) -> tuple[float, float] | None:
+    """The 95% confidence interval of the mean (Student's t); None with fewer than two values."""
+    n = len(values)
+    sd = stdev(values)
+    if sd is None:
+        return None
     m = statistics.fmean(values)
-    half = t_quantile(0.975, n - 1) * statistics.stdev(values) / math.sqrt(n)
+    half = t_quantile(0.975, n - 1) * sd / math.sqrt(n)
     return (m - half, m + half)
 
 
@@ -176,7 +187,7 @@ def describe_numeric(values: Sequence[float]) -> NumericStats | None:
         mean=statistics.fmean(values),
         ci95=mean_ci95(values),
         median=statistics.median(values),
-        sd=statistics.stdev(values) if len(values) > 1 else None,
+        sd=stdev(values),
         min=min(values),
         max=max(values),
         q1=q1,

@@ -120,7 +120,7 @@ class Summary:
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    return type(v) in (int, float)  # exact types: a bool is a label, and this runs per item
 
 
 def _label(v: Any) -> str:
@@ -134,14 +134,14 @@ def _label(v: Any) -> str:
 
 def _score(record: Mapping[str, Any], field: str | None) -> Any:
     verdict = record.get("verdict")
-    if field is None or not isinstance(verdict, Mapping):
+    if field is None or verdict is None:
         return None
     return verdict.get(field)
 
 
 def _metadata(record: Mapping[str, Any], key: str) -> Any:
     meta = record.get("metadata")
-    return meta.get(key) if isinstance(meta, Mapping) else None
+    return meta.get(key) if type(meta) is dict else None
 
 
 def agreement(reference: Sequence[Any], judged: Sequence[Any]) -> Agreement:

@@ -296,6 +296,8 @@ def test_a_budget_is_seeded_with_the_spend_in_the_checkpoint(served, tmp_path):
     """What the lead wires into the loops: a rerun's Budget starts from every answer already billed."""
     from adapters.store import Store
     from adapters.summary import budget_from_store, spend_from_store
+    from judgecore.planning import DEFAULT_PRICES
+    from judgecore.spend import spend_of
 
     srv = served(Scenario(seed=10))
     items, rubric = _job(tmp_path, n=5)
@@ -309,6 +311,8 @@ def test_a_budget_is_seeded_with_the_spend_in_the_checkpoint(served, tmp_path):
     store = Store.open_readonly(state)
     try:
         budget, money = budget_from_store(store, 1.0), spend_from_store(store)
+        one_by_one = spend_of(store.answers(), DEFAULT_PRICES["claude-sonnet-4-6"])
     finally:
         store.close()
     assert 0 < budget.spent == money.spend_usd and 1.0 - budget.spent == budget.left
+    assert (5, pytest.approx(budget.spent)) == (one_by_one.answers, one_by_one.spent)  # sums per route agree
