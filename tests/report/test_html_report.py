@@ -159,3 +159,31 @@ def test_help_run_and_status_import_neither_matplotlib_nor_jsonschema():
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert [] == orjson.loads(res.stdout.replace("'", '"'))
+
+
+def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
+    from adapters.html_report import render_html
+    from adapters.summary import JobReport
+    from judgecore.summary import summarize
+
+    def rec(status, verdict, gold):
+        error = None if status == "succeeded" else {"class": "PENDING", "type": None, "message": "x"}
+        return {"status": status, "error": error, "verdict": verdict, "metadata": {"gold": gold, "m": "a<b>"}}
+
+    rows = [
+        rec("succeeded", {"v": "PASS"}, "PASS"),
+        rec("succeeded", {"v": "FAIL"}, "PASS"),
+        rec("pending", None, "FAIL"),
+    ]
+    summary = summarize(rows, score_field="v", verdict_kind="pattern", by="m", reference="gold")
+    page = render_html(
+        JobReport(state_dir=Path("s"), summary=summary, model=None, route=None, timeline=(), sub_batches=())
+    )
+    assert "No answer recorded yet." in page and "a&lt;b&gt;" in page and "a<b>" not in page
+    assert 2 == page.count(
+        "<svg"
+    )  # where the items went, and the labels (overall and per group); no spend plot
+    empty = summarize([rec("pending", None, None)], score_field=None)
+    assert "<svg" in render_html(
+        JobReport(state_dir=Path("s"), summary=empty, model=None, route=None, timeline=(), sub_batches=())
+    )
