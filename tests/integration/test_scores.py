@@ -297,6 +297,10 @@ def test_summary_reads_the_checkpoint_alone_without_a_key_or_the_sdk(served, tmp
     assert "scored 8, unscored 0, missing 0" in res.stdout and "by model:" in res.stdout
     assert before == {p.name: p.stat().st_mtime_ns for p in state.iterdir() if p.name.endswith("sqlite3")}
     assert 2 == srv.cli(["summary", "--state", str(tmp_path / "nowhere")]).returncode
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"pattern": "no groups"}')
+    res = srv.cli(["summary", "--state", str(state), "--verdict", str(bad)])
+    assert 2 == res.returncode and f"error: {bad}: bad verdict spec" in res.stderr
 
 
 def test_a_budget_is_seeded_with_the_spend_in_the_checkpoint(served, tmp_path):
