@@ -301,29 +301,3 @@ def test_summary_reads_the_checkpoint_alone_without_a_key_or_the_sdk(served, tmp
     bad.write_text('{"pattern": "no groups"}')
     res = srv.cli(["summary", "--state", str(state), "--verdict", str(bad)])
     assert 2 == res.returncode and f"error: {bad}: bad verdict spec" in res.stderr
-
-
-def test_a_budget_is_seeded_with_the_spend_in_the_checkpoint(served, tmp_path):
-    """What the lead wires into the loops: a rerun's Budget starts from every answer already billed."""
-    from adapters.store import Store
-    from adapters.summary import budget_from_store, spend_from_store
-    from judgecore.planning import DEFAULT_PRICES
-    from judgecore.spend import spend_of
-
-    srv = served(Scenario(seed=10))
-    items, rubric = _job(tmp_path, n=5)
-    state = tmp_path / "s"
-    assert (
-        0
-        == srv.cli(
-            ["run", str(items), "--state", str(state), "--rubric", str(rubric), "--force-sync"]
-        ).returncode
-    )
-    store = Store.open_readonly(state)
-    try:
-        budget, money = budget_from_store(store, 1.0), spend_from_store(store)
-        one_by_one = spend_of(store.answers(), DEFAULT_PRICES["claude-sonnet-4-6"])
-    finally:
-        store.close()
-    assert 0 < budget.spent == money.spend_usd and 1.0 - budget.spent == budget.left
-    assert (5, pytest.approx(budget.spent)) == (one_by_one.answers, one_by_one.spent)  # sums per route agree
