@@ -78,3 +78,19 @@ def test_a_bad_spec_is_refused_with_one_line(raw, says):
 def test_whatever_precedes_it_the_last_score_line_wins(scores, noise):
     text = noise + "\n" + "\n".join(f"Score: {s}" for s in scores)
     assert scores[-1] == parse_verdict(text, PATTERN).score  # type: ignore[union-attr]
+
+
+@given(st.sampled_from(["sync", "batch"]), st.one_of(st.none(), st.text(min_size=1, max_size=40)))
+def test_a_schema_rides_every_request_byte_for_byte(path, rubric):
+    """The pre-serialized output_config piece: body == the params dict serialized, size exact."""
+    from judgecore import RequestTemplate, build_requests, parse_item
+
+    spec = spec_from_json({"schema": SCHEMA})
+    template = RequestTemplate.build(
+        model="claude-sonnet-4-6", max_tokens=64, rubric=rubric, path=path, output_config=spec.output_config()
+    )
+    (request,) = build_requests([parse_item(1, b'{"id": "x", "prompt": "p"}')], template)
+    body = request.body(template)
+    assert len(body) == request.size
+    assert {"custom_id": request.custom_id, "params": request.params(template)} == orjson.loads(body)
+    assert spec.output_config() == request.params(template)["output_config"]
