@@ -67,6 +67,8 @@ examples:
   judgecore run items.jsonl --state runs/j1 --rubric rubric.txt                    # run (or resume)
   judgecore run items.jsonl --state runs/j1 --rubric rubric.txt --force-sync       # same-day critical run
   judgecore status --state runs/j1
+  judgecore run items.jsonl --state runs/j2 --rubric rubric.txt --verdict verdict.json   # with scores
+  judgecore summary --state runs/j2 --html report.html                             # scores and spend
 """
 
 
