@@ -48,7 +48,8 @@ input (JSONL, one object a line, blank lines ignored):
 
 output (JSONL, one line per item, input order; default STATE/output.jsonl): id, custom_id,
   status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
-  batch_id, attempts, metadata
+  batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
+  of class VERDICT_UNPARSED, its text kept)
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
@@ -66,6 +67,8 @@ examples:
   judgecore run items.jsonl --state runs/j1 --rubric rubric.txt                    # run (or resume)
   judgecore run items.jsonl --state runs/j1 --rubric rubric.txt --force-sync       # same-day critical run
   judgecore status --state runs/j1
+  judgecore run items.jsonl --state runs/j2 --rubric rubric.txt --verdict verdict.json   # with scores
+  judgecore summary --state runs/j2 --html report.html                             # scores and spend
 """
 
 
@@ -170,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s = run.add_argument_group("sync")
     s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
+    _add_scoring_arguments(run)
 
     st = sub.add_parser(
         "status",
@@ -178,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.add_argument("--state", type=Path, required=True, metavar="DIR")
     st.add_argument("--json", action="store_true", help="one JSON object")
+
+    _add_summary_parser(sub)
 
     ca = sub.add_parser(
         "cancel",
@@ -222,6 +228,8 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         grace=ns.grace,
         concurrency=ns.concurrency,
         max_attempts=ns.max_attempts,
+        verdict=_verdict_spec(ns.verdict),
+        budget=ns.budget,
     )
 
 
@@ -288,7 +296,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
             )
         except KeyboardInterrupt:
             stack.close()
-            _write_after_interrupt(items, ns.state, out)
+            _write_after_interrupt(items, ns.state, out, settings.verdict)
             what = "terminated" if terminated else "interrupted"
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
@@ -300,6 +308,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     print(f"{summary}; output: {out}", file=sys.stderr)
     if result.cache_hit_rate is not None:
         print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
+    print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
     if result.fatal:
         print(f"error: fatal API configuration: {result.fatal}; stopped, nothing lost", file=sys.stderr)
         return EXIT_FATAL
@@ -308,7 +317,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     return result.exit_code
 
 
-def _write_after_interrupt(items: Any, state: Path, out: Path) -> None:
+def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = None) -> None:
     """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
     from adapters.job import collect_records, write_output_atomic
     from adapters.store import Store
@@ -316,7 +325,7 @@ def _write_after_interrupt(items: Any, state: Path, out: Path) -> None:
 
     store = Store.open(state)
     try:
-        records = collect_records(store, items)
+        records = collect_records(store, items, verdict)
     finally:
         store.close()
     write_output_atomic(out, (output_line(r) for r in records.values()))
@@ -335,7 +344,8 @@ def cmd_status(ns: argparse.Namespace) -> int:
             "manifest": store.get_meta("manifest"),
             "route": store.get_meta("route"),
             "rate_limits": store.get_meta("rate_limits"),
-            "counts": store.counts(),
+            "counts": _counts_with_verdicts(store),
+            **_spend_json(store),
             "sub_batches": [
                 {
                     "sub_id": r.sub_id,
@@ -364,6 +374,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
         "  " + ", ".join(f"{k} {v:,}" for k, v in c.items()),
         f"  route: {route.get('path', 'not decided yet')}" + (f" ({route.get('reason')})" if route else ""),
     ]
+    lines.append("  " + _spend_line(info["spend_usd"], info["all_sync_usd"], info["estimate_usd"]))
     rl = info["rate_limits"] or {}
     if rl.get("output_tokens_limit"):
         lines.append(f"  tier: {rl['output_tokens_limit']:,} output tokens/min (read from the probe)")
@@ -419,6 +430,121 @@ def cmd_simulator(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- scores, spend and the summary (issue 10) ----------------------------------------------------------
+
+SUMMARY_EPILOG = """\
+scored, unscored and missing come first: the score's statistics are over the scored items only.
+  scored     the verdict has a score
+  unscored   the model answered but there is no score (VERDICT_UNPARSED, MODEL_TRUNCATION, ...)
+  missing    no answer to read (quarantined, pending)
+
+examples:
+  judgecore summary --state runs/j1
+  judgecore summary --state runs/j1 --by model --reference gold --html report.html
+  judgecore summary --state runs/j1 --verdict new-pattern.json --json     # re-read the answers
+"""
+
+
+def _budget(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected US dollars, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite amount > 0, got {text!r}")
+    return value
+
+
+def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group("scores and spend")
+    g.add_argument(
+        "--verdict",
+        type=Path,
+        metavar="FILE",
+        help='how to read each answer\'s verdict: a JSON file {"schema": {...}} (structured outputs, '
+        'sent with every request) or {"pattern": "REGEX"} (named groups; the last match counts), '
+        'optionally with "score": "FIELD" (default "score")',
+    )
+    g.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="USD",
+        help="a hard cap on what the job spends, in US dollars (needs a model with known prices)",
+    )
+
+
+def _add_summary_parser(sub: Any) -> None:
+    su = sub.add_parser(
+        "summary",
+        help="a job's scores, failures and spend (no API call)",
+        description="Summarise a job from its checkpoint alone: counts by status and failure class, the "
+        "score's statistics, groups, agreement with a reference, and spend. No API call, no key needed.",
+        epilog=SUMMARY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    su.add_argument("--state", type=Path, required=True, metavar="DIR")
+    su.add_argument(
+        "--verdict", type=Path, metavar="FILE", help="read verdicts with this spec (default: the run's)"
+    )
+    su.add_argument("--by", metavar="KEY", help="one row per value of metadata[KEY]")
+    su.add_argument(
+        "--reference", metavar="KEY", help="compare the score with metadata[KEY] (agreement, kappa)"
+    )
+    su.add_argument("--json", action="store_true", help="one JSON object")
+    su.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report")
+
+
+def _verdict_spec(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from adapters.summary import read_verdict_file
+
+    return read_verdict_file(path)
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def _spend_line(spend: float | None, all_sync: float | None, estimate: float | None) -> str:
+    return (
+        f"spend so far {_usd(spend)} (all-sync would have cost {_usd(all_sync)}; estimated {_usd(estimate)})"
+    )
+
+
+def _counts_with_verdicts(store: Any) -> dict[str, int]:
+    from adapters.summary import counts_with_verdicts
+
+    return counts_with_verdicts(store, store.counts())
+
+
+def _spend_json(store: Any) -> dict[str, float | None]:
+    from adapters.summary import spend_from_store
+
+    m = spend_from_store(store)
+    return {"spend_usd": m.spend_usd, "all_sync_usd": m.all_sync_usd, "estimate_usd": m.estimate_usd}
+
+
+def cmd_summary(ns: argparse.Namespace) -> int:
+    from adapters.summary import job_report, summary_json
+    from judgecore.summary import render_summary
+
+    report = job_report(ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference)
+    if ns.json:
+        sys.stdout.write(summary_json(report).decode() + "\n")
+    else:
+        sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
+    if ns.html is not None:
+        from adapters.html_report import write_html_report
+
+        write_html_report(ns.html, report)
+        sys.stdout.flush()
+        print(f"report: {ns.html}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -431,6 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return cmd_status(ns)
             case "cancel":
                 return cmd_cancel(ns)
+            case "summary":
+                return cmd_summary(ns)
             case "demo":
                 from adapters.demo import run_demo
 

@@ -3,8 +3,9 @@
 It starts the simulator on a free loopback port, writes a realistic judge job (a rubric and a few
 thousand synthetic completions, some carrying the simulator's fault markers) to a directory, runs it
 through the batch path (a retry round and quarantined items become visible), then a small sync job,
-and prints what happened: counts by status, cost against an all-sync run, the cache hit rate, and
-where everything went.
+and prints what happened: counts by status, spend against an all-sync run and the estimate, the cache
+hit rate, and where everything went. It ends by writing the judge report (`report.html`: scores by
+topic, failure classes, spend, timeline) and printing its path.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from typing import Any
 import orjson
 
 from adapters.job import EXIT_OK, JobSettings, ajudge, load_items
-from judgecore import DEFAULT_PRICES, Usage
-from judgecore.planning import usage_cost
+from judgecore import spec_from_json
+
+#: The rubric asks for "Score: N" first; a judge that concludes last would match the same (the last
+#: match counts).
+VERDICT = spec_from_json({"pattern": r"^Score: (?P<score>\d+)"})
 
 RUBRIC = (
     """\
@@ -78,21 +82,13 @@ def _write_jsonl(path: Path, rows: Iterator[dict[str, Any]]) -> None:
             f.write(orjson.dumps(row) + b"\n")
 
 
-def _costs(records: dict[str, dict[str, Any]], model: str) -> tuple[float, float, int, int]:
-    """(actual cost, same answers at sync prices, cache-creation tokens, cache-read tokens)."""
-    price = DEFAULT_PRICES[model]
-    actual = all_sync = 0.0
-    created = read = 0
-    for r in records.values():
-        u = r.get("usage")
-        if not u:
-            continue
-        usage = Usage(**u)
-        actual += usage_cost(usage, price, r["route"])
-        all_sync += usage_cost(usage, price, "sync")
-        created += usage.cache_creation_input_tokens
-        read += usage.cache_read_input_tokens
-    return actual, all_sync, created, read
+def _cache_tokens(records: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    """(cache-creation tokens, cache-read tokens) over every answer."""
+    usages = [r["usage"] for r in records.values() if r.get("usage")]
+    return (
+        sum(u["cache_creation_input_tokens"] for u in usages),
+        sum(u["cache_read_input_tokens"] for u in usages),
+    )
 
 
 async def _run_job(base_url: str, items: Any, root: Path, name: str, settings: JobSettings, emit: Any) -> Any:
@@ -127,7 +123,7 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     _write_jsonl(root / "batch_items.jsonl", _items(n, "essay", faults=True))
     _write_jsonl(root / "sync_items.jsonl", _items(40, "critical", faults=False))
     model = "claude-sonnet-4-6"
-    scenario = Scenario(seed=7, batch_seconds=1.0)
+    scenario = Scenario(seed=7, batch_seconds=1.0, unparseable_rate=0.02)
     started = time.monotonic()
     print(f"judgecore demo: simulator on loopback, job files in {root}", file=sys.stderr)
     results = {}
@@ -142,9 +138,10 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
                     otpm=400_000,  # the simulator's tier: no probe, so every item goes in a batch
                     poll_interval=0.25,
                     max_batch_requests=1000,
+                    verdict=VERDICT,
                 ),
             ),
-            ("sync", "sync_items.jsonl", JobSettings(model=model, concurrency=8)),
+            ("sync", "sync_items.jsonl", JobSettings(model=model, concurrency=8, verdict=VERDICT)),
         ]
         for name, fname, settings in jobs:
             items = load_items(root / fname)
@@ -157,8 +154,9 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     print("\n== summary ==")
     ok = True
     for name, result in results.items():
-        actual, all_sync, created, read = _costs(dict(result.records), model)
+        created, read = _cache_tokens(dict(result.records))
         hit = read / (read + created) if read + created else 0.0
+        actual, all_sync = result.spend_usd, result.all_sync_usd
         c = result.counts
         attempts = sum(r["attempts"] for r in result.records.values())
         print(
@@ -167,13 +165,21 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             + f"; {attempts:,} sends"
         )
         print(
-            f"       cost ${actual:.2f} vs ${all_sync:.2f} all-sync ({1 - actual / all_sync:.0%} saved)"
-            if all_sync
-            else "       cost n/a"
+            f"       spend ${actual:.2f} vs ${all_sync:.2f} all-sync ({1 - actual / all_sync:.0%} saved); "
+            f"estimated ${result.estimate_usd or 0:.2f}"
+            if actual is not None and all_sync
+            else "       spend n/a"
         )
         print(f"       prompt cache: {read:,} tokens read, {created:,} written (hit rate {hit:.1%})")
         print(f"       output: {result.output_path}")
         ok = ok and result.exit_code == EXIT_OK
+    from adapters.html_report import write_html_report
+    from adapters.summary import job_report
+
+    report = root / "report.html"
+    write_html_report(report, job_report(root / "state-batch", by="topic"))
     print(f"done in {elapsed:.1f} s; job files, checkpoints and outputs are in {root}")
     print(f"inspect a checkpoint with: judgecore status --state {root / 'state-batch'}")
+    print(f"scores by topic: judgecore summary --state {root / 'state-batch'} --by topic")
+    print(f"the judge report (open it in a browser): {report}")
     return EXIT_OK if ok else 3

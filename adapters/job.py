@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import os
 import random
 import tempfile
@@ -46,6 +47,7 @@ from judgecore import (
 from judgecore.items import Path as RoutePath
 from judgecore.planning import Plan
 from judgecore.ratelimit import RateLimitReading
+from judgecore.verdicts import VerdictSpec
 
 if TYPE_CHECKING:
     from adapters.sync import SyncSettings
@@ -78,6 +80,10 @@ class JobSettings:
     concurrency: int | None = None
     max_attempts: int = 3
     seed: int | None = None
+    #: How answers are read into verdicts (`--verdict FILE`); None: no verdicts.
+    verdict: VerdictSpec | None = None
+    #: A hard cap in US dollars (`--budget USD`); None: no cap.
+    budget: float | None = None
 
     def __attrs_post_init__(self) -> None:
         checks = [
@@ -90,6 +96,14 @@ class JobSettings:
             (self.grace >= 0, "--grace must be >= 0"),
             (self.concurrency is None or self.concurrency >= 1, "--concurrency must be >= 1"),
             (self.max_attempts >= 1, "--max-attempts must be >= 1"),
+            (
+                self.budget is None or (math.isfinite(self.budget) and self.budget > 0),
+                "--budget must be a finite amount of US dollars > 0",
+            ),
+            (
+                self.budget is None or self.model in DEFAULT_PRICES,
+                f"--budget needs the model's prices, and judgecore has none for {self.model!r}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -102,7 +116,22 @@ class JobSettings:
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
         digest = hashlib.sha256(rubric.encode()).hexdigest()[:32] if rubric else None
-        return {"model": self.model, "max_tokens": self.max_tokens, "rubric_sha256": digest}
+        manifest: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "rubric_sha256": digest,
+        }
+        schema = self.verdict.schema_digest if self.verdict is not None else None
+        if schema is not None:  # only when set, so checkpoints made before verdicts existed still match
+            manifest["verdict_schema_sha256"] = schema
+        return manifest
+
+    def template(self, rubric: str | None, path: RoutePath) -> RequestTemplate:
+        """The request template of one route (a verdict schema adds its `output_config`)."""
+        oc = self.verdict.output_config() if self.verdict is not None else None
+        return RequestTemplate.build(
+            model=self.model, max_tokens=self.max_tokens, rubric=rubric, path=path, output_config=oc
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -118,6 +147,11 @@ class JudgeResult:
     output_path: Path | None = None
     cache_hit_rate: float | None = None
     plan: Plan | None = None
+    #: US dollars: the job's answers so far (earlier runs included), the same answers all-sync, and the
+    #: dry-run estimate of the whole job on its route; None where the model has no price.
+    spend_usd: float | None = None
+    all_sync_usd: float | None = None
+    estimate_usd: float | None = None
 
 
 class UsageError(Exception):
@@ -174,15 +208,19 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
         raise
 
 
-def collect_records(store: Store, items: Sequence[Item]) -> dict[str, dict[str, Any]]:
+def collect_records(
+    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
+) -> dict[str, dict[str, Any]]:
     """Every item's output object, from the checkpoint, keyed by item id (input order kept).
 
-    An item with no outcome yet is reported on the job's route (sync before one is decided).
+    An item with no outcome yet is reported on the job's route (sync before one is decided); one that
+    sits in a live batch names it. `verdict` reads each succeeded answer's verdict.
     """
     custom_ids = assign_custom_ids((i.id for i in items), (i.line for i in items))
     wanted = set(custom_ids)
     latest = {cid: rest for cid, *rest in store.latest() if cid in wanted}
     default_route = (store.get_meta("route") or {}).get("path", "sync")
+    waiting = store.waiting_batches()
     records: dict[str, dict[str, Any]] = {}
     for item, custom_id in zip(items, custom_ids, strict=True):
         outcome, route_used, batch_id, attempts = latest.get(custom_id, (None, None, None, 0))
@@ -193,6 +231,8 @@ def collect_records(store: Store, items: Sequence[Item]) -> dict[str, dict[str, 
             route=route_used or default_route,  # type: ignore[arg-type]
             batch_id=batch_id,
             attempts=attempts,
+            verdict_spec=verdict,
+            waiting_in=waiting.get(custom_id) if outcome is None or not outcome.final else None,
         )
     return records
 
@@ -240,9 +280,7 @@ async def ajudge(
     def requests_for(path: RoutePath) -> tuple[RequestTemplate, tuple[Request, ...]]:
         """The template and requests of one route, built once (the rubric's cache marker differs)."""
         if path not in built:
-            t = RequestTemplate.build(
-                model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=path
-            )
+            t = settings.template(rubric, path)
             built[path] = (t, build_requests(items, t))
         return built[path]
 
@@ -260,6 +298,7 @@ async def ajudge(
             )
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
+        _record_for_summary(store, items, probe_requests, settings)
 
         client = client or _default_client(environ)
         chosen, fatal, warmed = await _decide_route(
@@ -267,6 +306,7 @@ async def ajudge(
         )
         stuck: tuple[str, ...] = ()
         hit_rate = None
+        _record_estimate(store, items, *requests_for(chosen.path), chosen, rubric, settings)
         if fatal is None:
             template, requests = requests_for(chosen.path)
             fatal, stuck, hit_rate = await _run_path(
@@ -282,10 +322,13 @@ async def ajudge(
                 rng,
                 warmed=warmed,
             )
-        records = collect_records(store, items)
+        records = collect_records(store, items, settings.verdict)
         if out is not None:
             write_output_atomic(Path(out), (output_line(r) for r in records.values()))
         counts = _count(records)
+        from adapters.summary import spend_from_store
+
+        money = spend_from_store(store)
         return JudgeResult(
             exit_code=exit_code_for(records, fatal),
             route=chosen,
@@ -295,6 +338,9 @@ async def ajudge(
             stuck_batches=stuck,
             output_path=Path(out) if out is not None else None,
             cache_hit_rate=hit_rate,
+            spend_usd=money.spend_usd,
+            all_sync_usd=money.all_sync_usd,
+            estimate_usd=money.estimate_usd,
         )
     finally:
         store.close()
@@ -513,6 +559,42 @@ def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSet
     return SyncSettings.from_env(environ, **overrides)
 
 
+def _record_for_summary(
+    store: Store, items: Sequence[Item], requests: Sequence[Request], settings: JobSettings
+) -> None:
+    """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
+    spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
+    store.record_metadata((r.custom_id, i.metadata_json) for i, r in zip(items, requests, strict=True))
+    store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
+
+
+def _record_estimate(
+    store: Store,
+    items: Sequence[Item],
+    template: RequestTemplate,
+    requests: Sequence[Request],
+    chosen: Route,
+    rubric: str | None,
+    settings: JobSettings,
+) -> None:
+    """Keep the dry-run's estimate of the whole job on its route, for `status` and `summary` to show
+    beside what was spent."""
+    subs = _sub_batches(items, requests, settings) if chosen.path == "batch" else ()
+    p = plan(
+        requests,
+        route=chosen,
+        sub_batches=subs,
+        template=template,
+        rubric=rubric,
+        max_batch_requests=settings.max_batch_requests,
+        max_batch_bytes=settings.max_batch_bytes,
+        prices=DEFAULT_PRICES,
+    )
+    store.set_meta(
+        "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
+    )
+
+
 def _reading_from_json(raw: Mapping[str, Any] | None) -> RateLimitReading | None:
     return RateLimitReading.from_json(raw) if raw else None
 
@@ -545,9 +627,7 @@ def _dry_run(
             store.close()
         otpm, source = reading.get("output_tokens_limit"), "read"
     chosen = route(len(items), policy=policy, force=settings.force, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
-    template = RequestTemplate.build(
-        model=settings.model, max_tokens=settings.max_tokens, rubric=rubric, path=chosen.path
-    )
+    template = settings.template(rubric, chosen.path)
     requests = build_requests(items, template)
     subs = _sub_batches(items, requests, settings) if chosen.path == "batch" else ()
     p = plan(

@@ -84,6 +84,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 DROP INDEX IF EXISTS outcomes_cid;
 CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_id) WHERE sub_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS item_metadata (custom_id TEXT PRIMARY KEY, metadata TEXT) WITHOUT ROWID;
 """
 
 # States of a sub-batch row. `intent`: written, create not (known to be) answered. `live`: created,
@@ -174,6 +175,14 @@ class Store:
         return cls(conn, db)
 
     @classmethod
+    def open_readonly(cls, state_dir: Path | str) -> Store:
+        """Open an existing checkpoint for reading only (`judgecore summary`): nothing is created or written."""
+        db = Path(state_dir) / DB_NAME
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=10000")
+        return cls(conn, db)
+
+    @classmethod
     def exists(cls, state_dir: Path | str) -> bool:
         return (Path(state_dir) / DB_NAME).exists()
 
@@ -244,6 +253,85 @@ class Store:
             )
             c.execute("DELETE FROM incoming")
         return old is None
+
+    # -- what the summary reads (items' metadata, answers' usage, the timeline) ------------------
+
+    def record_metadata(self, rows: Iterable[tuple[str, bytes | None]]) -> None:
+        """Keep each item's metadata (`(custom_id, JSON bytes or None)`), so `summary` can group by it
+        from the checkpoint alone; the latest run's metadata wins (it is not part of the item's digest)."""
+        with self._tx() as c:
+            c.executemany(
+                "INSERT INTO item_metadata (custom_id, metadata) VALUES (?, ?) "
+                "ON CONFLICT (custom_id) DO UPDATE SET metadata = excluded.metadata",
+                ((cid, None if m is None else m.decode()) for cid, m in rows),
+            )
+
+    def _has_table(self, name: str) -> bool:
+        q = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return self._conn.execute(q, (name,)).fetchone() is not None
+
+    def item_rows(self) -> Iterator[tuple[str, str, bytes | None]]:
+        """`(custom_id, item_id, metadata JSON bytes or None)` of every item, in input order (as `latest`)."""
+        if not self._has_table("item_metadata"):
+            for cid, iid in self._conn.execute("SELECT custom_id, item_id FROM items ORDER BY seq"):
+                yield cid, iid, None
+            return
+        q = (
+            "SELECT i.custom_id, i.item_id, m.metadata FROM items i "
+            "LEFT JOIN item_metadata m ON m.custom_id = i.custom_id ORDER BY i.seq"
+        )
+        for cid, iid, meta in self._conn.execute(q):
+            yield cid, iid, None if meta is None else meta.encode()
+
+    def answers(self) -> Iterator[tuple[str, Usage]]:
+        """`(route, usage)` of every answer the API billed (every recorded outcome that has usage)."""
+        for route, usage in self._conn.execute("SELECT route, usage FROM outcomes WHERE usage IS NOT NULL"):
+            yield route, Usage(**orjson.loads(usage))
+
+    def usage_by_route(self) -> list[tuple[str, Usage]]:
+        """Every billed answer's usage summed per route, in SQLite (cost is linear in each count, so
+        `judgecore.spend.spend_of` over these sums is the spend of every answer; `status` stays quick)."""
+        q = (
+            "SELECT route, SUM(json_extract(usage, '$.input_tokens')), SUM(json_extract(usage, '$.output_tokens')), "
+            "SUM(json_extract(usage, '$.cache_creation_input_tokens')), "
+            "SUM(json_extract(usage, '$.cache_read_input_tokens')) FROM outcomes WHERE usage IS NOT NULL GROUP BY route"
+        )
+        return [
+            (
+                r[0],
+                Usage(
+                    input_tokens=r[1],
+                    output_tokens=r[2],
+                    cache_creation_input_tokens=r[3],
+                    cache_read_input_tokens=r[4],
+                ),
+            )
+            for r in self._conn.execute(q)
+        ]
+
+    def timeline(self) -> list[tuple[float, str, int | None, str]]:
+        """`(at, route, sub_id, status)` of every recorded outcome, oldest first (the report's timeline)."""
+        q = "SELECT at, route, sub_id, status FROM outcomes ORDER BY at"
+        return [(r[0], r[1], r[2], r[3]) for r in self._conn.execute(q)]
+
+    def succeeded_texts(self) -> Iterator[str | None]:
+        """The text of every item whose latest outcome is `succeeded` (a final outcome wins over a
+        later non-final one, and among finals the newest: as `latest`), without building outcomes."""
+        final_in = ",".join(f"'{s}'" for s in sorted(FINAL_STATUSES))
+        q = f"SELECT custom_id, status, text FROM outcomes WHERE status IN ({final_in}) ORDER BY row"
+        latest = {cid: (status, text) for cid, status, text in self._conn.execute(q)}
+        return (text for status, text in latest.values() if status == "succeeded")
+
+    def waiting_batches(self) -> dict[str, str]:
+        """custom_id -> batch id for ids sitting in a created batch with no result recorded under it yet."""
+        states = ",".join(f"'{s}'" for s in (*LIVE_STATES, "stuck"))
+        q = (
+            "SELECT s.custom_id, b.batch_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
+            f"WHERE b.batch_id IS NOT NULL AND b.state IN ({states}) AND NOT EXISTS ("
+            "  SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id) "
+            "ORDER BY b.sub_id"
+        )
+        return dict(self._conn.execute(q).fetchall())
 
     # -- sub-batches -------------------------------------------------------------------------
 

@@ -16,6 +16,9 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `breaker`: when a run of invalid requests means a broken job
 - `planning`: the dry-run plan and its cost
 - `report`: the output line of an item
+- `verdicts`: what a judge's answer concluded (a JSON Schema or a regex)
+- `spend`: what answers cost, and the budget's admission rule
+- `stats`, `summary`: the statistics of a job's scores, and a job's summary as a value
 """
 
 from judgecore.backoff import BackoffPolicy, backoff
@@ -65,6 +68,15 @@ from judgecore.polling import (
 from judgecore.report import output_line, output_record
 from judgecore.resume import JobState, ResumeDiff, diff_resume
 from judgecore.routing import Route, RoutePolicy, route
+from judgecore.verdicts import (
+    VERDICT_UNPARSED,
+    Unscored,
+    Verdict,
+    VerdictSpec,
+    VerdictSpecError,
+    parse_verdict,
+    spec_from_json,
+)
 
 __all__ = [
     "CUSTOM_ID_RE",
@@ -72,6 +84,7 @@ __all__ = [
     "FINAL_STATUSES",
     "MAX_BYTES",
     "MAX_REQUESTS",
+    "VERDICT_UNPARSED",
     "BackoffPolicy",
     "BatchSnapshot",
     "Breaker",
@@ -101,7 +114,11 @@ __all__ = [
     "RoutePolicy",
     "Status",
     "SubBatch",
+    "Unscored",
     "Usage",
+    "Verdict",
+    "VerdictSpec",
+    "VerdictSpecError",
     "Wait",
     "assign_custom_ids",
     "backoff",
@@ -121,8 +138,10 @@ __all__ = [
     "output_record",
     "parse_item",
     "parse_items",
+    "parse_verdict",
     "plan",
     "plan_json",
     "render_plan",
     "route",
+    "spec_from_json",
 ]

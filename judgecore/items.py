@@ -11,7 +11,7 @@ serialized once in a `RequestTemplate`; `Request.body(template)` joins the piece
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -137,6 +137,7 @@ class RequestTemplate:
     max_tokens: int
     path: Path
     system_json: bytes | None
+    output_config_json: bytes | None = None  # a verdict schema's `output_config`, serialized once
     _head: bytes = attrs.field(init=False, repr=False, eq=False)
     _tail_prefix: bytes = attrs.field(init=False, repr=False, eq=False)
 
@@ -145,16 +146,28 @@ class RequestTemplate:
             self, "_head", b'","params":{"model":' + orjson.dumps(self.model) + b',"max_tokens":'
         )
         system = b',"system":' + self.system_json if self.system_json is not None else b""
+        if self.output_config_json is not None:
+            system += b',"output_config":' + self.output_config_json
         object.__setattr__(self, "_tail_prefix", system + b',"messages":')
 
     @classmethod
-    def build(cls, *, model: str, max_tokens: int, rubric: str | None, path: Path) -> RequestTemplate:
-        """The template for one route; the rubric becomes a system block list with its cache marker."""
+    def build(
+        cls,
+        *,
+        model: str,
+        max_tokens: int,
+        rubric: str | None,
+        path: Path,
+        output_config: Mapping[str, Any] | None = None,
+    ) -> RequestTemplate:
+        """The template for one route; the rubric becomes a system block list with its cache marker;
+        `output_config` (a verdict schema's structured-output format) goes on every request."""
         system = None
         if rubric:
             block = {"type": "text", "text": rubric, "cache_control": cache_control_for(path)}
             system = orjson.dumps([block])
-        return cls(model=model, max_tokens=max_tokens, path=path, system_json=system)
+        oc = orjson.dumps(dict(output_config)) if output_config is not None else None
+        return cls(model=model, max_tokens=max_tokens, path=path, system_json=system, output_config_json=oc)
 
     @property
     def fixed_size(self) -> int:
@@ -169,6 +182,8 @@ class RequestTemplate:
         }
         if self.system_json is not None:
             params["system"] = orjson.loads(self.system_json)
+        if self.output_config_json is not None:
+            params["output_config"] = orjson.loads(self.output_config_json)
         params["messages"] = orjson.loads(messages_json)
         return params
 

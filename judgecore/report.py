@@ -1,4 +1,12 @@
-"""The output line of one item: the same shape on both routes (see CONTRACT.md, "Output")."""
+"""The output line of one item: the same shape on both routes (see CONTRACT.md, "Output").
+
+The line is built from the checkpoint: the item, its latest outcome, and (with `--verdict`) the verdict
+read from the answer's text. A succeeded answer whose verdict cannot be read is reported as a `miss` of
+class `VERDICT_UNPARSED` with its text kept; the stored outcome stays `succeeded`, so it is never resent,
+and a pattern changed later re-reads it. An item that is not final is `pending`: its error is its last
+failure (a transient one: it will be sent again), or, with no answer yet, the class `PENDING` saying
+where it waits (`batch_id` then names the live batch that holds it).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,11 @@ from typing import Any
 import orjson
 
 from judgecore.items import Item, Path
-from judgecore.outcomes import Outcome, Usage
+from judgecore.outcomes import Outcome, Status, Usage
+from judgecore.verdicts import VERDICT_UNPARSED, Unscored, VerdictSpec, parse_verdict
+
+#: The `error.class` of a pending item that has no answer yet (not a failure: it has not run).
+PENDING = "PENDING"
 
 
 def usage_json(usage: Usage | None) -> dict[str, int] | None:
@@ -29,11 +41,40 @@ def output_record(
     route: Path,
     batch_id: str | None,
     attempts: int,
-    pending_reason: str | None = None,
+    verdict_spec: VerdictSpec | None = None,
+    waiting_in: str | None = None,
 ) -> dict[str, Any]:
-    """One output object. An item whose latest outcome is not final (or that has none) is `pending`."""
+    """One output object (see `record_for`)."""
+    return record_for(
+        item.id,
+        custom_id,
+        item.metadata_json,
+        outcome,
+        route=route,
+        batch_id=batch_id,
+        attempts=attempts,
+        verdict_spec=verdict_spec,
+        waiting_in=waiting_in,
+    )
+
+
+def record_for(
+    item_id: str,
+    custom_id: str,
+    metadata_json: bytes | None,
+    outcome: Outcome | None,
+    *,
+    route: Path,
+    batch_id: str | None,
+    attempts: int,
+    verdict_spec: VerdictSpec | None = None,
+    waiting_in: str | None = None,
+) -> dict[str, Any]:
+    """One output object. An item whose latest outcome is not final (or that has none) is `pending`;
+    `waiting_in` is the live batch holding a pending item (it becomes its `batch_id`)."""
     status = str(outcome.status) if outcome is not None and outcome.final else "pending"
     error = None
+    verdict = None
     if outcome is not None and outcome.failure is not None:
         error = {
             "class": str(outcome.failure),
@@ -41,15 +82,19 @@ def output_record(
             "message": outcome.error_message or outcome.reason,
         }
     elif status == "pending":
-        error = {
-            "class": "PENDING",
-            "type": None,
-            "message": pending_reason or "not finished yet; rerun the same command to resume",
-        }
-    if status == "pending" and error is not None and pending_reason:
-        error["message"] = f"{error['message']}; {pending_reason}"
+        where = f"waiting in batch {waiting_in}" if waiting_in else "not answered yet"
+        error = {"class": PENDING, "type": None, "message": f"{where}; rerun the same command to resume"}
+    if status == "pending" and waiting_in:
+        batch_id = waiting_in
+    if verdict_spec is not None and outcome is not None and outcome.status is Status.SUCCEEDED:
+        parsed = parse_verdict(outcome.text, verdict_spec)
+        if isinstance(parsed, Unscored):
+            status = "miss"
+            error = {"class": VERDICT_UNPARSED, "type": verdict_spec.kind, "message": parsed.reason}
+        else:
+            verdict = parsed.as_dict()
     return {
-        "id": item.id,
+        "id": item_id,
         "custom_id": custom_id,
         "status": status,
         "route": route,
@@ -60,7 +105,8 @@ def output_record(
         "error": error,
         "batch_id": batch_id,
         "attempts": attempts,
-        "metadata": orjson.loads(item.metadata_json) if item.metadata_json else None,
+        "metadata": orjson.loads(metadata_json) if metadata_json else None,
+        "verdict": verdict,
     }
 
 

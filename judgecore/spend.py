@@ -22,7 +22,7 @@ with the job's spend so far from the checkpoint.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -110,3 +110,26 @@ class Budget:
             if total > room:
                 return n
         return len(bounds)
+
+
+@attrs.frozen(kw_only=True)
+class Spend:
+    """What a job's answers cost so far (`spent`), and what the same answers would have cost all-sync."""
+
+    spent: float
+    all_sync: float
+    answers: int
+
+
+def spend_of(answers: Iterable[tuple[str, Usage]], price: ModelPrice) -> Spend:
+    """The spend of every billed answer, `(route, usage)` each, as the checkpoint records them (an item
+    answered twice was paid twice). Cost is linear in each token count, so usages summed per route give
+    the same spend (`answers` then counts the sums). Seed a run's `Budget` with
+    `Budget(cap=..., spent=spend.spent)`."""
+    spent = all_sync = 0.0
+    n = 0
+    for route, usage in answers:
+        spent += answer_cost(usage, price, route)
+        all_sync += all_sync_cost(usage, price)
+        n += 1
+    return Spend(spent=spent, all_sync=all_sync, answers=n)

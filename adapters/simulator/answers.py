@@ -21,6 +21,8 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from .wire import unit_float
+
 #: Marker name -> batch outcome name (see scenario.BATCH_OUTCOMES).
 MARKERS: Final = {
     "max_tokens": "max_tokens",
@@ -245,17 +247,174 @@ class Answer:
     text: str
     output_tokens: int
     stop_reason: str
-    score: int
+    score: int | str
 
 
-def answer(params: Mapping[str, Any], *, seed: int, truncate: bool = False) -> Answer:
-    """The deterministic reply to `params`; `truncate` forces a `max_tokens` stop."""
+# -- the simulator as a judge ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class JudgeFormat:
+    """The verdict line a rubric asks for: `FIELD: value`, a number in lo..hi or one of `labels`."""
+
+    field: str = "Score"
+    lo: int = 1
+    hi: int = 10
+    labels: tuple[str, ...] = ()
+
+    def candidates(self) -> tuple[str, ...]:
+        return self.labels or tuple(str(v) for v in range(self.lo, self.hi + 1))
+
+
+DEFAULT_FORMAT: Final = JudgeFormat()
+
+_LABEL_LINE: Final = re.compile(
+    r"""["'“]?([A-Za-z][\w ]{0,20}?):\s*[A-Z]\b["'”]?[^\n]{0,80}?\b(?:one of|either)\s+"""
+    r"([A-Z][A-Z_]+(?:(?:\s*,\s*(?:or\s+)?|\s+or\s+|\s*/\s*)[A-Z][A-Z_]+)+)"
+)
+_NUMBER_LINE: Final = re.compile(r"""["'“]([A-Za-z][\w ]{0,20}?):\s*N["'”]""")
+_SCALES: Final = (
+    re.compile(r"\b(\d{1,3})\s*(?:-|–|to)\s*(\d{1,3})[- ]+(?:point\s+)?scale"),
+    re.compile(r"scale\s+(?:of|from)\s+(\d{1,3})\s*(?:-|–|to)\s*(\d{1,3})"),
+    re.compile(r"\bfrom\s+(\d{1,3})\s+to\s+(\d{1,3})\b"),
+    re.compile(r"\bbetween\s+(\d{1,3})\s+and\s+(\d{1,3})\b"),
+)
+
+
+def system_text(params: Mapping[str, Any]) -> str:
+    system = params.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, Sequence):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, Mapping))
+    return ""
+
+
+def judge_format(rubric: str) -> JudgeFormat:
+    """The scoring format a rubric asks for ("Verdict: X ... one of PASS, FAIL", "Score: N" on a 1-5
+    scale), or the default `Score: N` with N in 1..10 when it names none."""
+    if m := _LABEL_LINE.search(rubric):
+        labels = tuple(dict.fromkeys(re.findall(r"[A-Z][A-Z_]+", m.group(2))))
+        return JudgeFormat(field=m.group(1).strip(), labels=labels)
+    field = m.group(1).strip() if (m := _NUMBER_LINE.search(rubric)) else DEFAULT_FORMAT.field
+    for scale in _SCALES:
+        if (r := scale.search(rubric)) and int(r.group(1)) < int(r.group(2)):
+            return JudgeFormat(field=field, lo=int(r.group(1)), hi=int(r.group(2)))
+    return JudgeFormat(field=field)
+
+
+def _pick(candidates: Sequence[str], weights: Mapping[str, float], n: int, u: float) -> str:
+    """One candidate: by `weights` where they name any candidate (drawn with `u`), else `n` mod count."""
+    ws = [max(0.0, weights.get(c, 0.0)) for c in candidates]
+    total = sum(ws)
+    if total <= 0:
+        return candidates[n % len(candidates)]
+    acc = 0.0
+    for c, w in zip(candidates, ws, strict=True):
+        acc += w / total
+        if u < acc:
+            return c
+    return candidates[-1]
+
+
+def _instance(schema: Any, name: str, draw: Any, depth: int = 0) -> Any:
+    """A value that validates against `schema` (the common keywords), drawn by `draw(name, candidates)`."""
+    if not isinstance(schema, Mapping) or depth > 8:
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        spelled = [v if isinstance(v, str) else orjson.dumps(v).decode() for v in schema["enum"]]
+        return schema["enum"][spelled.index(draw(name, spelled))]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return _instance(schema[key][0], name, draw, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _instance(v, k, draw, depth + 1) for k, v in props.items()}
+    if kind in ("integer", "number"):
+        lo, hi = _bounds(schema)
+        return int(draw(name, [str(v) for v in range(lo, hi + 1)]))
+    if kind == "boolean":
+        return draw(name, ["true", "false"]) == "true"
+    if kind == "array":
+        n = max(1, int(schema.get("minItems", 1)))
+        return [_instance(schema.get("items", {}), f"{name}.{i}", draw, depth + 1) for i in range(n)]
+    if kind == "null":
+        return None
+    text = " ".join(_WORDS[(i + len(name)) % len(_WORDS)] for i in range(6))
+    return text[: schema["maxLength"]] if isinstance(schema.get("maxLength"), int) else text
+
+
+def _bounds(schema: Mapping[str, Any]) -> tuple[int, int]:
+    """The whole numbers a numeric schema allows (1..10 when it does not say; at most 1,001 of them)."""
+    lo = schema.get("minimum")
+    if lo is None and isinstance(schema.get("exclusiveMinimum"), int | float):
+        lo = math.floor(schema["exclusiveMinimum"]) + 1
+    lo = 1 if lo is None else math.ceil(lo)
+    hi = schema.get("maximum")
+    if hi is None and isinstance(schema.get("exclusiveMaximum"), int | float):
+        hi = math.ceil(schema["exclusiveMaximum"]) - 1
+    hi = lo + 9 if hi is None else math.floor(hi)
+    return lo, max(lo, min(hi, lo + 1000))
+
+
+def _schema_of(params: Mapping[str, Any]) -> Any:
+    oc = params.get("output_config")
+    fmt = oc.get("format") if isinstance(oc, Mapping) else None
+    if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
+        return fmt.get("schema")
+    return None
+
+
+#: What a judge says when it gives no verdict at all (the `unparseable_rate` knob).
+NO_VERDICT: Final = "I cannot assign a grade to this answer: the candidate response is ambiguous."
+
+
+def answer(
+    params: Mapping[str, Any],
+    *,
+    seed: int,
+    truncate: bool = False,
+    score_weights: Mapping[str, float] | None = None,
+    unparseable_rate: float = 0.0,
+) -> Answer:
+    """The deterministic reply to `params`; `truncate` forces a `max_tokens` stop.
+
+    Like a judge: with `output_config.format` a JSON object valid against its schema; otherwise the
+    verdict line the rubric asks for (`judge_format`), then a rationale. Scores are drawn per request
+    content (seeded) from `score_weights` (value -> weight; uniform where they name no candidate), and a
+    share `unparseable_rate` of requests gets an answer with no verdict in it.
+    """
     digest = content_digest(params)
     n = int(digest[:16], 16) ^ seed
-    score = n % 10 + 1
+    weights = dict(score_weights or {})
     words = 8 + (n >> 8) % 33
     rationale = " ".join(_WORDS[(i + (n >> 16)) % len(_WORDS)] for i in range(words))
-    text = f"Score: {score}\nRationale: {rationale.capitalize()}."
+    schema = _schema_of(params)
+    score: int | str
+    if unparseable_rate > 0 and unit_float(seed, "unparseable", digest) < unparseable_rate:
+        text, score = NO_VERDICT, ""
+    elif schema is not None:
+        drawn: dict[str, str] = {}
+
+        def draw(name: str, candidates: Sequence[str]) -> str:
+            drawn[name] = _pick(
+                candidates, weights, n >> (len(drawn) % 32), unit_float(seed, "v", digest, name)
+            )
+            return drawn[name]
+
+        value = _instance(schema, "", draw)
+        text = orjson.dumps(value).decode()
+        score = next(iter(drawn.values()), "")
+    else:
+        fmt = judge_format(system_text(params))
+        picked = _pick(fmt.candidates(), weights, n, unit_float(seed, "score", digest))
+        score = picked if fmt.labels else int(picked)
+        text = f"{fmt.field}: {score}\nRationale: {rationale.capitalize()}."
     max_tokens = int(params["max_tokens"])
     full = tokens_of_text(text)
     if truncate:

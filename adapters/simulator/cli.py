@@ -62,6 +62,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of first-attempt batch requests that come back expired",
     )
     g.add_argument(
+        "--score-weights",
+        default="",
+        metavar="V=W,...",
+        help="weights of the scores the judge draws, e.g. 1=1,2=1,3=2,4=4,5=2 (default: uniform)",
+    )
+    g.add_argument(
+        "--unparseable-rate",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share of answers with no verdict in them (seeded per request)",
+    )
+    g.add_argument(
         "--results-line-delay",
         type=float,
         default=d.results_line_delay,
@@ -81,6 +94,17 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
     if err + exp > 1:
         raise ValueError("--batch-error-rate plus --batch-expired-rate must be at most 1")
     batch_mix = {"succeeded": 1.0 - err - exp, "api_error": err, "expired": exp}
+    weights: dict[str, float] = {}
+    for pair in filter(None, (p.strip() for p in getattr(ns, "score_weights", "").split(","))):
+        value, sep, weight = pair.partition("=")
+        try:
+            weights[value.strip()] = float(weight)
+        except ValueError:
+            raise ValueError(f"--score-weights: expected VALUE=WEIGHT, got {pair!r}") from None
+        if not sep:
+            raise ValueError(f"--score-weights: expected VALUE=WEIGHT, got {pair!r}")
+    if not 0.0 <= getattr(ns, "unparseable_rate", 0.0) <= 1.0:
+        raise ValueError("--unparseable-rate must be in 0..1")
     return Scenario(
         seed=ns.seed,
         batch_seconds=ns.batch_seconds,
@@ -93,4 +117,6 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         sync_fault_mix=sync_mix,
         batch_mix={k: v for k, v in batch_mix.items() if v > 0} or {"succeeded": 1.0},
         results_line_delay=ns.results_line_delay,
+        score_weights=weights,
+        unparseable_rate=getattr(ns, "unparseable_rate", 0.0),
     )

@@ -337,9 +337,16 @@ class Simulator:
         tier: str,
         *salt: object,
     ) -> dict[str, Any]:
-        reply = answers.answer(params, seed=self.scenario.seed, truncate=truncate)
+        s = self.scenario
+        reply = answers.answer(
+            params,
+            seed=s.seed,
+            truncate=truncate,
+            score_weights=dict(s.score_weights),
+            unparseable_rate=s.unparseable_rate,
+        )
         return {
-            "id": make_id("msg_01", self.scenario.seed, "msg", tier, *salt),
+            "id": make_id("msg_01", s.seed, "msg", tier, *salt),
             "type": "message",
             "role": "assistant",
             "model": params["model"],

@@ -147,6 +147,13 @@ class Scenario:
     #: The tier advertised in `anthropic-ratelimit-output-tokens-limit` when `otpm_limit` is None.
     advertised_otpm: int = 400_000
 
+    # --- the judge's answers (see answers.answer) ----------------------------------------------
+    #: Weights of the score values a judge draws (value as text -> weight), where they name any of the
+    #: candidates (the rubric's scale or labels, or a schema property's range or enum); uniform otherwise.
+    score_weights: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_weights)
+    #: Share of requests (by content, seeded) answered with no verdict in the text at all.
+    unparseable_rate: float = attrs.field(default=0.0, validator=_non_negative)
+
     # --- prompt cache ------------------------------------------------------------------------------
     min_cacheable_tokens: int = 1024
 

@@ -7,7 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import items, raw_results
 
-from judgecore import classify, custom_id_for, output_line, output_record
+from judgecore import (
+    RawResult,
+    Usage,
+    classify,
+    custom_id_for,
+    output_line,
+    output_record,
+    parse_item,
+    spec_from_json,
+)
 
 KEYS = [
     "id",
@@ -22,6 +31,7 @@ KEYS = [
     "batch_id",
     "attempts",
     "metadata",
+    "verdict",
 ]
 
 
@@ -39,3 +49,60 @@ def test_output_line_has_the_contract_shape(item, raw, route, attempts):
     assert expected_status == parsed["status"]
     assert (None if item.metadata_json is None else orjson.loads(item.metadata_json)) == parsed["metadata"]
     assert (parsed["status"] == "succeeded") == (parsed["error"] is None)
+
+
+ITEM = parse_item(1, b'{"id": "a", "prompt": "p", "metadata": {"model": "m1"}}')
+PATTERN = spec_from_json({"pattern": r"^Score: (?P<score>\d+)"})
+
+
+def _answer(text, stop_reason="end_turn"):
+    usage = Usage(input_tokens=10, output_tokens=5)
+    return classify(RawResult(kind="succeeded", text=text, stop_reason=stop_reason, usage=usage))
+
+
+def _record(outcome, **kw):
+    kw.setdefault("batch_id", None)
+    return output_record(ITEM, "cid", outcome, route="sync", attempts=1, **kw)
+
+
+def test_without_a_verdict_spec_the_verdict_is_null():
+    assert None is _record(_answer("Score: 4"))["verdict"]
+
+
+def test_a_readable_verdict_is_on_the_line():
+    rec = _record(_answer("Fine.\nScore: 4"), verdict_spec=PATTERN)
+    assert ("succeeded", {"score": 4}, None) == (rec["status"], rec["verdict"], rec["error"])
+
+
+def test_an_unreadable_verdict_is_a_miss_with_its_text_kept():
+    rec = _record(_answer("I decline to grade."), verdict_spec=PATTERN)
+    expected_error = {
+        "class": "VERDICT_UNPARSED",
+        "type": "pattern",
+        "message": "no match for the verdict pattern",
+    }
+    assert ("miss", expected_error, "I decline to grade.", None) == (
+        rec["status"],
+        rec["error"],
+        rec["text"],
+        rec["verdict"],
+    )
+
+
+def test_truncation_stays_model_truncation_whatever_the_text_holds():
+    rec = _record(_answer("Score: 4 because", stop_reason="max_tokens"), verdict_spec=PATTERN)
+    assert ("miss", "MODEL_TRUNCATION", None) == (rec["status"], rec["error"]["class"], rec["verdict"])
+
+
+def test_a_pending_item_in_a_live_batch_names_it():
+    rec = _record(None, waiting_in="msgbatch_1")
+    assert ("pending", "msgbatch_1", "PENDING") == (rec["status"], rec["batch_id"], rec["error"]["class"])
+    assert rec["error"]["message"].startswith("waiting in batch msgbatch_1")
+
+
+def test_a_pending_item_never_sent_says_so():
+    rec = _record(None)
+    assert (None, "not answered yet; rerun the same command to resume") == (
+        rec["batch_id"],
+        rec["error"]["message"],
+    )

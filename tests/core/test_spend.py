@@ -7,6 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
+from judgecore import Usage
 from judgecore.planning import DEFAULT_PRICES
 from judgecore.spend import Budget, all_sync_cost, answer_cost, request_bound
 
@@ -58,3 +59,24 @@ def test_fit_is_the_longest_prefix_that_fits(cap, bounds):
     n = b.fit(tuple(bounds))
     assert sum(bounds[:n]) <= cap
     assert n == len(bounds) or sum(bounds[: n + 1]) > cap
+
+
+usages = st.builds(
+    lambda i, o, w, r: Usage(
+        input_tokens=i, output_tokens=o, cache_creation_input_tokens=w, cache_read_input_tokens=r
+    ),
+    st.integers(0, 10**6),
+    st.integers(0, 10**5),
+    st.integers(0, 10**5),
+    st.integers(0, 10**6),
+)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["sync", "batch"]), usages), max_size=30))
+def test_spend_sums_every_billed_answer_and_batch_never_costs_more_than_all_sync(answers):
+    from judgecore.spend import spend_of
+
+    s = spend_of(answers, SONNET)
+    assert math.isclose(sum(answer_cost(u, SONNET, r) for r, u in answers), s.spent, abs_tol=1e-12)
+    assert len(answers) == s.answers
+    assert s.spent <= s.all_sync + 1e-12

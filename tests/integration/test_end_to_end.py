@@ -286,6 +286,8 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
     assert 0 == res.returncode, res.stderr[-3000:]
     assert "== summary ==" in res.stdout
     assert (tmp_path / "demo" / "batch_output.jsonl").exists()
+    assert f"the judge report (open it in a browser): {tmp_path / 'demo' / 'report.html'}" in res.stdout
+    assert "<svg" in (tmp_path / "demo" / "report.html").read_text()
 
 
 def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):

@@ -1,0 +1,153 @@
+"""`judgecore summary`: a job's scores, failures and spend, from its checkpoint alone.
+
+Read-only: the checkpoint is opened with SQLite's `mode=ro`, no API call is made, no key is needed and
+the SDK is not imported. The output records are rebuilt from the checkpoint exactly as `run` writes them
+(the same `judgecore.report.record_for`), with the verdict spec given by `--verdict` or else the one the
+last run kept, so a pattern changed after the run re-scores every answer. The statistics are the core's
+(`judgecore.summary`); this module only reads and prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from adapters.store import Store, SubBatchRow
+from judgecore.report import record_for
+from judgecore.spend import Budget, price_for, spend_of
+from judgecore.summary import Money, Summary, summarize
+from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
+
+
+def read_verdict_file(path: Path) -> VerdictSpec:
+    """The verdict spec in `path`; a `UsageError` naming the file when it cannot be used."""
+    from adapters.job import UsageError
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (--verdict)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return spec_from_json(raw)
+    except VerdictSpecError as exc:
+        raise UsageError(f"{path}: bad verdict spec: {exc}") from None
+
+
+def spend_from_store(store: Store) -> Money:
+    """Spend so far (every billed answer in the checkpoint), all-sync, and the kept estimate."""
+    manifest = store.get_meta("manifest") or {}
+    estimate = (store.get_meta("estimate") or {}).get("estimated_cost_usd")
+    price = price_for(str(manifest.get("model", "")))
+    if price is None:
+        return Money(estimate_usd=estimate)
+    spend = spend_of(store.usage_by_route(), price)
+    return Money(spend_usd=spend.spent, all_sync_usd=spend.all_sync, estimate_usd=estimate)
+
+
+def budget_from_store(store: Store, cap: float | None) -> Budget:
+    """A run's `Budget`, seeded with the job's spend so far (every billed answer in the checkpoint,
+    earlier runs included). Without a price for the job's model only `cap=None` makes sense (the CLI
+    refuses `--budget` then), and the spend so far counts as 0."""
+    manifest = store.get_meta("manifest") or {}
+    price = price_for(str(manifest.get("model", "")))
+    spent = spend_of(store.usage_by_route(), price).spent if price is not None else 0.0
+    return Budget(cap=cap, spent=spent)
+
+
+def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:
+    """`counts` (by stored status) with the kept verdict spec applied, as the output reports them: a
+    succeeded answer whose verdict cannot be read counts as a miss. Unchanged for a job without one."""
+    kept = store.get_meta("verdict")
+    out = dict(counts)
+    if not kept:
+        return out
+    spec = spec_from_json(kept)
+    unread = sum(1 for text in store.succeeded_texts() if isinstance(parse_verdict(text, spec), Unscored))
+    out["succeeded"] = out.get("succeeded", 0) - unread
+    out["miss"] = out.get("miss", 0) + unread
+    return out
+
+
+def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:
+    """Every item's output object, as `run` writes it, from the checkpoint alone."""
+    default_route = (store.get_meta("route") or {}).get("path", "sync")
+    waiting = store.waiting_batches()
+    out = []
+    for (cid, item_id, metadata), (cid2, outcome, route, batch_id, attempts) in zip(
+        store.item_rows(), store.latest(), strict=True
+    ):
+        assert cid == cid2, "items and outcomes are read in the same order"
+        out.append(
+            record_for(
+                item_id,
+                cid,
+                metadata,
+                outcome,
+                route=route or default_route,
+                batch_id=batch_id,
+                attempts=attempts,
+                verdict_spec=verdict,
+                waiting_in=waiting.get(cid) if outcome is None or not outcome.final else None,
+            )
+        )
+    return out
+
+
+@attrs.frozen(kw_only=True)
+class JobReport:
+    """What `summary` shows and the HTML report draws: the summary and the run's timeline."""
+
+    state_dir: Path
+    summary: Summary
+    model: str | None
+    route: Mapping[str, Any] | None
+    timeline: tuple[tuple[float, str, int | None, str], ...]
+    sub_batches: tuple[SubBatchRow, ...]
+
+
+def job_report(
+    state_dir: Path, *, verdict_path: Path | None = None, by: str | None = None, reference: str | None = None
+) -> JobReport:
+    """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec."""
+    from adapters.job import UsageError
+
+    spec = read_verdict_file(verdict_path) if verdict_path is not None else None
+    if not Store.exists(state_dir):
+        raise UsageError(f"{state_dir}: no judgecore checkpoint here")
+    store = Store.open_readonly(state_dir)
+    try:
+        if spec is None:
+            kept = store.get_meta("verdict")
+            spec = spec_from_json(kept) if kept else None
+        records = records_from_store(store, spec)
+        summary = summarize(
+            records,
+            score_field=spec.score if spec else None,
+            verdict_kind=spec.kind if spec else None,
+            by=by,
+            reference=reference,
+            money=spend_from_store(store),
+        )
+        return JobReport(
+            state_dir=state_dir,
+            summary=summary,
+            model=(store.get_meta("manifest") or {}).get("model"),
+            route=store.get_meta("route"),
+            timeline=tuple(store.timeline()),
+            sub_batches=tuple(store.sub_batches()),
+        )
+    finally:
+        store.close()
+
+
+def summary_json(report: JobReport) -> bytes:
+    return orjson.dumps(
+        {"state": str(report.state_dir), "model": report.model, **report.summary.to_json()},
+        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS,
+    )

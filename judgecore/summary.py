@@ -1,0 +1,315 @@
+"""A job's summary as a value: built from its output records, rendered as text or JSON.
+
+Every item is counted in exactly one of three: `scored` (its verdict has a score), `unscored` (the model
+answered but there is no score: `VERDICT_UNPARSED`, truncation, context overflow, or no verdict spec), and
+`missing` (no answer to read: quarantined or still pending). They are shown first and never folded into
+an average: the score's statistics are over the scored items only. A score is numeric when every scored
+value is a number, else a label. `--by KEY` repeats the summary per value of `metadata[KEY]`;
+`--reference KEY` compares the score with `metadata[KEY]`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from judgecore.stats import (
+    LabelStats,
+    NumericStats,
+    cohen_kappa,
+    confusion,
+    describe_labels,
+    describe_numeric,
+    pearson,
+    spearman,
+    wilson_ci95,
+)
+
+STATUSES = ("succeeded", "miss", "quarantined", "pending")
+NO_VALUE = "(none)"
+
+
+@attrs.frozen(kw_only=True)
+class Money:
+    """US dollars: spent so far, the same answers all-sync, and the dry-run's estimate (None: unknown)."""
+
+    spend_usd: float | None = None
+    all_sync_usd: float | None = None
+    estimate_usd: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Agreement:
+    """The score against a reference label in each item's metadata, over the scored items that have one."""
+
+    n: int
+    agreement: float | None
+    agreement_ci95: tuple[float, float] | None
+    kappa: float | None
+    kappa_weights: str | None  # "quadratic" for numbers, None (unweighted) for labels
+    labels: tuple[Any, ...]
+    matrix: tuple[tuple[int, ...], ...]
+    pearson: float | None
+    spearman: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "agreement": self.agreement,
+            "agreement_ci95": list(self.agreement_ci95) if self.agreement_ci95 else None,
+            "kappa": self.kappa,
+            "kappa_weights": self.kappa_weights,
+            "confusion": {"labels": list(self.labels), "matrix": [list(r) for r in self.matrix]},
+            "pearson": self.pearson,
+            "spearman": self.spearman,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class Group:
+    """The summary of a set of items (the whole job, or one `--by` group)."""
+
+    n: int
+    counts: tuple[tuple[str, int], ...]
+    classes: tuple[tuple[str, int], ...]
+    scored: int
+    unscored: int
+    missing: int
+    score: NumericStats | LabelStats | None
+    reference: Agreement | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "counts": dict(self.counts),
+            "classes": dict(self.classes),
+            "scored": self.scored,
+            "unscored": self.unscored,
+            "missing": self.missing,
+            "score": self.score.to_json() if self.score is not None else None,
+            "reference": self.reference.to_json() if self.reference is not None else None,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class Summary:
+    """The whole summary: the job, its groups, what it cost."""
+
+    overall: Group
+    score_field: str | None
+    verdict_kind: str | None
+    by: str | None
+    groups: tuple[tuple[Any, Group], ...]
+    reference_key: str | None
+    money: Money
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.overall.to_json(),
+            "verdict": {"kind": self.verdict_kind, "score_field": self.score_field},
+            "by": self.by,
+            "groups": [{"value": v, **g.to_json()} for v, g in self.groups] if self.by else None,
+            "reference_key": self.reference_key,
+            "spend_usd": self.money.spend_usd,
+            "all_sync_usd": self.money.all_sync_usd,
+            "estimate_usd": self.money.estimate_usd,
+        }
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float)  # exact types: a bool is a label, and this runs per item
+
+
+def _label(v: Any) -> str:
+    """A value as a label: booleans as JSON spells them, whole floats without their `.0`."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _score(record: Mapping[str, Any], field: str | None) -> Any:
+    verdict = record.get("verdict")
+    if field is None or verdict is None:
+        return None
+    return verdict.get(field)
+
+
+def _metadata(record: Mapping[str, Any], key: str) -> Any:
+    meta = record.get("metadata")
+    return meta.get(key) if type(meta) is dict else None
+
+
+def agreement(reference: Sequence[Any], judged: Sequence[Any]) -> Agreement:
+    """Agreement, kappa, confusion matrix and (numbers on both sides) correlations."""
+    numeric = all(_number(v) for v in (*reference, *judged))
+    if numeric:
+        ref, jud = [float(v) for v in reference], [float(v) for v in judged]
+        ref_l: list[Any] = [int(v) if v.is_integer() else v for v in ref]
+        jud_l: list[Any] = [int(v) if v.is_integer() else v for v in jud]
+    else:
+        ref_l, jud_l = [_label(v) for v in reference], [_label(v) for v in judged]
+    n = len(ref_l)
+    same = sum(a == b for a, b in zip(ref_l, jud_l, strict=True))
+    labels, matrix = confusion(ref_l, jud_l)
+    return Agreement(
+        n=n,
+        agreement=same / n if n else None,
+        agreement_ci95=wilson_ci95(same, n),
+        kappa=cohen_kappa(ref_l, jud_l, weighted=numeric),
+        kappa_weights="quadratic" if numeric else None,
+        labels=labels,
+        matrix=matrix,
+        pearson=pearson(ref, jud) if numeric else None,
+        spearman=spearman(ref, jud) if numeric else None,
+    )
+
+
+def group_of(
+    records: Sequence[Mapping[str, Any]], *, score_field: str | None, reference: str | None
+) -> Group:
+    """The summary of `records` (output objects, CONTRACT.md's shape)."""
+    counts = Counter(r["status"] for r in records)
+    classes = Counter(r["error"]["class"] for r in records if r.get("error"))
+    scores = [(_score(r, score_field), r) for r in records]
+    scored = [(s, r) for s, r in scores if s is not None]
+    missing = sum(1 for r in records if r["status"] in ("quarantined", "pending"))
+    values = [s for s, _ in scored]
+    stats: NumericStats | LabelStats | None
+    if values and all(_number(v) for v in values):
+        stats = describe_numeric([float(v) for v in values])
+    else:
+        stats = describe_labels([_label(v) for v in values])
+    ref = None
+    if reference is not None:
+        pairs = [(m, s) for s, r in scored if (m := _metadata(r, reference)) is not None]
+        ref = agreement([m for m, _ in pairs], [s for _, s in pairs])
+    return Group(
+        n=len(records),
+        counts=tuple((k, counts.get(k, 0)) for k in STATUSES),
+        classes=tuple(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        scored=len(scored),
+        unscored=len(records) - len(scored) - missing,
+        missing=missing,
+        score=stats,
+        reference=ref,
+    )
+
+
+def summarize(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    score_field: str | None,
+    verdict_kind: str | None = None,
+    by: str | None = None,
+    reference: str | None = None,
+    money: Money = Money(),
+) -> Summary:
+    """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored)."""
+    rows = list(records)
+    groups: list[tuple[Any, Group]] = []
+    if by is not None:
+        buckets: dict[str, tuple[Any, list[Mapping[str, Any]]]] = {}
+        for r in rows:
+            v = _metadata(r, by)
+            key = NO_VALUE if v is None else _label(v)
+            buckets.setdefault(key, (NO_VALUE if v is None else v, []))[1].append(r)
+        for key in sorted(buckets, key=lambda k: (k == NO_VALUE, k)):
+            value, members = buckets[key]
+            groups.append((value, group_of(members, score_field=score_field, reference=reference)))
+    return Summary(
+        overall=group_of(rows, score_field=score_field, reference=reference),
+        score_field=score_field,
+        verdict_kind=verdict_kind,
+        by=by,
+        groups=tuple(groups),
+        reference_key=reference,
+        money=money,
+    )
+
+
+# -- text ----------------------------------------------------------------------------------------------
+
+
+def _f(x: float | None, digits: int = 2) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.{digits}f}" if not float(x).is_integer() else f"{int(x)}"
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def _score_line(stats: NumericStats | LabelStats | None) -> str:
+    if stats is None:
+        return "no scored item"
+    if isinstance(stats, NumericStats):
+        ci = f" (95% CI {_f(stats.ci95[0])} to {_f(stats.ci95[1])})" if stats.ci95 else ""
+        return (
+            f"mean {_f(stats.mean)}{ci}, median {_f(stats.median)}, sd {_f(stats.sd)}, "
+            f"range {_f(stats.min)} to {_f(stats.max)}, quartiles {_f(stats.q1)} to {_f(stats.q3)}"
+        )
+    parts = []
+    for label, c in stats.counts:
+        ci = wilson_ci95(c, stats.n)
+        parts.append(f"{label} {c} ({c / stats.n:.1%}, 95% CI {ci[0]:.1%} to {ci[1]:.1%})" if ci else label)
+    return ", ".join(parts)
+
+
+def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
+    """The summary as text: counts and unscored first, then the score, groups, reference and spend."""
+    o = s.overall
+    if s.score_field is None:
+        verdict = "no verdict spec (run with --verdict FILE, or pass it to summary, to score answers)"
+    else:
+        verdict = f"{s.verdict_kind}, score field {s.score_field!r}"
+    lines = [
+        f"{title}: {o.n:,} items; verdict: {verdict}",
+        "  status       " + ", ".join(f"{k} {v:,}" for k, v in o.counts),
+    ]
+    if o.classes:
+        lines.append("  classes      " + ", ".join(f"{k} {v:,}" for k, v in o.classes))
+    lines.append(
+        f"  scored {o.scored:,}, unscored {o.unscored:,}, missing {o.missing:,} "
+        f"(the score is over the {o.scored:,} scored items only)"
+    )
+    lines.append("  score        " + _score_line(o.score))
+    if isinstance(o.score, NumericStats) and o.score.histogram:
+        top = max(b.n for b in o.score.histogram)
+        for b in o.score.histogram:
+            label = _f(b.lo) if b.lo == b.hi else f"{_f(b.lo)}-{_f(b.hi)}"
+            bar = "#" * max(1 if b.n else 0, round(30 * b.n / top))
+            lines.append(f"    {label:>11} {b.n:>7,} {bar}")
+    if s.by is not None:
+        lines.append(f"  by {s.by}:")
+        lines.append(f"    {'value':<20} {'n':>7} {'scored':>7} {'unscored':>8} {'missing':>7}  score")
+        for value, g in s.groups:
+            lines.append(
+                f"    {_label(value)[:20]:<20} {g.n:>7,} {g.scored:>7,} {g.unscored:>8,} {g.missing:>7,}  "
+                + _score_line(g.score)
+            )
+    if s.reference_key is not None and o.reference is not None:
+        r = o.reference
+        weights = " (quadratic-weighted)" if r.kappa_weights else ""
+        lines.append(
+            f"  reference {s.reference_key!r}: {r.n:,} scored items have one; agreement "
+            f"{'-' if r.agreement is None else f'{r.agreement:.1%}'}, kappa {_f(r.kappa, 3)}{weights}"
+            + (f", pearson {_f(r.pearson, 3)}, spearman {_f(r.spearman, 3)}" if r.kappa_weights else "")
+        )
+        if r.labels:
+            lines.append("    confusion (rows: reference, columns: judge)")
+            head = "".join(f"{_label(v)[:8]:>9}" for v in r.labels)
+            lines.append(f"    {'':>10}{head}")
+            for v, row in zip(r.labels, r.matrix, strict=True):
+                lines.append(f"    {_label(v)[:10]:>10}" + "".join(f"{c:>9,}" for c in row))
+    m = s.money
+    lines.append(
+        f"  spend        {_usd(m.spend_usd)} (all-sync would have cost {_usd(m.all_sync_usd)}; "
+        f"estimated {_usd(m.estimate_usd)})"
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,213 @@
+"""Verdicts: what a judge's answer concluded, read from its text by a spec the user gives.
+
+Theory of operation. A `VerdictSpec` is one of two kinds:
+
+- `schema`: the requests carry `output_config.format` with this JSON Schema (structured outputs), so the
+  answer is a JSON object; it is parsed and validated with `jsonschema`, and the verdict is that object.
+  The schema changes what a request asks, so its digest is part of the job's manifest.
+- `pattern`: a regular expression searched in the answer text (multiline); the **last** match counts
+  (judges reason first and conclude last); its named groups are the verdict's fields, and a group whose
+  text is a number becomes a number. It changes nothing that is sent, so it may change after a run.
+
+`score` names the field that summaries aggregate (default `"score"`). `parse_verdict(text, spec)` returns a
+`Verdict`, or `Unscored(reason)` when the answer holds no verdict the spec accepts. The shell applies it
+when the output is built from the checkpoint: the stored outcome stays `succeeded` (final, never resent),
+and the output line becomes a `miss` of class `VERDICT_UNPARSED`, text kept.
+
+`jsonschema` takes half a second to import, so it is imported only where a schema is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+#: The `error.class` of a succeeded answer whose verdict cannot be parsed or validated.
+VERDICT_UNPARSED = "VERDICT_UNPARSED"
+
+DEFAULT_SCORE_FIELD = "score"
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+class VerdictSpecError(ValueError):
+    """A verdict spec that cannot be used (one line, said before anything is sent)."""
+
+
+@attrs.frozen
+class VerdictSpec:
+    """How to read a verdict from an answer: a JSON Schema or a regex, and the field that is the score.
+
+    `source` is the schema as canonical JSON text (sorted keys), or the regex itself.
+    """
+
+    kind: Literal["schema", "pattern"]
+    source: str
+    score: str = DEFAULT_SCORE_FIELD
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        return orjson.loads(self.source) if self.kind == "schema" else None
+
+    @property
+    def schema_digest(self) -> str | None:
+        """A digest of the schema (part of the manifest); None for a pattern (not part of it)."""
+        if self.kind != "schema":
+            return None
+        return hashlib.sha256(self.source.encode()).hexdigest()[:32]
+
+    def output_config(self) -> dict[str, Any] | None:
+        """The `output_config` every request carries for a schema spec; None for a pattern."""
+        schema = self.schema
+        if schema is None:
+            return None
+        return {"format": {"type": "json_schema", "schema": schema}}
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as its file would say it (kept in the checkpoint so `summary` can re-read answers)."""
+        body: Any = self.schema if self.kind == "schema" else self.source
+        return {self.kind: body, "score": self.score}
+
+
+def spec_from_json(raw: bytes | str | Mapping[str, Any]) -> VerdictSpec:
+    """A `VerdictSpec` from a spec file's bytes (or its parsed object); `VerdictSpecError` otherwise."""
+    if isinstance(raw, Mapping):
+        obj: Any = dict(raw)
+    else:
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise VerdictSpecError(f"not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise VerdictSpecError('expected a JSON object: {"schema": {...}} or {"pattern": "REGEX"}')
+    unknown = sorted(set(obj) - {"schema", "pattern", "score"})
+    if unknown:
+        raise VerdictSpecError(f"unknown key(s) {', '.join(unknown)}; expected schema or pattern, and score")
+    if ("schema" in obj) == ("pattern" in obj):
+        raise VerdictSpecError('give exactly one of "schema" or "pattern"')
+    score = obj.get("score", DEFAULT_SCORE_FIELD)
+    if not isinstance(score, str) or not score:
+        raise VerdictSpecError('"score" must be a non-empty string (the field to aggregate)')
+    if "pattern" in obj:
+        pattern = obj["pattern"]
+        if not isinstance(pattern, str) or not pattern:
+            raise VerdictSpecError('"pattern" must be a non-empty string (a regular expression)')
+        try:
+            groups = re.compile(pattern, re.MULTILINE).groupindex
+        except re.error as exc:
+            raise VerdictSpecError(f'"pattern" does not compile: {exc}') from None
+        if not groups:
+            raise VerdictSpecError('"pattern" has no named group, e.g. (?P<score>\\d+)')
+        if score not in groups:
+            raise VerdictSpecError(
+                f'"pattern" has no group named {score!r} (the score field); it has {", ".join(groups)}'
+            )
+        return VerdictSpec("pattern", pattern, score)
+    schema = obj["schema"]
+    if not isinstance(schema, dict):
+        raise VerdictSpecError('"schema" must be a JSON Schema object')
+    if schema.get("type") != "object":
+        raise VerdictSpecError('"schema" must describe an object ("type": "object"): the verdict\'s fields')
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        raise VerdictSpecError(f'"schema" is not a valid JSON Schema: {exc.message}') from None
+    props = schema.get("properties")
+    if isinstance(props, dict) and props and score not in props:
+        raise VerdictSpecError(f'"schema" has no property {score!r} (the score field)')
+    return VerdictSpec("schema", orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(), score)
+
+
+Scalar = int | float | str | bool
+
+
+@attrs.frozen
+class Verdict:
+    """The fields of one verdict, in order, and the score (a number or a label)."""
+
+    fields: tuple[tuple[str, Any], ...]
+    score: Scalar
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+@attrs.frozen
+class Unscored:
+    """An answer that holds no verdict the spec accepts, and why."""
+
+    reason: str
+
+
+def _number(text: str) -> int | float | str:
+    """A group's text as a number when it is one (surrounding spaces aside), else the text itself."""
+    s = text.strip()
+    if _INTEGER.fullmatch(s):
+        return int(s)
+    if _NUMBER.fullmatch(s):
+        value = float(s)
+        if math.isfinite(value):
+            return value
+    return text
+
+
+@functools.lru_cache(maxsize=16)
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source, re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=16)
+def _validator(source: str) -> Any:
+    from jsonschema.validators import validator_for
+
+    schema = orjson.loads(source)
+    return validator_for(schema)(schema)
+
+
+def _score_of(fields: Mapping[str, Any], name: str) -> Scalar | Unscored:
+    value = fields.get(name)
+    if value is None:
+        return Unscored(f"the verdict has no {name!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        return Unscored(f"{name!r} is not a finite number")
+    if not isinstance(value, int | float | str | bool):
+        return Unscored(f"{name!r} is not a number or a label")
+    return value
+
+
+def parse_verdict(text: str | None, spec: VerdictSpec) -> Verdict | Unscored:
+    """The verdict in an answer's text, by `spec` (see the module docstring), or `Unscored(reason)`."""
+    if text is None or not text.strip():
+        return Unscored("the answer has no text")
+    if spec.kind == "pattern":
+        last = None
+        for last in _pattern(spec.source).finditer(text):  # noqa: B007 - the last match counts
+            pass
+        if last is None:
+            return Unscored("no match for the verdict pattern")
+        fields = tuple((k, None if v is None else _number(v)) for k, v in last.groupdict().items())
+    else:
+        try:
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            return Unscored(f"not valid JSON ({exc})")
+        error = next(iter(_validator(spec.source).iter_errors(obj)), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path)
+            return Unscored(f"does not match the schema{f' at {where}' if where else ''}: {error.message}")
+        fields = tuple(obj.items())
+    score = _score_of(dict(fields), spec.score)
+    if isinstance(score, Unscored):
+        return score
+    return Verdict(fields, score)

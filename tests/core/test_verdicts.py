@@ -1,0 +1,96 @@
+"""Verdict specs and parse_verdict: a schema or a regex reads the verdict; anything else is Unscored."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from judgecore import Unscored, Verdict, VerdictSpecError, parse_verdict, spec_from_json
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}, "why": {"type": "string"}},
+    "required": ["score", "why"],
+    "additionalProperties": False,
+}
+PATTERN = spec_from_json(b'{"pattern": "^Score:\\\\s*(?P<score>\\\\S+)"}')
+
+
+def test_the_last_match_counts_and_numeric_groups_become_numbers():
+    text = "Score: 3 would be harsh.\nOn reflection:\nScore: 4\n"
+    assert Verdict((("score", 4),), 4) == parse_verdict(text, PATTERN)
+    assert {"score": 7.5} == parse_verdict("Score: 7.5", PATTERN).as_dict()  # type: ignore[union-attr]
+
+
+def test_a_label_stays_text_and_is_the_score():
+    spec = spec_from_json({"pattern": r"Verdict: (?P<verdict>[A-Z]+)", "score": "verdict"})
+    assert Verdict((("verdict", "PASS"),), "PASS") == parse_verdict("Verdict: FAIL\nVerdict: PASS", spec)
+
+
+def test_no_match_is_unscored_with_a_reason():
+    assert Unscored("no match for the verdict pattern") == parse_verdict("I cannot grade this.", PATTERN)
+    assert Unscored("the answer has no text") == parse_verdict(None, PATTERN)
+
+
+def test_a_schema_answer_is_validated():
+    spec = spec_from_json({"schema": SCHEMA})
+    good = orjson.dumps({"score": 2, "why": "thin"}).decode()
+    assert Verdict((("score", 2), ("why", "thin")), 2) == parse_verdict(good, spec)
+    bad = parse_verdict('{"score": 9, "why": "x"}', spec)
+    assert isinstance(bad, Unscored) and "at score" in bad.reason and "maximum" in bad.reason
+    assert parse_verdict("Score: 2", spec).reason.startswith("not valid JSON")  # type: ignore[union-attr]
+
+
+def test_schema_spec_carries_output_config_and_a_digest_pattern_has_neither():
+    spec = spec_from_json({"schema": SCHEMA})
+    assert {"format": {"type": "json_schema", "schema": SCHEMA}} == spec.output_config()
+    assert spec.schema_digest == spec_from_json({"schema": dict(reversed(SCHEMA.items()))}).schema_digest
+    assert (None, None) == (PATTERN.output_config(), PATTERN.schema_digest)
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"schema": {"type": "object"}, "pattern": "(?P<score>x)"}', "exactly one"),
+        (b"{}", "exactly one"),
+        (b'{"pattern": "(?P<score>"}', "does not compile"),
+        (b'{"pattern": "Score: (\\\\d+)"}', "no named group"),
+        (b'{"pattern": "(?P<grade>\\\\d+)"}', "no group named 'score'"),
+        (
+            b'{"schema": {"type": "object", "properties": {"score": {"type": "nonsense"}}}}',
+            "not a valid JSON Schema",
+        ),
+        (b'{"schema": {"type": "integer"}}', "must describe an object"),
+        (b'{"schema": {"type": "object", "properties": {"grade": {}}}}', "no property 'score'"),
+        (b'{"pattern": "(?P<score>x)", "scor": "x"}', "unknown key"),
+    ],
+)
+def test_a_bad_spec_is_refused_with_one_line(raw, says):
+    with pytest.raises(VerdictSpecError) as exc:
+        spec_from_json(raw)
+    assert says in str(exc.value) and "\n" not in str(exc.value)
+
+
+@given(st.lists(st.integers(0, 100), min_size=1, max_size=8), st.text(alphabet="abc \n", max_size=20))
+def test_whatever_precedes_it_the_last_score_line_wins(scores, noise):
+    text = noise + "\n" + "\n".join(f"Score: {s}" for s in scores)
+    assert scores[-1] == parse_verdict(text, PATTERN).score  # type: ignore[union-attr]
+
+
+@given(st.sampled_from(["sync", "batch"]), st.one_of(st.none(), st.text(min_size=1, max_size=40)))
+def test_a_schema_rides_every_request_byte_for_byte(path, rubric):
+    """The pre-serialized output_config piece: body == the params dict serialized, size exact."""
+    from judgecore import RequestTemplate, build_requests, parse_item
+
+    spec = spec_from_json({"schema": SCHEMA})
+    template = RequestTemplate.build(
+        model="claude-sonnet-4-6", max_tokens=64, rubric=rubric, path=path, output_config=spec.output_config()
+    )
+    (request,) = build_requests([parse_item(1, b'{"id": "x", "prompt": "p"}')], template)
+    body = request.body(template)
+    assert len(body) == request.size
+    assert {"custom_id": request.custom_id, "params": request.params(template)} == orjson.loads(body)
+    assert spec.output_config() == request.params(template)["output_config"]

@@ -1,0 +1,189 @@
+"""The HTML report: self-contained, and rendered by a real headless Chromium with no network."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.simulator import Scenario, Simulator, serve
+from tests.integration.conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium)")
+
+# No network for the page: every host resolves to nothing and every request goes to a closed loopback
+# port; Chromium's own background services are turned off.
+OFFLINE = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--proxy-server=127.0.0.1:9",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--enable-logging=stderr",
+    "--v=0",
+]
+
+
+def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, set[str]]:
+    """(DOM after load, console lines, URLs the browser tried to fetch)."""
+    netlog = tmp / f"{page.stem}.netlog.json"
+    res = subprocess.run(
+        [
+            CHROMIUM,
+            *OFFLINE,
+            f"--user-data-dir={tmp / 'profile'}",
+            f"--log-net-log={netlog}",
+            *extra,
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == res.returncode, res.stderr[-2000:]
+    console = [line for line in res.stderr.splitlines() if ":CONSOLE" in line]
+    tried = (
+        set(re.findall(r'"url":"([^"]+)"', netlog.read_text(errors="replace"))) if netlog.exists() else set()
+    )
+    return res.stdout, "\n".join(console), tried
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> Path:
+    """A finished job's checkpoint: a pattern verdict, three groups, unparseable answers, truncations."""
+    import anthropic
+
+    from adapters.job import JobSettings, ajudge, items_from_objects
+    from judgecore import spec_from_json
+
+    root = tmp_path_factory.mktemp("job")
+    rows = [
+        {
+            "id": f"i{k}",
+            "prompt": f"answer #{k}" + (" [[sim:max_tokens]]" if k % 29 == 0 else ""),
+            "metadata": {"model": ["alpha", "beta", "gamma"][k % 3], "gold": 1 + k % 5},
+        }
+        for k in range(90)
+    ]
+    scenario = Scenario(
+        seed=4, batch_seconds=0.2, unparseable_rate=0.1, score_weights={"2": 1, "3": 2, "4": 3}
+    )
+    settings = JobSettings(
+        force="batch",
+        max_batch_requests=40,
+        poll_interval=0.05,
+        verdict=spec_from_json({"pattern": r"^Score: (?P<score>\d+)"}),
+    )
+
+    async def run(base_url: str) -> None:
+        async with anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-t", max_retries=0) as client:
+            await ajudge(
+                items_from_objects(rows),
+                rubric="Grade on a 1-5 scale; end with 'Score: N'.",
+                state_dir=root / "state",
+                settings=settings,
+                client=client,
+            )
+
+    with serve(Simulator(scenario)) as server:
+        asyncio.run(run(server.base_url))
+    return root / "state"
+
+
+def _write_report(state: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    args = ["summary", "--state", str(state), "--by", "model", "--reference", "gold", "--html", str(out)]
+    return subprocess.run(
+        [sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+
+
+def test_the_report_is_one_file_with_inline_plots_and_nothing_to_fetch(job, tmp_path):
+    out = tmp_path / "report.html"
+    res = _write_report(job, out)
+    assert 0 == res.returncode, res.stderr
+    page = out.read_text()
+    assert 4 <= page.count("<svg")
+    assert [] == re.findall(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
+    assert [] == [x for x in ("<script", "<link", "@import") if x in page]
+    assert "VERDICT_UNPARSED" in page and "model=alpha" in page
+
+
+@needs_chromium
+def test_the_report_renders_offline_in_headless_chromium_with_its_plots(job, tmp_path):
+    out = tmp_path / "report.html"
+    assert 0 == _write_report(job, out).returncode
+    dom, console, tried = _chromium(out, tmp_path)
+    assert "" == console
+    assert set() == {u for u in tried if u in out.read_text()}
+    svgs = re.findall(r"<svg\b.*?</svg>", dom, flags=re.S)
+    assert 4 <= len(svgs) and all("<path" in s for s in svgs)
+    shot = tmp_path / "report.png"
+    _chromium(out, tmp_path, "--window-size=1100,3600", f"--screenshot={shot}")
+    assert shot.stat().st_size > 10_000
+    keep = ROOT / ".screenshots"
+    if keep.is_dir():  # `mkdir .screenshots` to look at the last one
+        shutil.copy(shot, keep / "report.png")
+
+
+@needs_chromium
+def test_the_browser_check_sees_a_console_error_and_a_fetch(tmp_path):
+    """The checks above can fail: a page that errs and fetches is caught by both."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!doctype html><script>console.error("boom")</script><img src="http://example.com/x.png">'
+    )
+    _, console, tried = _chromium(page, tmp_path)
+    assert "boom" in console
+    assert "http://example.com/x.png" in tried
+
+
+def test_help_run_and_status_import_neither_matplotlib_nor_jsonschema():
+    code = (
+        "import sys, adapters.cli, adapters.job, adapters.summary, judgecore; "
+        "print(sorted(m for m in ('matplotlib', 'jsonschema', 'anthropic') if m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert [] == orjson.loads(res.stdout.replace("'", '"'))
+
+
+def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
+    from adapters.html_report import render_html
+    from adapters.summary import JobReport
+    from judgecore.summary import summarize
+
+    def rec(status, verdict, gold):
+        error = None if status == "succeeded" else {"class": "PENDING", "type": None, "message": "x"}
+        return {"status": status, "error": error, "verdict": verdict, "metadata": {"gold": gold, "m": "a<b>"}}
+
+    rows = [
+        rec("succeeded", {"v": "PASS"}, "PASS"),
+        rec("succeeded", {"v": "FAIL"}, "PASS"),
+        rec("pending", None, "FAIL"),
+    ]
+    summary = summarize(rows, score_field="v", verdict_kind="pattern", by="m", reference="gold")
+    page = render_html(
+        JobReport(state_dir=Path("s"), summary=summary, model=None, route=None, timeline=(), sub_batches=())
+    )
+    assert "No answer recorded yet." in page and "a&lt;b&gt;" in page and "a<b>" not in page
+    assert 2 == page.count(
+        "<svg"
+    )  # where the items went, and the labels (overall and per group); no spend plot
+    empty = summarize([rec("pending", None, None)], score_field=None)
+    assert "<svg" in render_html(
+        JobReport(state_dir=Path("s"), summary=empty, model=None, route=None, timeline=(), sub_batches=())
+    )

@@ -1,0 +1,69 @@
+"""adapters.summary over a checkpoint: spend and the budget's seed, verdict-aware counts, read-only."""
+
+from __future__ import annotations
+
+import math
+
+from adapters.store import OutcomeRow, Store
+from adapters.summary import budget_from_store, counts_with_verdicts, records_from_store, spend_from_store
+from judgecore import Outcome, Status, Usage, spec_from_json
+from judgecore.planning import DEFAULT_PRICES
+from judgecore.spend import spend_of
+
+SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
+
+
+def _checkpoint(tmp_path):
+    state = tmp_path / "s"
+    store = Store.open(state)
+    store.bind_job({"model": "claude-sonnet-4-6"}, [("c1", "a", "d"), ("c2", "b", "d"), ("c3", "c", "d")])
+    store.record_metadata([("c1", b'{"m": 1}'), ("c2", None)])
+    store.set_meta("verdict", {"pattern": r"Score: (?P<score>\d)", "score": "score"})
+
+    def answer(text, usage):
+        return Outcome(status=Status.SUCCEEDED, failure=None, reason="ok", text=text, usage=usage)
+
+    store.record_outcomes(
+        [
+            OutcomeRow(
+                custom_id="c1",
+                outcome=answer("Score: 4", Usage(input_tokens=1000, output_tokens=50)),
+                route="sync",
+                at=1.0,
+            ),
+            OutcomeRow(
+                custom_id="c2",
+                outcome=answer("no verdict", Usage(input_tokens=2000, cache_read_input_tokens=900)),
+                route="batch",
+                at=2.0,
+                sub_id=1,
+            ),
+        ]
+    )
+    store.close()
+    return state
+
+
+def test_the_budget_starts_from_every_billed_answer_in_the_checkpoint(tmp_path):
+    store = Store.open_readonly(_checkpoint(tmp_path))
+    try:
+        budget, money = budget_from_store(store, 1.0), spend_from_store(store)
+        one_by_one = spend_of(store.answers(), SONNET)
+    finally:
+        store.close()
+    assert 2 == one_by_one.answers
+    assert math.isclose(one_by_one.spent, budget.spent) and budget.spent == money.spend_usd
+    assert math.isclose(1.0 - budget.spent, budget.left)
+
+
+def test_counts_and_records_read_verdicts_from_the_checkpoint_alone(tmp_path):
+    store = Store.open_readonly(_checkpoint(tmp_path))
+    try:
+        counts = counts_with_verdicts(store, store.counts())
+        records = records_from_store(store, spec_from_json(store.get_meta("verdict")))
+    finally:
+        store.close()
+    assert {"succeeded": 1, "miss": 1, "quarantined": 0, "pending": 1} == counts
+    assert [("succeeded", {"score": 4}, {"m": 1}), ("miss", None, None), ("pending", None, None)] == [
+        (r["status"], r["verdict"], r["metadata"]) for r in records
+    ]

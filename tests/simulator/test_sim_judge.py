@@ -1,0 +1,71 @@
+"""The simulator answers like a judge: the rubric's format, a schema's shape, seeded scores and misses."""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonschema import validate
+
+from adapters.simulator.answers import NO_VERDICT, JudgeFormat, answer, judge_format
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        "label": {"enum": ["good", "bad", 3]},
+        "ok": {"type": "boolean"},
+        "why": {"type": "string", "maxLength": 12},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+    },
+    "required": ["score", "label", "ok", "why", "tags"],
+    "additionalProperties": False,
+}
+
+
+def params(text: str, *, system: str | None = None, schema: dict | None = None) -> dict:
+    p: dict = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 400,
+        "messages": [{"role": "user", "content": text}],
+    }
+    if system is not None:
+        p["system"] = [{"type": "text", "text": system}]
+    if schema is not None:
+        p["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+    return p
+
+
+def test_the_rubric_names_the_format():
+    assert JudgeFormat(field="Verdict", labels=("PASS", "FAIL")) == judge_format(
+        'End with one line "Verdict: X", where X is one of PASS or FAIL.'
+    )
+    assert JudgeFormat(field="Rating", lo=1, hi=5) == judge_format(
+        'Grade on a 1-5 scale; end with "Rating: N".'
+    )
+    assert JudgeFormat() == judge_format("Be fair.")
+
+
+@given(st.integers(0, 10_000))
+def test_a_label_rubric_is_answered_with_one_of_its_labels(i):
+    a = answer(params(f"item {i}", system='Say "Verdict: X" with X one of PASS, FAIL, UNSURE.'), seed=3)
+    first = a.text.splitlines()[0]
+    assert first in {"Verdict: PASS", "Verdict: FAIL", "Verdict: UNSURE"}
+
+
+@given(st.integers(0, 10_000), st.integers(0, 5))
+def test_a_schema_answer_validates_against_it(i, seed):
+    validate(orjson.loads(answer(params(f"item {i}", schema=SCHEMA), seed=seed).text), SCHEMA)
+
+
+def test_score_weights_shape_the_distribution():
+    system = "Rate on a 1-5 scale."
+    got = {answer(params(f"q{i}", system=system), seed=1, score_weights={"4": 1.0}).score for i in range(50)}
+    assert {4} == got
+
+
+def test_the_unparseable_rate_is_a_seeded_share_of_requests():
+    texts = [answer(params(f"q{i}"), seed=9, unparseable_rate=0.25).text for i in range(800)]
+    share = sum(t == NO_VERDICT for t in texts) / len(texts)
+    assert 0.18 < share < 0.32
+    assert texts == [answer(params(f"q{i}"), seed=9, unparseable_rate=0.25).text for i in range(800)]
