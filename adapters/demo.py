@@ -107,7 +107,7 @@ async def _run_job(base_url: str, items: Any, root: Path, name: str, settings: J
             settings=settings,
             client=client,
             out=root / f"{name}_output.jsonl",
-            emit=emit,
+            progress=emit,
         )
 
 
