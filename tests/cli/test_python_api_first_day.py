@@ -62,7 +62,7 @@ def test_judge_takes_a_progress_callback_that_sees_the_runs_events(tmp_path):
 
 def test_judge_refuses_an_out_path_that_is_a_directory_before_sending(tmp_path):
     sim = Simulator(Scenario(seed=4))
-    with pytest.raises(UsageError, match="--out .*is a directory"):
+    with pytest.raises(UsageError, match=r"--out .*is a directory"):
         judge(_items(2), rubric=None, state_dir=tmp_path / "s", client=sim_client(sim), out=tmp_path)
     assert 0 == len(sim.log)
 
