@@ -29,6 +29,7 @@ from adapters.job import (
     load_items,
 )
 from adapters.paths import existing_state_problem, input_problem, out_problem, state_problem
+from adapters.progress import plural
 from judgecore import plan_json, render_plan
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -71,11 +72,6 @@ examples:
   judgecore run items.jsonl --state runs/j1 --rubric rubric.txt --force-sync       # same-day critical run
   judgecore status --state runs/j1
 """
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """`1 request`, `2 requests`, `1,000 requests`."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 class _Parser(argparse.ArgumentParser):

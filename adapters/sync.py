@@ -295,6 +295,9 @@ class _Runner:
                 concurrency=self.conc.limit,
                 output_tokens=t["output_tokens"],
                 elapsed=now - self.started,
+                succeeded=t["succeeded"],
+                pending=t["pending"],
+                earlier=self.skipped,
             )
         )
 
