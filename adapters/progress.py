@@ -48,12 +48,13 @@ def _clock() -> str:
 
 def sync_line(p: SyncProgress) -> str:
     """The sync tally in words: the whole job's items done, and how many of them succeeded."""
-    done, total = p.done + p.earlier, p.total + p.earlier
-    head = f"{done:,}/{total:,} done" + (f" ({p.earlier:,} before this run)" if p.earlier else "")
+    details = [f"{p.earlier:,} before this run"] if p.earlier else []
     if p.succeeded is not None:
-        head += f", {p.succeeded:,} succeeded"
-        if p.pending:
-            head += f", {p.pending:,} pending"
+        this_run = f"{p.succeeded:,} succeeded" + (f", {p.pending:,} pending" if p.pending else "")
+        details.append(f"this run: {this_run}" if p.earlier else this_run)
+    head = f"{p.done + p.earlier:,}/{p.total + p.earlier:,} done" + (
+        f" ({'; '.join(details)})" if details else ""
+    )
     rate = p.done / p.elapsed if p.elapsed > 0 else 0.0
     return (
         f"{head}; {rate:.1f}/s, {plural(p.retries, 'retry', 'retries')}, {p.rate_limited:,} 429s, "

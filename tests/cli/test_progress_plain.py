@@ -81,14 +81,14 @@ def test_sync_progress_counts_the_whole_job_including_what_the_probe_answered():
     """Was: "sync: 0/39 done" for a 40-item job whose first item the probe answered."""
     out = io.StringIO()
     PlainProgress(out)(_sync(done=0, total=39, earlier=1, succeeded=0, pending=0, elapsed=0.0))
-    assert lines_of(out)[0].startswith("sync: 1/40 done (1 before this run), 0 succeeded;")
+    assert lines_of(out)[0].startswith("sync: 1/40 done (1 before this run; this run: 0 succeeded);")
 
 
 def test_sync_progress_says_done_and_succeeded_apart():
     """Was: "50/50 done" when none succeeded."""
     out = io.StringIO()
     PlainProgress(out)(_sync(done=50, total=50, succeeded=0, pending=50, retries=100, elapsed=10.0))
-    assert lines_of(out)[0].startswith("sync: 50/50 done, 0 succeeded, 50 pending; 5.0/s, 100 retries,")
+    assert lines_of(out)[0].startswith("sync: 50/50 done (0 succeeded, 50 pending); 5.0/s, 100 retries,")
 
 
 def test_sync_progress_from_an_emitter_that_gives_no_breakdown_still_reads_true():
