@@ -286,7 +286,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         else:
             sys.stdout.write(render_plan(result.plan))
         return EXIT_OK
-    resume = resume_command(argv)
+    resume = command_line(argv)
     terminated = []
 
     def on_sigterm(signum: int, frame: object) -> None:
@@ -377,8 +377,9 @@ def launcher(
     return ["judgecore"]  # called in-process (tests, another program): the console script's name
 
 
-def resume_command(argv: Sequence[str]) -> str:
-    """The command that resumes this run, quoted for a POSIX shell, as it works where it is printed."""
+def command_line(argv: Sequence[str]) -> str:
+    """`judgecore ARGV` as this process was started (see `launcher`), quoted for a POSIX shell: the
+    resume command, or any other judgecore command to print, as it works where it is printed."""
     words = launcher(
         argv0=sys.argv[0], executable=sys.executable, environ=os.environ, cwd=Path.cwd(), project=PROJECT
     )

@@ -115,7 +115,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio
 
-    from adapters.cli import _emitter
+    from adapters.cli import _emitter, command_line
+    from adapters.progress import plural
     from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
@@ -148,7 +149,7 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         ]
         for name, fname, settings in jobs:
             items = load_items(root / fname)
-            print(f"\n== {name} job: {len(items):,} items ==", file=sys.stderr)
+            print(f"\n== {name} job: {plural(len(items), 'item')} ==", file=sys.stderr)
             with contextlib.ExitStack() as stack:
                 emit = _emitter(stack)
                 result = asyncio.run(_run_job(server.base_url, items, root, name, settings, emit))
@@ -162,9 +163,9 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         c = result.counts
         attempts = sum(r["attempts"] for r in result.records.values())
         print(
-            f"{name:>5} job: {sum(c.values()):,} items via {result.route.path if result.route else '?'}: "
+            f"{name:>5} job: {plural(sum(c.values()), 'item')} via {result.route.path if result.route else '?'}: "
             + ", ".join(f"{k} {v:,}" for k, v in c.items())
-            + f"; {attempts:,} sends"
+            + f"; {plural(attempts, 'send')}"
         )
         print(
             f"       cost ${actual:.2f} vs ${all_sync:.2f} all-sync ({1 - actual / all_sync:.0%} saved)"
@@ -175,5 +176,5 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         print(f"       output: {result.output_path}")
         ok = ok and result.exit_code == EXIT_OK
     print(f"done in {elapsed:.1f} s; job files, checkpoints and outputs are in {root}")
-    print(f"inspect a checkpoint with: judgecore status --state {root / 'state-batch'}")
+    print(f"inspect a checkpoint with: {command_line(['status', '--state', str(root / 'state-batch')])}")
     return EXIT_OK if ok else 3
