@@ -28,7 +28,13 @@ from adapters.job import (
     ajudge,
     load_items,
 )
-from adapters.paths import existing_state_problem, input_problem, out_problem, state_problem
+from adapters.paths import (
+    directory_problem,
+    existing_state_problem,
+    input_problem,
+    out_problem,
+    state_problem,
+)
 from adapters.progress import plural
 from judgecore import plan_json, render_plan
 
@@ -519,6 +525,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "demo":
                 from adapters.demo import run_demo
 
+                if ns.dir is not None and (problem := directory_problem(ns.dir, "--dir", probe=True)):
+                    raise UsageError(problem)
                 return run_demo(n=ns.n, directory=ns.dir)
             case "simulator":
                 return cmd_simulator(ns)

@@ -50,7 +50,7 @@ def _can_create_in(directory: Path) -> bool:
     return True
 
 
-def _creatable_dir(path: Path, flag: str, *, probe: bool) -> str | None:
+def directory_problem(path: Path, flag: str, *, probe: bool) -> str | None:
     """The problem with a directory that will be created if missing (None when it can be)."""
     if problem := _too_long(path):
         return f"{flag} {path}: {problem}"
@@ -80,7 +80,7 @@ def input_problem(path: Path, flag: str) -> str | None:
 
 def state_problem(state: Path, *, create: bool) -> str | None:
     """The problem with `--state DIR` for a run (`create`: it may be made; probed for writing)."""
-    return _creatable_dir(state, "--state", probe=create)
+    return directory_problem(state, "--state", probe=create)
 
 
 def existing_state_problem(state: Path) -> str | None:

@@ -216,3 +216,10 @@ def test_usage_errors_are_one_line_without_the_usage_banner(tmp_path, capsys):
     code, err = run(["run"], capsys)
     assert 2 == code
     assert "INPUT" in one_line(err) and "judgecore run --help" in err
+
+
+def test_demo_dir_that_is_a_file_is_exit_2(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    code, err = run(["demo", "--dir", str(tmp_path / "f")], capsys)
+    assert 2 == code
+    assert "--dir" in one_line(err) and "not a directory" in err
