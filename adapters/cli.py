@@ -35,7 +35,7 @@ from adapters.paths import (
     out_problem,
     state_problem,
 )
-from adapters.progress import plural
+from adapters.progress import plural, stderr_progress
 from judgecore import plan_json, render_plan
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -181,15 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="a batch is overdue this long after its expires_at (default: %(default)s)",
     )
-    b.add_argument(
+    s = run.add_argument_group("sync")
+    s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
+    r = run.add_argument_group("retries (both routes)")
+    r.add_argument(
         "--max-attempts",
         type=int,
         default=3,
         metavar="N",
-        help="sends per item before it stays pending (default: %(default)s)",
+        help="sends per item per run before it stays pending; a rerun gives it a fresh budget (default: %(default)s)",
     )
-    s = run.add_argument_group("sync")
-    s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
 
     st = sub.add_parser(
         "status",
@@ -259,14 +260,6 @@ def _read_rubric(path: Path | None) -> str | None:
     return text
 
 
-def _emitter(stack: Any) -> Any:
-    from adapters.progress import LiveProgress, PlainProgress
-
-    if sys.stderr.isatty():
-        return stack.enter_context(LiveProgress())
-    return PlainProgress()
-
-
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     import contextlib
 
@@ -302,7 +295,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     with contextlib.ExitStack() as stack:
         stack.callback(signal.signal, signal.SIGTERM, previous)
-        emit = _emitter(stack)
+        emit = stderr_progress(stack)
         try:
             result = asyncio.run(
                 ajudge(items, rubric=rubric, state_dir=ns.state, settings=settings, out=out, progress=emit)

@@ -115,8 +115,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio
 
-    from adapters.cli import _emitter, command_line
-    from adapters.progress import plural
+    from adapters.cli import command_line
+    from adapters.progress import plural, stderr_progress
     from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
@@ -151,7 +151,7 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             items = load_items(root / fname)
             print(f"\n== {name} job: {plural(len(items), 'item')} ==", file=sys.stderr)
             with contextlib.ExitStack() as stack:
-                emit = _emitter(stack)
+                emit = stderr_progress(stack)
                 result = asyncio.run(_run_job(server.base_url, items, root, name, settings, emit))
             results[name] = result
     elapsed = time.monotonic() - started

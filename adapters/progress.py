@@ -7,6 +7,7 @@ comes from the clock and from ended batches, never from an in-progress batch's c
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import IO, Any
@@ -16,6 +17,7 @@ from adapters.events import (
     BatchHarvested,
     BatchPolled,
     BatchStuck,
+    Emit,
     Event,
     Notice,
     RoundStarted,
@@ -145,6 +147,7 @@ class LiveProgress:
         self._rows: dict[int, dict[str, Any]] = {}
         self._sync: SyncProgress | None = None
         self._round = ""
+        self._skew = 0.0  # the run's clock minus the wall clock, from the last event that had both
         self._live = Live(
             get_renderable=self._render, console=self._console, refresh_per_second=4, transient=False
         )
@@ -167,7 +170,7 @@ class LiveProgress:
             table = Table(title=f"judgecore batches {self._round}".strip(), expand=False)
             for col in ("sub", "batch id", "requests", "status", "to deadline", "results"):
                 table.add_column(col, justify="right" if col in ("sub", "requests") else "left")
-            now = time.time()
+            now = time.time() + self._skew  # the view ticks between events, on the run's clock
             for i, row in sorted(self._rows.items())[-30:]:
                 deadline = row.get("deadline")
                 left = (
@@ -203,7 +206,8 @@ class LiveProgress:
                 self._round = f"(round {r}: {plural(n, 'request')}, {plural(k, 'sub-batch', 'sub-batches')})"
             case BatchCreated(sub_id=i, batch_id=b, n=n):
                 self._rows[i] = {"batch_id": b, "n": n, "status": "in_progress", "deadline": None}
-            case BatchPolled(sub_id=i, batch_id=b, status=st, n=n, deadline=d):
+            case BatchPolled(sub_id=i, batch_id=b, status=st, n=n, deadline=d, now=now):
+                self._skew = now - time.time()
                 row = self._rows.setdefault(i, {"batch_id": b, "n": n})
                 row.update(status=st, deadline=d)
             case BatchHarvested(sub_id=i, counts=c):
@@ -220,3 +224,10 @@ class LiveProgress:
                 self._sync = p
             case _:
                 pass
+
+
+def stderr_progress(stack: contextlib.ExitStack) -> Emit:
+    """The CLI's progress on stderr: the live view on a terminal (entered on `stack`), else plain lines."""
+    if sys.stderr.isatty():
+        return stack.enter_context(LiveProgress())
+    return PlainProgress()
