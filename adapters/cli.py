@@ -495,11 +495,18 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
 def cmd_simulator(ns: argparse.Namespace) -> int:
     from adapters.simulator import Simulator, run_server_forever, scenario_from_args
 
+    if not 0 <= ns.port <= 65_535:
+        raise UsageError(f"--port must be in 0..65535 (0: any free port), got {ns.port}")
     try:
         scenario = scenario_from_args(ns)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    run_server_forever(Simulator(scenario), ns.host, ns.port)
+    try:
+        run_server_forever(Simulator(scenario), ns.host, ns.port)
+    except OSError as exc:  # the port is taken, the host is not ours: nothing was served
+        raise UsageError(
+            f"--host {ns.host} --port {ns.port}: cannot listen there ({exc.strerror or exc})"
+        ) from None
     return EXIT_OK
 
 

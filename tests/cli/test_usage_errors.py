@@ -223,3 +223,22 @@ def test_demo_dir_that_is_a_file_is_exit_2(tmp_path, capsys):
     code, err = run(["demo", "--dir", str(tmp_path / "f")], capsys)
     assert 2 == code
     assert "--dir" in one_line(err) and "not a directory" in err
+
+
+def test_simulator_port_out_of_range_is_exit_2(capsys):
+    code, err = run(["simulator", "--port", "99999"], capsys)
+    assert 2 == code
+    assert "--port" in one_line(err)
+
+
+def test_simulator_on_a_port_in_use_is_exit_2(capsys):
+    """Was: a traceback from bind()."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = run(["simulator", "--port", str(port)], capsys)
+    assert 2 == code
+    assert "cannot listen there" in one_line(err)
