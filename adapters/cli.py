@@ -63,7 +63,7 @@ output (JSONL, one line per item, input order; default STATE/output.jsonl): id, 
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
-  2  bad usage or bad input; nothing was sent
+  2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
   3  some items are pending: rerun the same command to resume
   4  fatal API configuration (authentication, permission, unknown model, every request invalid)
   130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_TOKENS,
         metavar="N",
-        help="per answer, unless an item sets its own (default: %(default)s)",
+        help="per answer, unless an item sets its own; at most the model's output limit (default: %(default)s)",
     )
     run.add_argument("--out", type=Path, metavar="FILE", help="output JSONL (default: STATE/output.jsonl)")
     g = run.add_argument_group("planning")
