@@ -13,6 +13,7 @@ import io
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -372,7 +373,16 @@ def _resume_line(stderr: str) -> str:
     return m.group(1)
 
 
-@pytest.mark.parametrize("how", ["uv run --project", "python -m adapters.cli"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param(
+            "uv run --project",
+            marks=pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not on PATH"),
+        ),
+        "python -m adapters.cli",
+    ],
+)
 def test_the_printed_resume_command_works_where_it_is_printed(how, flaky, tmp_path):
     """Was: `judgecore run ...` printed after a uv-only setup, where `judgecore` is not on PATH."""
     work = tmp_path / "work"
