@@ -476,7 +476,15 @@ class _Run:
             self.store.set_state(sub_id, "live", note)
             self.adopted.append(snap.id)
         self.emit(
-            BatchCreated(sub_id=sub_id, batch_id=snap.id, n=n, expires_at=snap.expires_at, adopted=adopted)
+            BatchCreated(
+                sub_id=sub_id,
+                batch_id=snap.id,
+                n=n,
+                expires_at=snap.expires_at,
+                adopted=adopted,
+                created_at=snap.created_at,
+                now=self.clock.now(),
+            )
         )
         now = self.clock.now()
         action = next_poll_action(now, snap, self.s.poll)
@@ -571,6 +579,7 @@ class _Run:
                         n=e.n,
                         deadline=deadline,
                         now=now,
+                        created_at=e.snap.created_at,
                     )
                 )
                 await self._harvest(e)
@@ -587,6 +596,7 @@ class _Run:
                         n=e.n,
                         deadline=deadline,
                         now=now,
+                        created_at=e.snap.created_at,
                     )
                 )
 

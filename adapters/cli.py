@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import os
 import shlex
+import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -25,6 +28,14 @@ from adapters.job import (
     ajudge,
     load_items,
 )
+from adapters.paths import (
+    directory_problem,
+    existing_state_problem,
+    input_problem,
+    out_problem,
+    state_problem,
+)
+from adapters.progress import plural, stderr_progress
 from judgecore import plan_json, render_plan
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -53,7 +64,7 @@ output (JSONL, one line per item, input order; default STATE/output.jsonl): id, 
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
-  2  bad usage or bad input; nothing was sent
+  2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
   3  some items are pending: rerun the same command to resume
   4  fatal API configuration (authentication, permission, unknown model, every request invalid)
   130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
@@ -72,18 +83,27 @@ examples:
 """
 
 
-def _positive_float(text: str) -> float:
+class _Parser(argparse.ArgumentParser):
+    """argparse, with each usage error on one line (no usage banner) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds (fractions allowed); the range is each flag's, in JobSettings."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
     return value
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="judgecore", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -109,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_TOKENS,
         metavar="N",
-        help="per answer, unless an item sets its own (default: %(default)s)",
+        help="per answer, unless an item sets its own; at most the model's output limit (default: %(default)s)",
     )
     run.add_argument("--out", type=Path, metavar="FILE", help="output JSONL (default: STATE/output.jsonl)")
     g = run.add_argument_group("planning")
@@ -152,27 +172,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--poll-interval",
-        type=_positive_float,
+        type=_seconds,
         default=60.0,
         metavar="SECONDS",
         help="between polls of a batch; fractions allowed (default: %(default)s)",
     )
     b.add_argument(
         "--grace",
-        type=_positive_float,
+        type=_seconds,
         default=1800.0,
         metavar="SECONDS",
         help="a batch is overdue this long after its expires_at (default: %(default)s)",
     )
-    b.add_argument(
+    s = run.add_argument_group("sync")
+    s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
+    r = run.add_argument_group("retries (both routes)")
+    r.add_argument(
         "--max-attempts",
         type=int,
         default=3,
         metavar="N",
-        help="sends per item before it stays pending (default: %(default)s)",
+        help="sends per item per run before it stays pending; a rerun gives it a fresh budget (default: %(default)s)",
     )
-    s = run.add_argument_group("sync")
-    s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
     _add_scoring_arguments(run)
 
     st = sub.add_parser(
@@ -238,21 +259,13 @@ def _read_rubric(path: Path | None) -> str | None:
         return None
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file (--rubric)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc} (--rubric)") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 ({exc})") from None
     if not text.strip():
         raise UsageError(f"{path}: the rubric is empty")
     return text
-
-
-def _emitter(stack: Any) -> Any:
-    from adapters.progress import LiveProgress, PlainProgress
-
-    if sys.stderr.isatty():
-        return stack.enter_context(LiveProgress())
-    return PlainProgress()
 
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -266,6 +279,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("--json goes with --dry-run (the output file is JSONL already)")
     if ns.state is None and not ns.dry_run:
         raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
+    out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
+    _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
     items = load_items(ns.input)
     if ns.dry_run:
@@ -278,8 +293,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         else:
             sys.stdout.write(render_plan(result.plan))
         return EXIT_OK
-    out = ns.out or ns.state / "output.jsonl"
-    resume = "judgecore " + shlex.join(argv)
+    resume = command_line(argv)
     terminated = []
 
     def on_sigterm(signum: int, frame: object) -> None:
@@ -289,10 +303,10 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     with contextlib.ExitStack() as stack:
         stack.callback(signal.signal, signal.SIGTERM, previous)
-        emit = _emitter(stack)
+        emit = stderr_progress(stack)
         try:
             result = asyncio.run(
-                ajudge(items, rubric=rubric, state_dir=ns.state, settings=settings, out=out, emit=emit)
+                ajudge(items, rubric=rubric, state_dir=ns.state, settings=settings, out=out, progress=emit)
             )
         except KeyboardInterrupt:
             stack.close()
@@ -313,8 +327,71 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"error: fatal API configuration: {result.fatal}; stopped, nothing lost", file=sys.stderr)
         return EXIT_FATAL
     if result.exit_code == EXIT_PENDING:
-        print(f"{c['pending']:,} item(s) pending; resume with:\n  {resume}", file=sys.stderr)
+        print(f"{plural(c['pending'], 'item')} pending; resume with:\n  {resume}", file=sys.stderr)
     return result.exit_code
+
+
+def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
+    """Every path `run` will read or write, checked before anything is read, created or sent."""
+    problem = input_problem(ns.input, "INPUT")
+    if problem is None and ns.rubric is not None:
+        problem = input_problem(ns.rubric, "--rubric")
+    if problem is None and ns.state is not None:
+        problem = state_problem(ns.state, create=not ns.dry_run)
+    if problem is None and out is not None and not ns.dry_run:
+        inputs = (ns.input,) + ((ns.rubric,) if ns.rubric is not None else ())
+        problem = out_problem(out, inputs=inputs, state=ns.state)
+    if problem:
+        raise UsageError(problem)
+
+
+# The project this code runs from, when it runs from a source checkout (not an installed wheel).
+_SOURCE_ROOT = Path(__file__).resolve().parents[1]
+PROJECT: Path | None = _SOURCE_ROOT if (_SOURCE_ROOT / "pyproject.toml").is_file() else None
+
+
+def launcher(
+    *,
+    argv0: str,
+    executable: str,
+    environ: Mapping[str, str],
+    cwd: Path,
+    project: Path | None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> list[str]:
+    """The words that start judgecore again the way this process was started, from `cwd`.
+
+    `uv run` from a checkout gives `uv run [--project DIR] judgecore` (`--project`, not `--directory`,
+    so relative paths in the arguments still mean what they meant); `python -m adapters.cli` gives the
+    same interpreter; an installed `judgecore` gives `judgecore` when that is the one on PATH, else
+    its full path.
+    """
+    start = Path(argv0)
+    as_module = start.parent.name == "adapters" and start.name in ("cli.py", "__main__.py")
+    if "UV" in environ and project is not None:
+        inside = cwd.resolve().is_relative_to(project.resolve())
+        uv = ["uv", "run"] + ([] if inside else ["--project", str(project)])
+        return uv + (["python", "-m", "adapters.cli"] if as_module else ["judgecore"])
+    if as_module:
+        on_path = which("python")
+        python = (
+            "python" if on_path and Path(on_path).absolute() == Path(executable).absolute() else executable
+        )
+        return [python, "-m", "adapters.cli"]
+    if start.name == "judgecore":
+        on_path = which("judgecore")
+        same = on_path is not None and Path(on_path).absolute() == (cwd / start).absolute()
+        return ["judgecore"] if same or start == Path("judgecore") else [str((cwd / start).absolute())]
+    return ["judgecore"]  # called in-process (tests, another program): the console script's name
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """`judgecore ARGV` as this process was started (see `launcher`), quoted for a POSIX shell: the
+    resume command, or any other judgecore command to print, as it works where it is printed."""
+    words = launcher(
+        argv0=sys.argv[0], executable=sys.executable, environ=os.environ, cwd=Path.cwd(), project=PROJECT
+    )
+    return shlex.join([*words, *argv])
 
 
 def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = None) -> None:
@@ -331,11 +408,20 @@ def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = No
     write_output_atomic(out, (output_line(r) for r in records.values()))
 
 
+def _existing_state(state: Path) -> None:
+    """`--state` for `status` and `cancel`: a directory holding a checkpoint."""
+    from adapters.store import Store
+
+    if problem := existing_state_problem(state):
+        raise UsageError(problem)
+    if not Store.exists(state):
+        raise UsageError(f"--state {state}: no judgecore checkpoint here")
+
+
 def cmd_status(ns: argparse.Namespace) -> int:
     from adapters.store import Store
 
-    if not Store.exists(ns.state):
-        raise UsageError(f"{ns.state}: no judgecore checkpoint here")
+    _existing_state(ns.state)
     store = Store.open(ns.state)
     try:
         subs = store.sub_batches()
@@ -393,8 +479,6 @@ def cmd_status(ns: argparse.Namespace) -> int:
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
-    import os
-
     from adapters.batch import cancel_job
     from adapters.batch_api import AnthropicBatchApi
     from adapters.clock import RealClock
@@ -402,8 +486,7 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     from adapters.progress import PlainProgress
     from adapters.store import Store
 
-    if not Store.exists(ns.state):
-        raise UsageError(f"{ns.state}: no judgecore checkpoint here")
+    _existing_state(ns.state)
     client = _default_client(os.environ)
     store = Store.open(ns.state)
     try:
@@ -412,8 +495,9 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
         )
     finally:
         store.close()
+    n = len(canceled)
     print(
-        f"canceled {len(canceled)} live batch(es); a later `judgecore run` with --state {ns.state} resumes the rest",
+        f"canceled {plural(n, 'live batch', 'live batches')}; a later run with --state {ns.state} resumes the rest",
         file=sys.stderr,
     )
     return EXIT_OK
@@ -422,11 +506,18 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
 def cmd_simulator(ns: argparse.Namespace) -> int:
     from adapters.simulator import Simulator, run_server_forever, scenario_from_args
 
+    if not 0 <= ns.port <= 65_535:
+        raise UsageError(f"--port must be in 0..65535 (0: any free port), got {ns.port}")
     try:
         scenario = scenario_from_args(ns)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    run_server_forever(Simulator(scenario), ns.host, ns.port)
+    try:
+        run_server_forever(Simulator(scenario), ns.host, ns.port)
+    except OSError as exc:  # the port is taken, the host is not ours: nothing was served
+        raise UsageError(
+            f"--host {ns.host} --port {ns.port}: cannot listen there ({exc.strerror or exc})"
+        ) from None
     return EXIT_OK
 
 
@@ -562,6 +653,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "demo":
                 from adapters.demo import run_demo
 
+                if ns.dir is not None and (problem := directory_problem(ns.dir, "--dir", probe=True)):
+                    raise UsageError(problem)
                 return run_demo(n=ns.n, directory=ns.dir)
             case "simulator":
                 return cmd_simulator(ns)

@@ -103,7 +103,7 @@ async def _run_job(base_url: str, items: Any, root: Path, name: str, settings: J
             settings=settings,
             client=client,
             out=root / f"{name}_output.jsonl",
-            emit=emit,
+            progress=emit,
         )
 
 
@@ -111,7 +111,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio
 
-    from adapters.cli import _emitter
+    from adapters.cli import command_line
+    from adapters.progress import plural, stderr_progress
     from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
@@ -145,9 +146,9 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         ]
         for name, fname, settings in jobs:
             items = load_items(root / fname)
-            print(f"\n== {name} job: {len(items):,} items ==", file=sys.stderr)
+            print(f"\n== {name} job: {plural(len(items), 'item')} ==", file=sys.stderr)
             with contextlib.ExitStack() as stack:
-                emit = _emitter(stack)
+                emit = stderr_progress(stack)
                 result = asyncio.run(_run_job(server.base_url, items, root, name, settings, emit))
             results[name] = result
     elapsed = time.monotonic() - started
@@ -160,9 +161,9 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         c = result.counts
         attempts = sum(r["attempts"] for r in result.records.values())
         print(
-            f"{name:>5} job: {sum(c.values()):,} items via {result.route.path if result.route else '?'}: "
+            f"{name:>5} job: {plural(sum(c.values()), 'item')} via {result.route.path if result.route else '?'}: "
             + ", ".join(f"{k} {v:,}" for k, v in c.items())
-            + f"; {attempts:,} sends"
+            + f"; {plural(attempts, 'send')}"
         )
         print(
             f"       spend ${actual:.2f} vs ${all_sync:.2f} all-sync ({1 - actual / all_sync:.0%} saved); "
@@ -179,7 +180,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     report = root / "report.html"
     write_html_report(report, job_report(root / "state-batch", by="topic"))
     print(f"done in {elapsed:.1f} s; job files, checkpoints and outputs are in {root}")
-    print(f"inspect a checkpoint with: judgecore status --state {root / 'state-batch'}")
-    print(f"scores by topic: judgecore summary --state {root / 'state-batch'} --by topic")
+    state = str(root / "state-batch")
+    print(f"inspect a checkpoint with: {command_line(['status', '--state', state])}")
+    print(f"scores by topic: {command_line(['summary', '--state', state, '--by', 'topic'])}")
     print(f"the judge report (open it in a browser): {report}")
     return EXIT_OK if ok else 3

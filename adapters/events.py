@@ -27,6 +27,8 @@ class BatchCreated:
     n: int
     expires_at: float
     adopted: bool = False  # an orphan found by listing, not a new create
+    created_at: float | None = None  # the batch's own created_at (epoch seconds)
+    now: float | None = None  # the run's clock when the create returned
 
 
 @attrs.frozen(kw_only=True)
@@ -37,6 +39,7 @@ class BatchPolled:
     n: int
     deadline: float
     now: float
+    created_at: float | None = None  # the batch's own created_at, for its age
 
 
 @attrs.frozen(kw_only=True)
@@ -56,7 +59,13 @@ class BatchStuck:
 
 @attrs.frozen(kw_only=True)
 class SyncProgress:
-    """Sync path tally so far; `total` is the number of requests this run sends."""
+    """Sync path tally so far; `total` is the number of requests this run sends.
+
+    `done` counts this run's items that ended (final, or pending once their sends are spent), of
+    which `succeeded` succeeded and `pending` stay pending; `earlier` counts the job's items that were
+    final before this run began (an earlier run's, or the routing probe's answer). `succeeded` and
+    `pending` are None from an emitter that does not break `done` down.
+    """
 
     done: int
     total: int
@@ -66,6 +75,9 @@ class SyncProgress:
     concurrency: int
     output_tokens: int
     elapsed: float
+    succeeded: int | None = None
+    pending: int | None = None
+    earlier: int = 0
 
 
 @attrs.frozen(kw_only=True)

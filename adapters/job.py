@@ -23,6 +23,7 @@ import orjson
 
 from adapters.clock import Clock, RealClock
 from adapters.events import Emit, Notice, discard
+from adapters.paths import out_problem, state_problem
 from adapters.store import Store
 from judgecore import (
     DEFAULT_PRICES,
@@ -45,6 +46,7 @@ from judgecore import (
     route,
 )
 from judgecore.items import Path as RoutePath
+from judgecore.models import max_tokens_problem
 from judgecore.planning import Plan
 from judgecore.ratelimit import RateLimitReading
 from judgecore.verdicts import VerdictSpec
@@ -86,15 +88,25 @@ class JobSettings:
     budget: float | None = None
 
     def __attrs_post_init__(self) -> None:
+        max_tokens = max_tokens_problem(self.model, self.max_tokens) if self.max_tokens >= 1 else None
         checks = [
+            (bool(self.model.strip()), "--model must be a non-empty model id"),
             (self.max_tokens >= 1, "--max-tokens must be >= 1"),
+            (max_tokens is None, f"--max-tokens: {max_tokens}"),
             (self.sync_threshold >= 1, "--sync-threshold must be >= 1"),
+            (self.sync_threshold <= 10**9, "--sync-threshold must be at most 1,000,000,000"),
             (self.otpm is None or self.otpm >= 1, "--otpm must be >= 1"),
+            (self.otpm is None or self.otpm <= 10**9, "--otpm must be at most 1,000,000,000"),
             (1 <= self.max_batch_requests <= 100_000, "--max-batch-requests must be in 1..100000"),
             (1_000 <= self.max_batch_bytes <= 256_000_000, "--max-batch-bytes must be in 1000..256000000"),
+            (math.isfinite(self.poll_interval), "--poll-interval must be a finite number of seconds"),
             (self.poll_interval > 0, "--poll-interval must be > 0"),
+            (self.poll_interval <= 86_400, "--poll-interval must be at most 86400 seconds (a day)"),
+            (math.isfinite(self.grace), "--grace must be a finite number of seconds"),
             (self.grace >= 0, "--grace must be >= 0"),
+            (self.grace <= 604_800, "--grace must be at most 604800 seconds (a week)"),
             (self.concurrency is None or self.concurrency >= 1, "--concurrency must be >= 1"),
+            (self.concurrency is None or self.concurrency <= 10_000, "--concurrency must be at most 10000"),
             (self.max_attempts >= 1, "--max-attempts must be >= 1"),
             (
                 self.budget is None or (math.isfinite(self.budget) and self.budget > 0),
@@ -104,6 +116,7 @@ class JobSettings:
                 self.budget is None or self.model in DEFAULT_PRICES,
                 f"--budget needs the model's prices, and judgecore has none for {self.model!r}",
             ),
+            (self.max_attempts <= 100, "--max-attempts must be at most 100"),
         ]
         for ok, message in checks:
             if not ok:
@@ -255,11 +268,15 @@ async def ajudge(
     out: Path | str | None = None,
     dry_run: bool = False,
     clock: Clock | None = None,
-    emit: Emit = discard,
+    progress: Emit = discard,
     environ: Mapping[str, str] | None = None,
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments."""
+    emit = progress
     items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
+    for item in items:
+        if item.max_tokens is not None and (problem := max_tokens_problem(settings.model, item.max_tokens)):
+            raise UsageError(f"line {item.line}: item {item.id!r}: {problem}")
     state_dir = Path(state_dir)
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
@@ -271,6 +288,11 @@ async def ajudge(
 
     if not items:
         raise UsageError("the input has no items")
+    problem = state_problem(state_dir, create=True) or (
+        out_problem(Path(out), state=state_dir) if out is not None else None
+    )
+    if problem:
+        raise UsageError(problem)
     try:
         sync_settings = _sync_settings(settings, environ)
     except ValueError as exc:
@@ -356,7 +378,7 @@ def judge(
     out: Path | str | None = None,
     dry_run: bool = False,
     clock: Clock | None = None,
-    emit: Emit = discard,
+    progress: Emit = discard,
     environ: Mapping[str, str] | None = None,
 ) -> JudgeResult:
     """Judge `items` (objects shaped like input lines: `{"id", "prompt" | "messages", ...}`).
@@ -364,8 +386,17 @@ def judge(
     Runs the whole job, or resumes it from `state_dir`, and returns a `JudgeResult` whose `records`
     map each item id to its output object. `client` is an `anthropic.AsyncAnthropic` (built from
     the environment when None); `out`, when given, also writes the output JSONL atomically.
-    Raises `UsageError` on bad input or a state dir of another job, before anything is sent.
+    `progress` receives the run's events (`adapters.events`) as they happen, e.g. `print` or
+    `adapters.progress.PlainProgress()`.
+    Raises `UsageError` on bad input or a state dir of another job, before anything is sent; inside
+    a running event loop (a notebook, an async app), use `await ajudge(...)` instead.
     """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # no loop running: judge() starts its own
+    else:
+        raise UsageError("judge() was called inside a running event loop; use `await ajudge(...)` there")
     return asyncio.run(
         ajudge(
             items,
@@ -376,7 +407,7 @@ def judge(
             out=out,
             dry_run=dry_run,
             clock=clock,
-            emit=emit,
+            progress=progress,
             environ=environ,
         )
     )

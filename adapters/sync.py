@@ -90,6 +90,7 @@ class _Shell:
     emit: Emit
     rng: random.Random
     progress_interval: float = float("inf")
+    earlier: int = 0  # the job's items final before this run (an earlier run's, the probe's)
     shown: float = -float("inf")
 
     def record(self, rows: Sequence[Row]) -> None:
@@ -116,6 +117,9 @@ class _Shell:
                 concurrency=run.conc.limit,
                 output_tokens=t.output_tokens,
                 elapsed=now - started,
+                succeeded=t.succeeded,
+                pending=t.left_pending,
+                earlier=self.earlier,
             )
         )
 
@@ -264,7 +268,9 @@ async def run_sync(
         price=price,
         contacted=not warm_up,
     )
-    shell = _Shell(store, todo, template, api, clock, emit, rng, settings.progress_interval)
+    shell = _Shell(
+        store, todo, template, api, clock, emit, rng, settings.progress_interval, len(requests) - len(todo)
+    )
     run, done = await shell.interpret(run)
     counts = {k: v for k, v in attrs.asdict(run.tally).items() if k != "left_pending"}
     return SyncRunResult(

@@ -1,0 +1,128 @@
+"""Path checks: every file and directory a run will read or write, checked before anything is sent.
+
+Each check returns the problem as a one-line message naming the flag (or None when the path is fine);
+the CLI and `ajudge` raise it as a `UsageError` (exit 2). Checks never create anything except, for
+`--out` and `--state`, a probe file that is removed at once in the directory that will hold them
+(the honest test of "writable", which permission bits alone cannot give: root, read-only mounts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+# The checkpoint's own files in a state dir (adapters.store.DB_NAME and SQLite's companions).
+STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
+
+_NAME_MAX = 255
+_PATH_MAX = 4096
+
+
+def _too_long(path: Path) -> str | None:
+    text = os.fsencode(path)
+    if len(text) >= _PATH_MAX:
+        return f"the path is too long ({len(text):,} bytes)"
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest > _NAME_MAX:
+        return f"the path is too long (a name of {longest:,} bytes; at most {_NAME_MAX})"
+    return None
+
+
+def _first_existing(path: Path) -> Path:
+    """`path` or its nearest ancestor that exists (the cwd for a relative path with none)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return Path.cwd()
+
+
+def _can_create_in(directory: Path) -> bool:
+    """Whether a file can be created in `directory`, by creating one and removing it."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".judgecore-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        Path(tmp).unlink()
+    return True
+
+
+def directory_problem(path: Path, flag: str, *, probe: bool) -> str | None:
+    """The problem with a directory that will be created if missing (None when it can be)."""
+    if problem := _too_long(path):
+        return f"{flag} {path}: {problem}"
+    base = _first_existing(path)
+    if not base.is_dir():
+        if base == path:
+            return f"{flag} {path}: exists and is not a directory"
+        return f"{flag} {path}: cannot be created under {base}, which is a file"
+    if probe and not _can_create_in(base):
+        what = "is not writable" if base == path else f"cannot be created ({base} is not writable)"
+        return f"{flag} {path}: {what}"
+    return None
+
+
+def input_problem(path: Path, flag: str) -> str | None:
+    """The problem with a file to read (INPUT, `--rubric`), or None."""
+    if problem := _too_long(path):
+        return f"{path}: {problem} ({flag})"
+    if path.is_dir():
+        return f"{path}: is a directory, not a file ({flag})"
+    if not path.exists():
+        return f"{path}: no such file ({flag})"
+    if not os.access(path, os.R_OK):
+        return f"{path}: not readable ({flag})"
+    return None
+
+
+def state_problem(state: Path, *, create: bool) -> str | None:
+    """The problem with `--state DIR` for a run (`create`: it may be made; probed for writing)."""
+    return directory_problem(state, "--state", probe=create)
+
+
+def existing_state_problem(state: Path) -> str | None:
+    """The problem with `--state DIR` for `status` / `cancel`, which need a checkpoint already there."""
+    if problem := _too_long(state):
+        return f"--state {state}: {problem}"
+    if state.exists() and not state.is_dir():
+        return f"--state {state}: exists and is not a directory"
+    return None
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        return False
+    return a.resolve() == b.resolve()
+
+
+def out_problem(out: Path, *, inputs: tuple[Path, ...] = (), state: Path | None = None) -> str | None:
+    """The problem with `--out FILE`: a directory, under a file, not writable, or a file the run reads
+    (INPUT, the rubric) or owns (the checkpoint's files); None when the output can be written there."""
+    if problem := _too_long(out):
+        return f"--out {out}: {problem}"
+    if out.is_dir():
+        return f"--out {out}: is a directory; give a file name"
+    for path in inputs:
+        if _same(out, path):
+            return f"--out {out}: is the input file {path}; the output would overwrite it"
+    if state is not None:
+        if _same(out, state):
+            return f"--out {out}: is the --state directory"
+        for name in STATE_FILES:
+            if _same(out, state / name):
+                return f"--out {out}: is one of the checkpoint's own files in {state}"
+    if out.exists() and not os.access(out, os.W_OK):
+        return f"--out {out}: not writable"
+    parent = out.parent
+    base = _first_existing(parent)
+    if not base.is_dir():
+        return f"--out {out}: cannot be written under {base}, which is a file"
+    if not _can_create_in(base):
+        return f"--out {out}: not writable ({base} does not let files be created)"
+    return None

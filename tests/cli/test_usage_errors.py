@@ -1,0 +1,244 @@
+"""A new user's mistakes with paths and flags: exit 2, one line naming the flag or FILE:LINE, nothing sent.
+
+Each case is run in-process through `adapters.cli.main` with a client that must never be built:
+`ANTHROPIC_BASE_URL` points at a port where nothing listens, so any send would show as a connection
+error rather than exit 2. (tests/integration/test_first_day.py checks the same against the simulator's
+request log.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.cli import main
+
+DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", DEAD)
+
+
+@pytest.fixture
+def items(tmp_path: Path) -> Path:
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(
+        b"".join(orjson.dumps({"id": f"q{i}", "prompt": f"grade {i}"}) + b"\n" for i in range(3))
+    )
+    return path
+
+
+def run(argv: list[str], capsys) -> tuple[int, str]:
+    """Exit status and stderr of `judgecore ARGV` (argparse's own errors exit through SystemExit)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    return code, err
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert 1 == len(lines), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- --state --------------------------------------------------------------------------------------
+
+
+def test_state_that_is_an_existing_file_is_exit_2(items, tmp_path, capsys):
+    """Was FileExistsError, exit 1."""
+    state = tmp_path / "state"
+    state.write_text("not a dir")
+    code, err = run(["run", str(items), "--state", str(state)], capsys)
+    assert 2 == code
+    assert "--state" in one_line(err) and "not a directory" in err
+
+
+def test_state_under_a_file_is_exit_2(items, tmp_path, capsys):
+    """Was NotADirectoryError, exit 1."""
+    (tmp_path / "afile").write_text("x")
+    code, err = run(["run", str(items), "--state", str(tmp_path / "afile" / "s")], capsys)
+    assert 2 == code
+    assert "--state" in one_line(err) and "afile" in err
+
+
+def test_state_that_cannot_be_created_is_exit_2(items, capsys):
+    code, err = run(["run", str(items), "--state", "/proc/judgecore-state/s"], capsys)
+    assert 2 == code
+    assert "--state" in one_line(err) and "cannot be created" in err
+
+
+def test_state_with_a_name_too_long_is_exit_2(items, tmp_path, capsys):
+    code, err = run(["run", str(items), "--state", str(tmp_path / ("x" * 300))], capsys)
+    assert 2 == code
+    assert "--state" in one_line(err) and "too long" in err
+
+
+@pytest.mark.parametrize("command", ["status", "cancel"])
+def test_status_and_cancel_on_a_file_are_exit_2(tmp_path, capsys, command):
+    (tmp_path / "f").write_text("x")
+    code, err = run([command, "--state", str(tmp_path / "f")], capsys)
+    assert 2 == code
+    assert "--state" in one_line(err)
+
+
+# -- INPUT and --rubric --------------------------------------------------------------------------
+
+
+def test_input_that_is_a_directory_is_exit_2(tmp_path, capsys):
+    """Was IsADirectoryError, exit 1."""
+    code, err = run(["run", str(tmp_path), "--state", str(tmp_path / "s")], capsys)
+    assert 2 == code
+    assert "is a directory" in one_line(err) and "INPUT" in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_rubric_that_is_a_directory_is_exit_2(items, tmp_path, capsys):
+    code, err = run(["run", str(items), "--state", str(tmp_path / "s"), "--rubric", str(tmp_path)], capsys)
+    assert 2 == code
+    assert "--rubric" in one_line(err) and "is a directory" in err
+
+
+# -- --out ---------------------------------------------------------------------------------------
+
+
+def test_out_that_is_a_directory_is_exit_2_before_anything_is_sent(items, tmp_path, capsys):
+    """Was IsADirectoryError after the whole job ran and was paid."""
+    code, err = run(["run", str(items), "--state", str(tmp_path / "s"), "--out", str(tmp_path)], capsys)
+    assert 2 == code
+    assert "--out" in one_line(err) and "is a directory" in err
+
+
+def test_out_under_a_file_is_exit_2(items, tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "out.jsonl"
+    code, err = run(["run", str(items), "--state", str(tmp_path / "s"), "--out", str(out)], capsys)
+    assert 2 == code
+    assert "--out" in one_line(err) and "afile" in err
+
+
+def test_out_that_is_not_writable_is_exit_2(items, tmp_path, capsys):
+    code, err = run(
+        ["run", str(items), "--state", str(tmp_path / "s"), "--out", "/proc/judgecore-out.jsonl"], capsys
+    )
+    assert 2 == code
+    assert "--out" in one_line(err) and "not writable" in err
+
+
+def test_out_equal_to_the_input_is_exit_2_and_the_input_is_kept(items, tmp_path, capsys):
+    """Was: the input silently overwritten by the output."""
+    before = items.read_bytes()
+    code, err = run(["run", str(items), "--state", str(tmp_path / "s"), "--out", str(items)], capsys)
+    assert 2 == code
+    assert "--out" in one_line(err) and "input" in err
+    assert before == items.read_bytes()
+
+
+def test_out_equal_to_the_input_by_another_spelling_is_exit_2(items, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, err = run(["run", str(items), "--state", "s", "--out", f"./{items.name}"], capsys)
+    assert 2 == code
+    assert "--out" in one_line(err)
+
+
+@pytest.mark.parametrize("name", ["judgecore.sqlite3", "judgecore.sqlite3-wal"])
+def test_out_onto_the_checkpoints_own_file_is_exit_2(items, tmp_path, capsys, name):
+    state = tmp_path / "s"
+    code, err = run(["run", str(items), "--state", str(state), "--out", str(state / name)], capsys)
+    assert 2 == code
+    assert "--out" in one_line(err) and "checkpoint" in err
+
+
+# -- numbers and names ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "reason"),
+    [
+        ("--poll-interval", "inf", "finite"),
+        ("--poll-interval", "nan", "finite"),
+        ("--poll-interval", "0", "> 0"),
+        ("--poll-interval", "-1", ">"),
+        ("--grace", "inf", "finite"),
+        ("--grace", "1e300", "at most"),
+        ("--max-tokens", "0", ">= 1"),
+        ("--max-tokens", "10000000", "1,000,000"),
+        ("--max-tokens", str(2**31), "1,000,000"),
+        ("--max-tokens", "200000", "output limit of 128,000"),
+        ("--max-attempts", "0", ">= 1"),
+        ("--max-attempts", "1000000", "at most"),
+        ("--concurrency", "0", ">= 1"),
+        ("--sync-threshold", str(10**30), "at most"),
+        ("--otpm", str(10**30), "at most"),
+        ("--otpm", "0", ">= 1"),
+        ("--max-batch-requests", "100001", "1..100000"),
+        ("--max-tokens", "ten", "invalid int"),
+        ("--model", "", "non-empty"),
+        ("--model", "  ", "non-empty"),
+    ],
+)
+def test_bad_flag_values_are_exit_2_naming_the_flag(items, tmp_path, capsys, flag, value, reason):
+    code, err = run(["run", str(items), "--state", str(tmp_path / "s"), flag, value], capsys)
+    assert 2 == code
+    line = one_line(err)
+    assert flag in line and reason in line
+    assert not (tmp_path / "s").exists()
+
+
+def test_an_items_own_max_tokens_above_the_models_limit_names_file_and_line(tmp_path, capsys):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y", "max_tokens": 64001}\n')
+    code, err = run(["run", str(path), "--state", str(tmp_path / "s"), "--model", "claude-haiku-4-5"], capsys)
+    assert 2 == code
+    line = one_line(err)
+    assert line.startswith(f"error: {path}:2:") and "output limit of 64,000" in line
+
+
+def test_an_unknown_model_passes_the_limit_check(items, tmp_path, capsys):
+    argv = ["run", str(items), "--state", str(tmp_path / "s"), "--model", "claude-new-9"]
+    code = main([*argv, "--max-tokens", "300000", "--dry-run"])
+    assert 0 == code
+
+
+def test_usage_errors_are_one_line_without_the_usage_banner(tmp_path, capsys):
+    """argparse's own errors (a missing argument, an unknown flag) are one line too."""
+    code, err = run(["run", "in.jsonl", "--bogus"], capsys)
+    assert 2 == code
+    assert "--bogus" in one_line(err) and "--help" in err
+    code, err = run(["run"], capsys)
+    assert 2 == code
+    assert "INPUT" in one_line(err) and "judgecore run --help" in err
+
+
+def test_demo_dir_that_is_a_file_is_exit_2(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    code, err = run(["demo", "--dir", str(tmp_path / "f")], capsys)
+    assert 2 == code
+    assert "--dir" in one_line(err) and "not a directory" in err
+
+
+def test_simulator_port_out_of_range_is_exit_2(capsys):
+    code, err = run(["simulator", "--port", "99999"], capsys)
+    assert 2 == code
+    assert "--port" in one_line(err)
+
+
+def test_simulator_on_a_port_in_use_is_exit_2(capsys):
+    """Was: a traceback from bind()."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = run(["simulator", "--port", str(port)], capsys)
+    assert 2 == code
+    assert "cannot listen there" in one_line(err)
