@@ -1,0 +1,110 @@
+"""A 100,000-item `judgecore run --dry-run --json` as a whole process, against the orjson floor.
+
+    uv run python bench/plan.py            # median of 5 runs each, interleaved
+
+The floor is the least work any planner must do, also run as a whole process: read each line with
+orjson, build the batch request dict (`{"custom_id", "params": {model, max_tokens, system, messages}}`,
+the custom_id taken as the item id), serialize it once, and sum the sizes. The dry-run does more (it
+validates every line, derives each custom_id, checks duplicates, chunks, estimates the cost), and the
+target (issue 11) is that it stays within 2.0x the floor. Both are timed as the wall time of a fresh
+`python` process, interleaved so the machine's load hits both alike.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+N = 100_000
+RUNS = 5
+RUBRIC = "".join(
+    f"Criterion {n}: judge whether the answer is correct, complete and grounded in the question; "
+    f"score 1-5 and justify briefly.\n"
+    for n in range(1, 46)
+)
+
+FLOOR = r"""
+import sys, orjson
+system = [{"type": "text", "text": open(sys.argv[2]).read(), "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+total = 0
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        obj = orjson.loads(line)
+        messages = obj.get("messages") or [{"role": "user", "content": obj["prompt"]}]
+        body = {"custom_id": obj["id"], "params": {"model": "claude-sonnet-4-6", "max_tokens": 1024,
+                "system": system, "messages": messages}}
+        total += len(orjson.dumps(body))
+print(total)
+"""
+
+
+def write_items(path: Path, n: int) -> None:
+    with path.open("wb") as f:
+        for i in range(n):
+            row: dict[str, object] = {"id": f"q{i:07d}-s{i % 7}"}
+            if i % 3:
+                row["prompt"] = f"Question {i}: " + "why is the sky blue? " * (1 + i % 12)
+            else:
+                row["messages"] = [
+                    {"role": "user", "content": f"Question {i}: why is the sky blue?"},
+                    {"role": "assistant", "content": "Rayleigh scattering. " * (1 + i % 5)},
+                    {"role": "user", "content": "Grade the answer above."},
+                ]
+            if i % 5 == 0:
+                row["metadata"] = {"source": "bench", "n": i, "tags": ["a", "b"]}
+            f.write(orjson.dumps(row) + b"\n")
+
+
+def timed(args: list[str]) -> float:
+    env = dict(os.environ)
+    t0 = time.perf_counter()
+    res = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - t0
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    return wall
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        items, rubric = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt"
+        write_items(items, N)
+        rubric.write_text(RUBRIC)
+        floor_cmd = [sys.executable, "-c", FLOOR, str(items), str(rubric)]
+        plan_cmd = [
+            sys.executable,
+            "-m",
+            "adapters.cli",
+            "run",
+            str(items),
+            "--rubric",
+            str(rubric),
+            "--state",
+            str(Path(tmp) / "never-created"),
+            "--dry-run",
+            "--json",
+        ]
+        timed(floor_cmd), timed(plan_cmd)  # warm the page cache and the bytecode caches
+        floors, plans = [], []
+        for _ in range(RUNS):
+            floors.append(timed(floor_cmd))
+            plans.append(timed(plan_cmd))
+        assert not (Path(tmp) / "never-created").exists(), "a dry run must not create the state dir"
+        f, p = statistics.median(floors), statistics.median(plans)
+        ratios = [b / a for a, b in zip(floors, plans, strict=True)]
+        print(f"dry-run --json of {N:,} items, whole process, median of {RUNS} (interleaved)")
+        print(f"  orjson floor (process)  {f:6.3f} s   runs: {', '.join(f'{x:.3f}' for x in floors)}")
+        print(f"  judgecore dry-run       {p:6.3f} s   runs: {', '.join(f'{x:.3f}' for x in plans)}")
+        print(f"  ratio (median of per-pair ratios) {statistics.median(ratios):.2f}x; target <= 2.0x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
