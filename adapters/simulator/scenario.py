@@ -146,6 +146,8 @@ class Scenario:
     otpm_limit: int | None = None
     #: The tier advertised in `anthropic-ratelimit-output-tokens-limit` when `otpm_limit` is None.
     advertised_otpm: int = 400_000
+    #: Send the `anthropic-ratelimit-*` headers (False: a proxy that strips them; no tier can be read).
+    ratelimit_headers: bool = True
 
     # --- prompt cache ------------------------------------------------------------------------------
     min_cacheable_tokens: int = 1024
