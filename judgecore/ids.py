@@ -75,18 +75,25 @@ def custom_id_for(item_id: str) -> str:
 
 
 def custom_ids_for(item_ids: Sequence[str]) -> tuple[str, ...]:
-    """`custom_id_for` of many ids at once, with one base32 pass over all digests (see `_b32_lower`)."""
-    sha, sub = hashlib.sha256, _UNSAFE.sub
+    """`custom_id_for` of many ids at once: one base32 pass over all digests (see `_b32_lower`), and
+    one scan for unsafe characters over all ids (ids already safe, the usual case, skip the fold)."""
+    sha = hashlib.sha256
     raw = b"".join(
         [sha(_DOMAIN + i.encode("utf-8", "surrogatepass")).digest()[:_DIGEST_BYTES] for i in item_ids]
     )
     digests = _b32_lower(raw)
-    out = []
-    for k, item_id in enumerate(item_ids):
-        prefix = sub("_", item_id)[:_MAX_PREFIX].strip("_")
-        digest = digests[k * _DIGEST_CHARS : (k + 1) * _DIGEST_CHARS]
-        out.append(f"{prefix}-{digest}" if prefix else digest)
-    return tuple(out)
+    if _UNSAFE.search("".join(item_ids)) is None:
+        prefixes = [i[:_MAX_PREFIX].strip("_") for i in item_ids]
+    else:
+        sub = _UNSAFE.sub
+        prefixes = [sub("_", i)[:_MAX_PREFIX].strip("_") for i in item_ids]
+    step = _DIGEST_CHARS
+    return tuple(
+        [
+            f"{p}-{digests[k : k + step]}" if p else digests[k : k + step]
+            for p, k in zip(prefixes, range(0, len(digests), step), strict=True)
+        ]
+    )
 
 
 def assign_custom_ids(item_ids: Iterable[str], lines: Iterable[int] | None = None) -> tuple[str, ...]:

@@ -112,7 +112,8 @@ def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
     item_id = obj.get("id")
     if type(item_id) is not str or not item_id:
         raise _fail(line, "'id' must be a non-empty string")
-    if _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH:
+    # Only metadata and message blocks can nest: a line of a prompt alone needs no look at all.
+    if ("metadata" in obj or "messages" in obj) and _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH:
         raise _fail(line, f"item {item_id!r}: nested more than {MAX_DEPTH} levels deep")
     prompt = obj.get("prompt")
     messages = obj.get("messages")
@@ -150,26 +151,29 @@ def _check_messages(line: int, item_id: str, messages: Any) -> None:
     if type(messages) is not list or not messages:
         raise _fail(line, f"item {item_id!r}: 'messages' must be a non-empty list")
     for n, msg in enumerate(messages):
-        where = f"item {item_id!r}: messages[{n}]"
         if type(msg) is not dict:
-            raise _fail(line, f"{where} must be an object")
+            raise _bad_message(line, item_id, n, " must be an object")
         if not msg.keys() <= _MESSAGE_KEYS:
             extra = ", ".join(sorted(set(msg) - _MESSAGE_KEYS))
-            raise _fail(line, f"{where} has unknown key(s) {extra}; a message has only 'role' and 'content'")
+            raise _bad_message(
+                line, item_id, n, f" has unknown key(s) {extra}; a message has only 'role' and 'content'"
+            )
         if msg.get("role") not in _ROLES:
-            raise _fail(line, f"{where}.role must be 'user' or 'assistant'")
+            raise _bad_message(line, item_id, n, ".role must be 'user' or 'assistant'")
         content = msg.get("content")
-        if type(content) is str:
-            if not content:
-                raise _fail(line, f"{where}.content must be a non-empty string or list of blocks")
+        if type(content) is str and content:
             continue
         if type(content) is not list or not content:
-            raise _fail(line, f"{where}.content must be a non-empty string or list of blocks")
+            raise _bad_message(line, item_id, n, ".content must be a non-empty string or list of blocks")
         for k, block in enumerate(content):
             if type(block) is not dict or type(block.get("type")) is not str or not block["type"]:
-                raise _fail(line, f"{where}.content[{k}] must be an object with a string 'type'")
+                raise _bad_message(line, item_id, n, f".content[{k}] must be an object with a string 'type'")
             if block["type"] == "text" and type(block.get("text")) is not str:
-                raise _fail(line, f"{where}.content[{k}] is a text block without a string 'text'")
+                raise _bad_message(line, item_id, n, f".content[{k}] is a text block without a string 'text'")
+
+
+def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
+    return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
 def parse_items(lines: Iterable[bytes | str]) -> tuple[Item, ...]:

@@ -188,8 +188,11 @@ def plan(
         min_tokens=min_tokens,
         cached=cached,
     )
-    input_tokens = sum(estimate_tokens(len(r.messages_json)) for r in requests)
-    output_tokens = sum(min(r.max_tokens, output_per_answer) for r in requests)
+    # estimate_tokens and min(), written inline: these two sums run once per request of the job
+    input_tokens = sum([-(-len(r.messages_json) // 4) for r in requests])
+    output_tokens = sum(
+        [m if (m := r.max_tokens) < output_per_answer else output_per_answer for r in requests]
+    )
     price = prices.get(template.model)
     est = all_sync = None
     if price is not None:
