@@ -127,7 +127,8 @@ class JudgeResult:
     exit_code: int
     route: Route | None
     counts: Mapping[str, int]
-    records: Mapping[str, dict[str, Any]]
+    # never in the repr: asyncio formats a finished task's result, and 90,000 records took seconds
+    records: Mapping[str, dict[str, Any]] = attrs.field(repr=lambda r: f"<{len(r):,} records>")
     fatal: Fatal | None = None
     stuck_batches: tuple[str, ...] = ()
     output_path: Path | None = None
@@ -346,10 +347,6 @@ async def _run(
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
     rng = random.Random(settings.seed)
-    try:
-        sync_settings = _sync_settings(settings, environ)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     store = Store.open(state_dir)
     try:
         from adapters.store import ContentConflictError, StateMismatchError
@@ -358,17 +355,26 @@ async def _run(
             store.bind_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in items))
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
-
-        client = client or _default_client(environ)
-        choice = await _choose_route(store, job, settings, client, clock, emit)
+        history = _History.read(store)
         ran = _Ran()
-        if choice.fatal is None:
-            ran = await _run_route(choice, store, job, settings, sync_settings, client, clock, emit, rng)
-        fatal = choice.fatal or ran.fatal
+        if job.finished(history.state):
+            # Nothing to send or wait for: no client, no SDK import, no route to decide.
+            chosen, fatal = history.stored, None
+            emit(Notice(level="info", message="every item is final already: nothing to send"))
+        else:
+            try:
+                sync_settings = _sync_settings(settings, environ)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            client = client or _default_client(environ)
+            choice = await _choose_route(store, job, history, settings, client, clock, emit)
+            if choice.fatal is None:
+                ran = await _run_route(choice, store, job, settings, sync_settings, client, clock, emit, rng)
+            chosen, fatal = choice.route, choice.fatal or ran.fatal
         written = _write_output(store, items, Path(out) if out is not None else None, keep=keep_records)
         return JudgeResult(
             exit_code=exit_code_for(written.counts, fatal),
-            route=choice.route,
+            route=chosen,
             counts=written.counts,
             records=written.records,
             fatal=fatal,
@@ -491,11 +497,16 @@ class _Probed:
 
 
 async def _choose_route(
-    store: Store, job: JobPlan, settings: JobSettings, client: Any, clock: Clock, emit: Emit
+    store: Store,
+    job: JobPlan,
+    history: _History,
+    settings: JobSettings,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
 ) -> _RouteChoice:
     """Keep the job's stored route, or decide it now (`judgecore.routing.keep_or_redecide`), probing
     the tier when neither a force nor `--otpm` says it; a decided route is recorded."""
-    history = _History.read(store)
     n = len(job.requests)
     policy = settings.route_policy
     decision = keep_or_redecide(history.stored, n=n, force=settings.force, answered=history.answered)

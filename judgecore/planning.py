@@ -24,6 +24,7 @@ from judgecore.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.errors import RequestTooLargeError
 from judgecore.items import Item, Request, RequestTemplate, RoutePath, build_requests
 from judgecore.outcomes import Usage
+from judgecore.resume import JobState
 from judgecore.routing import Route
 
 
@@ -40,6 +41,10 @@ class JobPlan:
 
     def template(self, path: RoutePath) -> RequestTemplate:
         return self.sync_template if path == "sync" else self.batch_template
+
+    def finished(self, state: JobState) -> bool:
+        """Every item final and no batch of the job still live: a run has nothing to send or poll."""
+        return not state.in_flight and all(r.custom_id in state.final for r in self.requests)
 
 
 def plan_job(

@@ -111,3 +111,20 @@ def test_dry_run_agrees_with_the_run_on_an_existing_state_dir(served, tmp_path):
     assert (2, 2) == (dry.returncode, run.returncode)
     assert "rubric_sha256" in dry.stderr and "rubric_sha256" in run.stderr
     assert log_before == len(srv.sim.log)
+
+
+def test_a_rerun_of_a_finished_job_needs_no_client_and_rewrites_the_output(served, tmp_path):
+    """Every item final, nothing live: the rerun sends nothing, needs no key, and writes the output
+    again from the checkpoint (to a new --out too)."""
+    srv = served(Scenario(seed=24))
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"f{i}", "prompt": f"grade {i}"} for i in range(8)])
+    state = tmp_path / "s"
+    assert 0 == srv.cli(["run", str(items), "--state", str(state)]).returncode
+    sent = len(srv.sim.log)
+    again = srv.cli(
+        ["run", str(items), "--state", str(state), "--out", str(tmp_path / "again.jsonl")], key=""
+    )
+    assert 0 == again.returncode, again.stderr
+    assert "nothing to send" in again.stderr
+    assert sent == len(srv.sim.log)
+    assert read_output(state / "output.jsonl") == read_output(tmp_path / "again.jsonl")
