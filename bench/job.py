@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -36,27 +35,20 @@ RUBRIC = "Score the answer from 0 to 10 for correctness and clarity.\n" * 40
 
 
 def run(python: str, root: Path, args: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One child process: wall, CPU (user + system) and peak RSS."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [python, "-m", "adapters.cli", *args],
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 3):
-        raise SystemExit(f"{args[0]} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return {
-        "wall": wall,
-        "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        "rss_mb": after.ru_maxrss / 1024,
-        "stdout_bytes": len(out),
-    }
+    """One child process: wall, CPU (user + system) and its own peak RSS (`wait4`, not the maximum
+    over every child so far)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [python, "-m", "adapters.cli", *args], cwd=root, env=env, stdout=out, stderr=err
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 3):
+            err.seek(0)
+            raise SystemExit(f"{args[0]} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
 
 
 def write_items(path: Path, n: int) -> None:

@@ -1,6 +1,7 @@
 """A 100,000-item `judgecore run --dry-run --json` as a whole process, against the orjson floor.
 
-    uv run python bench/plan.py            # median of 5 runs each, interleaved
+    uv run python bench/plan.py                      # median of 5 runs each, interleaved
+    uv run python bench/plan.py --root OTHER_CHECKOUT  # the same, for another checkout (its .venv)
 
 The floor is the least work any planner must do, also run as a whole process: read each line with
 orjson, build the batch request dict (`{"custom_id", "params": {model, max_tokens, system, messages}}`),
@@ -14,11 +15,11 @@ target (issue 11) is that it stays within 2.0x the floor. Both are timed as the 
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -67,12 +68,12 @@ def write_items(path: Path, n: int) -> None:
             f.write(orjson.dumps(row) + b"\n")
 
 
-def timed(args: list[str]) -> tuple[float, float]:
+def timed(args: list[str], root: Path = ROOT) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system) of one process."""
     env = dict(os.environ)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, check=False)
+    res = subprocess.run(args, cwd=root, env=env, capture_output=True, check=False)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert res.returncode == 0, res.stderr.decode()[-2000:]
@@ -80,17 +81,21 @@ def timed(args: list[str]) -> tuple[float, float]:
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (its .venv)")
+    root = ap.parse_args().root.resolve()
+    python = str(root / ".venv" / "bin" / "python")
     with tempfile.TemporaryDirectory() as tmp:
         items, rubric = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt"
         write_items(items, N)
         rubric.write_text(RUBRIC)
-        floor_cmd = [sys.executable, "-c", FLOOR, str(items), str(rubric)]
+        floor_cmd = [python, "-c", FLOOR, str(items), str(rubric)]
         raw_floor = FLOOR.replace('custom_id_for(obj["id"])', 'obj["id"]').replace(
             "from judgecore.ids import custom_id_for", ""
         )
-        raw_cmd = [sys.executable, "-c", raw_floor, str(items), str(rubric)]
+        raw_cmd = [python, "-c", raw_floor, str(items), str(rubric)]
         plan_cmd = [
-            sys.executable,
+            python,
             "-m",
             "adapters.cli",
             "run",
@@ -102,12 +107,12 @@ def main() -> int:
             "--dry-run",
             "--json",
         ]
-        timed(floor_cmd), timed(plan_cmd)  # warm the page cache and the bytecode caches
+        timed(floor_cmd, root), timed(plan_cmd, root)  # warm the page cache and the bytecode caches
         floors, plans, raws = [], [], []
         for _ in range(RUNS):
-            floors.append(timed(floor_cmd))
-            plans.append(timed(plan_cmd))
-            raws.append(timed(raw_cmd))
+            floors.append(timed(floor_cmd, root))
+            plans.append(timed(plan_cmd, root))
+            raws.append(timed(raw_cmd, root))
         assert not (Path(tmp) / "never-created").exists(), "a dry run must not create the state dir"
         print(f"dry-run --json of {N:,} items, whole process, median of {RUNS} (interleaved)")
         for k, what in ((0, "wall"), (1, "CPU")):
