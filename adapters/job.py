@@ -508,7 +508,6 @@ async def _choose_route(
     """Keep the job's stored route, or decide it now (`judgecore.routing.keep_or_redecide`), probing
     the tier when neither a force nor `--otpm` says it; a decided route is recorded."""
     n = len(job.requests)
-    policy = settings.route_policy
     decision = keep_or_redecide(history.stored, n=n, force=settings.force, answered=history.answered)
     match decision:
         case KeepRoute(route=kept):
@@ -520,18 +519,25 @@ async def _choose_route(
     if history.stored is not None:
         emit(Notice(level="info", message=f"route decided again: {why}"))
     probed = _Probed(otpm=None)
-    if settings.force is not None:
-        chosen = route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
-    elif settings.otpm is not None:
-        chosen = route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
-    else:
+    if settings.force is None and settings.otpm is None:
         probed = await _probe(store, job, history, clock, client, emit)
-        chosen = route(n, policy=policy, otpm=probed.otpm)
+    chosen = _route_now(n, settings, probed.otpm)
     emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
     store.set_meta("route", attrs.asdict(chosen))
     return _RouteChoice(
         route=chosen, in_flight=history.state.in_flight, fatal=probed.fatal, warmed=probed.warmed
     )
+
+
+def _route_now(n: int, settings: JobSettings, otpm_read: int | None) -> Route:
+    """A route decided in this run (the run and the dry run alike): forced, from `--otpm`, or from
+    the tier read (by this run's probe or an earlier one); with none of them, on the assumed tier."""
+    policy = settings.route_policy
+    if settings.force is not None:
+        return route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
+    if settings.otpm is not None:
+        return route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
+    return route(n, policy=policy, otpm=otpm_read)
 
 
 async def _probe(
@@ -674,7 +680,6 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
         finally:
             store.close()
     n = len(job.requests)
-    policy = settings.route_policy
     decision = keep_or_redecide(
         history.stored if history else None,
         n=n,
@@ -683,12 +688,8 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
     )
     if isinstance(decision, KeepRoute):
         chosen = decision.route
-    elif settings.force is not None:
-        chosen = route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
-    elif settings.otpm is not None:
-        chosen = route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
     else:
-        chosen = route(n, policy=policy, otpm=history.otpm_read if history else None)
+        chosen = _route_now(n, settings, history.otpm_read if history else None)
     left: Sequence[Request] = job.requests
     n_final = n_live = 0
     if history is not None:
