@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -34,21 +33,37 @@ from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
 RUBRIC = "Score the answer from 0 to 10 for correctness and clarity.\n" * 40
 
 
+# Measures one child from a small process: a child forked from this process (which holds the
+# simulator, hundreds of MB after a big job) would count the pages it shares with it before `exec`
+# in its peak RSS.
+_MEASURE = """
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
+    code = subprocess.call(sys.argv[3:], stdout=out, stderr=err)
+wall = time.perf_counter() - t0
+import resource
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(code, wall, u.ru_utime + u.ru_stime, u.ru_maxrss)
+"""
+
+
 def run(python: str, root: Path, args: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One child process: wall, CPU (user + system) and its own peak RSS (`wait4`, not the maximum
-    over every child so far)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [python, "-m", "adapters.cli", *args], cwd=root, env=env, stdout=out, stderr=err
+    """One `judgecore` process: wall, CPU (user + system) and its own peak RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        res = subprocess.run(
+            [sys.executable, "-c", _MEASURE, out, err, python, "-m", "adapters.cli", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in (0, 3):
-            err.seek(0)
-            raise SystemExit(f"{args[0]} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
+        code, wall, cpu, rss = res.stdout.split()
+        if int(code) not in (0, 3):
+            raise SystemExit(f"{args[0]} failed ({code}): {err.read_text()[-2000:]}")
+    return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024}
 
 
 def write_items(path: Path, n: int) -> None:
