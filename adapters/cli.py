@@ -306,7 +306,15 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         emit = stderr_progress(stack)
         try:
             result = asyncio.run(
-                ajudge(items, rubric=rubric, state_dir=ns.state, settings=settings, out=out, progress=emit)
+                ajudge(
+                    items,
+                    rubric=rubric,
+                    state_dir=ns.state,
+                    settings=settings,
+                    out=out,
+                    progress=emit,
+                    keep_records=False,  # the output file has them; 90,000 in memory cost ~100 MB
+                )
             )
         except KeyboardInterrupt:
             stack.close()

@@ -1,22 +1,26 @@
 """A whole judge job: parse, checkpoint, probe, route, run the chosen path, write the output.
 
 This is the shell's top level and the Python API (`judge`, `ajudge`); the CLI is a thin layer over it.
-It decides nothing itself: routing, chunking, classification and resume are the core's; it performs
-them in the order the checkpoint promises require (bind the job before anything is sent; the probe's
-answer is recorded as that item's result; the output is written from the checkpoint, atomically).
+It decides nothing itself: the job's plan, routing (and whether a stored route is kept), chunking,
+classification and resume are the core's; it performs them in the order the checkpoint promises
+require (bind the job before anything is sent; the probe's answer is recorded as that item's result;
+the output is written from the checkpoint, atomically, in one streaming pass). A dry run goes through
+the same steps on a store opened read-only, and stops where the run would first send.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
 import math
 import os
 import random
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 import attrs
 import orjson
@@ -30,14 +34,10 @@ from judgecore import (
     Item,
     PollPolicy,
     Request,
-    RequestTemplate,
     RequestTooLargeError,
     Route,
     RoutePolicy,
     Status,
-    SubBatch,
-    assign_custom_ids,
-    build_requests,
     chunk,
     output_line,
     output_record,
@@ -45,10 +45,14 @@ from judgecore import (
     plan,
     route,
 )
-from judgecore.items import Path as RoutePath
+from judgecore.errors import DuplicateIdError, InputError
+from judgecore.ids import check_unique
+from judgecore.items import RoutePath
 from judgecore.models import max_tokens_problem
-from judgecore.planning import Plan
+from judgecore.planning import JobPlan, Plan, plan_job
 from judgecore.ratelimit import RateLimitReading
+from judgecore.resume import JobState
+from judgecore.routing import DecideRoute, KeepRoute, keep_or_redecide
 from judgecore.verdicts import VerdictSpec
 
 if TYPE_CHECKING:
@@ -139,23 +143,28 @@ class JobSettings:
             manifest["verdict_schema_sha256"] = schema
         return manifest
 
-    def template(self, rubric: str | None, path: RoutePath) -> RequestTemplate:
-        """The request template of one route (a verdict schema adds its `output_config`)."""
-        oc = self.verdict.output_config() if self.verdict is not None else None
-        return RequestTemplate.build(
-            model=self.model, max_tokens=self.max_tokens, rubric=rubric, path=path, output_config=oc
-        )
+
+@attrs.frozen
+class Fatal:
+    """Why a run stopped early on a fatal API configuration (exit 4): one line for the user."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 @attrs.frozen(kw_only=True)
 class JudgeResult:
-    """What a run ended with. `records` maps item id -> its output object (CONTRACT.md's shape)."""
+    """What a run ended with. `records` maps item id -> its output object (CONTRACT.md's shape); it is
+    empty when the run was asked not to keep them (`keep_records=False`: the output file has them)."""
 
     exit_code: int
     route: Route | None
     counts: Mapping[str, int]
-    records: Mapping[str, dict[str, Any]]
-    fatal: str | None = None
+    # never in the repr: asyncio formats a finished task's result, and 90,000 records took seconds
+    records: Mapping[str, dict[str, Any]] = attrs.field(repr=lambda r: f"<{len(r):,} records>")
+    fatal: Fatal | None = None
     stuck_batches: tuple[str, ...] = ()
     output_path: Path | None = None
     cache_hit_rate: float | None = None
@@ -171,25 +180,44 @@ class UsageError(Exception):
     """Bad usage or bad input, detected before anything was sent (exit 2)."""
 
 
+def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
+    """The one place `FILE:LINE: reason` is assembled (`line N: reason` with no file)."""
+    if line is None:
+        return UsageError(f"{source}: {reason}" if source is not None else reason)
+    return UsageError(f"{source}:{line}: {reason}" if source is not None else f"line {line}: {reason}")
+
+
+@contextlib.contextmanager
+def _bulk_allocation() -> Iterator[None]:
+    """No cyclic garbage collection while a job's items and requests are built: they are hundreds of
+    thousands of acyclic objects, and each collection pass would walk all those made so far (about a
+    third of the time of parsing 100,000 lines)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_items(path: Path) -> tuple[Item, ...]:
     """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line."""
-    from judgecore import DuplicateIdError, InputError, parse_items
+    from judgecore import parse_items
 
     try:
-        with path.open("rb") as f:
+        with path.open("rb") as f, _bulk_allocation():
             return parse_items(f)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (InputError, DuplicateIdError) as exc:
-        raise UsageError(f"{path}:{exc}".replace(f"{path}:line ", f"{path}:")) from None
+        raise input_error(path, exc.line, exc.reason) from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 ({exc})") from None
 
 
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
     """Items from Python objects shaped like input lines (or `Item`s), validated as the CLI would."""
-    from judgecore import DuplicateIdError, InputError, assign_custom_ids
-
     out: list[Item] = []
     try:
         for n, obj in enumerate(objects, start=1):
@@ -199,9 +227,9 @@ def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Ite
             item = parse_item(n, orjson.dumps(dict(obj)))
             if item is not None:
                 out.append(item)
-        assign_custom_ids((i.id for i in out), (i.line for i in out))
+        check_unique([i.id for i in out], [i.custom_id for i in out], [i.line for i in out])
     except (InputError, DuplicateIdError) as exc:
-        raise UsageError(str(exc)) from None
+        raise input_error(None, exc.line, exc.reason) from None
     return tuple(out)
 
 
@@ -210,7 +238,7 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             for line in lines:
                 f.write(line)
             f.flush()
@@ -221,39 +249,86 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
         raise
 
 
-def collect_records(
+def iter_records(
     store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
-) -> dict[str, dict[str, Any]]:
-    """Every item's output object, from the checkpoint, keyed by item id (input order kept).
+) -> Iterator[dict[str, Any]]:
+    """Every item's output object from the checkpoint, in input order, streamed in one pass.
 
-    An item with no outcome yet is reported on the job's route (sync before one is decided); one that
-    sits in a live batch names it. `verdict` reads each succeeded answer's verdict.
+    The checkpoint lists a job's items in the order they were first bound, which is the input's on
+    every rerun of the same file; a row out of that order (items added or moved in the input) waits
+    in a small buffer until its item comes. An item with no outcome yet is reported on the job's
+    route (sync before one is decided); one that sits in a live batch names it. `verdict` reads each
+    succeeded answer's verdict.
     """
-    custom_ids = assign_custom_ids((i.id for i in items), (i.line for i in items))
-    wanted = set(custom_ids)
-    latest = {cid: rest for cid, *rest in store.latest() if cid in wanted}
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
-    records: dict[str, dict[str, Any]] = {}
-    for item, custom_id in zip(items, custom_ids, strict=True):
-        outcome, route_used, batch_id, attempts = latest.get(custom_id, (None, None, None, 0))
-        records[item.id] = output_record(
+    wanted = {i.custom_id for i in items}
+    early: dict[str, tuple[Any, ...]] = {}
+    rows = store.latest()
+    for item in items:
+        cid = item.custom_id
+        row = early.pop(cid, None)
+        while row is None:
+            got = next(rows, None)
+            if got is None:
+                row = (None, None, None, 0)
+            elif got[0] == cid:
+                row = tuple(got[1:])
+            elif got[0] in wanted:
+                early[got[0]] = tuple(got[1:])
+        outcome, route_used, batch_id, attempts = row
+        yield output_record(
             item,
-            custom_id,
+            cid,
             outcome,
-            route=route_used or default_route,  # type: ignore[arg-type]
+            route=route_used or default_route,
             batch_id=batch_id,
             attempts=attempts,
             verdict_spec=verdict,
-            waiting_in=waiting.get(custom_id) if outcome is None or not outcome.final else None,
+            waiting_in=waiting.get(cid) if outcome is None or not outcome.final else None,
         )
-    return records
 
 
-def exit_code_for(records: Mapping[str, Mapping[str, Any]], fatal: str | None) -> int:
-    if fatal:
+def collect_records(
+    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every item's output object, from the checkpoint, keyed by item id (input order kept)."""
+    return {r["id"]: r for r in iter_records(store, items, verdict)}
+
+
+@attrs.frozen(kw_only=True)
+class _Written:
+    counts: Mapping[str, int]
+    records: Mapping[str, dict[str, Any]]
+
+
+def _write_output(
+    store: Store, items: Sequence[Item], out: Path | None, *, keep: bool, verdict: VerdictSpec | None = None
+) -> _Written:
+    """Stream the checkpoint into the output file (when `out`), counting statuses; keep the records
+    in memory only when asked (the Python API returns them; the CLI has the file)."""
+    counts = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+    records: dict[str, dict[str, Any]] = {}
+
+    def lines() -> Iterator[bytes]:
+        for r in iter_records(store, items, verdict):
+            counts[r["status"]] += 1
+            if keep:
+                records[r["id"]] = r
+            yield output_line(r)
+
+    if out is not None:
+        write_output_atomic(out, lines())
+    else:
+        for _ in lines():
+            pass
+    return _Written(counts=counts, records=records)
+
+
+def exit_code_for(counts: Mapping[str, int], fatal: Fatal | None) -> int:
+    if fatal is not None:
         return EXIT_FATAL
-    if any(r["status"] == "pending" for r in records.values()):
+    if counts.get("pending"):
         return EXIT_PENDING
     return EXIT_OK
 
@@ -270,96 +345,110 @@ async def ajudge(
     clock: Clock | None = None,
     progress: Emit = discard,
     environ: Mapping[str, str] | None = None,
+    keep_records: bool = True,
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments."""
     emit = progress
     items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
+    if not items:
+        raise UsageError("the input has no items")
     for item in items:
         if item.max_tokens is not None and (problem := max_tokens_problem(settings.model, item.max_tokens)):
-            raise UsageError(f"line {item.line}: item {item.id!r}: {problem}")
+            raise input_error(None, item.line, f"item {item.id!r}: {problem}")
     state_dir = Path(state_dir)
+    with _bulk_allocation():
+        job = _plan_job(items, rubric=rubric, settings=settings)
+    if dry_run:
+        return _dry_run(job, rubric=rubric, settings=settings, state_dir=state_dir)
+    # The job's items and requests live as long as the run: kept out of every collection pass of the
+    # run (which would walk them all again and again), and given back at the end.
+    frozen_here = gc.get_freeze_count() == 0
+    if frozen_here:
+        gc.freeze()
+    try:
+        return await _run(
+            job,
+            rubric=rubric,
+            state_dir=state_dir,
+            settings=settings,
+            client=client,
+            out=out,
+            clock=clock,
+            emit=emit,
+            environ=environ,
+            keep_records=keep_records,
+        )
+    finally:
+        if frozen_here:
+            gc.unfreeze()
+
+
+async def _run(
+    job: JobPlan,
+    *,
+    rubric: str | None,
+    state_dir: Path,
+    settings: JobSettings,
+    client: Any,
+    out: Path | str | None,
+    clock: Clock | None,
+    emit: Emit,
+    environ: Mapping[str, str] | None,
+    keep_records: bool,
+) -> JudgeResult:
+    """The run itself: bind the job, keep or decide its route, run it, write the output."""
+    items = job.items
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
     rng = random.Random(settings.seed)
-    policy = settings.route_policy
-
-    if dry_run:
-        return _dry_run(items, rubric=rubric, settings=settings, state_dir=state_dir)
-
-    if not items:
-        raise UsageError("the input has no items")
     problem = state_problem(state_dir, create=True) or (
         out_problem(Path(out), state=state_dir) if out is not None else None
     )
     if problem:
         raise UsageError(problem)
-    try:
-        sync_settings = _sync_settings(settings, environ)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    built: dict[RoutePath, tuple[RequestTemplate, tuple[Request, ...]]] = {}
-
-    def requests_for(path: RoutePath) -> tuple[RequestTemplate, tuple[Request, ...]]:
-        """The template and requests of one route, built once (the rubric's cache marker differs)."""
-        if path not in built:
-            t = settings.template(rubric, path)
-            built[path] = (t, build_requests(items, t))
-        return built[path]
-
-    if settings.force != "sync":
-        _sub_batches(items, requests_for("batch")[1], settings)  # an item too large: exit 2 now
     store = Store.open(state_dir)
     try:
         from adapters.store import ContentConflictError, StateMismatchError
 
-        probe_template, probe_requests = requests_for("sync")
         try:
-            store.bind_job(
-                settings.manifest(rubric),
-                ((r.custom_id, i.id, i.digest) for i, r in zip(items, probe_requests, strict=True)),
-            )
+            store.bind_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in items))
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
-        _record_for_summary(store, items, probe_requests, settings)
-
-        client = client or _default_client(environ)
-        chosen, fatal, warmed = await _decide_route(
-            store, items, probe_requests, probe_template, settings, policy, client, clock, emit
-        )
-        stuck: tuple[str, ...] = ()
-        hit_rate = None
-        _record_estimate(store, items, *requests_for(chosen.path), chosen, rubric, settings)
-        if fatal is None:
-            template, requests = requests_for(chosen.path)
-            fatal, stuck, hit_rate = await _run_path(
-                chosen,
-                store,
-                requests,
-                template,
-                settings,
-                sync_settings,
-                client,
-                clock,
-                emit,
-                rng,
-                warmed=warmed,
+        _record_for_summary(store, job, settings)
+        history = _History.read(store)
+        ran = _Ran()
+        if job.finished(history.state):
+            # Nothing to send or wait for: no client, no SDK import, no route to decide.
+            chosen, fatal = history.stored, None
+            emit(Notice(level="info", message="every item is final already: nothing to send"))
+        else:
+            try:
+                sync_settings = _sync_settings(settings, environ)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            client = client or _default_client(environ)
+            choice = await _choose_route(
+                store, job, history, settings, sync_settings, client, clock, emit, rng
             )
-        records = collect_records(store, items, settings.verdict)
-        if out is not None:
-            write_output_atomic(Path(out), (output_line(r) for r in records.values()))
-        counts = _count(records)
+            _record_estimate(store, job, choice.route, rubric, settings)
+            if choice.fatal is None:
+                ran = await _run_route(choice, store, job, settings, sync_settings, client, clock, emit, rng)
+            chosen, fatal = choice.route, choice.fatal or ran.fatal
+        written = _write_output(
+            store, items, Path(out) if out is not None else None, keep=keep_records, verdict=settings.verdict
+        )
         from adapters.summary import spend_from_store
 
         money = spend_from_store(store)
         return JudgeResult(
-            exit_code=exit_code_for(records, fatal),
+            exit_code=exit_code_for(written.counts, fatal),
             route=chosen,
-            counts=counts,
-            records=records,
+            counts=written.counts,
+            records=written.records,
             fatal=fatal,
-            stuck_batches=stuck,
+            stuck_batches=ran.stuck,
             output_path=Path(out) if out is not None else None,
-            cache_hit_rate=hit_rate,
+            cache_hit_rate=ran.cache_hit_rate,
             spend_usd=money.spend_usd,
             all_sync_usd=money.all_sync_usd,
             estimate_usd=money.estimate_usd,
@@ -413,13 +502,6 @@ def judge(
     )
 
 
-def _count(records: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
-    counts = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
-    for r in records.values():
-        counts[r["status"]] += 1
-    return counts
-
-
 def _default_client(environ: Mapping[str, str]) -> Any:
     import anthropic
 
@@ -430,110 +512,206 @@ def _default_client(environ: Mapping[str, str]) -> Any:
     return anthropic.AsyncAnthropic(max_retries=0)
 
 
-def _stored_route(store: Store) -> Route | None:
-    raw = store.get_meta("route")
-    return Route(**raw) if raw else None
+def _plan_job(items: Sequence[Item], *, rubric: str | None, settings: JobSettings) -> JobPlan:
+    """The job's plan, once; an item too large for any sub-batch (when batches are possible) is a
+    `UsageError` naming its line, before anything is sent."""
+    try:
+        return plan_job(
+            items,
+            model=settings.model,
+            max_tokens=settings.max_tokens,
+            rubric=rubric,
+            max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
+            output_config=settings.verdict.output_config() if settings.verdict is not None else None,
+        )
+    except RequestTooLargeError as exc:
+        raise input_error(None, exc.line, exc.reason) from None
 
 
-async def _decide_route(
+# -- the route ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _History:
+    """What the checkpoint says about a job before this run acts: its stored route, the tier last
+    read, and where its items stand."""
+
+    stored: Route | None
+    otpm_read: int | None
+    state: JobState
+    any_batch: bool
+
+    @property
+    def answered(self) -> bool:
+        """Something of the job was answered (a final outcome) or may be (a batch was created)."""
+        return bool(self.state.final) or self.any_batch
+
+    @classmethod
+    def read(cls, store: Store) -> _History:
+        raw = store.get_meta("route")
+        reading = store.get_meta("rate_limits") or {}
+        limit = reading.get("output_tokens_limit")
+        return cls(
+            stored=Route(**raw) if raw else None,
+            otpm_read=int(limit) if limit else None,
+            state=store.job_state(),
+            any_batch=bool(store.sub_batches()),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class _RouteChoice:
+    """The route this run takes; a fatal error met while deciding it (the probe's); and whether the
+    probe was answered in this run (it wrote the prompt cache, so the sync path needs no warm-up)."""
+
+    route: Route
+    in_flight: frozenset[str] = frozenset()
+    fatal: Fatal | None = None
+    warmed: bool = False
+    contacted: bool = False
+    spent: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class _Probed:
+    """What the probe found: the tier, a fatal stop, whether its answer wrote the prompt cache, whether
+    the API answered it at all (the run has had its first contact), and the custom_id whose per-run
+    send budget the probe spent (it stays pending: this run does not send it again)."""
+
+    otpm: int | None
+    fatal: Fatal | None = None
+    warmed: bool = False
+    contacted: bool = False
+    spent: str | None = None
+
+
+async def _choose_route(
     store: Store,
-    items: Sequence[Item],
-    requests: Sequence[Request],
-    template: RequestTemplate,
-    settings: JobSettings,
-    policy: RoutePolicy,
-    client: Any,
-    clock: Clock,
-    emit: Emit,
-) -> tuple[Route, str | None, bool]:
-    """The job's route: kept from an earlier run of this state dir, or decided now (probing if needed).
-
-    Also says whether a probe answered in this run (it wrote the prompt cache: no warm-up needed).
-    """
-    stored = _stored_route(store)
-    n = len(requests)
-    if stored is not None and (settings.force is None or settings.force == stored.path):
-        if stored.n != n:
-            stored = attrs.evolve(stored, n=n)
-        return stored, None, False
-    fatal = None
-    warmed = False
-    if settings.force is not None:
-        chosen = route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
-    elif settings.otpm is not None:
-        chosen = route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
-    else:
-        otpm, fatal, warmed = await _probe(store, requests, template, settings, client, clock, emit)
-        chosen = route(n, policy=policy, otpm=otpm) if otpm else route(n, policy=policy)
-    emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
-    store.set_meta("route", attrs.asdict(chosen))
-    return chosen, fatal, warmed
-
-
-async def _probe(
-    store: Store,
-    requests: Sequence[Request],
-    template: RequestTemplate,
-    settings: JobSettings,
-    client: Any,
-    clock: Clock,
-    emit: Emit,
-) -> tuple[int | None, str | None, bool]:
-    """Send the first unfinished item alone (the run machine limited to it, its answer recorded); return
-    the OTPM it revealed, a fatal reason (or None), and whether it was answered (it wrote the cache)."""
-    reading = store.get_meta("rate_limits")
-    if reading and reading.get("output_tokens_limit"):
-        return int(reading["output_tokens_limit"]), None, False
-    from adapters.sync import probe
-    from adapters.sync_api import AnthropicMessagesApi
-
-    done = store.job_state().final
-    first = next((r for r in requests if r.custom_id not in done), None)
-    if first is None:
-        return None, None, False
-    sync_settings = _sync_settings(settings, os.environ)
-    result = await probe(
-        store=store,
-        api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
-        request=first,
-        template=template,
-        clock=clock,
-        settings=sync_settings,
-        emit=emit,
-    )
-    rl, outcome = result.reading, result.outcome
-    store.set_meta("rate_limits", rl.to_json())
-    if result.fatal is not None or outcome is None:
-        return None, result.fatal, False
-    otpm = rl.otpm
-    what = "answered" if outcome.final else f"came back {outcome.reason}; it will be sent again"
-    tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"
-    emit(Notice(level="info", message=f"probe: {first.item_id} {what}; {tier}"))
-    return (int(otpm) if otpm else None), None, outcome.status is Status.SUCCEEDED
-
-
-async def _run_path(
-    chosen: Route,
-    store: Store,
-    requests: Sequence[Request],
-    template: RequestTemplate,
+    job: JobPlan,
+    history: _History,
     settings: JobSettings,
     sync_settings: SyncSettings,
     client: Any,
     clock: Clock,
     emit: Emit,
     rng: random.Random,
-    *,
-    warmed: bool = False,
-) -> tuple[str | None, tuple[str, ...], float | None]:
-    """Run the routed path; live batches of an earlier run are always polled, whatever the route now."""
-    state = store.job_state()
-    fatal: str | None = None
+) -> _RouteChoice:
+    """Keep the job's stored route, or decide it now (`judgecore.routing.keep_or_redecide`), probing
+    the tier when neither a force nor `--otpm` says it; a decided route is recorded."""
+    n = len(job.requests)
+    decision = keep_or_redecide(history.stored, n=n, force=settings.force, answered=history.answered)
+    match decision:
+        case KeepRoute(route=kept):
+            return _RouteChoice(route=kept, in_flight=history.state.in_flight)
+        case DecideRoute(why=why):
+            pass
+        case _:  # pragma: no cover
+            assert_never(decision)
+    if history.stored is not None:
+        emit(Notice(level="info", message=f"route decided again: {why}"))
+    probed = _Probed(otpm=None)
+    if settings.force is None and settings.otpm is None:
+        probed = await _probe(store, job, history, sync_settings, clock, client, emit, rng)
+    chosen = _route_now(n, settings, probed.otpm)
+    emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
+    store.set_meta("route", attrs.asdict(chosen))
+    return _RouteChoice(
+        route=chosen,
+        in_flight=history.state.in_flight,
+        fatal=probed.fatal,
+        warmed=probed.warmed,
+        contacted=probed.contacted,
+        spent=probed.spent,
+    )
+
+
+def _route_now(n: int, settings: JobSettings, otpm_read: int | None) -> Route:
+    """A route decided in this run (the run and the dry run alike): forced, from `--otpm`, or from
+    the tier read (by this run's probe or an earlier one); with none of them, on the assumed tier."""
+    policy = settings.route_policy
+    if settings.force is not None:
+        return route(n, policy=policy, force=settings.force, otpm=settings.otpm, otpm_source="flag")
+    if settings.otpm is not None:
+        return route(n, policy=policy, otpm=settings.otpm, otpm_source="flag")
+    return route(n, policy=policy, otpm=otpm_read)
+
+
+async def _probe(
+    store: Store,
+    job: JobPlan,
+    history: _History,
+    sync_settings: SyncSettings,
+    clock: Clock,
+    client: Any,
+    emit: Emit,
+    rng: random.Random,
+) -> _Probed:
+    """Send the first unfinished item alone: the sync run machine limited to it (retry-after, backoff,
+    `--max-attempts`, the breaker), its answer recorded; the tier its rate-limit headers reveal (a
+    reading kept from an earlier run is used instead when there is one)."""
+    if history.otpm_read is not None:
+        return _Probed(otpm=history.otpm_read)
+    first = next((r for r in job.requests if r.custom_id not in history.state.final), None)
+    if first is None:
+        return _Probed(otpm=None)
+    from adapters.sync import probe
+    from adapters.sync_api import AnthropicMessagesApi
+
+    result = await probe(
+        store=store,
+        api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
+        request=first,
+        template=job.sync_template,
+        clock=clock,
+        settings=sync_settings,
+        emit=emit,
+        rng=rng,
+    )
+    rl, outcome = result.reading, result.outcome
+    store.set_meta("rate_limits", rl.to_json())
+    if result.fatal is not None or outcome is None:
+        return _Probed(otpm=None, fatal=Fatal(result.fatal) if result.fatal else None)
+    otpm = rl.otpm
+    what = "answered" if outcome.final else f"came back {outcome.reason}; it will be sent again"
+    tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"
+    emit(Notice(level="info", message=f"probe: {first.item_id} {what}; {tier}"))
+    return _Probed(
+        otpm=int(otpm) if otpm else None,
+        warmed=outcome.status is Status.SUCCEEDED,
+        contacted=True,
+        spent=first.custom_id if outcome.status is Status.RETRY else None,
+    )
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class _Ran:
+    """What running the route did: a fatal stop, batches left stuck, the sync path's cache hit rate."""
+
+    fatal: Fatal | None = None
     stuck: tuple[str, ...] = ()
-    hit_rate = None
-    batch_requests: Sequence[Request] = requests
-    if chosen.path == "sync":
-        batch_requests = [r for r in requests if r.custom_id in state.in_flight]
+    cache_hit_rate: float | None = None
+
+
+async def _run_route(
+    choice: _RouteChoice,
+    store: Store,
+    job: JobPlan,
+    settings: JobSettings,
+    sync_settings: SyncSettings,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
+    rng: random.Random,
+) -> _Ran:
+    """Run the chosen route; live batches of an earlier run are always polled, whatever the route now."""
+    path = choice.route.path
+    batch_requests = job.requests
+    if path == "sync":
+        batch_requests = tuple(r for r in job.requests if r.custom_id in choice.in_flight)
+    ran = _Ran()
     if batch_requests:
         from adapters.batch import BatchSettings, run_batch
         from adapters.batch_api import AnthropicBatchApi
@@ -547,37 +725,39 @@ async def _run_path(
         res = await run_batch(
             store=store,
             requests=batch_requests,
-            template=template,
+            template=job.batch_template,
             api=AnthropicBatchApi(client),
             clock=clock,
             settings=bset,
             emit=emit,
             rng=rng,
         )
-        fatal = res.fatal
-        stuck = tuple(res.stuck)
-    if chosen.path == "sync" and fatal is None:
+        ran = _Ran(fatal=Fatal(res.fatal) if res.fatal else None, stuck=tuple(res.stuck))
+    if path == "sync" and ran.fatal is None:
         from adapters.sync import run_sync
         from adapters.sync_api import AnthropicMessagesApi
 
-        reading = _reading_from_json(store.get_meta("rate_limits"))
+        raw = store.get_meta("rate_limits")
+        reading = RateLimitReading.from_json(raw) if raw else None
         if reading is None and settings.otpm is not None:
             reading = RateLimitReading.for_otpm(settings.otpm)
         sres = await run_sync(
             store=store,
-            requests=requests,
-            template=template,
+            requests=tuple(r for r in job.requests if r.custom_id != choice.spent),
+            template=job.sync_template,
             api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
             clock=clock,
             settings=sync_settings,
             emit=emit,
             rng=rng,
             reading=reading,
-            warm_up=not warmed,
+            warm_up=not choice.warmed,
+            contacted=choice.contacted,
         )
-        fatal = sres.fatal
-        hit_rate = sres.cache_hit_rate
-    return fatal, stuck, hit_rate
+        ran = attrs.evolve(
+            ran, fatal=Fatal(sres.fatal) if sres.fatal else None, cache_hit_rate=sres.cache_hit_rate
+        )
+    return ran
 
 
 def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
@@ -590,32 +770,28 @@ def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSet
     return SyncSettings.from_env(environ, **overrides)
 
 
-def _record_for_summary(
-    store: Store, items: Sequence[Item], requests: Sequence[Request], settings: JobSettings
-) -> None:
+def _record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
     """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
     spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
-    store.record_metadata((r.custom_id, i.metadata_json) for i, r in zip(items, requests, strict=True))
+    store.record_metadata((i.custom_id, i.metadata_json) for i in job.items)
     store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
 
 
 def _record_estimate(
-    store: Store,
-    items: Sequence[Item],
-    template: RequestTemplate,
-    requests: Sequence[Request],
-    chosen: Route,
-    rubric: str | None,
-    settings: JobSettings,
+    store: Store, job: JobPlan, chosen: Route, rubric: str | None, settings: JobSettings
 ) -> None:
     """Keep the dry-run's estimate of the whole job on its route, for `status` and `summary` to show
     beside what was spent."""
-    subs = _sub_batches(items, requests, settings) if chosen.path == "batch" else ()
+    subs = (
+        chunk(job.requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        if chosen.path == "batch"
+        else ()
+    )
     p = plan(
-        requests,
+        job.requests,
         route=chosen,
         sub_batches=subs,
-        template=template,
+        template=job.template(chosen.path),
         rubric=rubric,
         max_batch_requests=settings.max_batch_requests,
         max_batch_bytes=settings.max_batch_bytes,
@@ -626,43 +802,61 @@ def _record_estimate(
     )
 
 
-def _reading_from_json(raw: Mapping[str, Any] | None) -> RateLimitReading | None:
-    return RateLimitReading.from_json(raw) if raw else None
+# -- the dry run -------------------------------------------------------------------------------
 
 
-def _sub_batches(
-    items: Sequence[Item], requests: Sequence[Request], settings: JobSettings
-) -> tuple[SubBatch, ...]:
-    """The job's sub-batches; an item too large for any of them (it could never run) is a
-    `UsageError` naming its line, raised before anything is sent."""
-    try:
-        return chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
-    except RequestTooLargeError as exc:
-        line = next((i.line for i in items if i.id == exc.item_id), "?")
-        raise UsageError(f"line {line}: {exc}") from None
+def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_dir: Path) -> JudgeResult:
+    """The plan of what the run would do, with nothing sent and nothing written.
 
+    On an existing state dir (opened read-only) it is checked as the run checks it (another job's
+    manifest, an item changed under its id: exit 2), its route is kept or decided again as the run
+    would (`keep_or_redecide`), and only what is left is planned: items final or live in a batch
+    are counted, not sent. A route to decide takes its tier from `--otpm`, a reading from an earlier
+    run, or the assumed 400,000 (a dry run never probes).
+    """
+    history = None
+    if Store.exists(state_dir):
+        from adapters.store import ContentConflictError, StateMismatchError
 
-def _dry_run(
-    items: Sequence[Item], *, rubric: str | None, settings: JobSettings, state_dir: Path
-) -> JudgeResult:
-    """The plan, with no request sent and nothing written: OTPM from the flag, a past probe, or assumed."""
-    if not items:
-        raise UsageError("the input has no items")
-    policy = settings.route_policy
-    otpm, source = settings.otpm, "flag"
-    if otpm is None and Store.exists(state_dir):
-        store = Store.open(state_dir)
+        store = Store.open_readonly(state_dir)
         try:
-            reading = store.get_meta("rate_limits") or {}
+            store.check_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in job.items))
+            history = _History.read(store)
+        except (StateMismatchError, ContentConflictError) as exc:
+            raise UsageError(str(exc)) from None
         finally:
             store.close()
-        otpm, source = reading.get("output_tokens_limit"), "read"
-    chosen = route(len(items), policy=policy, force=settings.force, otpm=otpm, otpm_source=source)  # type: ignore[arg-type]
-    template = settings.template(rubric, chosen.path)
-    requests = build_requests(items, template)
-    subs = _sub_batches(items, requests, settings) if chosen.path == "batch" else ()
+    n = len(job.requests)
+    decision = keep_or_redecide(
+        history.stored if history else None,
+        n=n,
+        force=settings.force,
+        answered=history.answered if history else False,
+    )
+    if isinstance(decision, KeepRoute):
+        chosen = decision.route
+    else:
+        chosen = _route_now(n, settings, history.otpm_read if history else None)
+    left: Sequence[Request] = job.requests
+    n_final = n_live = 0
+    if history is not None:
+        final, live = history.state.final, history.state.in_flight
+        left = []
+        for r in job.requests:
+            if r.custom_id in final:
+                n_final += 1
+            elif r.custom_id in live:
+                n_live += 1
+            else:
+                left.append(r)
+    template = job.template(chosen.path)
+    subs = (
+        chunk(left, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        if chosen.path == "batch"
+        else ()
+    )
     p = plan(
-        requests,
+        left,
         route=chosen,
         sub_batches=subs,
         template=template,
@@ -670,6 +864,8 @@ def _dry_run(
         max_batch_requests=settings.max_batch_requests,
         max_batch_bytes=settings.max_batch_bytes,
         prices=DEFAULT_PRICES,
+        final=n_final,
+        live=n_live,
     )
     return JudgeResult(exit_code=EXIT_OK, route=chosen, counts={}, records={}, plan=p)
 
@@ -677,10 +873,15 @@ def _dry_run(
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "Fatal",
     "JobSettings",
     "JudgeResult",
     "UsageError",
     "ajudge",
+    "collect_records",
+    "input_error",
+    "iter_records",
     "judge",
     "load_items",
+    "write_output_atomic",
 ]

@@ -176,9 +176,16 @@ class Store:
 
     @classmethod
     def open_readonly(cls, state_dir: Path | str) -> Store:
-        """Open an existing checkpoint for reading only (`judgecore summary`): nothing is created or written."""
+        """Open an existing checkpoint for reading only (a dry run): nothing is created or written.
+
+        A database closed cleanly has no WAL file left; it is then opened immutable, so that SQLite
+        does not create its WAL and shared-memory files to read it. With a WAL file (a run is going
+        on, or was killed) it is read through that WAL, whose files exist already.
+        """
         db = Path(state_dir) / DB_NAME
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+        wal = db.with_name(db.name + "-wal")
+        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=10000")
         return cls(conn, db)
 
@@ -221,13 +228,7 @@ class Store:
         `StateMismatchError`; an item whose digest changed raises `ContentConflictError`. Items new to
         an existing job are added (they have simply not been sent yet).
         """
-        old = self.get_meta("manifest")
-        if old is not None and old != dict(manifest):
-            diffs = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
-            raise StateMismatchError(
-                f"{self.path.parent} holds the checkpoint of another job (differs in: "
-                f"{', '.join(diffs)}); point --state at a new directory"
-            )
+        old = self._check_manifest(manifest)
         rows = list(items)
         with self._tx() as c:
             if old is None:
@@ -235,18 +236,7 @@ class Store:
                     "INSERT INTO meta (key, value) VALUES ('manifest', ?), ('schema', ?)",
                     (orjson.dumps(dict(manifest)).decode(), str(SCHEMA_VERSION)),
                 )
-            c.execute("CREATE TEMP TABLE IF NOT EXISTS incoming (custom_id TEXT, item_id TEXT, digest TEXT)")
-            c.execute("DELETE FROM incoming")
-            c.executemany("INSERT INTO incoming VALUES (?, ?, ?)", rows)
-            conflicts = [
-                r[0]
-                for r in c.execute(
-                    "SELECT i.item_id FROM incoming n JOIN items i ON i.custom_id = n.custom_id "
-                    "WHERE i.digest != n.digest ORDER BY i.seq"
-                )
-            ]
-            if conflicts:
-                raise ContentConflictError(conflicts)
+            self._check_content(c, rows)
             c.execute(
                 "INSERT OR IGNORE INTO items (custom_id, item_id, digest) "
                 "SELECT custom_id, item_id, digest FROM incoming ORDER BY rowid"
@@ -332,6 +322,43 @@ class Store:
             "ORDER BY b.sub_id"
         )
         return dict(self._conn.execute(q).fetchall())
+
+    def check_job(self, manifest: Mapping[str, Any], items: Iterable[tuple[str, str, str]]) -> None:
+        """`bind_job`'s checks without writing anything (a dry run on a read-only store)."""
+        self._check_manifest(manifest)
+        self._conn.execute("BEGIN")  # one transaction for the temp table's rows (never the database's)
+        try:
+            self._check_content(self._conn, list(items))
+            self._conn.execute("DELETE FROM incoming")
+        finally:
+            self._conn.execute("ROLLBACK")
+
+    def _check_manifest(self, manifest: Mapping[str, Any]) -> Any:
+        """The stored manifest (None for a new dir); `StateMismatchError` naming the fields that differ."""
+        old = self.get_meta("manifest")
+        if old is not None and old != dict(manifest):
+            diffs = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+            raise StateMismatchError(
+                f"{self.path.parent} holds the checkpoint of another job (differs in: "
+                f"{', '.join(diffs)}); point --state at a new directory"
+            )
+        return old
+
+    def _check_content(self, c: sqlite3.Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Load `rows` into the temp table `incoming`; `ContentConflictError` for changed digests."""
+        c.execute("CREATE TEMP TABLE IF NOT EXISTS incoming (custom_id TEXT, item_id TEXT, digest TEXT)")
+        c.execute("DELETE FROM incoming")
+        c.executemany("INSERT INTO incoming VALUES (?, ?, ?)", rows)
+        conflicts = [
+            r[0]
+            for r in c.execute(
+                "SELECT i.item_id FROM incoming n JOIN items i ON i.custom_id = n.custom_id "
+                "WHERE i.digest != n.digest ORDER BY i.seq"
+            )
+        ]
+        if conflicts:
+            c.execute("DELETE FROM incoming")
+            raise ContentConflictError(conflicts)
 
     # -- sub-batches -------------------------------------------------------------------------
 

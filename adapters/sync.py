@@ -247,13 +247,16 @@ async def run_sync(
     warm_up: bool = True,
     budget: Budget | None = None,
     price: ModelPrice | None = None,
+    contacted: bool = False,
 ) -> SyncRunResult:
     """Send every request not yet final in `store` (already bound to the job) through the run machine.
 
     `reading` is the tier as last read (the probe's, or `RateLimitReading.for_otpm(n)` for `--otpm`);
     None starts unpaced until the first answer's headers arrive. `warm_up=False` skips the lone first
     request: only when the probe has just answered (it wrote the rubric cache, and the run has had an
-    HTTP answer). `budget` (with the job's spend so far) and `price` keep a `--budget` cap.
+    HTTP answer). `contacted` says the run has had an HTTP answer already (the probe's), so a
+    connection error is transient from the first send on. `budget` (with the job's spend so far) and
+    `price` keep a `--budget` cap.
     """
     started = clock.now()
     final = store.job_state().final
@@ -266,7 +269,7 @@ async def run_sync(
         reading=reading,
         budget=budget,
         price=price,
-        contacted=not warm_up,
+        contacted=contacted or not warm_up,
     )
     shell = _Shell(
         store, todo, template, api, clock, emit, rng, settings.progress_interval, len(requests) - len(todo)

@@ -4,7 +4,8 @@ Run with `uv run python bench/core.py`. Prints, for each piece of work, the medi
 for building + chunking, the same work done the naive way in the same process: each request sized by
 `len(json.dumps({"custom_id": ..., "params": {...}}).encode())` over the full params dict (rubric
 included), as if the body were serialized to learn its size. The naive sizes are checked to equal the
-real ones, so both columns compute the same answer.
+real ones, so both columns compute the same answer. The custom_ids are derived when the items are
+parsed (`judgecore.ids.custom_ids_for`, timed on its own row); the naive column derives them too.
 
 Targets (issue #2, on a 2-core machine): build + chunk of 100,000 requests <= 0.5 s; diff_resume of
 1,000,000 ids <= 1 s.
@@ -35,6 +36,7 @@ from judgecore import (
     chunk,
     diff_resume,
 )
+from judgecore.ids import custom_ids_for
 
 MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 1024
@@ -48,15 +50,18 @@ NAIVE_RUNS_1M = 3  # the naive 1,000,000 case takes ~25 s a run; 3 runs keep the
 
 
 def synthetic_items(n: int) -> list[Item]:
+    """n items as `parse_items` makes them: each with its custom_id, derived once for the whole job."""
+    ids = [f"q{i:07d}-s{i % 7}" for i in range(n)]
     return [
         Item(
-            id=f"q{i:07d}-s{i % 7}",
+            id=item_id,
             line=i + 1,
             messages_json=orjson.dumps(
                 [{"role": "user", "content": f"Question {i}: " + "why is the sky blue? " * (1 + i % 12)}]
             ),
+            custom_id=cid,
         )
-        for i in range(n)
+        for i, (item_id, cid) in enumerate(zip(ids, custom_ids_for(ids), strict=True))
     ]
 
 
@@ -130,6 +135,9 @@ def main() -> int:
     # 100,000 first, with nothing else alive (a 1,000,000-object heap slows every GC pass)
     items_100k = synthetic_items(100_000)
 
+    ids_100k = [i.id for i in items_100k]
+    t_ids, _ = median_time(partial(custom_ids_for, ids_100k), RUNS)
+    rows.append(("custom_ids_for, 100,000 (at parse)", t_ids, CPU["last"], None))
     fast_100k, subs_100k = median_time(partial(fast_build_and_chunk, items_100k, template), RUNS)
     cpu_100k = CPU["last"]
     parsed_100k = [orjson.loads(i.messages_json) for i in items_100k]

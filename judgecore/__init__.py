@@ -5,7 +5,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 
 - `items`: what a valid input line is, and the exact bytes each request puts on the wire
 - `ids`: the custom_id of an item
-- `routing`: sync or batch
+- `routing`: sync or batch, and whether a job's recorded route is kept
 - `chunking`: how a job splits into sub-batches
 - `batching`: what to do after a failed batch create, and which listed batch is an orphan of ours
 - `polling`: how long to wait for a batch, and when to stop waiting
@@ -14,7 +14,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `ratelimit`: what the rate-limit headers say, and how fast the sync path may send
 - `resume`: what is left to do
 - `breaker`: when a run of invalid requests means a broken job
-- `planning`: the dry-run plan and its cost
+- `planning`: the job's plan (its requests, built once), and the dry-run plan and its cost
 - `report`: the output line of an item
 - `verdicts`: what a judge's answer concluded (a JSON Schema or a regex)
 - `spend`: what answers cost, and the budget's admission rule
@@ -25,11 +25,12 @@ from judgecore.backoff import BackoffPolicy, backoff
 from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
 from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
-from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, custom_id_for
+from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
 from judgecore.items import (
     Item,
     Request,
     RequestTemplate,
+    RoutePath,
     build_requests,
     cache_control_for,
     parse_item,
@@ -47,10 +48,12 @@ from judgecore.outcomes import (
 from judgecore.planning import (
     DEFAULT_PRICES,
     CachePlan,
+    JobPlan,
     ModelPrice,
     Plan,
     estimate_tokens,
     plan,
+    plan_job,
     plan_json,
     render_plan,
 )
@@ -67,7 +70,15 @@ from judgecore.polling import (
 )
 from judgecore.report import output_line, output_record
 from judgecore.resume import JobState, ResumeDiff, diff_resume
-from judgecore.routing import Route, RoutePolicy, route
+from judgecore.routing import (
+    DecideRoute,
+    KeepRoute,
+    Route,
+    RouteDecision,
+    RoutePolicy,
+    keep_or_redecide,
+    route,
+)
 from judgecore.verdicts import (
     VERDICT_UNPARSED,
     Unscored,
@@ -91,13 +102,16 @@ __all__ = [
     "BreakerPolicy",
     "BreakerState",
     "CachePlan",
+    "DecideRoute",
     "DuplicateIdError",
     "FailureClass",
     "Harvest",
     "InputError",
     "Item",
+    "JobPlan",
     "JobState",
     "JudgecoreError",
+    "KeepRoute",
     "ModelPrice",
     "Outcome",
     "Overdue",
@@ -111,6 +125,8 @@ __all__ = [
     "RequestTooLargeError",
     "ResumeDiff",
     "Route",
+    "RouteDecision",
+    "RoutePath",
     "RoutePolicy",
     "Status",
     "SubBatch",
@@ -126,12 +142,15 @@ __all__ = [
     "breaker_tripped",
     "build_requests",
     "cache_control_for",
+    "check_unique",
     "chunk",
     "classify",
     "create_body",
     "custom_id_for",
+    "custom_ids_for",
     "diff_resume",
     "estimate_tokens",
+    "keep_or_redecide",
     "next_poll_action",
     "next_wake",
     "output_line",
@@ -140,6 +159,7 @@ __all__ = [
     "parse_items",
     "parse_verdict",
     "plan",
+    "plan_job",
     "plan_json",
     "render_plan",
     "route",

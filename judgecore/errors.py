@@ -12,7 +12,8 @@ class JudgecoreError(Exception):
 
 
 class InputError(JudgecoreError):
-    """A line of the input file is not a valid item. Carries the 1-based line number."""
+    """A line of the input file is not a valid item. Carries the 1-based line number and the reason;
+    the shell names the file (`FILE:LINE: reason`)."""
 
     def __init__(self, line: int, reason: str) -> None:
         super().__init__(f"line {line}: {reason}")
@@ -25,7 +26,8 @@ class DuplicateIdError(JudgecoreError):
 
     def __init__(self, item_id: str, first_line: int, line: int, *, custom_id: str | None = None) -> None:
         what = f"custom_id {custom_id!r} (from ids that differ)" if custom_id else f"id {item_id!r}"
-        super().__init__(f"line {line}: duplicate {what}; first seen on line {first_line}")
+        self.reason = f"duplicate {what}; first seen on line {first_line}"
+        super().__init__(f"line {line}: {self.reason}")
         self.item_id = item_id
         self.first_line = first_line
         self.line = line
@@ -35,11 +37,15 @@ class DuplicateIdError(JudgecoreError):
 class RequestTooLargeError(JudgecoreError):
     """One request is larger than a whole sub-batch may be: it can never be sent in a batch."""
 
-    def __init__(self, item_id: str, custom_id: str, size: int, max_bytes: int) -> None:
-        super().__init__(
+    def __init__(
+        self, item_id: str, custom_id: str, size: int, max_bytes: int, *, line: int | None = None
+    ) -> None:
+        self.reason = (
             f"item {item_id!r} (custom_id {custom_id}) serializes to {size:,} bytes, over the "
             f"{max_bytes:,}-byte sub-batch limit; shorten it or send it on the sync path"
         )
+        super().__init__(self.reason if line is None else f"line {line}: {self.reason}")
+        self.line = line
         self.item_id = item_id
         self.custom_id = custom_id
         self.size = size

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from judgecore.errors import DuplicateIdError
 
@@ -74,19 +74,26 @@ def custom_id_for(item_id: str) -> str:
     return f"{prefix}-{digest}" if prefix else digest
 
 
-def _custom_ids(item_ids: tuple[str, ...]) -> tuple[str, ...]:
-    """`custom_id_for` of many ids at once, with one base32 pass over all digests (see `_b32_lower`)."""
-    sha, sub = hashlib.sha256, _UNSAFE.sub
+def custom_ids_for(item_ids: Sequence[str]) -> tuple[str, ...]:
+    """`custom_id_for` of many ids at once: one base32 pass over all digests (see `_b32_lower`), and
+    one scan for unsafe characters over all ids (ids already safe, the usual case, skip the fold)."""
+    sha = hashlib.sha256
     raw = b"".join(
         [sha(_DOMAIN + i.encode("utf-8", "surrogatepass")).digest()[:_DIGEST_BYTES] for i in item_ids]
     )
     digests = _b32_lower(raw)
-    out = []
-    for k, item_id in enumerate(item_ids):
-        prefix = sub("_", item_id)[:_MAX_PREFIX].strip("_")
-        digest = digests[k * _DIGEST_CHARS : (k + 1) * _DIGEST_CHARS]
-        out.append(f"{prefix}-{digest}" if prefix else digest)
-    return tuple(out)
+    if _UNSAFE.search("".join(item_ids)) is None:
+        prefixes = [i[:_MAX_PREFIX].strip("_") for i in item_ids]
+    else:
+        sub = _UNSAFE.sub
+        prefixes = [sub("_", i)[:_MAX_PREFIX].strip("_") for i in item_ids]
+    step = _DIGEST_CHARS
+    return tuple(
+        [
+            f"{p}-{digests[k : k + step]}" if p else digests[k : k + step]
+            for p, k in zip(prefixes, range(0, len(digests), step), strict=True)
+        ]
+    )
 
 
 def assign_custom_ids(item_ids: Iterable[str], lines: Iterable[int] | None = None) -> tuple[str, ...]:
@@ -96,15 +103,21 @@ def assign_custom_ids(item_ids: Iterable[str], lines: Iterable[int] | None = Non
     """
     ids = tuple(item_ids)
     line_nos = tuple(lines) if lines is not None else tuple(range(1, len(ids) + 1))
-    if len(line_nos) != len(ids):
-        raise ValueError(f"{len(ids)} ids but {len(line_nos)} line numbers")
-    cids = _custom_ids(ids)
+    cids = custom_ids_for(ids)
+    check_unique(ids, cids, line_nos)
+    return cids
+
+
+def check_unique(ids: Sequence[str], cids: Sequence[str], lines: Sequence[int]) -> None:
+    """Raise `DuplicateIdError` for the first repeated id or custom_id collision, naming both lines."""
+    if len(lines) != len(ids):
+        raise ValueError(f"{len(ids)} ids but {len(lines)} line numbers")
     if len(set(ids)) == len(ids) and len(set(cids)) == len(cids):
-        return cids
+        return
     # A duplicate exists: walk in input order to report the first one, with both lines.
     seen_ids: dict[str, int] = {}
     seen_cids: dict[str, int] = {}
-    for item_id, cid, line in zip(ids, cids, line_nos, strict=True):
+    for item_id, cid, line in zip(ids, cids, lines, strict=True):
         if item_id in seen_ids:
             raise DuplicateIdError(item_id, seen_ids[item_id], line)
         seen_ids[item_id] = line

@@ -18,12 +18,22 @@ import attrs
 import orjson
 
 from judgecore.errors import InputError
-from judgecore.ids import assign_custom_ids
+from judgecore.ids import check_unique, custom_id_for, custom_ids_for
 
-Path = Literal["sync", "batch"]
+RoutePath = Literal["sync", "batch"]
+#: The old name of `RoutePath` (a route is not a filesystem path); kept so older imports still work.
+Path = RoutePath
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
+_MESSAGE_KEYS = frozenset({"role", "content"})
 _ROLES = frozenset({"user", "assistant"})
+
+#: The deepest nesting an input line may have (the line's object is level 1). orjson refuses to
+#: serialize past 254 levels, and the output line and the request body each add a level or two: a
+#: limit checked at parse time means whatever is accepted can be sent and written out after paying.
+MAX_DEPTH = 64
+#: The largest input line: the Messages API takes at most 32 MB per request.
+MAX_LINE_BYTES = 32_000_000
 
 
 @attrs.frozen
@@ -32,6 +42,7 @@ class Item:
 
     `messages_json` is the conversation serialized once with orjson (a plain `prompt` becomes one user
     turn); `metadata_json` is the metadata's bytes, carried to the output untouched (None when absent).
+    `custom_id` is derived from the id once, when the item is parsed (`judgecore.ids`).
     """
 
     id: str
@@ -39,6 +50,9 @@ class Item:
     messages_json: bytes
     max_tokens: int | None = None
     metadata_json: bytes | None = None
+    custom_id: str = attrs.field(
+        default=attrs.Factory(lambda self: custom_id_for(self.id), takes_self=True), eq=False
+    )
 
     @property
     def digest(self) -> str:
@@ -58,73 +72,127 @@ def _fail(line: int, reason: str) -> InputError:
     return InputError(line, reason)
 
 
-def parse_item(line: int, raw: bytes | str) -> Item | None:
-    """Parse one input line into an `Item`; None for a blank line; `InputError` naming the line otherwise."""
-    if not raw.strip():
-        return None
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value: a scalar is 0, `[]` and `{}` are 1."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def _brackets(raw: bytes | str) -> int:
+    """How many arrays and objects a line opens: only a line with more than `MAX_DEPTH` of them can
+    nest that deep, so the walk of `_depth` is skipped for nearly every line (a count runs in C)."""
+    if isinstance(raw, str):
+        return raw.count("[") + raw.count("{")
+    return raw.count(b"[") + raw.count(b"{")
+
+
+_Fields = tuple[str, int, bytes, "int | None", "bytes | None"]
+
+
+def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
+    """One line's fields, validated in one pass (see `parse_item`); None for a blank line."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise _fail(
+            line, f"the line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit of one request"
+        )
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if not raw.strip():
+            return None
         raise _fail(line, f"not valid JSON ({exc})") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - _ITEM_KEYS)
-    if unknown:
+    if not obj.keys() <= _ITEM_KEYS:
+        unknown = sorted(set(obj) - _ITEM_KEYS)
         raise _fail(line, f"unknown field(s) {', '.join(unknown)}; extra data belongs under 'metadata'")
     item_id = obj.get("id")
-    if not isinstance(item_id, str) or not item_id:
+    if type(item_id) is not str or not item_id:
         raise _fail(line, "'id' must be a non-empty string")
-    has_prompt, has_messages = "prompt" in obj, "messages" in obj
-    if has_prompt == has_messages:
+    # Only metadata and message blocks can nest: a line of a prompt alone needs no look at all.
+    if ("metadata" in obj or "messages" in obj) and _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH:
+        raise _fail(line, f"item {item_id!r}: nested more than {MAX_DEPTH} levels deep")
+    prompt = obj.get("prompt")
+    messages = obj.get("messages")
+    if (prompt is None) == (messages is None):
         raise _fail(line, f"item {item_id!r}: give exactly one of 'prompt' or 'messages'")
-    if has_prompt:
-        prompt = obj["prompt"]
-        if not isinstance(prompt, str) or not prompt:
+    if prompt is not None:
+        if type(prompt) is not str or not prompt:
             raise _fail(line, f"item {item_id!r}: 'prompt' must be a non-empty string")
-        messages: Any = [{"role": "user", "content": prompt}]
+        messages_json = b'[{"role":"user","content":' + orjson.dumps(prompt) + b"}]"
     else:
-        messages = obj["messages"]
         _check_messages(line, item_id, messages)
+        messages_json = _dumps(messages)
     max_tokens = obj.get("max_tokens")
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
+    if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
         raise _fail(line, f"item {item_id!r}: 'max_tokens' must be a positive integer")
     metadata_json = _dumps(obj["metadata"]) if "metadata" in obj else None
-    return Item(
-        id=item_id,
-        line=line,
-        messages_json=_dumps(messages),
-        max_tokens=max_tokens,
-        metadata_json=metadata_json,
-    )
+    return item_id, line, messages_json, max_tokens, metadata_json
+
+
+def parse_item(line: int, raw: bytes | str) -> Item | None:
+    """Parse one input line into an `Item`; None for a blank line; `InputError` naming the line otherwise.
+
+    Whatever is accepted can be sent and written to the output: nesting is at most `MAX_DEPTH` levels
+    and a line at most `MAX_LINE_BYTES`; `messages` has the shape the Messages API takes (see
+    `_check_messages`).
+    """
+    fields = _parse_fields(line, raw)
+    return None if fields is None else Item(*fields)
 
 
 def _check_messages(line: int, item_id: str, messages: Any) -> None:
-    if not isinstance(messages, list) or not messages:
+    """Roles `user`/`assistant`; content a non-empty string or a non-empty list of blocks, each an
+    object with a string `type` (a `text` block with a string `text`; block types the API may add
+    later pass through untouched); no other key on a message."""
+    if type(messages) is not list or not messages:
         raise _fail(line, f"item {item_id!r}: 'messages' must be a non-empty list")
     for n, msg in enumerate(messages):
-        where = f"item {item_id!r}: messages[{n}]"
-        if not isinstance(msg, dict):
-            raise _fail(line, f"{where} must be an object")
+        if type(msg) is not dict:
+            raise _bad_message(line, item_id, n, " must be an object")
+        if not msg.keys() <= _MESSAGE_KEYS:
+            extra = ", ".join(sorted(set(msg) - _MESSAGE_KEYS))
+            raise _bad_message(
+                line, item_id, n, f" has unknown key(s) {extra}; a message has only 'role' and 'content'"
+            )
         if msg.get("role") not in _ROLES:
-            raise _fail(line, f"{where}.role must be 'user' or 'assistant'")
+            raise _bad_message(line, item_id, n, ".role must be 'user' or 'assistant'")
         content = msg.get("content")
-        if not (isinstance(content, str) and content) and not (isinstance(content, list) and content):
-            raise _fail(line, f"{where}.content must be a non-empty string or list of blocks")
+        if type(content) is str and content:
+            continue
+        if type(content) is not list or not content:
+            raise _bad_message(line, item_id, n, ".content must be a non-empty string or list of blocks")
+        for k, block in enumerate(content):
+            if type(block) is not dict or type(block.get("type")) is not str or not block["type"]:
+                raise _bad_message(line, item_id, n, f".content[{k}] must be an object with a string 'type'")
+            if block["type"] == "text" and type(block.get("text")) is not str:
+                raise _bad_message(line, item_id, n, f".content[{k}] is a text block without a string 'text'")
+
+
+def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
+    return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
 def parse_items(lines: Iterable[bytes | str]) -> tuple[Item, ...]:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
-    Duplicate ids (and custom_id collisions) are reported with both line numbers.
+    Each line is parsed once and each custom_id derived once, for the whole file at a time (see
+    `judgecore.ids`). Duplicate ids (and custom_id collisions) are reported with both line numbers.
     """
-    items = tuple(item for n, raw in enumerate(lines, start=1) if (item := parse_item(n, raw)) is not None)
-    assign_custom_ids((i.id for i in items), (i.line for i in items))
-    return items
+    rows = [f for n, raw in enumerate(lines, start=1) if (f := _parse_fields(n, raw)) is not None]
+    ids = [r[0] for r in rows]
+    cids = custom_ids_for(ids)
+    check_unique(ids, cids, [r[1] for r in rows])
+    return tuple(
+        Item(item_id, line, messages_json, max_tokens, metadata_json, cid)
+        for (item_id, line, messages_json, max_tokens, metadata_json), cid in zip(rows, cids, strict=True)
+    )
 
 
-def cache_control_for(path: Path) -> dict[str, str]:
+def cache_control_for(path: RoutePath) -> dict[str, str]:
     """The rubric's cache marker: 5-minute on the sync path, 1 hour in batches (they outlive 5 minutes)."""
     return {"type": "ephemeral"} if path == "sync" else {"type": "ephemeral", "ttl": "1h"}
 
@@ -135,7 +203,7 @@ class RequestTemplate:
 
     model: str
     max_tokens: int
-    path: Path
+    path: RoutePath
     system_json: bytes | None
     output_config_json: bytes | None = None  # a verdict schema's `output_config`, serialized once
     _head: bytes = attrs.field(init=False, repr=False, eq=False)
@@ -157,7 +225,7 @@ class RequestTemplate:
         model: str,
         max_tokens: int,
         rubric: str | None,
-        path: Path,
+        path: RoutePath,
         output_config: Mapping[str, Any] | None = None,
     ) -> RequestTemplate:
         """The template for one route; the rubric becomes a system block list with its cache marker;
@@ -220,13 +288,16 @@ class Request:
 
 
 def build_requests(items: Sequence[Item], template: RequestTemplate) -> tuple[Request, ...]:
-    """Requests for `items`, in order, each with its exact serialized size (see `Request.body`)."""
-    cids = assign_custom_ids((i.id for i in items), (i.line for i in items))
+    """Requests for `items`, in order, each with its exact serialized size (see `Request.body`).
+
+    The size is the request's bytes in a batch create body of `template`'s model and rubric; the
+    sync path sends the same request with `params(sync_template)` and never reads the size."""
     fixed = template.fixed_size
     default_mt = template.max_tokens
+    default_digits = len(str(default_mt))
     out = []
-    for item, cid in zip(items, cids, strict=True):
-        mt = item.max_tokens or default_mt
-        size = fixed + len(cid) + len(str(mt)) + len(item.messages_json)
-        out.append(Request(cid, item.id, mt, item.messages_json, size))
+    for item in items:
+        cid, mj, mt = item.custom_id, item.messages_json, item.max_tokens
+        digits = len(str(mt)) if mt else default_digits
+        out.append(Request(cid, item.id, mt or default_mt, mj, fixed + len(cid) + digits + len(mj)))
     return tuple(out)

@@ -1,4 +1,10 @@
-"""The dry-run plan: what a run would send, where, in how many sub-batches, and at what cost.
+"""The job's plan, and the dry-run plan: what a run would send, where, in how many sub-batches, at what cost.
+
+`plan_job` builds, once per run, everything a job sends whatever its route: every request (custom_id,
+serialized messages, exact size in a batch create body) and each route's template (they differ only in
+the rubric's cache marker). A request too large for any sub-batch is found there, before anything is
+sent. `plan` is the dry run's report of it: the route, the sub-batches of what is left to send, and
+the estimated cost.
 
 Token counts are estimated without any API call (UTF-8 bytes / 4, rounded up), and the cost from a
 small price table: batch requests at half price; rubric cache writes at 1.25x the input price for the
@@ -14,10 +20,61 @@ from typing import Any
 
 import attrs
 
-from judgecore.chunking import SubBatch
-from judgecore.items import Path, Request, RequestTemplate
+from judgecore.chunking import ENVELOPE_BYTES, SubBatch
+from judgecore.errors import RequestTooLargeError
+from judgecore.items import Item, Request, RequestTemplate, RoutePath, build_requests
 from judgecore.outcomes import Usage
+from judgecore.resume import JobState
 from judgecore.routing import Route
+
+
+@attrs.frozen(kw_only=True)
+class JobPlan:
+    """What a job sends, computed once: its items, one request per item (input order), and the
+    template of each route. A request's `size` is its bytes in a batch create body; the sync path
+    sends the same request through `sync_template` and never reads the size."""
+
+    items: tuple[Item, ...]
+    requests: tuple[Request, ...]
+    sync_template: RequestTemplate
+    batch_template: RequestTemplate
+
+    def template(self, path: RoutePath) -> RequestTemplate:
+        return self.sync_template if path == "sync" else self.batch_template
+
+    def finished(self, state: JobState) -> bool:
+        """Every item final and no batch of the job still live: a run has nothing to send or poll."""
+        return not state.in_flight and all(r.custom_id in state.final for r in self.requests)
+
+
+def plan_job(
+    items: Sequence[Item],
+    *,
+    model: str,
+    max_tokens: int,
+    rubric: str | None,
+    max_batch_bytes: int | None,
+    output_config: Mapping[str, Any] | None = None,
+) -> JobPlan:
+    """The job's plan. With `max_batch_bytes` (whenever the job may go to batches), a request too large
+    for any sub-batch raises `RequestTooLargeError` naming its item and line, before anything is sent.
+    `output_config` (a verdict schema's structured-output format) goes on every request of both routes."""
+    sync, batch = (
+        RequestTemplate.build(
+            model=model, max_tokens=max_tokens, rubric=rubric, path=path, output_config=output_config
+        )
+        for path in ("sync", "batch")
+    )
+    requests = build_requests(items, batch)
+    if max_batch_bytes is not None and requests:
+        sizes = [r.size for r in requests]
+        largest = max(sizes)
+        if largest + ENVELOPE_BYTES > max_batch_bytes:
+            k = sizes.index(largest)
+            req = requests[k]
+            size = req.size + ENVELOPE_BYTES
+            raise RequestTooLargeError(req.item_id, req.custom_id, size, max_batch_bytes, line=items[k].line)
+    return JobPlan(items=tuple(items), requests=requests, sync_template=sync, batch_template=batch)
 
 
 @attrs.frozen
@@ -70,9 +127,14 @@ class CachePlan:
 
 @attrs.frozen(kw_only=True)
 class Plan:
-    """Everything a dry run reports, as a value."""
+    """Everything a dry run reports, as a value. On a state dir with a history, `final` items are
+    done and `live` ones sit in batches still live (polled, not resent); the rest are `to_send`,
+    and the sub-batches and the cost are those of what is left to send."""
 
     n: int
+    final: int
+    live: int
+    to_send: int
     route: Route
     model: str
     max_tokens: int
@@ -88,7 +150,7 @@ class Plan:
 
 
 def _cost(
-    path: Path,
+    path: RoutePath,
     price: ModelPrice,
     *,
     n: int,
@@ -119,8 +181,11 @@ def plan(
     max_batch_bytes: int,
     prices: Mapping[str, ModelPrice] = DEFAULT_PRICES,
     output_per_answer: int = 300,
+    final: int = 0,
+    live: int = 0,
 ) -> Plan:
-    """The dry-run plan of a job; `output_per_answer` caps the expected answer length (tokens)."""
+    """The dry-run plan of `requests`, what is left to send of a job whose other `final` + `live`
+    items need no send; `output_per_answer` caps the expected answer length (tokens)."""
     n = len(requests)
     rubric_tokens = estimate_tokens(len(rubric.encode())) if rubric else 0
     min_tokens = MIN_CACHEABLE_TOKENS.get(template.model, DEFAULT_MIN_CACHEABLE)
@@ -132,8 +197,11 @@ def plan(
         min_tokens=min_tokens,
         cached=cached,
     )
-    input_tokens = sum(estimate_tokens(len(r.messages_json)) for r in requests)
-    output_tokens = sum(min(r.max_tokens, output_per_answer) for r in requests)
+    # estimate_tokens and min(), written inline: these two sums run once per request of the job
+    input_tokens = sum([-(-len(r.messages_json) // 4) for r in requests])
+    output_tokens = sum(
+        [m if (m := r.max_tokens) < output_per_answer else output_per_answer for r in requests]
+    )
     price = prices.get(template.model)
     est = all_sync = None
     if price is not None:
@@ -149,7 +217,10 @@ def plan(
         writes = len(sub_batches) if route.path == "batch" else min(1, n)
         est = _cost(route.path, writes=writes, **common)  # type: ignore[arg-type]
     return Plan(
-        n=n,
+        n=n + final + live,
+        final=final,
+        live=live,
+        to_send=n,
         route=route,
         model=template.model,
         max_tokens=template.max_tokens,
@@ -169,6 +240,9 @@ def plan_json(p: Plan) -> dict[str, Any]:
     """The plan as the JSON object `--dry-run --json` prints (keys of CONTRACT.md and more)."""
     return {
         "n": p.n,
+        "final": p.final,
+        "live": p.live,
+        "to_send": p.to_send,
         "threshold": p.route.threshold,
         "otpm": p.route.otpm,
         "otpm_source": p.route.otpm_source,
@@ -205,7 +279,12 @@ def render_plan(p: Plan) -> str:
     """The plan as stable, human-readable text (snapshot-tested)."""
     lines = [
         "judgecore dry run: nothing will be sent",
-        f"  items        {p.n:,}",
+        f"  items        {p.n:,}"
+        + (
+            f" (final {p.final:,}, live in batches {p.live:,}, to send {p.to_send:,})"
+            if p.to_send != p.n
+            else ""
+        ),
         f"  route        {p.route.path}: {p.route.reason}",
         f"  model        {p.model} (max_tokens {p.max_tokens:,} unless an item sets its own)",
     ]
@@ -241,7 +320,7 @@ def render_plan(p: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def usage_cost(usage: Usage, price: ModelPrice, path: Path) -> float:
+def usage_cost(usage: Usage, price: ModelPrice, path: RoutePath) -> float:
     """What one answer cost, from its reported usage: cache writes at the path's TTL rate, reads at
     0.1x, and the batch discount on the batch path."""
     input_units = (

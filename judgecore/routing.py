@@ -3,15 +3,20 @@
 Below the threshold, a batch's tail (up to 24 hours) costs more than the discount saves; at or above it,
 the sync path would spend the org's shared rate limit for hours. The threshold scales with the tier:
 `base x OTPM / reference`, so a low tier sends even small jobs to batches.
+
+A job's route is decided once and kept for its reruns, but only once it is *known*: forced, or decided
+from a tier that was read (a probe) or given (`--otpm`). A route decided on the assumed tier (the probe
+was refused with a 401, or its answer carried no rate-limit headers) is *provisional*: the next run
+decides it again, from the tier it reads, as long as nothing was answered on it (`keep_or_redecide`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 import attrs
 
-from judgecore.items import Path
+from judgecore.items import RoutePath
 
 OtpmSource = Literal["read", "flag", "assumed"]
 
@@ -33,7 +38,7 @@ class RoutePolicy:
 class Route:
     """The routing decision, with what it was based on and a one-line reason for the user."""
 
-    path: Path
+    path: RoutePath
     n: int
     threshold: int
     otpm: int
@@ -41,13 +46,18 @@ class Route:
     forced: bool
     reason: str
 
+    @property
+    def known(self) -> bool:
+        """Forced, or decided from a tier that was read or given: kept for every rerun of the job."""
+        return self.forced or self.otpm_source != "assumed"
+
 
 def route(
     n: int,
     *,
     policy: RoutePolicy,
     otpm: int | None = None,
-    force: Path | None = None,
+    force: RoutePath | None = None,
     otpm_source: Literal["read", "flag"] = "read",
 ) -> Route:
     """Route `n` requests: sync when `n < threshold`, batch otherwise; `force` overrides and says so.
@@ -62,10 +72,10 @@ def route(
     source: OtpmSource = otpm_source if otpm is not None else "assumed"
     used = otpm if otpm is not None else policy.assumed_otpm
     threshold = policy.threshold(used)
-    natural: Path = "sync" if n < threshold else "batch"
+    natural: RoutePath = "sync" if n < threshold else "batch"
     tier = f"OTPM {used:,} ({source})"
     if force is not None:
-        path: Path = force
+        path: RoutePath = force
         reason = f"forced to {force} (--force-{force}); by size it would go {natural}"
     else:
         path = natural
@@ -80,3 +90,49 @@ def route(
         forced=force is not None,
         reason=reason,
     )
+
+
+@attrs.frozen
+class KeepRoute:
+    """Run on the job's stored route (its `n` brought up to date with the input)."""
+
+    route: Route
+
+
+@attrs.frozen
+class DecideRoute:
+    """Decide the route now (forced, from `--otpm`, or from a probe), and say why."""
+
+    why: str
+
+
+RouteDecision: TypeAlias = KeepRoute | DecideRoute
+
+
+def keep_or_redecide(
+    stored: Route | None, *, n: int, force: RoutePath | None, answered: bool
+) -> RouteDecision:
+    """Whether a run keeps the job's stored route or decides it again.
+
+    `stored` is the route recorded by an earlier run (None: none yet); `n` the job's request count now;
+    `force` this run's `--force-*`; `answered` whether anything of the job was answered already (a
+    final outcome recorded, or a batch created). With a force, the stored route is kept only when it
+    was forced to the same path. Without one, a known route (see `Route.known`) is kept, and so is a
+    provisional one something was answered on; a provisional route nothing was answered on is
+    decided again.
+    """
+    if stored is None:
+        return DecideRoute("no route recorded yet")
+    if force is not None:
+        if stored.forced and stored.path == force:
+            return KeepRoute(_with_n(stored, n))
+        return DecideRoute(f"forced to {force} by this run")
+    if stored.known or answered:
+        return KeepRoute(_with_n(stored, n))
+    return DecideRoute(
+        f"the route recorded ({stored.path}) was decided on an assumed tier and nothing was answered on it"
+    )
+
+
+def _with_n(stored: Route, n: int) -> Route:
+    return stored if stored.n == n else attrs.evolve(stored, n=n)

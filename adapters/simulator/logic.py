@@ -306,8 +306,11 @@ class Simulator:
         message = self._message(params, plan.usage(), forced == "max_tokens", "standard", number)
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
         if stream:
-            return ctx.sse(message, extra=self._limiter.headers(ctx.now))
-        return ctx.ok(message, extra=self._limiter.headers(ctx.now))
+            return ctx.sse(message, extra=self._ratelimit_headers(ctx))
+        return ctx.ok(message, extra=self._ratelimit_headers(ctx))
+
+    def _ratelimit_headers(self, ctx: _Ctx) -> list[tuple[str, str]]:
+        return self._limiter.headers(ctx.now) if self.scenario.ratelimit_headers else []
 
     def _sync_fault(self, ctx: _Ctx, fault: str) -> SimResponse:
         if fault == "drop":
@@ -326,7 +329,7 @@ class Simulator:
             if s.max_retry_after_ms is not None:
                 ms = min(ms, s.max_retry_after_ms)
             headers.append(("retry-after-ms", f"{max(ms, 1.0):.0f}"))
-        headers += self._limiter.headers(ctx.now)
+        headers += self._ratelimit_headers(ctx)
         return ctx.error("rate_limit_error", message, extra=headers)
 
     def _message(

@@ -146,6 +146,8 @@ class Scenario:
     otpm_limit: int | None = None
     #: The tier advertised in `anthropic-ratelimit-output-tokens-limit` when `otpm_limit` is None.
     advertised_otpm: int = 400_000
+    #: Send the `anthropic-ratelimit-*` headers (False: a proxy that strips them; no tier can be read).
+    ratelimit_headers: bool = True
 
     # --- the judge's answers (see answers.answer) ----------------------------------------------
     #: Weights of the score values a judge draws (value as text -> weight), where they name any of the

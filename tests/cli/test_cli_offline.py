@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import orjson
 import pytest
 
 from adapters.cli import main
-from adapters.store import Store
+from adapters.job import JobSettings, load_items
+from adapters.store import OutcomeRow, Store
+from judgecore import Outcome, RoutePolicy, Status, custom_id_for, route
 
 
 def _write(path: Path, rows: list[dict | str]) -> Path:
@@ -164,3 +167,93 @@ def test_help_teaches_the_commands(capsys):
     out = capsys.readouterr().out
     for word in ("run", "status", "cancel", "demo", "simulator", "judgecore demo"):
         assert word in out
+
+
+# --- a dry run on an existing state dir plans what the run would do --------------------------------
+
+
+def _checkpoint(state: Path, items: Path, rubric: Path) -> Store:
+    """A state dir bound to the job in `items`, as a first run leaves it before sending anything."""
+    parsed = load_items(items)
+    store = Store.open(state)
+    store.bind_job(
+        JobSettings().manifest(rubric.read_text()), ((i.custom_id, i.id, i.digest) for i in parsed)
+    )
+    return store
+
+
+def _dry(items: Path, rubric: Path, state: Path, *extra: str) -> list[str]:
+    return ["run", str(items), "--state", str(state), "--rubric", str(rubric), "--dry-run", *extra]
+
+
+def _files(state: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(state.iterdir())}
+
+
+def test_dry_run_on_a_force_batch_state_dir_plans_batch(job, tmp_path, capsys):
+    """The route a first run recorded (--force-batch) is the one the rerun keeps: the plan says batch."""
+    items, rubric = job
+    store = _checkpoint(tmp_path / "s", items, rubric)
+    forced = route(30, policy=RoutePolicy(), force="batch")
+    store.set_meta("route", attrs.asdict(forced))
+    store.close()
+    assert 0 == main(_dry(items, rubric, tmp_path / "s", "--json"))
+    plan = orjson.loads(capsys.readouterr().out)
+    assert ("batch", True, [30]) == (
+        plan["route"],
+        plan["forced"],
+        [sb["requests"] for sb in plan["sub_batches"]],
+    )
+
+
+def test_dry_run_on_a_provisional_route_plans_what_the_tier_now_says(job, tmp_path, capsys):
+    """A route decided on the assumed tier with nothing answered is decided again: with `--otpm 4000`
+    (threshold 20) the 30-item job the first run sent sync now plans batch, as the run would."""
+    items, rubric = job
+    store = _checkpoint(tmp_path / "s", items, rubric)
+    store.set_meta("route", attrs.asdict(route(30, policy=RoutePolicy())))
+    store.close()
+    assert 0 == main(_dry(items, rubric, tmp_path / "s", "--json", "--otpm", "4000"))
+    plan = orjson.loads(capsys.readouterr().out)
+    assert ("batch", "flag", 20) == (plan["route"], plan["otpm_source"], plan["threshold"])
+
+
+def test_dry_run_on_another_jobs_state_dir_is_exit_2_naming_the_field(job, tmp_path, capsys):
+    items, rubric = job
+    _checkpoint(tmp_path / "s", items, rubric).close()
+    before = _files(tmp_path / "s")
+    assert 2 == main(_dry(items, rubric, tmp_path / "s", "--model", "claude-haiku-4-5"))
+    err = capsys.readouterr().err
+    assert "another job" in err and "model" in err
+    assert before == _files(tmp_path / "s")
+
+
+def test_dry_run_with_an_item_changed_under_its_id_is_exit_2_naming_the_id(job, tmp_path, capsys):
+    items, rubric = job
+    _checkpoint(tmp_path / "s", items, rubric).close()
+    rows = [orjson.loads(line) for line in items.read_bytes().splitlines()]
+    rows[7]["prompt"] = "something else entirely"
+    _write(items, rows)
+    assert 2 == main(_dry(items, rubric, tmp_path / "s"))
+    assert "'q7'" in capsys.readouterr().err
+
+
+def test_dry_run_plans_only_what_is_left_and_writes_nothing(job, tmp_path, capsys):
+    """Items final are counted, not planned; the state dir is opened read-only: no file changes,
+    no WAL appears."""
+    items, rubric = job
+    store = _checkpoint(tmp_path / "s", items, rubric)
+    store.set_meta("route", attrs.asdict(route(30, policy=RoutePolicy(), otpm=400_000)))
+    done = Outcome(status=Status.SUCCEEDED, failure=None, reason="ok", text="Score: 4")
+    store.record_outcomes(
+        OutcomeRow(custom_id=custom_id_for(f"q{i}"), outcome=done, route="sync", at=1.0) for i in range(12)
+    )
+    store.close()
+    before = _files(tmp_path / "s")
+    assert 0 == main(_dry(items, rubric, tmp_path / "s", "--json"))
+    plan = orjson.loads(capsys.readouterr().out)
+    assert (30, 12, 0, 18) == (plan["n"], plan["final"], plan["live"], plan["to_send"])
+    assert "read" == plan["otpm_source"]
+    assert before == _files(tmp_path / "s")
+    assert 0 == main(_dry(items, rubric, tmp_path / "s"))
+    assert "items        30 (final 12, live in batches 0, to send 18)" in capsys.readouterr().out

@@ -15,9 +15,12 @@ from judgecore import (
     RequestTemplate,
     build_requests,
     custom_id_for,
+    output_line,
+    output_record,
     parse_item,
     parse_items,
 )
+from judgecore.items import MAX_DEPTH, MAX_LINE_BYTES
 
 
 @given(item_lists(max_size=20), templates)
@@ -116,6 +119,23 @@ BAD_LINES = [
     ('{"id": "a", "prompt": "x", "max_tokens": "12"}', "'max_tokens' must be a positive integer"),
     ('{"id": "a", "prompt": "x", "max_tokens": true}', "'max_tokens' must be a positive integer"),
     ('{"id": "a", "prompt": "x", "score": 1}', "unknown field(s) score"),
+    # messages of the wrong shape (issue 9): each would be sent as is and refused (or worse) after paying
+    ('{"id": "a", "messages": [{"role": "user", "content": ["x"]}]}', "content[0] must be an object"),
+    ('{"id": "a", "messages": [{"role": "user", "content": [1, 2]}]}', "content[0] must be an object"),
+    ('{"id": "a", "messages": [{"role": "user", "content": [{"text": "x"}]}]}', "with a string 'type'"),
+    ('{"id": "a", "messages": [{"role": "user", "content": [{"type": 3}]}]}', "with a string 'type'"),
+    ('{"id": "a", "messages": [{"role": "user", "content": [{"type": "text"}]}]}', "without a string 'text'"),
+    (
+        '{"id": "a", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}',
+        "string 'text'",
+    ),
+    ('{"id": "a", "messages": [{"role": "user", "content": []}]}', "content must be a non-empty"),
+    ('{"id": "a", "messages": [{"role": "user", "content": 7}]}', "content must be a non-empty"),
+    ('{"id": "a", "messages": [{"role": "user", "content": "x", "name": "bob"}]}', "unknown key(s) name"),
+    ('{"id": "a", "messages": ["hello"]}', "messages[0] must be an object"),
+    ('{"id": "a", "messages": {"role": "user", "content": "x"}}', "'messages' must be a non-empty list"),
+    ('{"id": "a", "prompt": "x", "metadata": ' + "[" * 64 + "]" * 64 + "}", "nested more than 64 levels"),
+    ('{"id": "a", "prompt": "x", "metadata": ' + "[" * 254 + "]" * 254 + "}", "nested more than 64 levels"),
 ]
 
 
@@ -134,6 +154,85 @@ def test_duplicate_ids_name_both_lines():
     with pytest.raises(DuplicateIdError) as err:
         parse_items(lines)
     assert ("a", 1, 4) == (err.value.item_id, err.value.first_line, err.value.line)
+
+
+def test_a_line_over_the_request_size_limit_is_refused_before_parsing():
+    with pytest.raises(InputError) as err:
+        parse_items([b'{"id": "a", "prompt": "' + b"x" * MAX_LINE_BYTES + b'"}'])
+    assert 1 == err.value.line
+    assert "over the 32,000,000-byte limit" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "text", "text": "Grade this."}],
+        [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}],
+        [{"type": "a_block_the_api_adds_next_year", "anything": {"goes": [1, 2]}}],
+        [
+            {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "b"},
+        ],
+    ],
+)
+def test_well_formed_content_blocks_pass_through_untouched(content):
+    msgs = [{"role": "user", "content": content}, {"role": "assistant", "content": "ok"}]
+    item = parse_item(1, orjson.dumps({"id": "a", "messages": msgs}))
+    assert orjson.dumps(msgs) == item.messages_json
+
+
+def test_nesting_up_to_the_limit_is_accepted_and_one_more_level_is_not():
+    """The line's object is level 1, so metadata may nest 63 levels."""
+    metadata = _nested(MAX_DEPTH - 1)
+    item = parse_item(1, orjson.dumps({"id": "a", "prompt": "x", "metadata": metadata}))
+    assert orjson.dumps(metadata) == item.metadata_json
+    with pytest.raises(InputError, match="nested more than 64 levels"):
+        parse_item(1, orjson.dumps({"id": "a", "prompt": "x", "metadata": [metadata]}))
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for k in range(depth):
+        value = [value] if k % 2 else {"k": value}
+    return value
+
+
+def _nested_json(depth: int) -> bytes:
+    """`orjson.dumps(_nested(depth))`, written out (orjson refuses past 254 levels)."""
+    opens = "".join("[" if k % 2 else '{"k":' for k in reversed(range(depth)))
+    closes = "".join("]" if k % 2 else "}" for k in range(depth))
+    return (opens + '"leaf"' + closes).encode()
+
+
+any_metadata_json = st.one_of(json_values.map(orjson.dumps), st.integers(0, 300).map(_nested_json))
+
+
+@given(
+    st.text(min_size=1, max_size=20),
+    st.one_of(st.text(min_size=1, max_size=50), messages),
+    any_metadata_json,
+)
+def test_whatever_the_parser_accepts_can_be_sent_and_written_out(item_id, prompt_or_messages, metadata):
+    """A paid answer can always be delivered: an accepted line's request body and output line both
+    serialize, and the output carries the metadata as parsed."""
+    key = "prompt" if isinstance(prompt_or_messages, str) else "messages"
+    line = orjson.dumps({"id": item_id, key: prompt_or_messages})[:-1] + b',"metadata":' + metadata + b"}"
+    try:
+        item = parse_item(1, line)
+    except InputError as exc:
+        assert "nested more than" in exc.reason
+        return
+    template = RequestTemplate.build(model="m", max_tokens=5, rubric="r", path="batch")
+    (req,) = build_requests([item], template)
+    assert orjson.loads(item.messages_json) == orjson.loads(req.body(template))["params"]["messages"]
+    record = output_record(item, item.custom_id, None, route="batch", batch_id=None, attempts=0)
+    assert orjson.loads(item.metadata_json) == orjson.loads(output_line(record))["metadata"]
+
+
+@given(item_lists(max_size=20))
+def test_each_item_carries_its_custom_id_from_parsing(its):
+    lines = [orjson.dumps({"id": i.id, "messages": orjson.loads(i.messages_json)}) for i in its]
+    assert [custom_id_for(i.id) for i in its] == [p.custom_id for p in parse_items(lines)]
 
 
 def test_blank_lines_are_skipped():

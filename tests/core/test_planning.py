@@ -10,16 +10,20 @@ from strategies import item_lists
 
 from judgecore import (
     Item,
+    JobState,
     RequestTemplate,
+    RequestTooLargeError,
     RoutePolicy,
     build_requests,
     chunk,
     estimate_tokens,
+    parse_item,
     plan,
     plan_json,
     render_plan,
     route,
 )
+from judgecore.planning import plan_job
 
 MODEL = "claude-sonnet-4-6"
 # A fixed rubric of a few thousand characters (about 1,400 tokens: long enough to be cached).
@@ -146,3 +150,76 @@ def test_unknown_model_has_no_cost_estimate():
     )
     assert (None, None) == (p.estimated_cost_usd, plan_json(p)["estimated_cost_usd"])
     assert "unknown: no price for claude-unknown" in render_plan(p)
+
+
+# --- what is left: a dry run on a state dir with a history -------------------------------------------
+
+
+def test_plan_of_what_is_left_counts_final_and_live_items_and_costs_only_the_rest(snapshot):
+    """90,000 items of which 40,000 are final and 8,000 sit in a live batch: 42,000 to send."""
+    items = synthetic_items(90_000)
+    r = route(90_000, policy=RoutePolicy(), otpm=400_000)
+    template = RequestTemplate.build(model=MODEL, max_tokens=1024, rubric=RUBRIC, path="batch")
+    left = build_requests(items, template)[48_000:]
+    p = plan(
+        left,
+        route=r,
+        sub_batches=chunk(left),
+        template=template,
+        rubric=RUBRIC,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+        final=40_000,
+        live=8_000,
+    )
+    fresh = plan(
+        left,
+        route=r,
+        sub_batches=chunk(left),
+        template=template,
+        rubric=RUBRIC,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+    )
+    assert (90_000, 40_000, 8_000, 42_000) == (p.n, p.final, p.live, p.to_send)
+    assert fresh.estimated_cost_usd == p.estimated_cost_usd
+    assert snapshot == render_plan(p)
+    assert snapshot == orjson.dumps(plan_json(p), option=orjson.OPT_INDENT_2).decode()
+
+
+# --- the job's plan, built once ----------------------------------------------------------------------
+
+
+@given(item_lists(max_size=30), st.integers(1, 64_000), st.one_of(st.none(), st.text(max_size=200)))
+def test_job_plan_holds_every_request_once_and_each_routes_template(its, max_tokens, rubric):
+    job = plan_job(its, model=MODEL, max_tokens=max_tokens, rubric=rubric, max_batch_bytes=None)
+    batch = RequestTemplate.build(model=MODEL, max_tokens=max_tokens, rubric=rubric, path="batch")
+    sync = RequestTemplate.build(model=MODEL, max_tokens=max_tokens, rubric=rubric, path="sync")
+    assert build_requests(its, batch) == job.requests
+    assert (sync, batch) == (job.template("sync"), job.template("batch"))
+    assert [i.custom_id for i in its] == [r.custom_id for r in job.requests]
+    for r in job.requests:  # the size is the batch body's; the sync params are the same request
+        assert r.size == len(r.body(job.batch_template))
+        assert orjson.loads(r.body(job.batch_template))["params"]["messages"] == r.params(sync)["messages"]
+
+
+def test_job_plan_names_the_line_of_a_request_too_large_for_any_sub_batch():
+    items = [
+        parse_item(1, b'{"id": "small", "prompt": "x"}'),
+        parse_item(4, orjson.dumps({"id": "huge", "prompt": "y" * 5000})),
+    ]
+    with pytest.raises(RequestTooLargeError) as err:
+        plan_job(items, model=MODEL, max_tokens=10, rubric=None, max_batch_bytes=2000)
+    assert (4, "huge") == (err.value.line, err.value.item_id)
+    assert str(err.value).startswith("line 4: item 'huge'")
+    plan_job(items, model=MODEL, max_tokens=10, rubric=None, max_batch_bytes=None)  # sync: no limit
+
+
+@given(item_lists(min_size=1, max_size=20), st.data())
+def test_a_job_is_finished_when_every_item_is_final_and_nothing_is_live(its, data):
+    job = plan_job(its, model=MODEL, max_tokens=10, rubric=None, max_batch_bytes=None)
+    cids = [i.custom_id for i in its]
+    final = frozenset(data.draw(st.lists(st.sampled_from(cids), unique=True)))
+    live = frozenset(data.draw(st.lists(st.sampled_from(cids), unique=True)))
+    state = JobState(final=final, in_flight=live)
+    assert (final == frozenset(cids) and not live) == job.finished(state)

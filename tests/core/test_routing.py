@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import otpms, route_policies
 
 from judgecore import RoutePolicy, route
+from judgecore.routing import DecideRoute, KeepRoute, keep_or_redecide
 
 counts = st.integers(0, 10**7)
 
@@ -84,3 +86,86 @@ def test_reason_names_count_threshold_and_comparison(n, otpm):
 def test_negative_count_or_non_positive_otpm_is_refused(n, otpm):
     with pytest.raises(ValueError):
         route(n, policy=RoutePolicy(), otpm=otpm)
+
+
+# --- keep_or_redecide: a route is kept only once known --------------------------------------------
+
+forces = st.one_of(st.none(), st.sampled_from(["sync", "batch"]))
+
+
+@st.composite
+def stored_routes(draw: st.DrawFn):
+    """A route as an earlier run recorded it: forced, from a tier read or given, or on the assumed tier."""
+    n = draw(counts)
+    how = draw(st.sampled_from(["forced", "read", "flag", "assumed"]))
+    policy = draw(route_policies)
+    if how == "forced":
+        return route(n, policy=policy, force=draw(st.sampled_from(["sync", "batch"])), otpm=draw(otpms))
+    if how == "assumed":
+        return route(n, policy=policy)
+    return route(n, policy=policy, otpm=draw(otpms), otpm_source=how)
+
+
+@given(counts, forces, st.booleans())
+def test_a_job_with_no_route_yet_decides_one(n, force, answered):
+    assert isinstance(keep_or_redecide(None, n=n, force=force, answered=answered), DecideRoute)
+
+
+@given(stored_routes(), counts, st.booleans())
+def test_a_known_route_is_kept_for_every_rerun_without_a_force(stored, n, answered):
+    """Forced, read or given: kept whatever was answered, its count brought up to date."""
+    decision = keep_or_redecide(stored, n=n, force=None, answered=answered)
+    if stored.known:
+        assert KeepRoute(attrs.evolve(stored, n=n)) == decision
+
+
+@given(stored_routes(), counts)
+def test_a_provisional_route_is_decided_again_only_while_nothing_was_answered(stored, n):
+    """Decided on the assumed tier: the next run that can read the tier decides again, unless
+    something was answered (or a batch created) on it already."""
+    if stored.known:
+        return
+    assert isinstance(keep_or_redecide(stored, n=n, force=None, answered=False), DecideRoute)
+    assert KeepRoute(attrs.evolve(stored, n=n)) == keep_or_redecide(stored, n=n, force=None, answered=True)
+
+
+@given(stored_routes(), counts, st.sampled_from(["sync", "batch"]), st.booleans())
+def test_a_force_keeps_only_a_route_forced_the_same_way(stored, n, force, answered):
+    decision = keep_or_redecide(stored, n=n, force=force, answered=answered)
+    if stored.forced and stored.path == force:
+        assert KeepRoute(attrs.evolve(stored, n=n)) == decision
+    else:
+        assert isinstance(decision, DecideRoute)
+
+
+@given(st.one_of(st.none(), stored_routes()), counts, forces, st.booleans())
+def test_a_kept_route_is_the_stored_one_with_the_count_of_now(stored, n, force, answered):
+    """Keeping never changes the path, the tier or the reason: only `n` follows the input."""
+    decision = keep_or_redecide(stored, n=n, force=force, answered=answered)
+    if isinstance(decision, KeepRoute):
+        assert stored is not None
+        assert attrs.evolve(stored, n=n) == decision.route
+        assert decision.route.known or answered
+
+
+@pytest.mark.parametrize(
+    ("source", "forced", "known"),
+    [("assumed", False, False), ("assumed", True, True), ("read", False, True), ("flag", False, True)],
+)
+def test_a_route_is_known_when_forced_read_or_given(source, forced, known):
+    r = route(10, policy=RoutePolicy(), otpm=None if source == "assumed" else 4000, otpm_source="read")
+    r = attrs.evolve(r, otpm_source=source, forced=forced)
+    assert known == r.known
+
+
+def test_the_bad_key_scenario_decides_again_on_the_tier_read_later():
+    """Run 1: the probe got a 401, so a 50-item job went sync on the assumed 400,000 OTPM. Run 2
+    reads 4,000 OTPM (threshold 20): the route is decided again, and it is batch."""
+    policy = RoutePolicy()
+    first = route(50, policy=policy)
+    assert ("sync", False) == (first.path, first.known)
+    decision = keep_or_redecide(first, n=50, force=None, answered=False)
+    assert isinstance(decision, DecideRoute)
+    assert "assumed tier" in decision.why
+    second = route(50, policy=policy, otpm=4000)
+    assert ("batch", 20, True) == (second.path, second.threshold, second.known)

@@ -1,0 +1,145 @@
+"""A whole batch job as a separate process, against the simulator: CPU per 1,000 items, peak memory,
+a no-op rerun of the finished job, and the start-up of the small commands.
+
+    uv run python bench/job.py                       # 20,000, 90,000 and 180,000 items
+    uv run python bench/job.py --sizes 90000 --reruns 3
+    uv run python bench/job.py --root OTHER_CHECKOUT  # the same, for another checkout (its .venv)
+
+Each job is `judgecore run` (the real SDK over loopback HTTP; one probe on the sync path, the rest in
+sub-batches) with the simulator in this process, fast batches (1 s), polls every 0.2 s; its CPU is the
+child's user + system time, so the simulator's own CPU is not counted. Targets (issue 11): <= 0.25 CPU s
+per 1,000 items and <= 300 MB peak RSS at 90,000 (CPU linear, memory flat past the sub-batches in
+flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `status` and a 10-item
+`--dry-run` <= 0.3 s each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
+
+RUBRIC = "Score the answer from 0 to 10 for correctness and clarity.\n" * 40
+
+
+# Measures one child from a small process: a child forked from this process (which holds the
+# simulator, hundreds of MB after a big job) would count the pages it shares with it before `exec`
+# in its peak RSS.
+_MEASURE = """
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
+    code = subprocess.call(sys.argv[3:], stdout=out, stderr=err)
+wall = time.perf_counter() - t0
+import resource
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(code, wall, u.ru_utime + u.ru_stime, u.ru_maxrss)
+"""
+
+
+def run(python: str, root: Path, args: list[str], env: dict[str, str]) -> dict[str, float]:
+    """One `judgecore` process: wall, CPU (user + system) and its own peak RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        res = subprocess.run(
+            [sys.executable, "-c", _MEASURE, out, err, python, "-m", "adapters.cli", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        code, wall, cpu, rss = res.stdout.split()
+        if int(code) not in (0, 3):
+            raise SystemExit(f"{args[0]} failed ({code}): {err.read_text()[-2000:]}")
+    return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024}
+
+
+def write_items(path: Path, n: int) -> None:
+    with path.open("wb") as f:
+        for i in range(n):
+            f.write(
+                orjson.dumps({"id": f"item-{i}", "prompt": f"Grade answer {i}: the sky is blue."}) + b"\n"
+            )
+
+
+def job(python: str, root: Path, n: int, reruns: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp, serve(Simulator(Scenario(seed=1, batch_seconds=1.0))) as srv:
+        items, rubric, state = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt", Path(tmp) / "s"
+        write_items(items, n)
+        rubric.write_text(RUBRIC)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(ANTHROPIC_BASE_URL=srv.base_url, ANTHROPIC_API_KEY="sk-bench")
+        args = ["run", str(items), "--state", str(state), "--rubric", str(rubric), "--poll-interval", "0.2"]
+        first = run(python, root, args, env)
+        sent = len(srv.sim.log)
+        again = [run(python, root, args, env) for _ in range(reruns)]
+        assert sent == len(srv.sim.log), "a rerun of a finished job sent something"
+        return {
+            "cpu": first["cpu"],
+            "rss_mb": first["rss_mb"],
+            "wall": first["wall"],
+            "rerun_wall": statistics.median(r["wall"] for r in again) if again else float("nan"),
+            "rerun_rss_mb": max((r["rss_mb"] for r in again), default=float("nan")),
+            "batches": len(srv.sim.batches),
+        }
+
+
+def small_commands(python: str, root: Path, runs: int = 5) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        items = Path(tmp) / "ten.jsonl"
+        write_items(items, 10)
+        state = Path(tmp) / "s"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        # a checkpoint for `status`: a dry run writes none, so bind one by hand through the store
+        subprocess.run(
+            [python, "-c", f"from adapters.store import Store; s = Store.open({str(state)!r}); s.close()"],
+            cwd=root,
+            check=True,
+        )
+        cmds = {
+            "--help": ["--help"],
+            "status": ["status", "--state", str(state)],
+            "dry-run (10 items)": ["run", str(items), "--state", str(Path(tmp) / "none"), "--dry-run"],
+        }
+        return {
+            name: statistics.median(run(python, root, args, env)["wall"] for _ in range(runs))
+            for name, args in cmds.items()
+        }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 90_000, 180_000])
+    ap.add_argument("--reruns", type=int, default=3, help="no-op reruns timed after each job")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (its .venv)")
+    ns = ap.parse_args()
+    root = ns.root.resolve()
+    python = str(root / ".venv" / "bin" / "python")
+    print(f"judgecore whole-process bench of {root}")
+    for name, wall in small_commands(python, root).items():
+        print(f"  {name:<20} {wall:6.3f} s wall (median of 5; target <= 0.3 s)")
+    for n in ns.sizes:
+        r = job(python, root, n, ns.reruns)
+        per_k = r["cpu"] / (n / 1000)
+        print(
+            f"  {n:>7,} items: {r['cpu']:6.1f} CPU s = {per_k:.3f} per 1,000 (target <= 0.25), "
+            f"peak RSS {r['rss_mb']:,.0f} MB (target <= 300), wall {r['wall']:.1f} s, "
+            f"{r['batches']} sub-batches; no-op rerun {r['rerun_wall']:.2f} s wall "
+            f"(median of {ns.reruns}; target <= 1.5 s), {r['rerun_rss_mb']:,.0f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()
