@@ -249,10 +249,6 @@ def test_a_duplicate_id_names_the_second_line(api, tmp_path, capsys):
     assert_clean_usage_error(code, err, before, api, names=f"{path}:3:")
 
 
-JOBPLAN = "items.py checks land with the jobplan branch"
-
-
-@pytest.mark.xfail(strict=False, reason=JOBPLAN)
 @pytest.mark.parametrize(
     "messages",
     [
@@ -285,7 +281,6 @@ def test_an_unknown_block_type_passes_through(api, tmp_path, capsys):
     assert 0 == code
 
 
-@pytest.mark.xfail(strict=False, reason=JOBPLAN)
 def test_metadata_nested_too_deep_is_exit_2_before_anything_is_paid(api, tmp_path, capsys):
     """Was: ~254 levels accepted, both requests paid, then the output crashed on every rerun."""
     path = tmp_path / "in.jsonl"
