@@ -100,8 +100,8 @@ class Breaker:
     def reason(self) -> str:
         """The one line a tripped run stops with."""
         return (
-            f"FATAL_CONFIG: the first {self.need} result(s) of the job were all rejected as invalid "
-            "requests; the job's configuration is broken (check --model, --max-tokens and the rubric); "
+            f"FATAL_CONFIG: {'the only result' if self.need == 1 else f'the first {self.need} results'} "
+            "of the job were all rejected as invalid requests; the job's configuration is broken (check --model, --max-tokens and the rubric); "
             "they stay pending and nothing more is sent"
         )
 

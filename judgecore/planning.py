@@ -311,7 +311,7 @@ def render_plan(p: Plan) -> str:
         )
     lines.append(
         f"  tokens (est) input {p.input_tokens:,} + rubric {c.rubric_tokens:,} per request; "
-        f"output {p.output_tokens:,} (at most {p.output_per_answer:,} per answer)"
+        f"output {p.output_tokens:,} (assuming answers of at most {p.output_per_answer:,} tokens)"
     )
     if p.estimated_cost_usd is None:
         lines.append(f"  cost (est)   unknown: no price for {p.model}")

@@ -76,11 +76,11 @@ def route(
     tier = f"OTPM {used:,} ({source})"
     if force is not None:
         path: RoutePath = force
-        reason = f"forced to {force} (--force-{force}); by size it would go {natural}"
+        reason = f"--force-{force}; by size it would go {natural}"
     else:
         path = natural
         cmp = "<" if path == "sync" else ">="
-        reason = f"{n:,} requests {cmp} threshold {threshold:,} at {tier}"
+        reason = f"{n:,} request{'' if n == 1 else 's'} {cmp} threshold {threshold:,} at {tier}"
     return Route(
         path=path,
         n=n,
