@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from adapters.batch import BatchRunResult, BatchSettings, cancel_job, create_body, run_batch
+from adapters.batch_api import BatchApiError
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from adapters.store import Store
@@ -566,3 +567,91 @@ def test_two_orphans_of_equal_size_created_out_of_order_are_harvested_by_owner(s
     owners = dict(store._conn.execute("SELECT custom_id, sub_id FROM outcomes").fetchall())
     assert {r.custom_id: sub_a for r in a} | {r.custom_id: sub_b for r in b} == owners
     assert not [m for m in notices(events) if "unknown custom_id" in m]
+
+
+# -- one retry budget, one breaker, first contact -------------------------------------------------------
+
+
+def test_a_spent_budget_is_fresh_on_rerun_so_rerunning_until_exit_0_ends(store: Store) -> None:
+    """5 items whose first three sends fail, --max-attempts 2: run 1 exits 3, run 2 makes progress, exits 0."""
+    requests = make_requests(5)
+    bind(store, requests)
+    clock = FakeClock()
+    api = FakeBatchApi(clock, outcome=lambda c, a: RESULTS["api_error"] if a <= 3 else RESULTS["succeeded"])
+    settings = BatchSettings(max_attempts=2)
+    first = go(store, requests, api, clock, settings)
+    second = go(store, requests, api, clock, settings)
+    assert [(3, 5), (0, 0)] == [(r.exit_status, r.pending) for r in (first, second)]
+    assert {r.custom_id: 4 for r in requests} == dict(Counter(api.sent_ids()))
+
+
+@pytest.mark.parametrize("n", [1, 5, 25])
+def test_a_job_whose_requests_are_all_invalid_trips_the_breaker_and_quarantines_none(
+    store: Store, n: int
+) -> None:
+    """Whatever the job's size: exit 4, every item pending (a broken configuration is not the data's fault)."""
+    requests = make_requests(n)
+    bind(store, requests)
+    clock = FakeClock()
+    api = FakeBatchApi(clock, outcome=lambda c, a: RESULTS["invalid_request"])
+    result = go(store, requests, api, clock)
+    assert (4, n, 0) == (result.exit_status, result.counts["pending"], result.counts["quarantined"])
+    assert result.fatal is not None and result.fatal.startswith("FATAL_CONFIG")
+    assert 1 == len(api.batches)
+    rerun = go(store, requests, api, clock)  # nothing was quarantined: the same job trips the same way
+    assert (4, n, 0) == (rerun.exit_status, rerun.counts["pending"], rerun.counts["quarantined"])
+
+
+def test_quarantines_held_by_a_deciding_breaker_are_recorded_once_another_kind_arrives(store: Store) -> None:
+    requests = make_requests(30)
+    bind(store, requests)
+    clock = FakeClock()
+    good = requests[15].custom_id  # 15 invalid lines, over two batches, are held until it comes
+    api = FakeBatchApi(
+        clock,
+        outcome=lambda c, a: RESULTS["succeeded"] if c == good else RESULTS["invalid_request"],
+        shuffle=False,
+    )
+    result = go(store, requests, api, clock, BatchSettings(max_batch_requests=10, concurrency=1))
+    assert (0, 29, 1) == (result.exit_status, result.counts["quarantined"], result.counts["succeeded"])
+
+
+def test_held_quarantines_are_recorded_when_the_run_ends_still_deciding(store: Store) -> None:
+    """3 invalid, 7 never answered: the breaker cannot decide in this run; the 3 are quarantined, 7 pending."""
+    requests = make_requests(10)
+    bind(store, requests)
+    clock = FakeClock()
+    bad = {r.custom_id for r in requests[:3]}
+    api = FakeBatchApi(
+        clock, outcome=lambda c, a: RESULTS["invalid_request" if c in bad else "overloaded_error"]
+    )
+    result = go(store, requests, api, clock, BatchSettings(max_attempts=1))
+    assert (3, 3, 7) == (result.exit_status, result.counts["quarantined"], result.counts["pending"])
+
+
+@pytest.mark.parametrize("answered_first", [False, True])
+def test_connection_refused_is_fatal_only_before_the_first_answer(store: Store, answered_first: bool) -> None:
+    requests = make_requests(20)
+    bind(store, requests)
+    clock = FakeClock()
+    refused = RawResult(
+        kind="connection_error", error_type="connect_failed", message="cannot connect to http://127.0.0.1:9"
+    )
+
+    class Unreachable(FakeBatchApi):
+        async def create(self, body: bytes):  # type: ignore[no-untyped-def]
+            if answered_first and self._creates == 0:
+                return await super().create(body)
+            self._creates += 1
+            raise BatchApiError(refused)
+
+    api = Unreachable(clock)
+    result = go(store, requests, api, clock, BatchSettings(max_batch_requests=10, concurrency=1))
+    if answered_first:
+        assert result.fatal is None and 10 == result.counts["succeeded"]
+        assert 3 == result.exit_status
+    else:
+        assert 4 == result.exit_status
+        assert result.fatal is not None and "http://127.0.0.1:9" in result.fatal
+        assert 1 == api._creates
+        assert ["failed"] == [r.state for r in store.sub_batches()]
