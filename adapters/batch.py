@@ -54,7 +54,7 @@ from judgecore.items import Request
 from judgecore.outcomes import FINAL_STATUSES
 from judgecore.subbatch import SubEvent, SubState, next_state
 
-__all__ = ["BatchRunResult", "BatchSettings", "cancel_job", "create_body", "run_batch"]
+__all__ = ["BatchRunResult", "BatchSettings", "BatchShell", "cancel_job", "create_body", "run_batch"]
 
 _SHOWN = 5  # per batch, this many unknown / duplicate lines are named on stderr; the rest are counted
 
@@ -76,8 +76,9 @@ class BatchRunResult:
         return self.counts.get("pending", 0)
 
 
-class _Shell:
-    """Performs the machine's actions against the store, the API, the clock and the terminal."""
+class BatchShell:
+    """Performs a `BatchRun`'s actions against the store, the API, the clock and the terminal: `effect`
+    at once, `perform` (an operation) to its one event. `run_batch` drives it; so can a test."""
 
     def __init__(
         self,
@@ -120,8 +121,8 @@ class _Shell:
                 assert batch is not None
                 store.set_state(sub_id, state, note)
                 self.emit(BatchStuck(sub_id=sub_id, batch_id=batch.id, n=n, deadline=self.deadline(batch)))
-            case Record(sub_id, _, state, note):
-                store.set_state(sub_id, state, note)
+            case Record(sub_id, _, state, note, _, _, group):
+                store.set_state(sub_id, state, note, group)
             case Reject(sub_id, custom_id, outcome):
                 store.record_outcomes(
                     [
@@ -346,7 +347,7 @@ async def run_batch(
     `requests` are the job's requests to run on the batch path (ids already final are skipped);
     `total` is the job's number of ids, for the breaker (default: `len(requests)`).
     """
-    shell = _Shell(store, template, api, clock, settings, emit, rng)
+    shell = BatchShell(store, template, api, clock, settings, emit, rng)
     run = BatchRun.start(
         store.checkpoint(settings.breaker.k),
         requests=requests,

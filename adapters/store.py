@@ -283,12 +283,14 @@ class Store:
                 (batch_id, created_at, expires_at, SubState.LIVE.value, note, group, sub_id),
             )
 
-    def set_state(self, sub_id: int, state: SubState, note: str | None = None) -> None:
-        """Write a sub-batch's new state (decided by `judgecore.subbatch`'s table)."""
+    def set_state(
+        self, sub_id: int, state: SubState, note: str | None = None, group: int | None = None
+    ) -> None:
+        """Write a sub-batch's new state (decided by `judgecore.subbatch`'s table), and its orphan group."""
         with self._tx() as c:
             c.execute(
-                "UPDATE sub_batches SET state = ?, note = COALESCE(?, note) WHERE sub_id = ?",
-                (state, note, sub_id),
+                "UPDATE sub_batches SET state = ?, note = COALESCE(?, note), grp = COALESCE(?, grp) WHERE sub_id = ?",
+                (state, note, group, sub_id),
             )
 
     def sub_batches(self, states: Sequence[str] | None = None) -> list[SubBatchRow]:

@@ -50,6 +50,7 @@ from judgecore.batching import (
     Split,
     after_create_error,
     match_orphans,
+    orphan_groups,
 )
 from judgecore.batching import (
     Reject as RejectDecision,
@@ -407,8 +408,9 @@ class BatchRun:
                 snap=snap,
                 due=now,
                 ended=v.state is SubState.ENDED,
-                recovered=v.batch_id is None,
-                parked=v.state is SubState.GROUP_HARVESTED,
+                recovered=v.batch_id is None and v.group is None,
+                # waiting for the rest of its orphan group (a batchless member, or a harvested one)
+                parked=v.state is SubState.GROUP_HARVESTED or (v.batch_id is None and v.group is not None),
             )
         claimed = frozenset(v.batch_id for v in checkpoint.subs if v.batch_id is not None)
         breaker = Breaker.start(
@@ -609,7 +611,11 @@ class BatchRun:
         if s.group is not None:
             members = [m for m in self.subs.values() if m.group == s.group]
             group = tuple(sorted(m.sub_id for m in members))
-            others_done = all(m.state is SubState.GROUP_HARVESTED for m in members if m.sub_id != s.sub_id)
+            others_done = all(
+                m.state is SubState.GROUP_HARVESTED
+                for m in members
+                if m.sub_id != s.sub_id and m.snap is not None
+            )
             settle = group if others_done else ()
         return Harvest(s.sub_id, s.snap.id, group, settle, self.breaker, self.held)
 
@@ -756,7 +762,9 @@ class BatchRun:
     def _listed(self, batches: tuple[BatchSnapshot, ...], conclusive: bool, at: float) -> BatchRun:
         listing = [s for s in self.subs.values() if s.busy and s.state is SubState.INTENT and s.unsure]
         intents = [Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in listing]
-        adoptions = match_orphans(intents, batches, claimed=self.claimed, window=self.settings.orphan_window)
+        window = self.settings.orphan_window
+        adoptions = match_orphans(intents, batches, claimed=self.claimed, window=window)
+        groups = orphan_groups(intents, batches, claimed=self.claimed, window=window)
         run = self
         for a in adoptions:
             run = attrs.evolve(run, claimed=run.claimed | {a.batch.id})
@@ -766,7 +774,13 @@ class BatchRun:
             if s.sub_id in adopted:
                 continue
             s = run.subs[s.sub_id]
-            if conclusive and s.recovered:
+            if s.sub_id in groups:  # one of its group's batches may hold its ids: settled with them
+                group = groups[s.sub_id]
+                note = f"no batch of its own; settled with orphan group {group}"
+                run = run._move(
+                    s, SubEvent.GROUPED, note, busy=False, parked=True, group=group, recovered=False
+                )
+            elif conclusive and s.recovered:
                 run = run._move(s, SubEvent.ABSENT, "no batch matched its intent", busy=False, parked=True)
                 run = run._emit(
                     Say(

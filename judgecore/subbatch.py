@@ -38,6 +38,7 @@ class SubEvent(StrEnum):
     CREATED = "created"  # the create call returned the batch
     ADOPTED = "adopted"  # a reconciliation found the intent's batch
     ABSENT = "absent"  # a conclusive reconciliation found no batch for it
+    GROUPED = "grouped"  # no batch of its own, but one of its orphan group's batches may hold its ids
     REFUSED = "refused"  # the create was refused, or never sent (nothing was made)
     TOO_LARGE = "too_large"  # HTTP 413 on more than one request
     REJECTED = "rejected"  # HTTP 413 on one request
@@ -57,6 +58,8 @@ TRANSITIONS: dict[tuple[SubState, SubEvent], SubState] = {
     (S.INTENT, E.CREATED): S.LIVE,
     (S.INTENT, E.ADOPTED): S.LIVE,
     (S.INTENT, E.ABSENT): S.ORPHAN_RESUBMITTED,
+    (S.INTENT, E.GROUPED): S.INTENT,  # waits for its group's batches; settled with them
+    (S.INTENT, E.HARVESTED): S.HARVESTED,  # a batchless member of an orphan group, settled
     (S.INTENT, E.REFUSED): S.FAILED,
     (S.INTENT, E.TOO_LARGE): S.SPLIT,
     (S.INTENT, E.REJECTED): S.REJECTED,
@@ -76,8 +79,6 @@ TRANSITIONS: dict[tuple[SubState, SubEvent], SubState] = {
 IN_FLIGHT: frozenset[SubState] = frozenset(state for state, _ in TRANSITIONS)
 #: States with no move out: the sub-batch is settled for good.
 TERMINAL: frozenset[SubState] = frozenset(SubState) - IN_FLIGHT
-#: In-flight states whose batch id is known: a run polls (or harvests) them.
-POLLED: frozenset[SubState] = IN_FLIGHT & frozenset(_HAS_BATCH)
 
 
 class IllegalMove(Exception):
