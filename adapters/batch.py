@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import assert_never
 
@@ -51,7 +52,6 @@ from judgecore.batchrun import (
 from judgecore.chunking import create_body
 from judgecore.harvesting import MISSING, Gate, Held, IdSet
 from judgecore.items import Request
-from judgecore.outcomes import FINAL_STATUSES
 from judgecore.subbatch import SubEvent, SubState, next_state
 
 __all__ = ["BatchRunResult", "BatchSettings", "BatchShell", "cancel_job", "create_body", "run_batch"]
@@ -193,7 +193,7 @@ class BatchShell:
                 round=action.round,
                 custom_ids=[r.custom_id for r in action.requests],
                 n_bytes=len(body),
-                at=self.clock.now(),
+                at=action.at,
             )
         try:
             snap = await self.api.create(body)
@@ -230,8 +230,8 @@ class BatchShell:
         else:
             ids = IdSet(store.iter_sub_batch_ids(sub_id))
         seen = ids.fresh_seen()
-        by_status: dict[Status, list[str]] = {s: [] for s in Status}
-        example: dict[Status, Outcome] = {}
+        tally: Counter[Status] = Counter()
+        opened: dict[Status, list[tuple[str, Outcome]]] = {Status.RETRY: [], Status.FATAL: []}  # not final
         gate = Gate(action.breaker, action.held)
         deciding = not gate.closed
         unknown = duplicate = 0
@@ -258,7 +258,11 @@ class BatchShell:
                             continue
                         seen[byte] |= 1 << bit
                         outcome = classify(raw)
-                        if not deciding:  # the hot path: the breaker has closed
+                        lines: tuple[Held, ...] = ()
+                        if deciding:  # the breaker decides (or has tripped): lines go through its gate
+                            gate, lines = gate.take(Held(custom_id, outcome, ids.owner(i, sub_id), batch_id))
+                            deciding = not gate.closed
+                        else:  # the hot path
                             writer.add_outcome(
                                 custom_id,
                                 outcome,
@@ -267,50 +271,54 @@ class BatchShell:
                                 sub_id=ids.owner(i, sub_id),
                                 batch_id=batch_id,
                             )
-                            by_status[outcome.status].append(custom_id)
-                            example.setdefault(outcome.status, outcome)
-                            continue
-                        gate, lines = gate.take(Held(custom_id, outcome, ids.owner(i, sub_id), batch_id))
-                        deciding = not gate.closed
-                        for h in lines:  # nothing while the breaker holds; what it held once it closes
+                            tally[outcome.status] += 1
+                            sink = opened.get(outcome.status)
+                            if sink is not None:
+                                sink.append((custom_id, outcome))
+                        for h in lines:  # what a closing breaker held, and the line that closed it
                             writer.add_outcome(
                                 h.custom_id,
                                 h.outcome,
                                 route="batch",
                                 at=clock.now(),
                                 sub_id=h.sub_id,
-                                batch_id=batch_id,
+                                batch_id=h.batch_id,
                             )
-                            by_status[h.outcome.status].append(h.custom_id)
-                            example.setdefault(h.outcome.status, h.outcome)
+                            tally[h.outcome.status] += 1
+                            sink = opened.get(h.outcome.status)
+                            if sink is not None:
+                                sink.append((h.custom_id, h.outcome))
             except BatchApiError as exc:
                 error = exc.raw
         if unknown > _SHOWN or duplicate > _SHOWN:
             self._warn(
                 f"batch {batch_id}: {unknown:,} unknown and {duplicate:,} duplicate result line(s) in all"
             )
-        tally = {str(s): len(v) for s, v in by_status.items() if v}
+        missing: list[str] = []
         if error is None:
             waiting = {h.custom_id for h in gate.held}
             for m in action.settle:
-                tally[str(Status.RETRY)] = tally.get(str(Status.RETRY), 0) + self._settle(
-                    m, batch_id, waiting
+                missing += self._settle(m, batch_id, waiting)
+            tally[Status.RETRY] += len(missing)
+            self.emit(
+                BatchHarvested(
+                    sub_id=sub_id, batch_id=batch_id, counts={str(k): v for k, v in tally.items() if v}
                 )
-            self.emit(BatchHarvested(sub_id=sub_id, batch_id=batch_id, counts=tally))
-        fatal = by_status[Status.FATAL]
+            )
+        fatal = opened[Status.FATAL]
         return Harvested(
             sub_id,
             at=clock.now(),
             u=self.rng.random(),
             breaker=gate.breaker,
             held=gate.held,
-            final=frozenset(c for s in FINAL_STATUSES for c in by_status[s]),
+            open=frozenset(c for lines in opened.values() for c, _ in lines) | frozenset(missing),
             error=error,
-            fatal=example.get(Status.FATAL),
-            fatal_where=f"result of {fatal[0]} in batch {batch_id}" if fatal else "",
+            fatal=fatal[0][1] if fatal else None,
+            fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",
         )
 
-    def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> int:
+    def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> list[str]:
         """Ids of a fully harvested sub-batch with no result line (and none held) did not run."""
         missing = [c for c in self.store.unharvested_ids(sub_id) if c not in held]
         if missing:
@@ -324,7 +332,7 @@ class BatchShell:
                 )
                 for c in missing
             )
-        return len(missing)
+        return missing
 
     def _warn(self, message: str) -> None:
         self.emit(Notice(level="warning", message=message))

@@ -194,11 +194,12 @@ class Say:
 
 @attrs.frozen
 class Create:
-    """Write the intent (unless `written`), then POST the sub-batch's create once."""
+    """Write the intent (unless `written`), stamped `at`, then POST the sub-batch's create once."""
 
     sub_id: int
     round: int
     requests: tuple[Request, ...]
+    at: float
     written: bool = False
 
 
@@ -295,15 +296,16 @@ class PollFailed:
 
 @attrs.frozen
 class Harvested:
-    """A harvest's result. `error`: the stream was cut (None when whole). `final`: the ids it recorded as
-    final. `fatal`: a line that stops the run (recorded as it came)."""
+    """A harvest's result. `error`: the stream was cut (None when whole). `open`: the ids it recorded as
+    not final (retriable, fatal, or with no line at all); every other id of the settled sub-batches was
+    recorded final, or is held. `fatal`: a line that stops the run (recorded as it came)."""
 
     sub_id: int
     at: float
     u: float
     breaker: Breaker
     held: tuple[Held, ...]
-    final: frozenset[str] = frozenset()
+    open: frozenset[str] = frozenset()
     error: RawResult | None = None
     fatal: Outcome | None = None
     fatal_where: str = ""
@@ -340,7 +342,7 @@ class Sub:
     unsure: bool = False  # a create failed in a way that may have made a batch
     ended: bool = False  # polled ended: harvest it
     recovered: bool = False  # an intent of an earlier run
-    finals: frozenset[str] = frozenset()  # ids recorded final (group members, until settled)
+    open: frozenset[str] = frozenset()  # ids its group's harvests recorded not final, until settled
 
 
 def _frozen(m: Mapping[str, int]) -> Mapping[str, int]:
@@ -582,7 +584,7 @@ class BatchRun:
                 return run
             retry = s.state is SubState.INTENT and s.requests and not (s.busy or s.parked or s.unsure)
             if retry and s.due <= now:
-                ops.append(Create(s.sub_id, s.round, s.requests, written=True))
+                ops.append(Create(s.sub_id, s.round, s.requests, now, written=True))
                 run = run._put(s, busy=True, tries=s.tries + 1)
                 room -= 1
         queue = list(run.queue)
@@ -599,7 +601,7 @@ class BatchRun:
                 busy=True,
                 tries=1,
             )
-            ops.append(Create(sub.sub_id, sub.round, reqs))
+            ops.append(Create(sub.sub_id, sub.round, reqs, now))
             run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + 1)
             room -= 1
         return attrs.evolve(run, queue=tuple(queue))
@@ -914,22 +916,21 @@ class BatchRun:
                     f"batch {sub.snap.id}: results could not be fetched in full; its remaining ids stay pending",
                 )
             )
-        finals = sub.finals | h.final
-        if sub.group is not None and sub.sub_id not in self._harvest_op(sub).settle:
+        opened = sub.open | h.open
+        settle = self._harvest_op(sub).settle
+        if sub.group is not None and sub.sub_id not in settle:
             return run._move(
-                sub, SubEvent.GROUP_PART_HARVESTED, None, busy=False, ended=False, parked=True, finals=finals
+                sub, SubEvent.GROUP_PART_HARVESTED, None, busy=False, ended=False, parked=True, open=opened
             )
-        settled = [run.subs[m] for m in (self._harvest_op(sub).settle)]
-        final = run.final | finals
-        for m in settled:
-            final |= m.finals
+        still_held = {x.custom_id for x in h.held}
+        released = set() if h.breaker.tripped else {x.custom_id for x in self.held} - still_held
+        not_final = opened | still_held
+        final = set(released)
+        for m in (run.subs[i] for i in settle):
+            not_final |= m.open
+        for m in (run.subs[i] for i in settle):
+            final.update(c for c in m.ids if c not in not_final)
             run = run._move(
-                run.subs[m.sub_id],
-                SubEvent.HARVESTED,
-                None,
-                busy=False,
-                ended=False,
-                parked=False,
-                finals=frozenset(),
+                m, SubEvent.HARVESTED, None, busy=False, ended=False, parked=False, open=frozenset()
             )
-        return attrs.evolve(run, final=final)
+        return attrs.evolve(run, final=run.final | final)

@@ -124,7 +124,7 @@ class ModelApi:
         self._check_send(ids)
         self.creates += 1
         rng = random.Random(self.kind_seed)
-        now = self.now()
+        now = self.m.started  # the server stamps a batch when the create reaches it, not when it answers
         b = ServerBatch(
             id=f"msgbatch_{len(self.batches) + 1:04d}",
             ids=ids,
@@ -236,7 +236,7 @@ class BatchLife(RuleBasedStateMachine):
             lambda e: None,
             random.Random(0),  # type: ignore[arg-type]
         )
-        self.ops: list[Create | Reconcile | Poll | Harvest] = []
+        self.ops: list[tuple[Create | Reconcile | Poll | Harvest, float]] = []  # with the time each started
         self.done: Done | None = None
         self.sleep: float | None = None
         self.steps = 0
@@ -255,7 +255,7 @@ class BatchLife(RuleBasedStateMachine):
                 case Record() | Reject() | Release() | Begin() | Say():
                     self.shell.effect(action)
                 case Create() | Reconcile() | Poll() | Harvest():
-                    self.ops.append(action)
+                    self.ops.append((action, self.now))
                 case Sleep(until):
                     self.sleep = until
                 case Done():
@@ -287,7 +287,7 @@ class BatchLife(RuleBasedStateMachine):
     )
     def answer(self, data: st.DataObject, mode: str, seed: int, duration: float, cut_after: int) -> None:
         """The API answers one operation in flight (any of them, in any order), as `mode` says."""
-        op = self.ops.pop(data.draw(st.integers(0, len(self.ops) - 1)))
+        op, self.started = self.ops.pop(data.draw(st.integers(0, len(self.ops) - 1)))
         self.api.mode, self.api.kind_seed, self.api.duration, self.api.cut_after = (
             mode,
             seed,
@@ -335,7 +335,7 @@ class BatchLife(RuleBasedStateMachine):
             if self.done is not None:
                 return self.done
             if self.ops:
-                op = self.ops.pop(0)
+                op, self.started = self.ops.pop(0)
                 self.run = self.run.on(self.loop.run_until_complete(self.shell.perform(op)))
                 self._check_all()
             elif self.sleep is not None:
@@ -371,7 +371,9 @@ class BatchLife(RuleBasedStateMachine):
     def no_create_is_in_flight_while_listing(self) -> None:
         """A reconciliation never runs beside a create (a sibling's batch is never taken for an orphan)."""
         ops = getattr(self, "ops", [])
-        assert not (any(isinstance(o, Create) for o in ops) and any(isinstance(o, Reconcile) for o in ops))
+        assert not (
+            any(isinstance(o, Create) for o, _ in ops) and any(isinstance(o, Reconcile) for o, _ in ops)
+        )
 
     @invariant()
     def no_custom_id_sits_in_two_live_batches(self) -> None:

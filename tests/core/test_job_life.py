@@ -249,10 +249,10 @@ class JobLife(RuleBasedStateMachine):
 
     def _perform(self, op, data=None) -> Event:
         match op:
-            case Create(sub_id, round_, requests, written):
+            case Create(sub_id, round_, requests, at, written):
                 ids = tuple(r.custom_id for r in requests)
                 if not written:
-                    self.cp.rows[sub_id] = Row(sub_id, round_, ids, self.now)
+                    self.cp.rows[sub_id] = Row(sub_id, round_, ids, at)
                 final = self.cp.final()
                 self.sent_after_final += [c for c in ids if c in final]
                 self.sends_this_run.update(ids)
@@ -279,21 +279,22 @@ class JobLife(RuleBasedStateMachine):
         members = op.group or (op.sub_id,)
         owner = {c: m for m in members for c in self.cp.rows[m].ids}
         gate = Gate(op.breaker, op.held)
-        final: set[str] = set()
+        opened: set[str] = set()
         _, cids = self.server[op.batch_id]
         for c in cids:
             line = Held(c, classify(self.answers[f"{op.batch_id}/{c}"]), owner[c], op.batch_id)
             gate, lines = gate.take(line) if not gate.closed else (gate, (line,))
             for h in lines:
                 self.cp.record(h.sub_id, h.custom_id, h.outcome)
-                final |= {h.custom_id} if h.outcome.final else set()
+                opened |= set() if h.outcome.final else {h.custom_id}
         waiting = {h.custom_id for h in gate.held}
         for m in op.settle:
             for c in self.cp.rows[m].ids:
                 if (m, c) not in self.cp.outcomes and c not in waiting:
                     self.cp.record(m, c, MISSING)
+                    opened.add(c)
         return Harvested(
-            op.sub_id, at=self.now, u=0.5, breaker=gate.breaker, held=gate.held, final=frozenset(final)
+            op.sub_id, at=self.now, u=0.5, breaker=gate.breaker, held=gate.held, open=frozenset(opened)
         )
 
     # --- invariants -------------------------------------------------------------------------------
