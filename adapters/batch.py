@@ -25,7 +25,7 @@ from adapters.batch_api import BatchApi, BatchApiError
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.store import OutcomeRow, Store, SubBatchRow
-from judgecore import Outcome, RequestTemplate, Status, classify
+from judgecore import ModelPrice, Outcome, RequestTemplate, Status, Usage, classify
 from judgecore.batchrun import (
     BatchRun,
     BatchSettings,
@@ -52,6 +52,7 @@ from judgecore.batchrun import (
 from judgecore.chunking import create_body
 from judgecore.harvesting import MISSING, Gate, Held, IdSet
 from judgecore.items import Request
+from judgecore.spend import Budget
 from judgecore.subbatch import SubEvent, SubState, next_state
 
 __all__ = ["BatchRunResult", "BatchSettings", "BatchShell", "cancel_job", "create_body", "run_batch"]
@@ -76,6 +77,27 @@ class BatchRunResult:
         return self.counts.get("pending", 0)
 
 
+class _Tokens:
+    """Token counts summed over a harvest's answers (what the batch cost, priced once at the end)."""
+
+    def __init__(self) -> None:
+        self.input = self.output = self.written = self.read = 0
+
+    def add(self, u: Usage) -> None:
+        self.input += u.input_tokens
+        self.output += u.output_tokens
+        self.written += u.cache_creation_input_tokens
+        self.read += u.cache_read_input_tokens
+
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.input,
+            output_tokens=self.output,
+            cache_creation_input_tokens=self.written,
+            cache_read_input_tokens=self.read,
+        )
+
+
 class BatchShell:
     """Performs a `BatchRun`'s actions against the store, the API, the clock and the terminal: `effect`
     at once, `perform` (an operation) to its one event. `run_batch` drives it; so can a test."""
@@ -89,7 +111,10 @@ class BatchShell:
         settings: BatchSettings,
         emit: Emit,
         rng: random.Random,
+        *,
+        priced: bool = False,
     ) -> None:
+        self.priced = priced  # sum each harvest's usage (a budget is kept)
         self.store, self.template, self.api, self.clock = store, template, api, clock
         self.settings, self.emit, self.rng = settings, emit, rng
         self.deadline = settings.poll.deadline
@@ -234,6 +259,7 @@ class BatchShell:
         opened: dict[Status, list[tuple[str, Outcome]]] = {Status.RETRY: [], Status.FATAL: []}  # not final
         gate = Gate(action.breaker, action.held)
         deciding = not gate.closed
+        priced, spend = self.priced, _Tokens()
         unknown = duplicate = 0
         error = None
         with store.writer(self.settings.write_group, refetchable=True) as writer:
@@ -272,6 +298,8 @@ class BatchShell:
                                 batch_id=batch_id,
                             )
                             tally[outcome.status] += 1
+                            if priced and (u := outcome.usage) is not None:
+                                spend.add(u)
                             sink = opened.get(outcome.status)
                             if sink is not None:
                                 sink.append((custom_id, outcome))
@@ -285,6 +313,8 @@ class BatchShell:
                                 batch_id=h.batch_id,
                             )
                             tally[h.outcome.status] += 1
+                            if priced and (u := h.outcome.usage) is not None:
+                                spend.add(u)
                             sink = opened.get(h.outcome.status)
                             if sink is not None:
                                 sink.append((h.custom_id, h.outcome))
@@ -316,6 +346,7 @@ class BatchShell:
             error=error,
             fatal=fatal[0][1] if fatal else None,
             fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",
+            usage=spend.usage(),
         )
 
     def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> list[str]:
@@ -349,19 +380,30 @@ async def run_batch(
     emit: Emit,
     rng: random.Random,
     total: int | None = None,
+    budget: Budget | None = None,
+    price: ModelPrice | None = None,
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
     `requests` are the job's requests to run on the batch path (ids already final are skipped);
-    `total` is the job's number of ids, for the breaker (default: `len(requests)`).
+    `total` is the job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the
+    model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint.
     """
-    shell = BatchShell(store, template, api, clock, settings, emit, rng)
+    capped = budget is not None and budget.cap is not None
+    if budget is not None and capped:
+        if price is None:
+            raise ValueError("a budget needs the model's price")
+        budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
+    shell = BatchShell(store, template, api, clock, settings, emit, rng, priced=capped)
     run = BatchRun.start(
         store.checkpoint(settings.breaker.k),
         requests=requests,
         settings=settings,
         now=clock.now(),
         total=total,
+        budget=budget,
+        price=price if capped else None,
+        cached_bytes=len(template.system_json or b""),
     )
     tasks: dict[asyncio.Task[Event], int] = {}
     seq = 0

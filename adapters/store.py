@@ -32,8 +32,9 @@ from typing import Any
 import attrs
 import orjson
 
-from judgecore import FINAL_STATUSES, FailureClass, JobState, Outcome, Status, Usage
+from judgecore import FINAL_STATUSES, FailureClass, JobState, ModelPrice, Outcome, Status, Usage
 from judgecore.batchrun import Checkpoint, SubView
+from judgecore.spend import answer_cost
 from judgecore.subbatch import IN_FLIGHT, SubState
 
 DB_NAME = "judgecore.sqlite3"
@@ -388,6 +389,13 @@ class Store:
         )
         first = tuple(None if f is None else FailureClass(f) for f in self.first_failures(breaker_k))
         return Checkpoint(subs=subs, final=self._final_ids(), first_final=first)
+
+    def spent_usd(self, price: ModelPrice) -> float:
+        """What the job's answers so far cost, from their recorded usage (`judgecore.spend.answer_cost`)."""
+        total = 0.0
+        for route, usage in self._conn.execute("SELECT route, usage FROM outcomes WHERE usage IS NOT NULL"):
+            total += answer_cost(Usage(**orjson.loads(usage)), price, route)
+        return total
 
     def _final_ids(self) -> frozenset[str]:
         return frozenset(

@@ -34,7 +34,7 @@ The rules, each a bound or a promise of CONTRACT.md:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
@@ -59,7 +59,8 @@ from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import chunk
 from judgecore.harvesting import Held
 from judgecore.items import Request
-from judgecore.outcomes import FailureClass, Outcome, RawResult, Status, classify
+from judgecore.outcomes import FailureClass, Outcome, RawResult, Status, Usage, classify
+from judgecore.planning import ModelPrice
 from judgecore.polling import (
     BatchSnapshot,
     Overdue,
@@ -71,7 +72,8 @@ from judgecore.polling import (
     Harvest as HarvestNow,
 )
 from judgecore.resume import JobState, diff_resume
-from judgecore.subbatch import IN_FLIGHT, SubEvent, SubState, next_state
+from judgecore.spend import Budget, answer_cost, request_bound
+from judgecore.subbatch import IN_FLIGHT, TERMINAL, SubEvent, SubState, next_state
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 3, 4
 
@@ -309,6 +311,7 @@ class Harvested:
     error: RawResult | None = None
     fatal: Outcome | None = None
     fatal_where: str = ""
+    usage: Usage = attrs.field(factory=Usage)  # the sum of its answers' usage (what the batch cost)
 
 
 @attrs.frozen
@@ -343,6 +346,8 @@ class Sub:
     ended: bool = False  # polled ended: harvest it
     recovered: bool = False  # an intent of an earlier run
     open: frozenset[str] = frozenset()  # ids its group's harvests recorded not final, until settled
+    bound: float = 0.0  # the upper bound of its cost, reserved in the budget until it is harvested
+    cost: float = 0.0  # what its group's harvests cost, until settled
 
 
 def _frozen(m: Mapping[str, int]) -> Mapping[str, int]:
@@ -351,6 +356,8 @@ def _frozen(m: Mapping[str, int]) -> Mapping[str, int]:
 
 @attrs.frozen(kw_only=True)
 class BatchRun:
+    """The batch run of one job (see the module docstring); build it with `BatchRun.start`."""
+
     settings: BatchSettings
     ids: tuple[str, ...]
     requests: Mapping[str, Request] = attrs.field(eq=False, repr=False)
@@ -371,6 +378,10 @@ class BatchRun:
     stuck: tuple[str, ...] = ()
     adopted: tuple[str, ...] = ()
     sent: int = 0
+    budget: Budget = attrs.field(factory=lambda: Budget(cap=None))
+    stop_creating: bool = False  # the budget cannot cover the next sub-batch
+    price: ModelPrice | None = None
+    cached_bytes: int = 0  # the part of each request billed at the cache-write rate at most (the rubric)
 
     # -- building ----------------------------------------------------------------------------------
 
@@ -383,10 +394,18 @@ class BatchRun:
         settings: BatchSettings,
         now: float,
         total: int | None = None,
+        budget: Budget | None = None,
+        price: ModelPrice | None = None,
+        cached_bytes: int = 0,
     ) -> BatchRun:
         """The run of `requests` (the job's, in input order) from what `checkpoint` holds. `total`: the
-        job's number of ids, for the breaker (default: `len(requests)`)."""
+        job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the model's
+        `price` and each request's `cached_bytes`): the hard cap, its `spent` the job's spend so far; the
+        bounds of the sub-batches in flight are reserved in it."""
         by_id = {r.custom_id: r for r in requests}
+        if budget is not None and budget.cap is not None and price is None:
+            raise ValueError("a budget needs the model's price")
+        bound = _bounder(price, cached_bytes, by_id)
         subs: dict[int, Sub] = {}
         for v in checkpoint.subs:
             if v.state not in IN_FLIGHT:
@@ -411,6 +430,7 @@ class BatchRun:
                 due=now,
                 ended=v.state is SubState.ENDED,
                 recovered=v.batch_id is None and v.group is None,
+                bound=sum(bound(c) for c in v.ids),
                 # waiting for the rest of its orphan group (a batchless member, or a harvested one)
                 parked=v.state is SubState.GROUP_HARVESTED or (v.batch_id is None and v.group is not None),
             )
@@ -418,6 +438,8 @@ class BatchRun:
         breaker = Breaker.start(
             len(by_id) if total is None else total, checkpoint.first_final, settings.breaker
         )
+        budget = budget or Budget(cap=None)
+        budget = budget.reserve(sum(s.bound for s in subs.values()))
         return cls(
             settings=settings,
             ids=tuple(by_id),
@@ -429,6 +451,9 @@ class BatchRun:
             next_sub=max((v.sub_id for v in checkpoint.subs), default=0) + 1,
             claimed=claimed,
             stop=breaker.reason() if breaker.tripped else None,
+            budget=budget,
+            price=price,
+            cached_bytes=cached_bytes,
         )
 
     # -- queries -------------------------------------------------------------------------------------
@@ -452,6 +477,10 @@ class BatchRun:
     def _move(self, sub: Sub, event: SubEvent, note: str | None = None, **changes: object) -> BatchRun:
         state = next_state(sub.state, event)
         run = self._put(sub, state=state, **changes)
+        if state in TERMINAL and state is not SubState.HARVESTED:  # no batch, or none that can bill: free
+            run = attrs.evolve(run, budget=run.budget.release(sub.bound))._put(
+                run.subs[sub.sub_id], bound=0.0
+            )
         new = run.subs[sub.sub_id]
         return run._emit(Record(sub.sub_id, event, state, note, new.snap, new.n, new.group))
 
@@ -474,6 +503,9 @@ class BatchRun:
         return self._halt(
             f"FATAL_CONFIG: cannot reach the API ({where}): {error.message or 'connection failed'}"
         )
+
+    def _bound(self, custom_id: str) -> float:
+        return _bounder(self.price, self.cached_bytes, self.requests)(custom_id)
 
     def _delay(self, attempt: int, u: float, retry_after: float | None = None) -> float:
         return backoff(attempt, retry_after, self.settings.backoff, u)
@@ -511,7 +543,7 @@ class BatchRun:
 
     def _plan_round(self) -> BatchRun:
         """Begin the next round once everything of the run is settled or parked."""
-        if self.stop is not None or self.queue or self._active():
+        if self.stop is not None or self.stop_creating or self.queue or self._active():
             return self
         if self.rounds >= self.settings.max_attempts:
             return self
@@ -577,7 +609,7 @@ class BatchRun:
     def _start_creates(self, now: float, ops: list[Operation], creating: int) -> BatchRun:
         run = self
         room = run.settings.concurrency - creating
-        if room <= 0 or run.stop is not None:
+        if room <= 0 or run.stop is not None or run.stop_creating:
             return run
         for s in sorted(run.subs.values(), key=lambda s: s.sub_id):
             if room <= 0:
@@ -590,6 +622,13 @@ class BatchRun:
         queue = list(run.queue)
         while room > 0 and queue:
             reqs = queue.pop(0)
+            bounds = tuple(run._bound(r.custom_id) for r in reqs) if run.price is not None else ()
+            if bounds:
+                fit = run.budget.fit(bounds)
+                if fit == 0:  # nothing more fits: stop creating; what is live is harvested
+                    return run._out_of_budget((reqs, *queue))
+                reqs, bounds = reqs[:fit], bounds[:fit]  # the rest stays pending
+                run = attrs.evolve(run, budget=run.budget.reserve(sum(bounds)))
             sub = Sub(
                 sub_id=run.next_sub,
                 round=run.last_round,
@@ -600,11 +639,24 @@ class BatchRun:
                 requests=reqs,
                 busy=True,
                 tries=1,
+                bound=sum(bounds),
             )
             ops.append(Create(sub.sub_id, sub.round, reqs, now))
             run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + 1)
             room -= 1
         return attrs.evolve(run, queue=tuple(queue))
+
+    def _out_of_budget(self, unsent: tuple[tuple[Request, ...], ...]) -> BatchRun:
+        need = sum(self._bound(r.custom_id) for reqs in unsent for r in reqs)
+        n = sum(len(reqs) for reqs in unsent)
+        assert self.budget.cap is not None
+        more = need - max(0.0, self.budget.left)
+        text = (
+            f"budget: ${self.budget.cap:,.2f} cannot cover the {n:,} request(s) not sent (up to ${need:,.2f} "
+            f"at most; ${self.budget.spent:,.2f} spent, ${self.budget.reserved:,.2f} in flight); they stay "
+            f"pending: rerun with a --budget at least ${more:,.2f} larger to send them"
+        )
+        return attrs.evolve(self, queue=(), stop_creating=True)._emit(Say("warning", text))
 
     def _harvest_op(self, s: Sub) -> Harvest:
         assert s.snap is not None
@@ -917,20 +969,50 @@ class BatchRun:
                 )
             )
         opened = sub.open | h.open
+        cost = sub.cost + (0.0 if self.price is None else answer_cost(h.usage, self.price, "batch"))
         settle = self._harvest_op(sub).settle
         if sub.group is not None and sub.sub_id not in settle:
             return run._move(
-                sub, SubEvent.GROUP_PART_HARVESTED, None, busy=False, ended=False, parked=True, open=opened
+                sub,
+                SubEvent.GROUP_PART_HARVESTED,
+                None,
+                busy=False,
+                ended=False,
+                parked=True,
+                open=opened,
+                cost=cost,
             )
         still_held = {x.custom_id for x in h.held}
         released = set() if h.breaker.tripped else {x.custom_id for x in self.held} - still_held
         not_final = opened | still_held
         final = set(released)
-        for m in (run.subs[i] for i in settle):
-            not_final |= m.open
-        for m in (run.subs[i] for i in settle):
+        members = [run.subs[i] for i in settle]
+        not_final |= frozenset().union(*(m.open for m in members))
+        cost += sum(m.cost for m in members if m.sub_id != sub.sub_id)
+        run = attrs.evolve(run, budget=run.budget.settle(sum(m.bound for m in members), cost))
+        for m in members:
             final.update(c for c in m.ids if c not in not_final)
             run = run._move(
                 m, SubEvent.HARVESTED, None, busy=False, ended=False, parked=False, open=frozenset()
             )
         return attrs.evolve(run, final=run.final | final)
+
+
+def _bounder(
+    price: ModelPrice | None, cached_bytes: int, requests: Mapping[str, Request]
+) -> Callable[[str], float]:
+    """The upper bound of one request's cost on the batch route, by custom_id (0 without a price)."""
+
+    def bound(custom_id: str) -> float:
+        if price is None:
+            return 0.0
+        r = requests[custom_id]
+        return request_bound(
+            request_bytes=r.size,
+            cached_bytes=cached_bytes,
+            max_tokens=r.max_tokens,
+            price=price,
+            route="batch",
+        )
+
+    return bound

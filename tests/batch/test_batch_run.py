@@ -16,7 +16,8 @@ from adapters.batch_api import BatchApiError
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from adapters.store import Store
-from judgecore import PollPolicy, RawResult, Request, custom_id_for
+from judgecore import DEFAULT_PRICES, PollPolicy, RawResult, Request, custom_id_for
+from judgecore.spend import Budget, request_bound
 
 from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests
 
@@ -655,3 +656,73 @@ def test_connection_refused_is_fatal_only_before_the_first_answer(store: Store, 
         assert result.fatal is not None and "http://127.0.0.1:9" in result.fatal
         assert 1 == api._creates
         assert ["failed"] == [r.state for r in store.sub_batches()]
+
+
+# -- budget ---------------------------------------------------------------------------------------------
+
+PRICE = DEFAULT_PRICES[TEMPLATE.model]
+
+
+def bound_of(r: Request) -> float:
+    cached = len(TEMPLATE.system_json or b"")
+    return request_bound(
+        request_bytes=r.size, cached_bytes=cached, max_tokens=r.max_tokens, price=PRICE, route="batch"
+    )
+
+
+def go_budget(store: Store, requests, api, clock, cap: float, events: list[Event]) -> BatchRunResult:
+    return asyncio.run(
+        run_batch(
+            store=store,
+            requests=requests,
+            template=TEMPLATE,
+            api=api,
+            clock=clock,
+            settings=BatchSettings(max_batch_requests=10),
+            emit=events.append,
+            rng=random.Random(0),
+            budget=Budget(cap=cap),
+            price=PRICE,
+        )
+    )
+
+
+def test_a_budget_cuts_the_sub_batch_that_does_not_fit_and_never_exceeds_the_cap(store: Store) -> None:
+    """Room for 25 bounds: sub-batches of 10, 10, then 5 of the third; once their real (smaller) costs
+    are settled, a later round sends the last 5 within the same cap."""
+    requests = make_requests(30)
+    bind(store, requests)
+    clock = FakeClock()
+    api = FakeBatchApi(clock)
+    cap = sum(bound_of(r) for r in requests[:25]) * (1 + 1e-9)
+    result = go_budget(store, requests, api, clock, cap, [])
+    assert [10, 10, 5, 5] == [len(b.custom_ids) for b in api.batches.values()]
+    assert (0, 30) == (result.exit_status, result.counts["succeeded"])
+    assert store.spent_usd(PRICE) <= cap
+
+
+def test_a_budget_with_no_room_sends_nothing_and_says_how_much_more_the_rest_needs(store: Store) -> None:
+    requests = make_requests(4)
+    bind(store, requests)
+    clock = FakeClock()
+    api = FakeBatchApi(clock)
+    events: list[Event] = []
+    result = go_budget(store, requests, api, clock, 0.0, events)
+    assert (3, 4, 0) == (result.exit_status, result.pending, api.count("create"))
+    need = sum(bound_of(r) for r in requests)
+    assert any("budget" in m and f"${need:,.2f}" in m for m in notices(events))
+
+
+def test_the_spend_of_earlier_runs_counts_against_the_budget(store: Store) -> None:
+    requests = make_requests(20)
+    bind(store, requests)
+    clock = FakeClock()
+    api = FakeBatchApi(clock)
+    go(store, requests[:10], api, clock)
+    spent = store.spent_usd(PRICE)
+    assert spent > 0
+    cap = spent + sum(bound_of(r) for r in requests[10:]) * (1 - 1e-6)  # just short of the last request
+    result = go_budget(store, requests, api, clock, cap, [])
+    assert [10, 9, 1] == [len(b.custom_ids) for b in api.batches.values()]  # cut, then sent once settled
+    assert (0, 20) == (result.exit_status, result.counts["succeeded"])
+    assert store.spent_usd(PRICE) <= cap
