@@ -212,7 +212,9 @@ class BatchShell:
 
     async def create(self, action: Create) -> Event:
         body = create_body(action.requests, self.template)
-        if not action.written:
+        if action.written:
+            self.store.restamp_intent(action.sub_id, action.at)
+        else:
             self.store.record_intent(
                 sub_id=action.sub_id,
                 round=action.round,

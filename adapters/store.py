@@ -266,6 +266,12 @@ class Store:
             )
         return sub_id
 
+    def restamp_intent(self, sub_id: int, at: float) -> None:
+        """An intent is about to be sent again (no batch was made for it so far): orphan matching
+        looks for its batch from `at` on."""
+        with self._tx() as c:
+            c.execute("UPDATE sub_batches SET intent_at = ? WHERE sub_id = ?", (at, sub_id))
+
     def record_created(
         self,
         sub_id: int,

@@ -196,7 +196,8 @@ class Say:
 
 @attrs.frozen
 class Create:
-    """Write the intent (unless `written`), stamped `at`, then POST the sub-batch's create once."""
+    """Write the intent stamped `at` (re-stamp it when `written`: a resend after a reconciliation proved
+    no batch was made), then POST the sub-batch's create once."""
 
     sub_id: int
     round: int
@@ -616,8 +617,9 @@ class BatchRun:
                 return run
             retry = s.state is SubState.INTENT and s.requests and not (s.busy or s.parked or s.unsure)
             if retry and s.due <= now:
+                # a reconciliation proved no batch was made: send it again, its intent stamped anew
                 ops.append(Create(s.sub_id, s.round, s.requests, now, written=True))
-                run = run._put(s, busy=True, tries=s.tries + 1)
+                run = run._put(s, busy=True, tries=s.tries + 1, intent_at=now)
                 room -= 1
         queue = list(run.queue)
         while room > 0 and queue:

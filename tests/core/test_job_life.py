@@ -251,7 +251,9 @@ class JobLife(RuleBasedStateMachine):
         match op:
             case Create(sub_id, round_, requests, at, written):
                 ids = tuple(r.custom_id for r in requests)
-                if not written:
+                if written:
+                    self.cp.rows[sub_id].intent_at = at
+                else:
                     self.cp.rows[sub_id] = Row(sub_id, round_, ids, at)
                 final = self.cp.final()
                 self.sent_after_final += [c for c in ids if c in final]
