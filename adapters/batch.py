@@ -24,33 +24,12 @@ import attrs
 from adapters.batch_api import BatchApi, BatchApiError
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
-from adapters.store import OutcomeRow, Store, SubBatchRow
-from judgecore import ModelPrice, Outcome, RequestTemplate, Status, Usage, classify
-from judgecore.batchrun import (
-    BatchRun,
-    BatchSettings,
-    Begin,
-    Create,
-    Created,
-    CreateFailed,
-    Done,
-    Event,
-    Harvest,
-    Harvested,
-    Listed,
-    ListFailed,
-    Poll,
-    PollFailed,
-    Reconcile,
-    Record,
-    Reject,
-    Release,
-    Say,
-    Sleep,
-    Snapshot,
-)
+from adapters.store import OutcomeRow, Store
+from judgecore import ModelPrice, Outcome, RequestTemplate, Status, classify
+from judgecore import batchrun as br
+from judgecore.batchrun import BatchSettings
 from judgecore.chunking import create_body
-from judgecore.harvesting import MISSING, Gate, Held, IdSet
+from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
 from judgecore.items import Request
 from judgecore.spend import Budget
 from judgecore.subbatch import SubEvent, SubState, next_state
@@ -77,27 +56,6 @@ class BatchRunResult:
         return self.counts.get("pending", 0)
 
 
-class _Tokens:
-    """Token counts summed over a harvest's answers (what the batch cost, priced once at the end)."""
-
-    def __init__(self) -> None:
-        self.input = self.output = self.written = self.read = 0
-
-    def add(self, u: Usage) -> None:
-        self.input += u.input_tokens
-        self.output += u.output_tokens
-        self.written += u.cache_creation_input_tokens
-        self.read += u.cache_read_input_tokens
-
-    def usage(self) -> Usage:
-        return Usage(
-            input_tokens=self.input,
-            output_tokens=self.output,
-            cache_creation_input_tokens=self.written,
-            cache_read_input_tokens=self.read,
-        )
-
-
 class BatchShell:
     """Performs a `BatchRun`'s actions against the store, the API, the clock and the terminal: `effect`
     at once, `perform` (an operation) to its one event. `run_batch` drives it; so can a test."""
@@ -121,96 +79,66 @@ class BatchShell:
 
     # -- effects: at once, in order --------------------------------------------------------------
 
-    def effect(self, action: Record | Reject | Release | Begin | Say) -> None:
+    def effect(self, action: br.Record | br.Release | br.Begin | br.Say) -> None:
         store = self.store
         match action:
-            case Record(sub_id, SubEvent.CREATED, _, _, batch, n):  # its id was written as the call returned
-                assert batch is not None
-                self.emit(BatchCreated(sub_id=sub_id, batch_id=batch.id, n=n, expires_at=batch.expires_at))
-            case Record(sub_id, SubEvent.ADOPTED, _, note, batch, n, group):
-                assert batch is not None
+            case br.Record(sub_id, SubEvent.CREATED | SubEvent.ADOPTED as event, _, note, batch, n, group):
+                assert batch is not None  # a created batch's id was written as the call returned, too
+                at, ends = batch.created_at, batch.expires_at
                 store.record_created(
-                    sub_id,
-                    batch_id=batch.id,
-                    created_at=batch.created_at,
-                    expires_at=batch.expires_at,
-                    note=note,
-                    group=group,
+                    sub_id, batch_id=batch.id, created_at=at, expires_at=ends, note=note, group=group
                 )
+                adopted = event is SubEvent.ADOPTED
                 self.emit(
-                    BatchCreated(
-                        sub_id=sub_id, batch_id=batch.id, n=n, expires_at=batch.expires_at, adopted=True
-                    )
+                    BatchCreated(sub_id=sub_id, batch_id=batch.id, n=n, expires_at=ends, adopted=adopted)
                 )
-            case Record(sub_id, SubEvent.OVERDUE, state, note, batch, n):
+            case br.Record(sub_id, SubEvent.OVERDUE, state, note, batch, n):
                 assert batch is not None
                 store.set_state(sub_id, state, note)
                 self.emit(BatchStuck(sub_id=sub_id, batch_id=batch.id, n=n, deadline=self.deadline(batch)))
-            case Record(sub_id, _, state, note, _, _, group):
+            case br.Record(sub_id, _, state, note, _, _, group):
                 store.set_state(sub_id, state, note, group)
-            case Reject(sub_id, custom_id, outcome):
+            case br.Release(held):
+                now = self.clock.now()
                 store.record_outcomes(
-                    [
-                        OutcomeRow(
-                            custom_id=custom_id,
-                            outcome=outcome,
-                            route="batch",
-                            at=self.clock.now(),
-                            sub_id=sub_id,
-                        )
-                    ]
+                    OutcomeRow(custom_id=c, outcome=o, route="batch", at=now, sub_id=sub, batch_id=b)
+                    for c, o, sub, b in held
                 )
-            case Release(held):
-                store.record_outcomes(
-                    OutcomeRow(
-                        custom_id=h.custom_id,
-                        outcome=h.outcome,
-                        route="batch",
-                        at=self.clock.now(),
-                        sub_id=h.sub_id,
-                        batch_id=h.batch_id,
-                    )
-                    for h in held
-                )
-            case Begin(number, n, k):
+            case br.Begin(number, n, k):
                 self.emit(RoundStarted(round=number, n=n, sub_batches=k))
-            case Say(level, text):
+            case br.Say(level, text):
                 self.emit(Notice(level=level, message=text))
             case _:
                 assert_never(action)
 
     # -- operations: each ends in one event ------------------------------------------------------
 
-    async def perform(self, action: Create | Reconcile | Poll | Harvest) -> Event:
+    async def perform(self, action: br.Create | br.Reconcile | br.Poll | br.Harvest) -> br.Event:
         match action:
-            case Create():
+            case br.Create():
                 return await self.create(action)
-            case Reconcile():
+            case br.Reconcile():
                 return await self.reconcile(action)
-            case Poll(sub_id, batch_id):
-                try:
-                    snap = await self.api.retrieve(batch_id)
-                except BatchApiError as exc:
-                    return PollFailed(sub_id, exc.raw, self.clock.now())
-                now = self.clock.now()
-                n = snap.counts.total
-                self.emit(
-                    BatchPolled(
-                        sub_id=sub_id,
-                        batch_id=batch_id,
-                        status=snap.status,
-                        n=n,
-                        deadline=self.deadline(snap),
-                        now=now,
-                    )
-                )
-                return Snapshot(sub_id, snap, now)
-            case Harvest():
+            case br.Poll():
+                return await self.poll(action)
+            case br.Harvest():
                 return await self.harvest(action)
             case _:
                 assert_never(action)
 
-    async def create(self, action: Create) -> Event:
+    async def poll(self, action: br.Poll) -> br.Event:
+        try:
+            snap = await self.api.retrieve(action.batch_id)
+        except BatchApiError as exc:
+            return br.PollFailed(action.sub_id, exc.raw, self.clock.now())
+        now, sub_id, n = self.clock.now(), action.sub_id, snap.counts.total
+        deadline = self.deadline(snap)
+        self.emit(
+            BatchPolled(sub_id=sub_id, batch_id=snap.id, status=snap.status, n=n, deadline=deadline, now=now)
+        )
+        return br.Snapshot(sub_id, snap, now)
+
+    async def create(self, action: br.Create) -> br.Event:
         body = create_body(action.requests, self.template)
         if action.written:
             self.store.restamp_intent(action.sub_id, action.at)
@@ -225,13 +153,13 @@ class BatchShell:
         try:
             snap = await self.api.create(body)
         except BatchApiError as exc:
-            return CreateFailed(action.sub_id, exc.raw, self.clock.now(), self.rng.random())
+            return br.CreateFailed(action.sub_id, exc.raw, self.clock.now(), self.rng.random())
         self.store.record_created(
             action.sub_id, batch_id=snap.id, created_at=snap.created_at, expires_at=snap.expires_at
         )
-        return Created(action.sub_id, snap, self.clock.now())
+        return br.Created(action.sub_id, snap, self.clock.now())
 
-    async def reconcile(self, action: Reconcile) -> Event:
+    async def reconcile(self, action: br.Reconcile) -> br.Event:
         listed = []
         conclusive = False
         try:
@@ -246,10 +174,10 @@ class BatchShell:
                 else:
                     conclusive = True
         except BatchApiError as exc:
-            return ListFailed(exc.raw, self.clock.now(), self.rng.random())
-        return Listed(tuple(listed), conclusive, self.clock.now())
+            return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
+        return br.Listed(tuple(listed), conclusive, self.clock.now())
 
-    async def harvest(self, action: Harvest) -> Event:
+    async def harvest(self, action: br.Harvest) -> br.Event:
         """Stream an ended batch's lines into the store, each through the breaker; one `Harvested`."""
         store, batch_id, sub_id, clock = self.store, action.batch_id, action.sub_id, self.clock
         if action.group:
@@ -261,7 +189,7 @@ class BatchShell:
         opened: dict[Status, list[tuple[str, Outcome]]] = {Status.RETRY: [], Status.FATAL: []}  # not final
         gate = Gate(action.breaker, action.held)
         deciding = not gate.closed
-        priced, spend = self.priced, _Tokens()
+        priced, usages = self.priced, []
         unknown = duplicate = 0
         error = None
         with store.writer(self.settings.write_group, refetchable=True) as writer:
@@ -286,40 +214,21 @@ class BatchShell:
                             continue
                         seen[byte] |= 1 << bit
                         outcome = classify(raw)
-                        lines: tuple[Held, ...] = ()
                         if deciding:  # the breaker decides (or has tripped): lines go through its gate
                             gate, lines = gate.take(Held(custom_id, outcome, ids.owner(i, sub_id), batch_id))
                             deciding = not gate.closed
                         else:  # the hot path
+                            lines = ((custom_id, outcome, ids.owner(i, sub_id), batch_id),)
+                        for cid, o, owner, bid in lines:
                             writer.add_outcome(
-                                custom_id,
-                                outcome,
-                                route="batch",
-                                at=clock.now(),
-                                sub_id=ids.owner(i, sub_id),
-                                batch_id=batch_id,
+                                cid, o, route="batch", at=clock.now(), sub_id=owner, batch_id=bid
                             )
-                            tally[outcome.status] += 1
-                            if priced and (u := outcome.usage) is not None:
-                                spend.add(u)
-                            sink = opened.get(outcome.status)
+                            tally[o.status] += 1
+                            if priced:
+                                usages.append(o.usage)
+                            sink = opened.get(o.status)
                             if sink is not None:
-                                sink.append((custom_id, outcome))
-                        for h in lines:  # what a closing breaker held, and the line that closed it
-                            writer.add_outcome(
-                                h.custom_id,
-                                h.outcome,
-                                route="batch",
-                                at=clock.now(),
-                                sub_id=h.sub_id,
-                                batch_id=h.batch_id,
-                            )
-                            tally[h.outcome.status] += 1
-                            if priced and (u := h.outcome.usage) is not None:
-                                spend.add(u)
-                            sink = opened.get(h.outcome.status)
-                            if sink is not None:
-                                sink.append((h.custom_id, h.outcome))
+                                sink.append((cid, o))
             except BatchApiError as exc:
                 error = exc.raw
         if unknown > _SHOWN or duplicate > _SHOWN:
@@ -338,7 +247,7 @@ class BatchShell:
                 )
             )
         fatal = opened[Status.FATAL]
-        return Harvested(
+        return br.Harvested(
             sub_id,
             at=clock.now(),
             u=self.rng.random(),
@@ -348,7 +257,7 @@ class BatchShell:
             error=error,
             fatal=fatal[0][1] if fatal else None,
             fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",
-            usage=spend.usage(),
+            usage=usage_sum(usages),
         )
 
     def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> list[str]:
@@ -397,7 +306,7 @@ async def run_batch(
             raise ValueError("a budget needs the model's price")
         budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
     shell = BatchShell(store, template, api, clock, settings, emit, rng, priced=capped)
-    run = BatchRun.start(
+    run = br.BatchRun.start(
         store.checkpoint(settings.breaker.k),
         requests=requests,
         settings=settings,
@@ -407,23 +316,23 @@ async def run_batch(
         price=price if capped else None,
         cached_bytes=len(template.system_json or b""),
     )
-    tasks: dict[asyncio.Task[Event], int] = {}
+    tasks: dict[asyncio.Task[br.Event], int] = {}
     seq = 0
     try:
         while True:
             run, actions = run.advance(clock.now())
             until: float | None = None
-            done: Done | None = None
+            done: br.Done | None = None
             for action in actions:
                 match action:
-                    case Record() | Reject() | Release() | Begin() | Say():
+                    case br.Record() | br.Release() | br.Begin() | br.Say():
                         shell.effect(action)
-                    case Create() | Reconcile() | Poll() | Harvest():
+                    case br.Create() | br.Reconcile() | br.Poll() | br.Harvest():
                         seq += 1
                         tasks[asyncio.ensure_future(shell.perform(action))] = seq
-                    case Sleep(at):
+                    case br.Sleep(at):
                         until = at
-                    case Done():
+                    case br.Done():
                         done = action
                     case _:
                         assert_never(action)
@@ -445,12 +354,8 @@ async def run_batch(
             task.cancel()
     counts = store.counts()
     if counts.get("pending", 0) and run.stop is None:
-        shell.emit(
-            Notice(
-                level="info",
-                message=f"{counts['pending']:,} request(s) still pending; rerun the same command to resume",
-            )
-        )
+        left = f"{counts['pending']:,} request(s) still pending; rerun the same command to resume"
+        shell.emit(Notice(level="info", message=left))
     return BatchRunResult(
         fatal=run.stop,
         stuck=run.stuck,
@@ -469,15 +374,16 @@ async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -
     canceling batches to their end, and resends whatever was not processed.
     """
     canceled: list[str] = []
-    rows: list[SubBatchRow] = store.sub_batches((SubState.LIVE, SubState.STUCK, SubState.INTENT))
-    for r in rows:
+
+    def say(level: str, message: str) -> None:
+        emit(Notice(level=level, message=message))
+
+    for r in store.sub_batches((SubState.LIVE, SubState.STUCK, SubState.INTENT)):
         state = SubState(r.state)
         if r.batch_id is None:
-            emit(
-                Notice(
-                    level="warning",
-                    message=f"sub-batch {r.sub_id}: create never confirmed; the next run reconciles it (cancel it then)",
-                )
+            say(
+                "warning",
+                f"sub-batch {r.sub_id}: create never confirmed; the next run reconciles it (cancel it then)",
             )
             continue
         try:
@@ -486,18 +392,12 @@ async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -
             if exc.raw.status in (400, 409):
                 ended = next_state(state, SubEvent.ALREADY_ENDED)
                 store.set_state(r.sub_id, ended, "ended before the cancel; the next run harvests it")
-                emit(
-                    Notice(
-                        level="info",
-                        message=f"batch {r.batch_id} had already ended; the next run harvests it",
-                    )
-                )
+                say("info", f"batch {r.batch_id} had already ended; the next run harvests it")
             else:
-                emit(Notice(level="warning", message=f"batch {r.batch_id}: cancel failed: {exc}"))
+                say("warning", f"batch {r.batch_id}: cancel failed: {exc}")
             continue
-        store.set_state(
-            r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), f"cancel requested at {clock.now():.0f}"
-        )
-        emit(Notice(level="info", message=f"batch {r.batch_id} ({r.n:,} requests): cancel requested"))
+        note = f"cancel requested at {clock.now():.0f}"
+        store.set_state(r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), note)
+        say("info", f"batch {r.batch_id} ({r.n:,} requests): cancel requested")
         canceled.append(r.batch_id)
     return canceled

@@ -164,17 +164,8 @@ class Record:
 
 
 @attrs.frozen
-class Reject:
-    """Record `outcome` (quarantined) for the one request of a sub-batch no batch can hold."""
-
-    sub_id: int
-    custom_id: str
-    outcome: Outcome
-
-
-@attrs.frozen
 class Release:
-    """Record these held quarantines after all (the breaker did not trip)."""
+    """Record these lines now (held quarantines the breaker let through; a request no batch can hold)."""
 
     held: tuple[Held, ...]
 
@@ -246,7 +237,7 @@ class Done:
     reason: str | None
 
 
-Effect = Record | Reject | Release | Begin | Say
+Effect = Record | Release | Begin | Say
 Operation = Create | Reconcile | Poll | Harvest
 Action = Effect | Operation | Sleep | Done
 
@@ -787,7 +778,7 @@ class BatchRun:
                 )
             case RejectDecision(outcome):
                 req = sub.requests[0]
-                run = run._emit(Reject(sub.sub_id, req.custom_id, outcome))
+                run = run._emit(Release((Held(req.custom_id, outcome, sub.sub_id, None),)))
                 run = run._move(sub, SubEvent.REJECTED, outcome.reason, busy=False)
                 run = attrs.evolve(run, final=run.final | {req.custom_id})
                 return run._emit(

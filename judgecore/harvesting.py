@@ -14,11 +14,12 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import attrs
 
 from judgecore.breaker import Breaker
-from judgecore.outcomes import FailureClass, Outcome, Status
+from judgecore.outcomes import FailureClass, Outcome, Status, Usage
 
 MISSING = Outcome(
     status=Status.RETRY,
@@ -55,14 +56,13 @@ class IdSet:
         return bytearray((self.n + 7) // 8)
 
 
-@attrs.frozen
-class Held:
-    """An INVALID_REQUEST line the breaker holds (not recorded while it decides)."""
+class Held(NamedTuple):
+    """One result line to record (or that the breaker holds: not recorded while it decides)."""
 
     custom_id: str
     outcome: Outcome
     sub_id: int
-    batch_id: str
+    batch_id: str | None
 
 
 @attrs.frozen
@@ -91,3 +91,20 @@ class Gate:
     def closed(self) -> bool:
         """The breaker is closed for good: every line is recorded as it comes."""
         return not (self.breaker.deciding or self.breaker.tripped)
+
+
+def usage_sum(usages: Iterable[Usage | None]) -> Usage:
+    """The token counts of these answers together (what a batch cost, priced once)."""
+    total = [0, 0, 0, 0]
+    for u in usages:
+        if u is not None:
+            total[0] += u.input_tokens
+            total[1] += u.output_tokens
+            total[2] += u.cache_creation_input_tokens
+            total[3] += u.cache_read_input_tokens
+    return Usage(
+        input_tokens=total[0],
+        output_tokens=total[1],
+        cache_creation_input_tokens=total[2],
+        cache_read_input_tokens=total[3],
+    )

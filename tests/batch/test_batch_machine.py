@@ -36,7 +36,6 @@ from judgecore.batchrun import (
     Poll,
     Reconcile,
     Record,
-    Reject,
     Release,
     Say,
     Sleep,
@@ -252,7 +251,7 @@ class BatchLife(RuleBasedStateMachine):
         self.sleep = None
         for action in actions:
             match action:
-                case Record() | Reject() | Release() | Begin() | Say():
+                case Record() | Release() | Begin() | Say():
                     self.shell.effect(action)
                 case Create() | Reconcile() | Poll() | Harvest():
                     self.ops.append((action, self.now))

@@ -47,7 +47,6 @@ from judgecore.batchrun import (
     Poll,
     Reconcile,
     Record,
-    Reject,
     Release,
     Say,
     Sleep,
@@ -180,8 +179,6 @@ class JobLife(RuleBasedStateMachine):
                             batch.created_at,
                             batch.expires_at,
                         )
-                case Reject(sub_id, custom_id, outcome):
-                    self.cp.record(sub_id, custom_id, outcome)
                 case Release(held):
                     for h in held:
                         self.cp.record(h.sub_id, h.custom_id, h.outcome)
