@@ -189,6 +189,8 @@ class BatchShell:
         opened: dict[Status, list[tuple[str, Outcome]]] = {Status.RETRY: [], Status.FATAL: []}  # not final
         gate = Gate(action.breaker, action.held)
         deciding = not gate.closed
+        swallowed: list[str] = []  # lines the breaker held or dropped (`passed`: let through after all)
+        passed: set[str] = set()
         priced, usages = self.priced, []
         unknown = duplicate = 0
         error = None
@@ -217,6 +219,8 @@ class BatchShell:
                         if deciding:  # the breaker decides (or has tripped): lines go through its gate
                             gate, lines = gate.take(Held(custom_id, outcome, ids.owner(i, sub_id), batch_id))
                             deciding = not gate.closed
+                            swallowed += [] if lines else [custom_id]
+                            passed.update(c for c, *_ in lines)
                         else:  # the hot path
                             lines = ((custom_id, outcome, ids.owner(i, sub_id), batch_id),)
                         for cid, o, owner, bid in lines:
@@ -237,7 +241,7 @@ class BatchShell:
             )
         missing: list[str] = []
         if error is None:
-            waiting = {h.custom_id for h in gate.held}
+            waiting = set(swallowed)  # held or dropped: they had a line, so they are not missing
             for m in action.settle:
                 missing += self._settle(m, batch_id, waiting)
             tally[Status.RETRY] += len(missing)
@@ -253,7 +257,9 @@ class BatchShell:
             u=self.rng.random(),
             breaker=gate.breaker,
             held=gate.held,
-            open=frozenset(c for lines in opened.values() for c, _ in lines) | frozenset(missing),
+            open=frozenset(c for lines in opened.values() for c, _ in lines)
+            | frozenset(missing)
+            | (frozenset(swallowed) - passed - {h.custom_id for h in gate.held}),  # dropped: tripped
             error=error,
             fatal=fatal[0][1] if fatal else None,
             fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",

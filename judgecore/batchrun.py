@@ -576,10 +576,17 @@ class BatchRun:
         waiting = [s for s in intents if (s.unsure or s.recovered) and not s.busy]
         due = any(s.due <= now for s in waiting)
         if due and not creating and not listing:
+            # every intent that may own a listed batch takes part, those parked unconfirmed too: a batch
+            # that fits two of them is never handed to one alone (see `batching.orphan_groups`)
+            unsure = [
+                s
+                for s in subs
+                if s.state is SubState.INTENT and (s.unsure or s.recovered) and s.group is None and not s.busy
+            ]
             window = run.settings.orphan_window
-            found = tuple(Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in waiting)
+            found = tuple(Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in unsure)
             ops.append(Reconcile(found, window.oldest(found), run.settings.list_scan_limit))
-            for s in waiting:
+            for s in unsure:
                 run = run._put(s, busy=True, unsure=True)
             listing = True
         if not listing and not due:
@@ -732,6 +739,7 @@ class BatchRun:
             note,
             snap=batch,
             busy=False,
+            parked=False,
             unsure=False,
             recovered=False,
             due=due,
@@ -863,6 +871,8 @@ class BatchRun:
 
     def _unconfirmed(self, s: Sub, at: float, u: float, why: str) -> BatchRun:
         """A listing could not settle intent `s`: try again later, or leave it for a rerun."""
+        if s.parked:  # already left for a rerun (and said so)
+            return self._put(s, busy=False)
         tries = s.tries + 1
         if s.recovered or tries >= self.settings.create_attempts or self.halted:
             run = self._put(s, busy=False, parked=True, tries=tries)

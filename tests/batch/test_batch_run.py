@@ -599,6 +599,7 @@ def test_a_job_whose_requests_are_all_invalid_trips_the_breaker_and_quarantines_
     assert (4, n, 0) == (result.exit_status, result.counts["pending"], result.counts["quarantined"])
     assert result.fatal is not None and result.fatal.startswith("FATAL_CONFIG")
     assert 1 == len(api.batches)
+    assert 0 == store._conn.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]  # nothing recorded
     rerun = go(store, requests, api, clock)  # nothing was quarantined: the same job trips the same way
     assert (4, n, 0) == (rerun.exit_status, rerun.counts["pending"], rerun.counts["quarantined"])
 

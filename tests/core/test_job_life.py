@@ -279,14 +279,19 @@ class JobLife(RuleBasedStateMachine):
         owner = {c: m for m in members for c in self.cp.rows[m].ids}
         gate = Gate(op.breaker, op.held)
         opened: set[str] = set()
+        swallowed: set[str] = set()  # held or dropped by the breaker: they had a line
         _, cids = self.server[op.batch_id]
         for c in cids:
             line = Held(c, classify(self.answers[f"{op.batch_id}/{c}"]), owner[c], op.batch_id)
             gate, lines = gate.take(line) if not gate.closed else (gate, (line,))
+            swallowed |= set() if lines else {c}
             for h in lines:
                 self.cp.record(h.sub_id, h.custom_id, h.outcome)
                 opened |= set() if h.outcome.final else {h.custom_id}
-        waiting = {h.custom_id for h in gate.held}
+        waiting = swallowed | {h.custom_id for h in gate.held}
+        opened |= {c for c in swallowed if not any((m, c) in self.cp.outcomes for m in members)} - {
+            h.custom_id for h in gate.held
+        }
         for m in op.settle:
             for c in self.cp.rows[m].ids:
                 if (m, c) not in self.cp.outcomes and c not in waiting:
