@@ -80,6 +80,7 @@ class ModelApi:
         self.cut_after = 0
         self.violations: list[str] = []
         self.creates = 0
+        self.unheard: dict[str, int] = {}  # custom_id -> listings so far when a batch of it was made unheard
 
     def now(self) -> float:
         return self.m.now
@@ -96,9 +97,12 @@ class ModelApi:
         )  # type: ignore[arg-type]
 
     def _check_send(self, ids: tuple[str, ...]) -> None:
-        """What is sent never repeats an answer the job could have kept, nor an id another batch may answer."""
+        """What is sent never repeats an answer the job could have kept, nor an id another batch may
+        answer; an id in a batch whose create may have succeeded is resent only after a listing."""
         final = self.m.store.job_state().final
         for c in ids:
+            if c in self.unheard and self.m.listings <= self.unheard[c]:
+                self.violations.append(f"{c} resent with no reconciliation since its unheard-of batch")
             if c in final:
                 self.violations.append(f"final id {c} sent again")
             for b in self.batches.values():
@@ -134,6 +138,8 @@ class ModelApi:
         )
         self.batches[b.id] = b
         self.m.sends += len(ids)
+        if mode.startswith("persist_then"):  # the client never hears of this batch: only a listing can
+            self.unheard.update({c: self.m.listings for c in ids})
         match mode:
             case "persist_then_500":
                 raise _http(500, "api_error")
