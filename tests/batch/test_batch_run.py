@@ -727,3 +727,37 @@ def test_the_spend_of_earlier_runs_counts_against_the_budget(store: Store) -> No
     assert [10, 9, 1] == [len(b.custom_ids) for b in api.batches.values()]  # cut, then sent once settled
     assert (0, 20) == (result.exit_status, result.counts["succeeded"])
     assert store.spent_usd(PRICE) <= cap
+
+
+# -- the checkpoint's schema ------------------------------------------------------------------------------
+
+
+def test_a_schema_1_state_dir_is_migrated_its_orphan_groups_read_from_the_old_notes(tmp_path: Path) -> None:
+    """Schema 1 kept an ambiguous orphan's group in a free-text note; schema 2 keeps it in a column."""
+    import sqlite3
+
+    from adapters.store import DB_NAME, SCHEMA_VERSION
+
+    state = tmp_path / "old"
+    state.mkdir()
+    with sqlite3.connect(state / DB_NAME) as conn:
+        conn.executescript(
+            """
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            INSERT INTO meta VALUES ('schema', '1');
+            CREATE TABLE sub_batches (sub_id INTEGER PRIMARY KEY, round INTEGER NOT NULL, n INTEGER NOT NULL,
+                bytes INTEGER NOT NULL, intent_at REAL NOT NULL, batch_id TEXT UNIQUE, created_at REAL,
+                expires_at REAL, state TEXT NOT NULL, note TEXT);
+            INSERT INTO sub_batches VALUES (4, 1, 10, 1, 0.0, 'b1', 1.0, 2.0, 'live', 'adopted orphan; group=4');
+            INSERT INTO sub_batches VALUES (5, 1, 10, 1, 0.0, 'b2', 1.0, 2.0, 'group_harvested', 'adopted orphan; group=4');
+            INSERT INTO sub_batches VALUES (6, 1, 10, 1, 0.0, 'b3', 1.0, 2.0, 'live', 'adopted orphan');
+            """
+        )
+    store = Store.open(state)
+    try:
+        assert [(4, 4), (5, 4), (6, None)] == [(r.sub_id, r.group) for r in store.sub_batches()]
+        assert SCHEMA_VERSION == int(store.get_meta("schema"))
+        assert [4, 4, None] == [v.group for v in store.checkpoint().subs]
+    finally:
+        store.close()
+    Store.open(state).close()  # a second open finds nothing to migrate
