@@ -25,7 +25,7 @@ from adapters.batch_api import BatchApi, BatchApiError
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.store import OutcomeRow, Store
-from judgecore import ModelPrice, Outcome, RequestTemplate, Status, classify
+from judgecore import BatchSnapshot, ModelPrice, Outcome, RequestTemplate, Status, classify
 from judgecore import batchrun as br
 from judgecore.batchrun import BatchSettings
 from judgecore.chunking import create_body
@@ -56,26 +56,22 @@ class BatchRunResult:
         return self.counts.get("pending", 0)
 
 
+@attrs.define
 class BatchShell:
     """Performs a `BatchRun`'s actions against the store, the API, the clock and the terminal: `effect`
     at once, `perform` (an operation) to its one event. `run_batch` drives it; so can a test."""
 
-    def __init__(
-        self,
-        store: Store,
-        template: RequestTemplate,
-        api: BatchApi,
-        clock: Clock,
-        settings: BatchSettings,
-        emit: Emit,
-        rng: random.Random,
-        *,
-        priced: bool = False,
-    ) -> None:
-        self.priced = priced  # sum each harvest's usage (a budget is kept)
-        self.store, self.template, self.api, self.clock = store, template, api, clock
-        self.settings, self.emit, self.rng = settings, emit, rng
-        self.deadline = settings.poll.deadline
+    store: Store
+    template: RequestTemplate
+    api: BatchApi
+    clock: Clock
+    settings: BatchSettings
+    emit: Emit
+    rng: random.Random
+    priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
+
+    def deadline(self, snap: BatchSnapshot) -> float:
+        return self.settings.poll.deadline(snap)
 
     # -- effects: at once, in order --------------------------------------------------------------
 
@@ -180,10 +176,8 @@ class BatchShell:
     async def harvest(self, action: br.Harvest) -> br.Event:
         """Stream an ended batch's lines into the store, each through the breaker; one `Harvested`."""
         store, batch_id, sub_id, clock = self.store, action.batch_id, action.sub_id, self.clock
-        if action.group:
-            ids = IdSet((), [(m, store.iter_sub_batch_ids(m)) for m in action.group])
-        else:
-            ids = IdSet(store.iter_sub_batch_ids(sub_id))
+        owners = [(m, store.iter_sub_batch_ids(m)) for m in action.group]  # an orphan group's
+        ids = IdSet(store.iter_sub_batch_ids(sub_id) if not owners else (), owners)
         seen = ids.fresh_seen()
         tally: Counter[Status] = Counter()
         opened: dict[Status, list[tuple[str, Outcome]]] = {Status.RETRY: [], Status.FATAL: []}  # not final
