@@ -306,12 +306,7 @@ class Harvested:
     usage: Usage = attrs.field(factory=Usage)  # the sum of its answers' usage (what the batch cost)
 
 
-@attrs.frozen
-class Woke:
-    at: float
-
-
-Event = Created | CreateFailed | Listed | ListFailed | Snapshot | PollFailed | Harvested | Woke
+Event = Created | CreateFailed | Listed | ListFailed | Snapshot | PollFailed | Harvested
 
 
 # -- the machine ------------------------------------------------------------------------------------
@@ -720,8 +715,6 @@ class BatchRun:
                 return self._poll_failed(self.subs[sub_id], error, at)
             case Harvested():
                 return attrs.evolve(self, answered=True)._harvested(event)
-            case Woke():
-                return self
         raise TypeError(f"not a batch run event: {event!r}")  # pragma: no cover
 
     def _created(
