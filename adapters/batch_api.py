@@ -23,6 +23,7 @@ import httpx2
 from anthropic.types.messages import MessageBatch
 
 from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
+from judgecore.batchrun import CONNECT_FAILED
 
 _CREATE_PATH = "/v1/messages/batches"
 
@@ -144,8 +145,23 @@ def _retry_after(headers: Any) -> float | None:
         return None if when is None else max(0.0, when.timestamp() - datetime.now(when.tzinfo).timestamp())
 
 
-def raw_error_from_sdk(exc: BaseException) -> RawResult:
-    """The failure of one call as a `RawResult`: `http_error` with its status, or `connection_error`."""
+_NEVER_CONNECTED = (httpx2.ConnectError, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
+
+
+def raw_error_from_sdk(exc: BaseException, base_url: str | None = None) -> RawResult:
+    """The failure of one call as a `RawResult`: `http_error` with its status, or `connection_error`.
+
+    A connection that could not be made at all (refused, DNS failure, bad URL: nothing reached a
+    server, so nothing was made) has `error_type` `CONNECT_FAILED` and names `base_url`.
+    """
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, _NEVER_CONNECTED) or isinstance(cause, _NEVER_CONNECTED):
+        where = f" to {base_url}" if base_url else ""
+        return RawResult(
+            kind="connection_error",
+            error_type=CONNECT_FAILED,
+            message=f"cannot connect{where}: {cause if cause is not None else exc}"[:500],
+        )
     if isinstance(exc, anthropic.APIStatusError):
         return RawResult(
             kind="http_error",
@@ -173,6 +189,14 @@ class AnthropicBatchApi:
         self._client = client
         self._list_page = list_page
 
+    @property
+    def base_url(self) -> str:
+        """The endpoint the client talks to (named when it cannot be reached)."""
+        return str(self._client.base_url)
+
+    def _error(self, exc: BaseException) -> BatchApiError:
+        return BatchApiError(raw_error_from_sdk(exc, self.base_url))
+
     async def create(self, body: bytes) -> BatchSnapshot:
         try:
             batch = await self._client.post(
@@ -182,21 +206,21 @@ class AnthropicBatchApi:
                 options={"max_retries": 0, "headers": {"Content-Type": "application/json"}},
             )
         except _TRANSLATED as exc:
-            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+            raise self._error(exc) from exc
         return snapshot_from_sdk(batch)
 
     async def retrieve(self, batch_id: str) -> BatchSnapshot:
         try:
             batch = await self._client.messages.batches.retrieve(batch_id)
         except _TRANSLATED as exc:
-            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+            raise self._error(exc) from exc
         return snapshot_from_sdk(batch)
 
     async def cancel(self, batch_id: str) -> BatchSnapshot:
         try:
             batch = await self._client.messages.batches.cancel(batch_id)
         except _TRANSLATED as exc:
-            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+            raise self._error(exc) from exc
         return snapshot_from_sdk(batch)
 
     async def list_recent(self) -> AsyncIterator[BatchSnapshot]:
@@ -204,7 +228,7 @@ class AnthropicBatchApi:
             async for batch in self._client.messages.batches.list(limit=self._list_page):
                 yield snapshot_from_sdk(batch)
         except _TRANSLATED as exc:
-            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+            raise self._error(exc) from exc
 
     async def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
         try:
@@ -212,8 +236,8 @@ class AnthropicBatchApi:
             async for line in stream:
                 yield line.custom_id, raw_result_from_sdk(line.result)
         except _TRANSLATED as exc:
-            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+            raise self._error(exc) from exc
         except (httpx2.HTTPError, ValueError) as exc:  # cut mid-stream; a torn last line
-            raise BatchApiError(raw_error_from_sdk(exc)) from exc
+            raise self._error(exc) from exc
         except anthropic.AnthropicError as exc:  # "no results_url": not ended after all
             raise BatchApiError(RawResult(kind="connection_error", message=str(exc)[:500])) from exc

@@ -32,10 +32,14 @@ from typing import Any
 import attrs
 import orjson
 
-from judgecore import FINAL_STATUSES, JobState, Outcome, Status, Usage
+from judgecore import FINAL_STATUSES, FailureClass, JobState, ModelPrice, Outcome, Status, Usage
+from judgecore.batchrun import Checkpoint, SubView
+from judgecore.spend import answer_cost
+from judgecore.subbatch import IN_FLIGHT, SubState
 
 DB_NAME = "judgecore.sqlite3"
-SCHEMA_VERSION = 1
+#: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,7 +59,8 @@ CREATE TABLE IF NOT EXISTS sub_batches (
     created_at REAL,
     expires_at REAL,
     state TEXT NOT NULL,
-    note TEXT
+    note TEXT,
+    grp INTEGER
 );
 CREATE TABLE IF NOT EXISTS sub_batch_ids (
     sub_id INTEGER NOT NULL,
@@ -87,15 +92,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_i
 CREATE TABLE IF NOT EXISTS item_metadata (custom_id TEXT PRIMARY KEY, metadata TEXT) WITHOUT ROWID;
 """
 
-# States of a sub-batch row. `intent`: written, create not (known to be) answered. `live`: created,
-# not ended. `ended`: ended, results not (fully) harvested. `harvested`: every line recorded.
-# `stuck`: overdue and still not ended at its final check. `orphan_resubmitted`: an intent whose batch
-# was never found; its ids went back to the pool. `canceled`: cancel requested by `judgecore cancel`.
-# `group_harvested`: an adopted orphan of an ambiguous group whose batch is harvested while another
-# batch of the group (which may hold some of its ids) is not yet; see `judgecore.batching.Adoption`.
-# Other states written by the batch path, none live: `split` (413, replaced by its halves), `rejected`
-# (413 on one request), `failed` (create refused or proven absent; ids back to the pool).
-LIVE_STATES = ("intent", "live", "ended", "canceled", "group_harvested")
+# A sub-batch row's `state` is a `judgecore.subbatch.SubState`, moved only through its table; the
+# states holding ids in flight are `judgecore.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
+# ambiguous adoption (see `judgecore.batching.Adoption`), None for every other sub-batch.
+_IN_FLIGHT_SQL = ",".join(f"'{s.value}'" for s in sorted(IN_FLIGHT))
 
 
 class StateMismatchError(Exception):
@@ -129,6 +129,7 @@ class SubBatchRow:
     expires_at: float | None
     state: str
     note: str | None
+    group: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -172,6 +173,7 @@ class Store:
         conn.execute("PRAGMA wal_autocheckpoint=20000")
         conn.execute("PRAGMA busy_timeout=10000")
         conn.executescript(_SCHEMA)
+        _migrate(conn)
         return cls(conn, db)
 
     @classmethod
@@ -314,10 +316,9 @@ class Store:
 
     def waiting_batches(self) -> dict[str, str]:
         """custom_id -> batch id for ids sitting in a created batch with no result recorded under it yet."""
-        states = ",".join(f"'{s}'" for s in (*LIVE_STATES, "stuck"))
         q = (
             "SELECT s.custom_id, b.batch_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
-            f"WHERE b.batch_id IS NOT NULL AND b.state IN ({states}) AND NOT EXISTS ("
+            f"WHERE b.batch_id IS NOT NULL AND b.state IN ({_IN_FLIGHT_SQL}) AND NOT EXISTS ("
             "  SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id) "
             "ORDER BY b.sub_id"
         )
@@ -362,12 +363,15 @@ class Store:
 
     # -- sub-batches -------------------------------------------------------------------------
 
-    def record_intent(self, *, round: int, custom_ids: Sequence[str], n_bytes: int, at: float) -> int:
-        """Durably record the intent to create a batch of these ids; returns its `sub_id`."""
+    def record_intent(
+        self, *, round: int, custom_ids: Sequence[str], n_bytes: int, at: float, sub_id: int | None = None
+    ) -> int:
+        """Durably record the intent to create a batch of these ids; returns its `sub_id` (the one given,
+        or the next free one)."""
         with self._tx() as c:
             cur = c.execute(
-                "INSERT INTO sub_batches (round, n, bytes, intent_at, state) VALUES (?, ?, ?, ?, 'intent')",
-                (round, len(custom_ids), n_bytes, at),
+                "INSERT INTO sub_batches (sub_id, round, n, bytes, intent_at, state) VALUES (?, ?, ?, ?, ?, ?)",
+                (sub_id, round, len(custom_ids), n_bytes, at, SubState.INTENT.value),
             )
             sub_id = int(cur.lastrowid or 0)
             c.executemany(
@@ -376,23 +380,45 @@ class Store:
             )
         return sub_id
 
-    def record_created(self, sub_id: int, *, batch_id: str, created_at: float, expires_at: float) -> None:
+    def restamp_intent(self, sub_id: int, at: float) -> None:
+        """An intent is about to be sent again (no batch was made for it so far): orphan matching
+        looks for its batch from `at` on."""
+        with self._tx() as c:
+            c.execute("UPDATE sub_batches SET intent_at = ? WHERE sub_id = ?", (at, sub_id))
+
+    def record_created(
+        self,
+        sub_id: int,
+        *,
+        batch_id: str,
+        created_at: float,
+        expires_at: float,
+        note: str | None = None,
+        group: int | None = None,
+    ) -> None:
+        """The batch of intent `sub_id` exists (created, or adopted as an orphan of `group`)."""
         with self._tx() as c:
             c.execute(
-                "UPDATE sub_batches SET batch_id = ?, created_at = ?, expires_at = ?, state = 'live' "
-                "WHERE sub_id = ?",
-                (batch_id, created_at, expires_at, sub_id),
+                "UPDATE sub_batches SET batch_id = ?, created_at = ?, expires_at = ?, state = ?, "
+                "note = COALESCE(?, note), grp = ? WHERE sub_id = ?",
+                (batch_id, created_at, expires_at, SubState.LIVE.value, note, group, sub_id),
             )
 
-    def set_state(self, sub_id: int, state: str, note: str | None = None) -> None:
+    def set_state(
+        self, sub_id: int, state: SubState, note: str | None = None, group: int | None = None
+    ) -> None:
+        """Write a sub-batch's new state (decided by `judgecore.subbatch`'s table), and its orphan group."""
         with self._tx() as c:
             c.execute(
-                "UPDATE sub_batches SET state = ?, note = COALESCE(?, note) WHERE sub_id = ?",
-                (state, note, sub_id),
+                "UPDATE sub_batches SET state = ?, note = COALESCE(?, note), grp = COALESCE(?, grp) WHERE sub_id = ?",
+                (state, note, group, sub_id),
             )
 
     def sub_batches(self, states: Sequence[str] | None = None) -> list[SubBatchRow]:
-        q = "SELECT sub_id, round, n, bytes, intent_at, batch_id, created_at, expires_at, state, note FROM sub_batches"
+        q = (
+            "SELECT sub_id, round, n, bytes, intent_at, batch_id, created_at, expires_at, state, note, grp "
+            "FROM sub_batches"
+        )
         args: tuple[Any, ...] = ()
         if states is not None:
             q += f" WHERE state IN ({','.join('?' * len(states))})"
@@ -409,6 +435,7 @@ class Store:
                 expires_at=r[7],
                 state=r[8],
                 note=r[9],
+                group=r[10],
             )
             for r in self._conn.execute(q + " ORDER BY sub_id", args)
         ]
@@ -446,8 +473,57 @@ class Store:
         )
 
     def first_failures(self, k: int) -> list[str | None]:
-        """The failure classes (None for none) of the job's first `k` outcomes, in arrival order."""
-        return [r[0] for r in self._conn.execute("SELECT failure FROM outcomes ORDER BY row LIMIT ?", (k,))]
+        """The failure classes (None for none) of the job's first `k` *final* outcomes, in arrival order
+        (what the invalid-request breaker counts: a retriable outcome says nothing about the payload)."""
+        return [
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT failure FROM outcomes WHERE status IN ({_FINAL_SQL}) ORDER BY row LIMIT ?", (k,)
+            )
+        ]
+
+    def checkpoint(self, breaker_k: int = 20) -> Checkpoint:
+        """The pure view a batch run starts from: every sub-batch (with its ids not yet answered under
+        it, for those in flight), the final ids, and the earliest final outcomes for the breaker."""
+        ids: dict[int, list[str]] = {}
+        for sub_id, cid in self._conn.execute(
+            "SELECT s.sub_id, s.custom_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
+            f"WHERE b.state IN ({_IN_FLIGHT_SQL}) AND NOT EXISTS ("
+            "  SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id)"
+        ):
+            ids.setdefault(sub_id, []).append(cid)
+        subs = tuple(
+            SubView(
+                sub_id=r.sub_id,
+                round=r.round,
+                n=r.n,
+                intent_at=r.intent_at,
+                state=SubState(r.state),
+                batch_id=r.batch_id,
+                created_at=r.created_at,
+                expires_at=r.expires_at,
+                group=r.group,
+                ids=tuple(ids.get(r.sub_id, ())),
+            )
+            for r in self.sub_batches()
+        )
+        first = tuple(None if f is None else FailureClass(f) for f in self.first_failures(breaker_k))
+        return Checkpoint(subs=subs, final=self._final_ids(), first_final=first)
+
+    def spent_usd(self, price: ModelPrice) -> float:
+        """What the job's answers so far cost, from their recorded usage (`judgecore.spend.answer_cost`)."""
+        total = 0.0
+        for route, usage in self._conn.execute("SELECT route, usage FROM outcomes WHERE usage IS NOT NULL"):
+            total += answer_cost(Usage(**orjson.loads(usage)), price, route)
+        return total
+
+    def _final_ids(self) -> frozenset[str]:
+        return frozenset(
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT DISTINCT custom_id FROM outcomes WHERE status IN ({_FINAL_SQL})"
+            )
+        )
 
     # -- outcomes ----------------------------------------------------------------------------
 
@@ -469,29 +545,18 @@ class Store:
         return w.added
 
     def job_state(self) -> JobState:
-        """Final ids, ids in batches not yet harvested, and retriable attempts per id."""
-        final_in = ",".join(f"'{s}'" for s in sorted(FINAL_STATUSES))
-        final = frozenset(
-            r[0]
-            for r in self._conn.execute(
-                f"SELECT DISTINCT custom_id FROM outcomes WHERE status IN ({final_in})"
-            )
-        )
-        states = ",".join(f"'{s}'" for s in LIVE_STATES)
+        """Final ids, and ids in sub-batches that may still answer for them (never resent while there).
+
+        `attempts` stays empty: the retry budget is per run (`--max-attempts`), counted by the run."""
         in_flight = frozenset(
             r[0]
             for r in self._conn.execute(
                 "SELECT s.custom_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
-                f"WHERE b.state IN ({states}) AND NOT EXISTS ("
+                f"WHERE b.state IN ({_IN_FLIGHT_SQL}) AND NOT EXISTS ("
                 "  SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id)"
             )
         )
-        attempts = dict(
-            self._conn.execute(
-                "SELECT custom_id, COUNT(*) FROM outcomes WHERE status = 'retry' GROUP BY custom_id"
-            ).fetchall()
-        )
-        return JobState(final=final, in_flight=in_flight, attempts=attempts)
+        return JobState(final=self._final_ids(), in_flight=in_flight)
 
     def counts(self) -> dict[str, int]:
         """Items by their latest status (`pending` for none or a non-final one)."""
@@ -545,10 +610,34 @@ _RANKED = (
 )
 
 
-def _failure(name: str) -> Any:
-    from judgecore import FailureClass
-
+def _failure(name: str) -> FailureClass:
     return FailureClass(name)
+
+
+_FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a state dir of an earlier schema up to `SCHEMA_VERSION` (idempotent)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sub_batches)")}
+    if "grp" in columns:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE sub_batches ADD COLUMN grp INTEGER")
+        # schema 1 kept an ambiguous orphan's group in its note, as "group=N"
+        for sub_id, note in conn.execute(
+            "SELECT sub_id, note FROM sub_batches WHERE note LIKE '%group=%'"
+        ).fetchall():
+            tail = note.split("group=", 1)[1]
+            digits = tail[: len(tail) - len(tail.lstrip("0123456789"))]
+            if digits:
+                conn.execute("UPDATE sub_batches SET grp = ? WHERE sub_id = ?", (int(digits), sub_id))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class OutcomeWriter:

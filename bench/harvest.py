@@ -1,7 +1,8 @@
 """Harvest benchmark: durable ingest rate and peak memory of the batch path's harvest.
 
-Runs the real harvest code (`adapters.batch._Run._harvest`: id matching, duplicate check, SDK-object
-translation, `classify`, `OutcomeWriter` group commits with synchronous=FULL, the missing-line check)
+Runs the real harvest code (`adapters.batch.BatchShell.harvest` performing the machine's `Harvest`: id
+matching, duplicate check, SDK-object translation, `classify`, the breaker's gate until it closes,
+`OutcomeWriter` group commits with synchronous=FULL, the missing-line check)
 over a fake results stream that makes each line on the fly, so the stream itself holds nothing.
 
     uv run python bench/harvest.py            # rate at 100,000 lines (median of 5), RSS at 10k and 100k
@@ -71,11 +72,12 @@ def peak_rss_kb() -> int:
 def measure(state: Path, n: int) -> dict[str, float]:
     from anthropic.types.messages import MessageBatchIndividualResponse
 
-    from adapters.batch import BatchSettings, _Live, _Run
+    from adapters.batch import BatchSettings, BatchShell
     from adapters.batch_api import raw_result_from_sdk
     from adapters.clock import RealClock
     from adapters.store import Store
-    from judgecore import BatchSnapshot, RequestTemplate
+    from judgecore import Breaker, RequestTemplate
+    from judgecore.batchrun import Harvest, Harvested
 
     line = MessageBatchIndividualResponse.model_validate(
         {
@@ -110,28 +112,29 @@ def measure(state: Path, n: int) -> dict[str, float]:
 
     store = Store.open(state)
     template = RequestTemplate.build(model="m", max_tokens=1, rubric=None, path="batch")
-    run = _Run(
-        store=store,
-        requests=(),
-        template=template,
-        api=Stream(),  # type: ignore[arg-type]
-        clock=RealClock(),
-        settings=BatchSettings(
-            write_group=int(os.environ.get("BENCH_GROUP", "0")) or BatchSettings().write_group
-        ),
-        emit=lambda e: None,
-        rng=random.Random(0),
+    settings = BatchSettings(
+        write_group=int(os.environ.get("BENCH_GROUP", "0")) or BatchSettings().write_group
     )
-    snap = BatchSnapshot(id="msgbatch_bench", status="ended", created_at=0.0, expires_at=86400.0)
-    entry = _Live(1, "msgbatch_bench", n, snap, 0.0)
+    shell = BatchShell(
+        store,
+        template,
+        Stream(),  # type: ignore[arg-type]
+        RealClock(),
+        settings,
+        lambda e: None,
+        random.Random(0),
+    )
+    # a fresh job: the breaker decides on the first line (a success closes it), as in a real first harvest
+    action = Harvest(1, "msgbatch_bench", (), (1,), Breaker.start(n), ())
     rss_before = current_rss_kb()  # the resident size now, not the high-water mark of the imports
     reset_peak_rss()
     t0 = time.perf_counter()
-    ok = asyncio.run(run._harvest(entry))
+    event = asyncio.run(shell.harvest(action))
     elapsed = time.perf_counter() - t0
     rss_after = peak_rss_kb()
     recorded = store.counts()["succeeded"]
     store.close()
+    ok = isinstance(event, Harvested) and event.error is None and not event.open
     assert ok and recorded == n, (ok, recorded)
     return {
         "n": n,

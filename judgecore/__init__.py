@@ -8,6 +8,9 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `routing`: sync or batch, and whether a job's recorded route is kept
 - `chunking`: how a job splits into sub-batches
 - `batching`: what to do after a failed batch create, and which listed batch is an orphan of ours
+- `subbatch`: a sub-batch's lifecycle, as a table of legal moves; which states hold ids in flight
+- `batchrun`: the batch run as a machine: given the checkpoint, what to do next, and what each answer means
+- `harvesting`: which of a batch's result lines are ours, and what the breaker lets through
 - `polling`: how long to wait for a batch, and when to stop waiting
 - `outcomes`: what one result means
 - `backoff`: how long to wait before a retry

@@ -143,6 +143,47 @@ class Adoption:
     group: int | None = None
 
 
+def _fits(intent: Intent, batch: BatchSnapshot, window: OrphanWindow) -> bool:
+    return (
+        batch.counts.total == intent.n
+        and intent.intent_at - window.skew <= batch.created_at <= intent.intent_at + window.window
+    )
+
+
+def orphan_groups(
+    intents: Sequence[Intent],
+    listed: Sequence[BatchSnapshot],
+    *,
+    claimed: frozenset[str],
+    window: OrphanWindow,
+) -> dict[int, int]:
+    """`{sub_id: group}` for every intent that nothing but the results can tell apart from another.
+
+    Intents and the unclaimed batches that fit them form a graph; each connected part holding two
+    intents or more is a group, named by its smallest sub_id. Its intents with no batch of their own
+    belong to it too: one of the group's batches may hold their ids (two same-size creates that failed
+    in transit, one of which made a batch), so they are settled with the group, never resent before.
+    """
+    pool = [b for b in listed if b.id not in claimed]
+    parent = {i.sub_id: i.sub_id for i in intents}
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for b in pool:
+        fitting = [i.sub_id for i in intents if _fits(i, b, window)]
+        for other in fitting[1:]:
+            a, c = root(fitting[0]), root(other)
+            parent[max(a, c)] = min(a, c)
+    parts: dict[int, list[int]] = {}
+    for i in intents:
+        parts.setdefault(root(i.sub_id), []).append(i.sub_id)
+    return {m: min(part) for part in parts.values() if len(part) > 1 for m in part}
+
+
 def match_orphans(
     intents: Sequence[Intent],
     listed: Sequence[BatchSnapshot],
@@ -153,26 +194,17 @@ def match_orphans(
     """Pair intents with listed batches: same request count, created in the window, unclaimed.
 
     Intents are served oldest first, each taking the earliest-created fitting batch, so concurrent
-    creates of equal size pair in order. No batch is adopted twice, none in `claimed` ever.
+    creates of equal size pair in order. No batch is adopted twice, none in `claimed` ever. An adoption
+    of an intent that another could be told apart from only by the results carries its group
+    (`orphan_groups`).
     """
     taken: set[str] = set(claimed)
     pool = sorted(listed, key=lambda b: (b.created_at, b.id))
+    groups = orphan_groups(intents, listed, claimed=claimed, window=window)
     out: list[Adoption] = []
     for intent in sorted(intents, key=lambda i: (i.intent_at, i.sub_id)):
-        lo, hi = intent.intent_at - window.skew, intent.intent_at + window.window
-        fits = [
-            b for b in pool if b.id not in taken and b.counts.total == intent.n and lo <= b.created_at <= hi
-        ]
+        fits = [b for b in pool if b.id not in taken and _fits(intent, b, window)]
         if fits:
             taken.add(fits[0].id)
-            out.append(Adoption(intent.sub_id, fits[0], len(fits) > 1))
-    by_size: dict[int, list[Adoption]] = {}
-    for a in out:
-        by_size.setdefault(a.batch.counts.total, []).append(a)
-    groups = {
-        a.sub_id: min(x.sub_id for x in same)
-        for same in by_size.values()
-        if len(same) > 1 and any(x.ambiguous for x in same)
-        for a in same
-    }
-    return tuple(attrs.evolve(a, group=groups.get(a.sub_id)) for a in out)
+            out.append(Adoption(intent.sub_id, fits[0], len(fits) > 1, groups.get(intent.sub_id)))
+    return tuple(out)

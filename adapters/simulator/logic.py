@@ -612,6 +612,8 @@ class Simulator:
         if params["model"] not in s.models:
             return errored("not_found_error", f"model: {params['model']}")
         outcome = answers.forced_outcome(params, attempt)
+        if outcome is None and attempt <= s.batch_failures:
+            outcome = "api_error"
         if outcome is None:
             mix = s.batch_mix if attempt == 1 else s.batch_retry_mix
             outcome = _draw(mix, s.seed, "batch", cid, attempt) or "succeeded"

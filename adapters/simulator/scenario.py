@@ -108,6 +108,8 @@ class Scenario:
         converter=_weights,
         validator=_check_names(BATCH_OUTCOMES),
     )
+    #: Each custom_id's first `batch_failures` submissions answer `api_error` (then the mixes apply).
+    batch_failures: int = 0
     max_batch_bytes: int = 256_000_000
     max_batch_requests: int = 100_000
     #: Faults on `POST /v1/messages/batches`, keyed by the 1-based number of that call.

@@ -1,69 +1,134 @@
-"""A job's whole life, driven through the pure core only, against a tiny in-memory model of the API.
+"""A job's whole life, driven through the batch machine (`judgecore.batchrun.BatchRun`) only, pure.
 
-Rounds are submitted with `diff_resume` + `chunk`; live batches are polled with `next_poll_action` on a
-fake clock that only moves forward; ended (or overdue) batches are harvested through `classify` of
-randomly drawn results; retriable ids come back in later rounds until `max_attempts`. Results that stop
-the run (`fatal`) are left out: they end the run rather than an item (see test_outcomes.py).
+The checkpoint is an in-memory double that keeps what `adapters.store` keeps (sub-batch rows and their
+ids, outcome rows unique per sub-batch and custom_id) and builds the same pure view
+(`judgecore.batchrun.Checkpoint`); the API is a tiny model whose batches end when the test says, with
+results drawn at random (`classify`-able answers, fatal ones left out: they end the run rather than an
+item, see test_outcomes.py). Operations are answered in any order; time only moves forward; the
+process may restart at any step (a new machine from the double's view). A harvest is performed as the
+shell does it, with the core's own `IdSet`, `Gate` and `MISSING`.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import attrs
 import orjson
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from strategies import non_fatal_results
 
 from judgecore import (
     BatchSnapshot,
-    Harvest,
     Item,
     JobState,
-    Overdue,
     PollPolicy,
     RawResult,
+    RequestCounts,
     RequestTemplate,
-    Wait,
+    Status,
     build_requests,
-    chunk,
     classify,
     diff_resume,
-    next_poll_action,
 )
+from judgecore.batchrun import (
+    BatchRun,
+    BatchSettings,
+    Begin,
+    Checkpoint,
+    Create,
+    Created,
+    Done,
+    Event,
+    Harvest,
+    Harvested,
+    Listed,
+    Poll,
+    Reconcile,
+    Record,
+    Release,
+    Say,
+    Sleep,
+    Snapshot,
+    SubView,
+)
+from judgecore.harvesting import MISSING, Gate, Held
+from judgecore.outcomes import FINAL_STATUSES, Outcome
+from judgecore.subbatch import IN_FLIGHT, SubEvent, SubState
 
-# What the teardown's API answers, cycling per send: retriable first, so budgets really get spent.
-SCRIPT = (
-    RawResult(kind="errored", error_type="overloaded_error"),
-    RawResult(kind="expired"),
-    RawResult(kind="succeeded", text="4", stop_reason="end_turn"),
-    RawResult(kind="errored", error_type="rate_limit_error", retry_after=30.0),
-    RawResult(kind="succeeded", text="4", stop_reason="max_tokens"),
-    RawResult(kind="errored", error_type="invalid_request_error", message="bad"),
-)
+
+@attrs.define
+class Row:
+    sub_id: int
+    round: int
+    ids: tuple[str, ...]
+    intent_at: float
+    state: SubState = SubState.INTENT
+    batch_id: str | None = None
+    created_at: float | None = None
+    expires_at: float | None = None
+    group: int | None = None
+
+
+class MemoryCheckpoint:
+    """What the store keeps, in memory, and the same pure view of it."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, Row] = {}
+        self.outcomes: dict[tuple[int, str], Outcome] = {}  # (sub_id, custom_id): unique, like the store
+        self.order: list[Outcome] = []
+
+    def record(self, sub_id: int, custom_id: str, outcome: Outcome) -> None:
+        if (sub_id, custom_id) not in self.outcomes:
+            self.outcomes[(sub_id, custom_id)] = outcome
+            self.order.append(outcome)
+
+    def final(self) -> frozenset[str]:
+        return frozenset(c for (_, c), o in self.outcomes.items() if o.status in FINAL_STATUSES)
+
+    def view(self, k: int) -> Checkpoint:
+        subs = tuple(
+            SubView(
+                sub_id=r.sub_id,
+                round=r.round,
+                n=len(r.ids),
+                intent_at=r.intent_at,
+                state=r.state,
+                batch_id=r.batch_id,
+                created_at=r.created_at,
+                expires_at=r.expires_at,
+                group=r.group,
+                ids=tuple(c for c in r.ids if (r.sub_id, c) not in self.outcomes)
+                if r.state in IN_FLIGHT
+                else (),
+            )
+            for r in sorted(self.rows.values(), key=lambda r: r.sub_id)
+        )
+        first = tuple(o.failure for o in self.order if o.final)[:k]
+        return Checkpoint(subs=subs, final=self.final(), first_final=first)
 
 
 class JobLife(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 1_700_000_000.0
-        self.state = JobState()
-        self.live: dict[str, tuple[BatchSnapshot, tuple[str, ...]]] = {}
-        self.sends: Counter[str] = Counter()
+        self.cp = MemoryCheckpoint()
+        self.server: dict[str, tuple[BatchSnapshot, tuple[str, ...]]] = {}
+        self.answers: dict[str, RawResult] = {}  # (drawn when its batch ends)
         self.sent_after_final: list[str] = []
-        self.batches_created = 0
+        self.sends_this_run: Counter[str] = Counter()
 
     @initialize(
         n=st.integers(1, 25),
         max_attempts=st.integers(1, 4),
         max_requests=st.integers(1, 8),
+        concurrency=st.integers(1, 4),
         ttl=st.floats(60.0, 86_400.0),
         interval=st.floats(0.5, 600.0),
         grace=st.floats(0.0, 3_600.0),
     )
-    def start(self, n, max_attempts, max_requests, ttl, interval, grace):
+    def start(self, n, max_attempts, max_requests, concurrency, ttl, interval, grace):
         items = [
             Item(
                 id=f"q{i}-s{i % 3}",
@@ -75,153 +140,225 @@ class JobLife(RuleBasedStateMachine):
         template = RequestTemplate.build(
             model="claude-sonnet-4-6", max_tokens=64, rubric="Rate 1-5.", path="batch"
         )
-        self.requests = {r.custom_id: r for r in build_requests(items, template)}
-        self.ids = tuple(self.requests)
-        self.max_attempts = max_attempts
-        self.max_requests = max_requests
+        self.requests = build_requests(items, template)
+        self.ids = tuple(r.custom_id for r in self.requests)
         self.ttl = ttl
-        self.policy = PollPolicy(interval=interval, grace=grace)
+        self.settings = BatchSettings(
+            max_batch_requests=max_requests,
+            max_attempts=max_attempts,
+            concurrency=concurrency,
+            poll=PollPolicy(interval=interval, grace=grace),
+        )
+        self._restart()
 
-    # --- the shell's moves ------------------------------------------------------------------------
+    def _restart(self) -> None:
+        """A new process: a new machine from what the checkpoint holds now."""
+        view = self.cp.view(self.settings.breaker.k)
+        self.run = BatchRun.start(view, requests=self.requests, settings=self.settings, now=self.now)
+        self.ops: list[Create | Reconcile | Poll | Harvest] = []
+        self.done: Done | None = None
+        self.sleep: float | None = None
+        self.sends_this_run = Counter()
 
+    # --- the interpreter ------------------------------------------------------------------------
+
+    @precondition(lambda self: self.done is None)
     @rule()
-    def submit_round(self):
-        """Resume: send what diff_resume says, chunked; live batches are polled, not resent."""
-        diff = diff_resume(self.ids, self.state, max_attempts=self.max_attempts)
-        assert frozenset(self.state.in_flight) == diff.poll
-        assert not set(diff.submit) & self.state.final
-        subs = chunk([self.requests[c] for c in diff.submit], max_requests=self.max_requests)
-        assert list(diff.submit) == [c for sb in subs for c in sb.custom_ids]
-        for sb in subs:
-            batch_id = f"msgbatch_{self.batches_created:04d}"
-            self.batches_created += 1
-            snap = BatchSnapshot(
-                id=batch_id, status="in_progress", created_at=self.now, expires_at=self.now + self.ttl
-            )
-            self.live[batch_id] = (snap, sb.custom_ids)
-            self.sent_after_final += [c for c in sb.custom_ids if c in self.state.final]
-            self.sends.update(sb.custom_ids)
-            self.state = attrs.evolve(self.state, in_flight=self.state.in_flight | set(sb.custom_ids))
+    def advance(self):
+        self.run, actions = self.run.advance(self.now)
+        self.sleep = None
+        for action in actions:
+            match action:
+                case Record(sub_id, event, state, _, batch, _, group):
+                    row = self.cp.rows[sub_id]
+                    row.state, row.group = state, group if group is not None else row.group
+                    if event in (SubEvent.CREATED, SubEvent.ADOPTED):
+                        assert batch is not None
+                        row.batch_id, row.created_at, row.expires_at = (
+                            batch.id,
+                            batch.created_at,
+                            batch.expires_at,
+                        )
+                case Release(held):
+                    for h in held:
+                        self.cp.record(h.sub_id, h.custom_id, h.outcome)
+                case Begin() | Say():
+                    pass
+                case Create() | Reconcile() | Poll() | Harvest():
+                    self.ops.append(action)
+                case Sleep(until):
+                    assert until > self.now
+                    self.sleep = until
+                case Done():
+                    assert not self.ops
+                    self.done = action
 
-    @rule(data=st.data(), rtt=st.floats(0.01, 5.0))
-    def poll_a_batch(self, data, rtt):
-        """One poll: wait as told (then the retrieve takes `rtt`), or harvest, or give up on it."""
-        if not self.live:
-            return
-        batch_id = data.draw(st.sampled_from(sorted(self.live)))
-        self._poll_once(batch_id, rtt, data)
+    @precondition(lambda self: self.done is None and bool(self.ops))
+    @rule(data=st.data(), rtt=st.floats(0.0, 5.0))
+    def answer(self, data, rtt):
+        """The model API answers one operation in flight, any of them."""
+        op = self.ops.pop(data.draw(st.integers(0, len(self.ops) - 1)))
+        self.now += rtt
+        self.run = self.run.on(self._perform(op, data))
 
-    @rule(data=st.data(), rtt=st.floats(0.01, 5.0))
-    def wait_out_a_batch(self, data, rtt):
-        """Poll one batch the API never ends: it is overdue within a bounded number of polls."""
-        if not self.live:
-            return
-        batch_id = data.draw(st.sampled_from(sorted(self.live)))
-        snap, _ = self.live[batch_id]
-        remaining = max(0.0, snap.expires_at + self.policy.grace - self.now)
-        bound = math.ceil(remaining / self.policy.interval) + 2
-        for _ in range(bound):
-            if not self._poll_once(batch_id, rtt, data):
-                return
-        raise AssertionError(f"batch {batch_id} still waiting after {bound} polls")
+    @precondition(lambda self: self.done is None and self.sleep is not None and not self.ops)
+    @rule()
+    def sleep_until_due(self):
+        self.now = max(self.now, self.sleep)
 
     @rule(seconds=st.floats(0.0, 2 * 86_400.0))
     def time_passes(self, seconds):
-        """The process was away (or asleep); the clock only moves forward."""
         self.now += seconds
 
-    # --- the API's moves --------------------------------------------------------------------------
+    @rule(data=st.data())
+    def api_ends_a_batch(self, data):
+        live = sorted(b for b, (snap, _) in self.server.items() if snap.live)
+        if live:
+            self._end(data.draw(st.sampled_from(live)), data)
 
-    @rule(data=st.data(), status=st.sampled_from(["ended", "canceling"]))
-    def api_moves_a_batch(self, data, status):
-        if not self.live:
-            return
-        batch_id = data.draw(st.sampled_from(sorted(self.live)))
-        snap, cids = self.live[batch_id]
-        if snap.status != "ended":
-            self.live[batch_id] = (attrs.evolve(snap, status=status, ended_at=self.now), cids)
+    @rule()
+    def process_restarts(self):
+        self._restart()
 
-    # --- helpers ----------------------------------------------------------------------------------
+    @precondition(lambda self: self.done is not None)
+    @rule()
+    def rerun(self):
+        self._restart()
 
-    def _poll_once(self, batch_id, rtt, data=None) -> bool:
-        """Poll once; True while the batch is still being waited on."""
-        snap, cids = self.live[batch_id]
-        match next_poll_action(self.now, snap, self.policy):
-            case Wait(seconds=seconds):
-                assert 0.0 <= seconds <= self.policy.interval
-                assert self.now + seconds <= snap.expires_at + self.policy.grace
-                self.now += seconds + rtt
-                return True
-            case Harvest(batch_id=bid):
-                assert "ended" == snap.status
-                results = {c: (data.draw(non_fatal_results) if data else self._scripted(c)) for c in cids}
-            case Overdue(batch_id=bid, deadline=deadline):
-                assert self.now >= deadline
-                assert snap.live
-                # The final fetch finds it still not ended: none of its requests ran.
-                results = {c: RawResult(kind="expired") for c in cids}
-        assert batch_id == bid
-        self._harvest(batch_id, results)
-        return False
+    # --- the model API ----------------------------------------------------------------------------
 
-    def _scripted(self, cid):
-        return SCRIPT[(self.sends[cid] + self.ids.index(cid)) % len(SCRIPT)]
+    def _end(self, batch_id, data=None):
+        snap, cids = self.server[batch_id]
+        for c in cids:
+            self.answers[f"{batch_id}/{c}"] = (
+                data.draw(non_fatal_results) if data else RawResult(kind="succeeded")
+            )
+        self.server[batch_id] = (attrs.evolve(snap, status="ended", ended_at=self.now), cids)
 
-    def _harvest(self, batch_id, results):
-        _, cids = self.live.pop(batch_id)
-        final, attempts = set(self.state.final), dict(self.state.attempts)
-        for cid in cids:
-            outcome = classify(results[cid])
-            if outcome.final:
-                final.add(cid)
-            else:
-                attempts[cid] = attempts.get(cid, 0) + 1
-        self.state = JobState(
-            final=frozenset(final), in_flight=self.state.in_flight - set(cids), attempts=attempts
+    def _snap(self, batch_id):
+        snap, cids = self.server[batch_id]
+        if snap.live and self.now >= snap.expires_at:  # the API's promise: ended by expires_at
+            for c in cids:
+                self.answers[f"{batch_id}/{c}"] = RawResult(kind="expired")
+            snap = attrs.evolve(snap, status="ended", ended_at=self.now)
+            self.server[batch_id] = (snap, cids)
+        return snap
+
+    def _perform(self, op, data=None) -> Event:
+        match op:
+            case Create(sub_id, round_, requests, at, written):
+                ids = tuple(r.custom_id for r in requests)
+                if written:
+                    self.cp.rows[sub_id].intent_at = at
+                else:
+                    self.cp.rows[sub_id] = Row(sub_id, round_, ids, at)
+                final = self.cp.final()
+                self.sent_after_final += [c for c in ids if c in final]
+                self.sends_this_run.update(ids)
+                batch_id = f"msgbatch_{len(self.server) + 1:04d}"
+                snap = BatchSnapshot(
+                    id=batch_id,
+                    status="in_progress",
+                    created_at=self.now,
+                    expires_at=self.now + self.ttl,
+                    counts=RequestCounts(processing=len(ids)),
+                )
+                self.server[batch_id] = (snap, ids)
+                return Created(sub_id, snap, self.now)
+            case Reconcile():
+                listed = tuple(self._snap(b) for b in sorted(self.server, reverse=True))
+                return Listed(listed, True, self.now)
+            case Poll(sub_id, batch_id):
+                return Snapshot(sub_id, self._snap(batch_id), self.now)
+            case Harvest():
+                return self._harvest(op)
+        raise AssertionError(op)
+
+    def _harvest(self, op: Harvest) -> Harvested:
+        members = op.group or (op.sub_id,)
+        owner = {c: m for m in members for c in self.cp.rows[m].ids}
+        gate = Gate(op.breaker, op.held)
+        opened: set[str] = set()
+        swallowed: set[str] = set()  # held or dropped by the breaker: they had a line
+        _, cids = self.server[op.batch_id]
+        for c in cids:
+            line = Held(c, classify(self.answers[f"{op.batch_id}/{c}"]), owner[c], op.batch_id)
+            gate, lines = gate.take(line) if not gate.closed else (gate, (line,))
+            swallowed |= set() if lines else {c}
+            for h in lines:
+                self.cp.record(h.sub_id, h.custom_id, h.outcome)
+                opened |= set() if h.outcome.final else {h.custom_id}
+        waiting = swallowed | {h.custom_id for h in gate.held}
+        opened |= {c for c in swallowed if not any((m, c) in self.cp.outcomes for m in members)} - {
+            h.custom_id for h in gate.held
+        }
+        for m in op.settle:
+            for c in self.cp.rows[m].ids:
+                if (m, c) not in self.cp.outcomes and c not in waiting:
+                    self.cp.record(m, c, MISSING)
+                    opened.add(c)
+        return Harvested(
+            op.sub_id, at=self.now, u=0.5, breaker=gate.breaker, held=gate.held, open=frozenset(opened)
         )
 
     # --- invariants -------------------------------------------------------------------------------
 
-    @invariant()
-    def no_id_is_in_two_sets(self):
-        diff = diff_resume(self.ids, self.state, max_attempts=self.max_attempts)
-        sets = [set(diff.submit), diff.poll, diff.final, diff.exhausted]
-        assert len(self.ids) == sum(len(s) for s in sets)
-        assert set(self.ids) == set().union(*sets)
-        assert not self.state.final & self.state.in_flight
+    def _state(self) -> JobState:
+        view = self.cp.view(20)
+        in_flight = frozenset(c for s in view.subs for c in s.ids)
+        return JobState(final=view.final, in_flight=in_flight - view.final)
 
     @invariant()
-    def live_batches_hold_exactly_the_in_flight_ids(self):
-        in_batches = [c for _, cids in self.live.values() for c in cids]
-        assert len(in_batches) == len(set(in_batches))
-        assert set(self.state.in_flight) == set(in_batches)
+    def the_checkpoint_partitions_the_job(self):
+        if not hasattr(self, "ids"):
+            return
+        diff = diff_resume(self.ids, self._state())
+        sets = [set(diff.submit), diff.poll, diff.final, diff.exhausted]
+        assert len(self.ids) == sum(len(s) for s in sets)
+
+    @invariant()
+    def live_batches_never_share_an_id(self):
+        live = [c for snap, cids in self.server.values() if snap.live for c in cids]
+        assert len(live) == len(set(live))
 
     @invariant()
     def no_final_id_is_ever_resubmitted(self):
         assert [] == self.sent_after_final
 
     @invariant()
-    def no_id_is_sent_more_than_max_attempts(self):
-        assert all(n <= self.max_attempts for n in self.sends.values())
+    def no_id_is_sent_more_than_max_attempts_in_one_run(self):
+        if hasattr(self, "settings"):
+            assert all(n <= self.settings.max_attempts for n in self.sends_this_run.values())
 
     def teardown(self):
-        """However the job got here, finishing it takes a bounded number of rounds and polls."""
+        """However the job got here, it finishes: each run in bounded steps, reruns until none is pending."""
         if not hasattr(self, "ids"):
             return
-        for _ in range(self.max_attempts + 1):
-            diff = diff_resume(self.ids, self.state, max_attempts=self.max_attempts)
-            if diff.done:
-                break
-            self.submit_round()
-            for batch_id in sorted(self.live):
-                snap, cids = self.live[batch_id]
-                self.live[batch_id] = (attrs.evolve(snap, status="ended", ended_at=self.now), cids)
-                assert not self._poll_once(batch_id, rtt=1.0)
-            self.no_id_is_sent_more_than_max_attempts()
+        for _ in range(self.settings.max_attempts + 3):
+            for _step in range(5_000):
+                if self.done is not None:
+                    break
+                if self.ops:
+                    op = self.ops.pop(0)
+                    self.run = self.run.on(self._perform(op))
+                    for b, (snap, _) in list(self.server.items()):
+                        if snap.live:
+                            self._end(b)
+                elif self.sleep is not None:
+                    self.now = max(self.now, self.sleep)
+                    self.sleep = None
+                else:
+                    self.advance()
+            assert self.done is not None, "a run did not end"
             self.no_final_id_is_ever_resubmitted()
-        diff = diff_resume(self.ids, self.state, max_attempts=self.max_attempts)
-        assert diff.done
-        assert set(self.ids) == diff.final | diff.exhausted
+            self.no_id_is_sent_more_than_max_attempts_in_one_run()
+            if self.done.exit_status != 3:
+                break
+            self._restart()
+        assert self.done is not None and self.done.exit_status in (0, 4)
+        if self.done.exit_status == 0:
+            assert set(self.ids) == self.cp.final()
+        assert all(o.status is not Status.FATAL for o in self.cp.outcomes.values())
 
 
 TestJobLife = JobLife.TestCase

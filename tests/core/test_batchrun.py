@@ -1,0 +1,139 @@
+"""The batch machine (`judgecore.batchrun`) step by step, and the harvest's breaker gate, pure."""
+
+from __future__ import annotations
+
+import orjson
+
+from judgecore import (
+    BatchSnapshot,
+    Breaker,
+    BreakerPolicy,
+    Item,
+    RawResult,
+    RequestTemplate,
+    build_requests,
+    classify,
+)
+from judgecore.batching import Intent, OrphanWindow, orphan_groups
+from judgecore.batchrun import (
+    BatchRun,
+    BatchSettings,
+    Begin,
+    Checkpoint,
+    Create,
+    CreateFailed,
+    Done,
+    Listed,
+    Reconcile,
+    Record,
+    SubView,
+)
+from judgecore.harvesting import Gate, Held
+from judgecore.subbatch import SubEvent, SubState
+
+T0 = 1_800_000_000.0
+TEMPLATE = RequestTemplate.build(model="claude-sonnet-4-6", max_tokens=64, rubric="Rate.", path="batch")
+
+
+def requests(n: int):  # type: ignore[no-untyped-def]
+    items = [
+        Item(id=f"i{k}", line=k + 1, messages_json=orjson.dumps([{"role": "user", "content": f"{k}"}]))
+        for k in range(n)
+    ]
+    return build_requests(items, TEMPLATE)
+
+
+def kinds(actions) -> list[str]:  # type: ignore[no-untyped-def]
+    return [type(a).__name__ for a in actions]
+
+
+def test_a_fresh_job_begins_a_round_and_creates_no_more_than_concurrency_at_once() -> None:
+    reqs = requests(10)
+    run = BatchRun.start(
+        Checkpoint(), requests=reqs, settings=BatchSettings(max_batch_requests=2, concurrency=3), now=T0
+    )
+    run, actions = run.advance(T0)
+    assert ["Begin", "Create", "Create", "Create"] == kinds(actions)
+    assert Begin(1, 10, 5) == actions[0]
+    assert [1, 2, 3] == [a.sub_id for a in actions if isinstance(a, Create)]
+    run, again = run.advance(T0)
+    assert [] == [a for a in again if isinstance(a, Create)]  # nothing handed out twice
+
+
+def test_an_intent_of_an_earlier_run_is_reconciled_before_anything_is_created() -> None:
+    reqs = requests(4)
+    ids = tuple(r.custom_id for r in reqs[:2])
+    view = Checkpoint(subs=(SubView(sub_id=1, round=1, n=2, intent_at=T0, state=SubState.INTENT, ids=ids),))
+    run = BatchRun.start(view, requests=reqs, settings=BatchSettings(), now=T0 + 5)
+    run, actions = run.advance(T0 + 5)
+    assert ["Reconcile"] == kinds(actions)
+    assert isinstance(actions[0], Reconcile) and [1] == [i.sub_id for i in actions[0].intents]
+    run = run.on(Listed((), True, T0 + 6))  # nothing matched: its ids are free again
+    run, actions = run.advance(T0 + 6)
+    assert (
+        Record(1, SubEvent.ABSENT, SubState.ORPHAN_RESUBMITTED, "no batch matched its intent", None, 2)
+        == actions[0]
+    )
+    assert [4] == [len(a.requests) for a in actions if isinstance(a, Create)]
+
+
+def test_a_create_that_failed_in_transit_is_resent_only_after_a_listing() -> None:
+    reqs = requests(3)
+    run = BatchRun.start(Checkpoint(), requests=reqs, settings=BatchSettings(), now=T0)
+    run, _ = run.advance(T0)
+    dropped = RawResult(kind="connection_error", message="reset")
+    run = run.on(CreateFailed(1, dropped, T0 + 1, 0.0))
+    run, actions = run.advance(T0 + 1)  # after the jitter (u = 0: no wait), a listing, never a create
+    assert ["Say", "Reconcile"] == kinds(actions)
+    run = run.on(Listed((), True, T0 + 2))
+    run, actions = run.advance(T0 + 2)
+    assert [(1, True)] == [(a.sub_id, a.written) for a in actions if isinstance(a, Create)]
+
+
+def test_a_run_with_nothing_to_do_is_done_with_exit_0() -> None:
+    reqs = requests(2)
+    run = BatchRun.start(
+        Checkpoint(final=frozenset(r.custom_id for r in reqs)),
+        requests=reqs,
+        settings=BatchSettings(),
+        now=T0,
+    )
+    _, actions = run.advance(T0)
+    assert [Done(0, None)] == list(actions)
+
+
+def test_orphan_groups_join_intents_that_one_batch_could_belong_to() -> None:
+    from judgecore import RequestCounts
+
+    a, b = Intent(sub_id=1, n=5, intent_at=T0), Intent(sub_id=2, n=5, intent_at=T0 + 1)
+    batch = BatchSnapshot(
+        id="b", status="ended", created_at=T0 + 2, expires_at=T0 + 9, counts=RequestCounts(succeeded=5)
+    )
+    assert {1: 1, 2: 1} == orphan_groups([a, b], [batch], claimed=frozenset(), window=OrphanWindow())
+    assert {} == orphan_groups([a, b], [batch], claimed=frozenset({"b"}), window=OrphanWindow())
+
+
+INVALID = classify(RawResult(kind="errored", error_type="invalid_request_error", message="bad"))
+GOOD = classify(RawResult(kind="succeeded", text="ok", stop_reason="end_turn"))
+
+
+def test_the_gate_holds_invalid_lines_and_releases_them_when_another_kind_arrives() -> None:
+    gate = Gate(Breaker.start(10, policy=BreakerPolicy(k=3)))
+    gate, out1 = gate.take(Held("a", INVALID, 1, "b"))
+    gate, out2 = gate.take(Held("a", INVALID, 1, "b"))  # a resumed stream's repeat counts once
+    gate, out3 = gate.take(Held("c", GOOD, 1, "b"))
+    assert ((), ()) == (out1, out2)
+    assert ["a", "c"] == [h.custom_id for h in out3]
+    assert gate.closed
+
+
+def test_the_gate_drops_invalid_lines_once_tripped_and_lets_the_rest_through() -> None:
+    gate = Gate(Breaker.start(10, policy=BreakerPolicy(k=2)))
+    for cid in ("a", "b"):
+        gate, out = gate.take(Held(cid, INVALID, 1, "b"))
+        assert () == out
+    assert gate.breaker.tripped and () == gate.held
+    gate, out = gate.take(Held("c", INVALID, 1, "b"))
+    assert () == out
+    gate, out = gate.take(Held("d", GOOD, 1, "b"))
+    assert ["d"] == [h.custom_id for h in out]
