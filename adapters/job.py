@@ -49,10 +49,11 @@ from judgecore.errors import DuplicateIdError, InputError
 from judgecore.ids import check_unique
 from judgecore.items import RoutePath
 from judgecore.models import max_tokens_problem
-from judgecore.planning import JobPlan, Plan, plan_job
+from judgecore.planning import JobPlan, ModelPrice, Plan, plan_job
 from judgecore.ratelimit import RateLimitReading
 from judgecore.resume import JobState
 from judgecore.routing import DecideRoute, KeepRoute, keep_or_redecide
+from judgecore.spend import Budget, price_for
 from judgecore.verdicts import VerdictSpec
 
 if TYPE_CHECKING:
@@ -611,7 +612,7 @@ async def _choose_route(
         emit(Notice(level="info", message=f"route decided again: {why}"))
     probed = _Probed(otpm=None)
     if settings.force is None and settings.otpm is None:
-        probed = await _probe(store, job, history, sync_settings, clock, client, emit, rng)
+        probed = await _probe(store, job, history, settings, sync_settings, clock, client, emit, rng)
     chosen = _route_now(n, settings, probed.otpm)
     emit(Notice(level="info", message=f"route: {chosen.path} ({chosen.reason})"))
     store.set_meta("route", attrs.asdict(chosen))
@@ -640,6 +641,7 @@ async def _probe(
     store: Store,
     job: JobPlan,
     history: _History,
+    settings: JobSettings,
     sync_settings: SyncSettings,
     clock: Clock,
     client: Any,
@@ -666,6 +668,8 @@ async def _probe(
         settings=sync_settings,
         emit=emit,
         rng=rng,
+        budget=_budget_now(store, settings),
+        price=_price(settings),
     )
     rl, outcome = result.reading, result.outcome
     store.set_meta("rate_limits", rl.to_json())
@@ -731,6 +735,9 @@ async def _run_route(
             settings=bset,
             emit=emit,
             rng=rng,
+            total=len(job.requests),
+            budget=_budget_now(store, settings),
+            price=_price(settings),
         )
         ran = _Ran(fatal=Fatal(res.fatal) if res.fatal else None, stuck=tuple(res.stuck))
     if path == "sync" and ran.fatal is None:
@@ -753,11 +760,28 @@ async def _run_route(
             reading=reading,
             warm_up=not choice.warmed,
             contacted=choice.contacted,
+            budget=_budget_now(store, settings),
+            price=_price(settings),
         )
         ran = attrs.evolve(
             ran, fatal=Fatal(sres.fatal) if sres.fatal else None, cache_hit_rate=sres.cache_hit_rate
         )
     return ran
+
+
+def _budget_now(store: Store, settings: JobSettings) -> Budget | None:
+    """The `--budget` cap as it stands now: the job's spend so far in the checkpoint (earlier runs and
+    this run's earlier phases, the probe included) against the cap; None without a cap."""
+    if settings.budget is None:
+        return None
+    from adapters.summary import budget_from_store
+
+    return budget_from_store(store, settings.budget)
+
+
+def _price(settings: JobSettings) -> ModelPrice | None:
+    """The model's prices when a budget needs them (`JobSettings` refuses a budget without them)."""
+    return price_for(settings.model) if settings.budget is not None else None
 
 
 def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:

@@ -618,11 +618,14 @@ class BatchRun:
         while room > 0 and queue:
             reqs = queue.pop(0)
             bounds = tuple(run._bound(r.custom_id) for r in reqs) if run.price is not None else ()
+            cut: tuple[tuple[Request, ...], ...] = ()
             if bounds:
                 fit = run.budget.fit(bounds)
                 if fit == 0:  # nothing more fits: stop creating; what is live is harvested
                     return run._out_of_budget((reqs, *queue))
-                reqs, bounds = reqs[:fit], bounds[:fit]  # the rest stays pending
+                if fit < len(reqs):  # cut to what fits; the budget stops the run's creates after it
+                    cut, queue = (reqs[fit:], *queue), []
+                reqs, bounds = reqs[:fit], bounds[:fit]
                 run = attrs.evolve(run, budget=run.budget.reserve(sum(bounds)))
             sub = Sub(
                 sub_id=run.next_sub,
@@ -639,6 +642,8 @@ class BatchRun:
             ops.append(Create(sub.sub_id, sub.round, reqs, now))
             run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + 1)
             room -= 1
+            if cut:
+                return run._out_of_budget(cut)
         return attrs.evolve(run, queue=tuple(queue))
 
     def _out_of_budget(self, unsent: tuple[tuple[Request, ...], ...]) -> BatchRun:
@@ -647,7 +652,7 @@ class BatchRun:
         assert self.budget.cap is not None
         more = need - max(0.0, self.budget.left)
         text = (
-            f"budget: ${self.budget.cap:,.2f} cannot cover the {n:,} request(s) not sent (up to ${need:,.2f} "
+            f"budget: ${self.budget.cap:,.2f} cannot cover the {n:,} {'request' if n == 1 else 'requests'} not sent (up to ${need:,.2f} "
             f"at most; ${self.budget.spent:,.2f} spent, ${self.budget.reserved:,.2f} in flight); they stay "
             f"pending: rerun with a --budget at least ${more:,.2f} larger to send them"
         )

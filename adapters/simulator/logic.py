@@ -150,12 +150,20 @@ class Simulator:
         self._n_requests = 0
         self._n_messages = 0
         self._n_creates = 0
+        self._billed: list[tuple[str, dict[str, Any]]] = []
 
     # ------------------------------------------------------------------ queries for tests
     @property
     def log(self) -> tuple[LogEntry, ...]:
         with self._lock:
             return tuple(self._log)
+
+    @property
+    def billed(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """`(route, usage)` of every answer the simulated API billed: each sync message answered, each
+        batch request that produced a message (billed when its batch ends, fetched or not)."""
+        with self._lock:
+            return tuple(self._billed)
 
     @property
     def batches(self) -> tuple[BatchView, ...]:
@@ -305,6 +313,7 @@ class Simulator:
         self._cache.commit(plan, ctx.now)
         message = self._message(params, plan.usage(), forced == "max_tokens", "standard", number)
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
+        self._billed.append(("sync", message["usage"]))
         if stream:
             return ctx.sse(message, extra=self._ratelimit_headers(ctx))
         return ctx.ok(message, extra=self._ratelimit_headers(ctx))
@@ -622,6 +631,7 @@ class Simulator:
                 plan = self._cache.plan(params, now)
                 self._cache.commit(plan, now)
                 message = self._message(params, plan.usage(), outcome == "max_tokens", "batch", b.id, cid)
+                self._billed.append(("batch", message["usage"]))
                 return {"type": "succeeded", "message": message}
             case "invalid_request":
                 return errored("invalid_request_error", "messages: simulated invalid request")

@@ -689,16 +689,23 @@ def go_budget(store: Store, requests, api, clock, cap: float, events: list[Event
 
 
 def test_a_budget_cuts_the_sub_batch_that_does_not_fit_and_never_exceeds_the_cap(store: Store) -> None:
-    """Room for 25 bounds: sub-batches of 10, 10, then 5 of the third; once their real (smaller) costs
-    are settled, a later round sends the last 5 within the same cap."""
+    """Room for 25 bounds: sub-batches of 10, 10, then 5 of the third; the cut stops the run's creates
+    (what is live is harvested), the last 5 stay pending with a line saying what they need, and a rerun
+    with the same cap sends them once the spend so far (smaller than the bounds) leaves room."""
     requests = make_requests(30)
     bind(store, requests)
     clock = FakeClock()
     api = FakeBatchApi(clock)
     cap = sum(bound_of(r) for r in requests[:25]) * (1 + 1e-9)
-    result = go_budget(store, requests, api, clock, cap, [])
+    events: list[Event] = []
+    result = go_budget(store, requests, api, clock, cap, events)
+    assert [10, 10, 5] == [len(b.custom_ids) for b in api.batches.values()]
+    assert (3, 25, 5) == (result.exit_status, result.counts["succeeded"], result.pending)
+    assert any(m.startswith("budget:") and "5 requests not sent" in m for m in notices(events))
+    assert store.spent_usd(PRICE) <= cap
+    again = go_budget(store, requests, api, clock, cap, [])
     assert [10, 10, 5, 5] == [len(b.custom_ids) for b in api.batches.values()]
-    assert (0, 30) == (result.exit_status, result.counts["succeeded"])
+    assert (0, 30) == (again.exit_status, again.counts["succeeded"])
     assert store.spent_usd(PRICE) <= cap
 
 
@@ -724,8 +731,8 @@ def test_the_spend_of_earlier_runs_counts_against_the_budget(store: Store) -> No
     assert spent > 0
     cap = spent + sum(bound_of(r) for r in requests[10:]) * (1 - 1e-6)  # just short of the last request
     result = go_budget(store, requests, api, clock, cap, [])
-    assert [10, 9, 1] == [len(b.custom_ids) for b in api.batches.values()]  # cut, then sent once settled
-    assert (0, 20) == (result.exit_status, result.counts["succeeded"])
+    assert [10, 9] == [len(b.custom_ids) for b in api.batches.values()]  # the earlier spend counts
+    assert (3, 19, 1) == (result.exit_status, result.counts["succeeded"], result.pending)
     assert store.spent_usd(PRICE) <= cap
 
 
