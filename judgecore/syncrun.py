@@ -367,8 +367,8 @@ class SyncRun:
             level="warning",
             message=(
                 f"budget: ${cap:.4f} cannot cover the next request (spent ${self.budget.spent:.4f}, "
-                f"${self.budget.reserved:.4f} in flight); {len(rest)} item(s) left pending need up to "
-                f"${need:.4f} more; rerun with --budget {self.budget.spent + self.budget.reserved + need:.4f} "
+                f"${self.budget.reserved:.4f} in flight); {len(rest)} {'item' if len(rest) == 1 else 'items'} "
+                f"left pending, up to ${need:.4f} more; rerun with --budget {self.budget.spent + self.budget.reserved + need:.4f} "
                 "or more to resume"
             ),
         )
