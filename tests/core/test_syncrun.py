@@ -205,7 +205,7 @@ def test_a_budget_stops_launching_lets_in_flight_finish_and_says_what_the_rest_n
     run, actions = drain(run, T0)
     assert ["c0", "c1"] == launched(actions)
     notes = [a.message for a in actions if isinstance(a, Note)]
-    assert 1 == len(notes) and "budget" in notes[0] and "3 item(s)" in notes[0]
+    assert 1 == len(notes) and "budget" in notes[0] and "3 items left pending" in notes[0]
     run = answer(run, "c0", OK, T0)
     run, actions = drain(run, T0)
     assert [] == launched(actions), "no launch after the budget stopped the run, even with room again"

@@ -55,7 +55,7 @@ def test_a_spent_budget_leaves_the_rest_pending_and_a_rerun_with_more_resumes(tm
     assert 0 < first.pending < 10
     assert first.spent_usd <= cap
     budget_lines = [e.message for e in first_emit.events if isinstance(e, Notice) and "budget" in e.message]
-    assert 1 == len(budget_lines) and f"{first.pending} item(s)" in budget_lines[0]
+    assert 1 == len(budget_lines) and f"{first.pending} items left pending" in budget_lines[0]
     sent_first = len(sim.message_requests())
     assert sent_first == 10 - first.pending
 
