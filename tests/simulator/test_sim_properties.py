@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import orjson
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -180,3 +181,26 @@ def test_cli_arguments_build_a_scenario():
     assert dict(scenario.sync_fault_mix) == {"429": 0.1}
     assert dict(scenario.batch_mix) == {"api_error": 0.2, "succeeded": 0.8}
     assert ns.port == 0
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"batch_seconds": float("inf")},
+        {"batch_seconds": float("nan")},
+        {"expires_after": float("nan")},
+        {"cancel_seconds": -1.0},
+        {"results_line_delay": float("inf")},
+        {"retry_after": float("nan")},
+        {"max_retry_after_ms": float("inf")},
+        {"unparseable_rate": 2.0},
+        {"unparseable_rate": float("nan")},
+        {"sync_fault_mix": {"429": float("nan")}},
+        {"batch_mix": {"succeeded": -1.0}},
+        {"score_weights": {"3": float("inf")}},
+    ],
+)
+def test_scenario_refuses_non_finite_negative_and_out_of_range_values(field):
+    name = next(iter(field))
+    with pytest.raises(ValueError, match=name):
+        Scenario(**field)
