@@ -4,8 +4,35 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from .scenario import Scenario
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0 (refuses `inf`, `nan` and negatives)."""
+    value = _number(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+def probability(text: str) -> float:
+    """An argparse type: a probability in 0..1 (refuses `nan` and anything outside)."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in 0..1, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,13 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=d.seed, help="seed for every draw (default: %(default)s)")
     g.add_argument(
         "--batch-seconds",
-        type=float,
+        type=seconds,
         default=d.batch_seconds,
         help="seconds from batch create to ended (default: %(default)s)",
     )
     g.add_argument(
         "--expires-after",
-        type=float,
+        type=seconds,
         default=d.expires_after,
         help="seconds from batch create to expires_at (default: %(default)s)",
     )
@@ -42,21 +69,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name in ("429", "529", "500", "drop"):
         g.add_argument(
             f"--sync-{name}-rate",
-            type=float,
+            type=probability,
             default=0.0,
             metavar="P",
             help=f"probability that a POST /v1/messages gets a {name} fault",
         )
     g.add_argument(
         "--batch-error-rate",
-        type=float,
+        type=probability,
         default=0.0,
         metavar="P",
         help="share of first-attempt batch requests that come back errored with api_error",
     )
     g.add_argument(
         "--batch-expired-rate",
-        type=float,
+        type=probability,
         default=0.0,
         metavar="P",
         help="share of first-attempt batch requests that come back expired",
@@ -69,14 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--unparseable-rate",
-        type=float,
+        type=probability,
         default=0.0,
         metavar="P",
         help="share of answers with no verdict in them (seeded per request)",
     )
     g.add_argument(
         "--results-line-delay",
-        type=float,
+        type=seconds,
         default=d.results_line_delay,
         metavar="SECONDS",
         help=f"pause after every {d.results_chunk_lines} result lines",
@@ -90,6 +117,8 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         for name in ("429", "529", "500", "drop")
         if (rate := getattr(ns, f"sync_{name}_rate", 0.0))
     }
+    if sum(sync_mix.values()) > 1:
+        raise ValueError("the --sync-*-rate options must add up to at most 1")
     err, exp = ns.batch_error_rate, ns.batch_expired_rate
     if err + exp > 1:
         raise ValueError("--batch-error-rate plus --batch-expired-rate must be at most 1")
@@ -103,6 +132,8 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
             raise ValueError(f"--score-weights: expected VALUE=WEIGHT, got {pair!r}") from None
         if not sep:
             raise ValueError(f"--score-weights: expected VALUE=WEIGHT, got {pair!r}")
+        if not (math.isfinite(weights[value.strip()]) and weights[value.strip()] >= 0):
+            raise ValueError(f"--score-weights: a weight must be a finite number >= 0, got {pair!r}")
     if not 0.0 <= getattr(ns, "unparseable_rate", 0.0) <= 1.0:
         raise ValueError("--unparseable-rate must be in 0..1")
     return Scenario(

@@ -7,6 +7,7 @@ Mappings are normalised to sorted tuples of pairs so the value stays hashable; r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Final
 
@@ -78,8 +79,24 @@ def _check_names(allowed: tuple[str, ...]) -> object:
 
 
 def _non_negative(_inst: object, attribute: attrs.Attribute, value: float | None) -> None:
-    if value is not None and value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value}")
+    """A finite number >= 0 (`not value >= 0` also catches NaN, which compares false to everything)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value}")
+
+
+def _probability(_inst: object, attribute: attrs.Attribute, value: float) -> None:
+    if not 0.0 <= value <= 1.0:  # false for NaN too
+        raise ValueError(f"{attribute.name} must be in 0..1, got {value}")
+
+
+def _non_negative_weights(
+    _inst: object, attribute: attrs.Attribute, value: tuple[tuple[str, float], ...]
+) -> None:
+    for name, weight in value:
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(
+                f"{attribute.name}: weight of {name!r} must be a finite number >= 0, got {weight}"
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -101,12 +118,12 @@ class Scenario:
     batch_mix: tuple[tuple[str, float], ...] = attrs.field(
         default=(("succeeded", 1.0),),
         converter=_weights,
-        validator=_check_names(BATCH_OUTCOMES),
+        validator=[_check_names(BATCH_OUTCOMES), _non_negative_weights],
     )
     batch_retry_mix: tuple[tuple[str, float], ...] = attrs.field(
         default=(("succeeded", 1.0),),
         converter=_weights,
-        validator=_check_names(BATCH_OUTCOMES),
+        validator=[_check_names(BATCH_OUTCOMES), _non_negative_weights],
     )
     #: Each custom_id's first `batch_failures` submissions answer `api_error` (then the mixes apply).
     batch_failures: int = 0
@@ -126,7 +143,7 @@ class Scenario:
     # --- synchronous messages -------------------------------------------------------------------
     #: Probability of each fault per `POST /v1/messages` (seeded by the request number).
     sync_fault_mix: tuple[tuple[str, float], ...] = attrs.field(
-        default=(), converter=_weights, validator=_check_names(SYNC_FAULTS)
+        default=(), converter=_weights, validator=[_check_names(SYNC_FAULTS), _non_negative_weights]
     )
     #: Faults on `POST /v1/messages`, keyed by the 1-based number of that call (retries count).
     sync_faults: tuple[tuple[int, str], ...] = attrs.field(
@@ -138,9 +155,9 @@ class Scenario:
     send_retry_after_ms: bool = True
     #: If set, simulated 500/529 answers carry `retry-after-ms` with this value, so SDK retries of
     #: server errors are fast in tests (the real API sends no hint there; the SDK then backs off 0.5-8 s).
-    error_retry_after_ms: float | None = None
+    error_retry_after_ms: float | None = attrs.field(default=None, validator=_non_negative)
     #: Cap on `retry-after-ms` (so tests never wait long even when a bucket is far below zero).
-    max_retry_after_ms: float | None = 50.0
+    max_retry_after_ms: float | None = attrs.field(default=50.0, validator=_non_negative)
 
     # --- rate limits (per minute; None = not enforced) -----------------------------------------
     rpm_limit: int | None = None
@@ -154,9 +171,11 @@ class Scenario:
     # --- the judge's answers (see answers.answer) ----------------------------------------------
     #: Weights of the score values a judge draws (value as text -> weight), where they name any of the
     #: candidates (the rubric's scale or labels, or a schema property's range or enum); uniform otherwise.
-    score_weights: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_weights)
+    score_weights: tuple[tuple[str, float], ...] = attrs.field(
+        default=(), converter=_weights, validator=_non_negative_weights
+    )
     #: Share of requests (by content, seeded) answered with no verdict in the text at all.
-    unparseable_rate: float = attrs.field(default=0.0, validator=_non_negative)
+    unparseable_rate: float = attrs.field(default=0.0, validator=_probability)
 
     # --- prompt cache ------------------------------------------------------------------------------
     min_cacheable_tokens: int = 1024

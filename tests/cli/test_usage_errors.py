@@ -231,6 +231,36 @@ def test_simulator_port_out_of_range_is_exit_2(capsys):
     assert "--port" in one_line(err)
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--batch-seconds", "inf", "finite"),
+        ("--batch-seconds", "nan", "finite"),
+        ("--batch-seconds", "-1", ">= 0"),
+        ("--expires-after", "nan", "finite"),
+        ("--results-line-delay", "inf", "finite"),
+        ("--sync-429-rate", "2", "0..1"),
+        ("--sync-500-rate", "-0.5", "0..1"),
+        ("--sync-drop-rate", "nan", "finite"),
+        ("--batch-error-rate", "1.5", "0..1"),
+        ("--unparseable-rate", "inf", "finite"),
+        ("--score-weights", "1=nan", "finite"),
+    ],
+)
+def test_simulator_non_finite_or_out_of_range_flag_is_exit_2(capsys, flag, value, says):
+    """Was: served, with batches that never end (inf), never compare (nan) or always fault (2)."""
+    code, err = run(["simulator", "--port", "0", flag, value], capsys)
+    assert 2 == code
+    line = one_line(err)
+    assert flag in line and says in line
+
+
+def test_simulator_sync_fault_rates_adding_up_past_1_are_exit_2(capsys):
+    code, err = run(["simulator", "--port", "0", "--sync-429-rate", "0.6", "--sync-500-rate", "0.6"], capsys)
+    assert 2 == code
+    assert "--sync-*-rate" in one_line(err)
+
+
 def test_simulator_on_a_port_in_use_is_exit_2(capsys):
     """Was: a traceback from bind()."""
     import socket

@@ -21,6 +21,12 @@ from adapters.simulator import Scenario, Simulator, serve
 ROOT = Path(__file__).resolve().parents[2]
 
 
+_RESTORE_SIGINT_THEN_RUN_CLI = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('adapters.cli', run_name='__main__', alter_sys=True)"
+)
+
+
 class Served:
     def __init__(self, sim: Simulator, base_url: str) -> None:
         self.sim = sim
@@ -45,8 +51,14 @@ class Served:
         )
 
     def spawn(self, args: Sequence[str], *, key: str = "sk-test") -> subprocess.Popen[str]:
+        """The CLI in the background, with SIGINT handled as in a terminal's foreground job.
+
+        A shell without job control starts a background command (`pytest ... &`) with SIGINT ignored,
+        and Python keeps an inherited SIG_IGN, so a Ctrl-C test would see the child ignore SIGINT and
+        run to the end. The child therefore puts Python's default handler back before the CLI starts.
+        """
         return subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli", *args],
+            [sys.executable, "-c", _RESTORE_SIGINT_THEN_RUN_CLI, *args],
             cwd=ROOT,
             env=self.env(key),
             stdout=subprocess.PIPE,
@@ -57,6 +69,10 @@ class Served:
     def creates(self) -> list[tuple[str, ...]]:
         """custom_ids of every batch create the simulator persisted, in order."""
         return [b.custom_ids for b in self.sim.batches]
+
+    def polls(self) -> int:
+        """How many times the client has retrieved a batch (its poll loop is running)."""
+        return sum(1 for e in self.sim.requests("GET") if e.batch_id is not None and e.path.count("/") == 4)
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout

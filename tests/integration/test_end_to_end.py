@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -78,10 +79,8 @@ def test_never_ending_batch_ends_the_run_at_its_deadline_then_resumes(served, tm
     srv = served(Scenario(seed=3, never_end=True, expires_after=1.0, batch_seconds=0.3))
     items = write_items(tmp_path / "in.jsonl", [{"id": f"n{i}", "prompt": f"grade {i}"} for i in range(50)])
     args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", "--grace", "0.5", *FAST_POLL]
-    started = time.monotonic()
-    first = srv.cli(args, timeout=60)
+    first = srv.cli(args, timeout=60)  # the timeout only stops a hang: exit 3 and "deadline" say why it ended
     assert 3 == first.returncode, first.stderr
-    assert time.monotonic() - started < 30
     assert "deadline" in first.stderr
     assert {"pending"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
     assert 1 == len(srv.creates())
@@ -177,17 +176,22 @@ def test_create_lost_in_transit_is_adopted_not_paid_twice(served, tmp_path):
 def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path, sig, code):
     """Ctrl-C (or a scheduler's SIGTERM) mid-run: the output is written, the command that resumes is
     printed, and the rerun finishes by polling the same batch."""
-    srv = served(Scenario(seed=7, batch_seconds=3.0))
+    srv = served(Scenario(seed=7, never_end=True))  # it cannot finish before the signal lands
     items = write_items(tmp_path / "in.jsonl", [{"id": f"c{i}", "prompt": f"grade {i}"} for i in range(200)])
     args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", *FAST_POLL]
     proc = srv.spawn(args)
-    srv.wait_for(lambda: len(srv.creates()) >= 1)
-    time.sleep(0.3)
+    srv.wait_for(lambda: srv.polls() >= 1)  # the batch is created and the client is polling it
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f"the CLI ignored signal {sig!r}:\n{err}") from None
     assert code == proc.returncode, err
     assert "Resume with:" in err and "--state" in err
     assert {"pending"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
+    srv.sim.scenario = Scenario(seed=7, batch_seconds=0.5)
     res = srv.cli(args, timeout=60)
     assert 0 == res.returncode, res.stderr
     assert 1 == len(srv.creates())

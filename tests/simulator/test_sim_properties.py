@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 import orjson
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adapters.simulator import (
@@ -43,6 +44,10 @@ mixes = st.dictionaries(st.sampled_from(BATCH_OUTCOMES), st.floats(0.01, 1.0), m
     cancel_at=st.one_of(st.none(), st.floats(0, 12)),
     expires_after=st.floats(1, 30),
 )
+# Offsets that differ by less than the clock's resolution: 1_796_000_000.0 + 0.9999999999999999
+# rounds to exactly created_at + 1.0, the batch's expires_at, so the cancel arrives as it ends.
+@example(n=1, mix={"succeeded": 1.0}, seed=0, cancel_at=0.9999999999999999, expires_after=1.0)
+@example(n=3, mix={"succeeded": 1.0}, seed=0, cancel_at=10.0, expires_after=30.0)
 def test_every_request_is_accounted_for_exactly_once(n, mix, seed, cancel_at, expires_after):
     clock = ManualClock()
     sim = Simulator(
@@ -50,10 +55,15 @@ def test_every_request_is_accounted_for_exactly_once(n, mix, seed, cancel_at, ex
         clock=clock,
     )
     reqs = [{"custom_id": f"id-{i}", "params": params(f"q{i}")} for i in range(n)]
+    created_at = clock.now
     batch = call(sim, "POST", "/v1/messages/batches", {"requests": reqs}).json()
-    if cancel_at is not None and cancel_at < min(10, expires_after):
-        clock.advance(cancel_at)
-        assert call(sim, "POST", f"/v1/messages/batches/{batch['id']}/cancel").status == 200
+    if cancel_at is not None:
+        # Decide on the absolute epoch times the simulator compares, not on the offsets: an offset
+        # just under the end can round up to it once it is added to the clock.
+        running = clock.advance(cancel_at) < created_at + min(10, expires_after)
+        cancel = call(sim, "POST", f"/v1/messages/batches/{batch['id']}/cancel")
+        expected = (200, "canceling") if running else (400, None)
+        assert expected == (cancel.status, cancel.json().get("processing_status"))
     clock.advance(100)
     ended = call(sim, "GET", f"/v1/messages/batches/{batch['id']}").json()
     assert ended["processing_status"] == "ended"
@@ -171,3 +181,26 @@ def test_cli_arguments_build_a_scenario():
     assert dict(scenario.sync_fault_mix) == {"429": 0.1}
     assert dict(scenario.batch_mix) == {"api_error": 0.2, "succeeded": 0.8}
     assert ns.port == 0
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"batch_seconds": float("inf")},
+        {"batch_seconds": float("nan")},
+        {"expires_after": float("nan")},
+        {"cancel_seconds": -1.0},
+        {"results_line_delay": float("inf")},
+        {"retry_after": float("nan")},
+        {"max_retry_after_ms": float("inf")},
+        {"unparseable_rate": 2.0},
+        {"unparseable_rate": float("nan")},
+        {"sync_fault_mix": {"429": float("nan")}},
+        {"batch_mix": {"succeeded": -1.0}},
+        {"score_weights": {"3": float("inf")}},
+    ],
+)
+def test_scenario_refuses_non_finite_negative_and_out_of_range_values(field):
+    name = next(iter(field))
+    with pytest.raises(ValueError, match=name):
+        Scenario(**field)
