@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, TypeVar
 
 import attrs
 
@@ -76,6 +76,9 @@ from judgecore.spend import Budget, answer_cost, request_bound
 from judgecore.subbatch import IN_FLIGHT, TERMINAL, SubEvent, SubState, next_state
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 3, 4
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 #: `RawResult.error_type` of a connection that could not be made at all (refused, DNS, bad URL).
 CONNECT_FAILED = "connect_failed"
@@ -337,8 +340,11 @@ class Sub:
     cost: float = 0.0  # what its group's harvests cost, until settled
 
 
-def _frozen(m: Mapping[str, int]) -> Mapping[str, int]:
-    return MappingProxyType(dict(m))
+def _frozen(m: Mapping[_K, _V]) -> Mapping[_K, _V]:
+    """A read-only copy of `m`; one already read-only is kept as it is (every `attrs.evolve` passes the
+    field through this again: wrapping a proxy in a proxy nested one level per evolve, so a long run
+    paid for the depth on each read and at about a thousand hit RecursionError)."""
+    return m if isinstance(m, MappingProxyType) else MappingProxyType(dict(m))
 
 
 @attrs.frozen(kw_only=True)
@@ -348,7 +354,7 @@ class BatchRun:
     settings: BatchSettings
     ids: tuple[str, ...]
     requests: Mapping[str, Request] = attrs.field(eq=False, repr=False)
-    subs: Mapping[int, Sub] = attrs.field(converter=MappingProxyType, repr=False)
+    subs: Mapping[int, Sub] = attrs.field(converter=_frozen, repr=False)
     final: frozenset[str] = attrs.field(repr=False)
     offers: Mapping[str, int] = attrs.field(converter=_frozen, repr=False, factory=dict)
     breaker: Breaker

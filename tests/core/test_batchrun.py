@@ -90,6 +90,18 @@ def test_a_create_that_failed_in_transit_is_resent_only_after_a_listing() -> Non
     assert [(1, True)] == [(a.sub_id, a.written) for a in actions if isinstance(a, Create)]
 
 
+def test_a_run_advanced_thousands_of_times_while_a_create_is_in_flight_still_advances() -> None:
+    # every attrs.evolve ran the maps through their converter again: a proxy of a proxy, one level
+    # deeper per step, until reading `subs` hit RecursionError (found by test_job_life)
+    run = BatchRun.start(Checkpoint(), requests=requests(1), settings=BatchSettings(), now=T0)
+    run, actions = run.advance(T0)
+    assert ["Begin", "Create"] == kinds(actions)
+    for k in range(3_000):
+        run, actions = run.advance(T0 + k)
+        assert [] == kinds(actions)  # the create is busy: nothing to start, nothing to wait for
+    assert ["Sub"] == [type(s).__name__ for s in run.subs.values()]
+
+
 def test_a_run_with_nothing_to_do_is_done_with_exit_0() -> None:
     reqs = requests(2)
     run = BatchRun.start(
