@@ -932,7 +932,11 @@ class BatchRun:
     def _harvested(self, h: Harvested) -> BatchRun:
         sub = self.subs[h.sub_id]
         assert sub.snap is not None
-        run = attrs.evolve(self, breaker=h.breaker, held=h.held)
+        still_held = {x.custom_id for x in h.held}
+        # held lines the gate let through during this stream were recorded (final), whatever becomes of
+        # the sub-batch itself: a part of an orphan group, a cut stream (a tripped gate drops them)
+        released = set() if h.breaker.tripped else {x.custom_id for x in self.held} - still_held
+        run = attrs.evolve(self, breaker=h.breaker, held=h.held, final=self.final | released)
         if h.breaker.tripped and self.stop is None:
             run = attrs.evolve(run, stop=h.breaker.reason(), held=())._emit(
                 Say("warning", h.breaker.reason())
@@ -984,10 +988,8 @@ class BatchRun:
                 open=opened,
                 cost=cost,
             )
-        still_held = {x.custom_id for x in h.held}
-        released = set() if h.breaker.tripped else {x.custom_id for x in self.held} - still_held
         not_final = opened | still_held
-        final = set(released)
+        final: set[str] = set()
         members = [run.subs[i] for i in settle]
         not_final |= frozenset().union(*(m.open for m in members))
         cost += sum(m.cost for m in members if m.sub_id != sub.sub_id)

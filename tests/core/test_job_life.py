@@ -260,13 +260,13 @@ class JobLife(RuleBasedStateMachine):
                     self.cp.rows[sub_id] = Row(sub_id, round_, ids, at)
                 final = self.cp.final()
                 self.sent_after_final += [c for c in ids if c in final]
-                self.sends_this_run.update(ids)
                 # the shell gives a create call up at its deadline (`AnthropicBatchApi`): answered later,
                 # it failed in a way that may have made a batch, made by the deadline at the latest
                 late = self.now > at + CREATE_DEADLINE
                 made = not late or data is None or data.draw(st.booleans(), label="late create made")
                 created_at = min(self.now, at + CREATE_DEADLINE)
-                if made:
+                if made:  # a send: the API holds the ids (a create that made nothing is retried, not a send)
+                    self.sends_this_run.update(ids)
                     batch_id = f"msgbatch_{len(self.server) + 1:04d}"
                     snap = BatchSnapshot(
                         id=batch_id,
