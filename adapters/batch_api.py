@@ -13,6 +13,7 @@ only the batch path, after reconciling, may decide to send it again.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -23,6 +24,7 @@ import httpx2
 from anthropic.types.messages import MessageBatch
 
 from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
+from judgecore.batching import CREATE_DEADLINE
 from judgecore.batchrun import CONNECT_FAILED
 
 _CREATE_PATH = "/v1/messages/batches"
@@ -182,12 +184,22 @@ class AnthropicBatchApi:
     """`BatchApi` over an `AsyncAnthropic` client (its base_url, key, timeouts and retry settings).
 
     Only creates have retries forced off; retrieve, list, cancel and results keep the client's (they are
-    idempotent). `list_page` is the page size of the list endpoint.
+    idempotent). `list_page` is the page size of the list endpoint. `create_deadline`: seconds a create
+    call may take in all before it is given up as a failure that may have made a batch (the SDK's
+    timeouts are per read or write, so a slow upload has no bound without it; the orphan window that
+    reconciliation matches intents in assumes this one, `judgecore.batching.CREATE_DEADLINE`).
     """
 
-    def __init__(self, client: anthropic.AsyncAnthropic, *, list_page: int = 100) -> None:
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        *,
+        list_page: int = 100,
+        create_deadline: float = CREATE_DEADLINE,
+    ) -> None:
         self._client = client
         self._list_page = list_page
+        self._create_deadline = create_deadline
 
     @property
     def base_url(self) -> str:
@@ -199,14 +211,22 @@ class AnthropicBatchApi:
 
     async def create(self, body: bytes) -> BatchSnapshot:
         try:
-            batch = await self._client.post(
-                _CREATE_PATH,
-                content=body,
-                cast_to=MessageBatch,
-                options={"max_retries": 0, "headers": {"Content-Type": "application/json"}},
+            batch = await asyncio.wait_for(
+                self._client.post(
+                    _CREATE_PATH,
+                    content=body,
+                    cast_to=MessageBatch,
+                    options={"max_retries": 0, "headers": {"Content-Type": "application/json"}},
+                ),
+                self._create_deadline,
             )
         except _TRANSLATED as exc:
             raise self._error(exc) from exc
+        except TimeoutError as exc:  # may have made a batch: reconciled before any resend
+            message = f"the create call took more than {self._create_deadline:g} s"
+            raise BatchApiError(
+                RawResult(kind="connection_error", error_type="timeout", message=message)
+            ) from exc
         return snapshot_from_sdk(batch)
 
     async def retrieve(self, batch_id: str) -> BatchSnapshot:

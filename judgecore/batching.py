@@ -102,6 +102,11 @@ def split_halves(items: Sequence[object]) -> tuple[tuple[object, ...], tuple[obj
 # -- orphan reconciliation ----------------------------------------------------------------------
 
 
+#: seconds a create call may take in all (upload, server, answer) before the shell gives it up; the
+#: orphan window (`OrphanWindow.window`) must exceed it
+CREATE_DEADLINE = 600.0
+
+
 @attrs.frozen(kw_only=True)
 class Intent:
     """A sub-batch whose create may have made a batch we never heard of."""
@@ -115,8 +120,11 @@ class Intent:
 class OrphanWindow:
     """A batch matches an intent when created in `[intent_at - skew, intent_at + window]`.
 
-    `window` bounds how long a create call can take (the SDK's request timeout plus margin); `skew`
-    allows for our clock running ahead of the API's.
+    `window` bounds how long after its intent a create can make a batch: the shell's hard deadline on
+    a create call (`CREATE_DEADLINE`, the whole call, not the SDK's per-read timeout) plus a margin for
+    the server to finish a body it received whole. `skew` allows for our clock running ahead of the
+    API's. A create still unanswered at its deadline is given up as a failure that may have made a
+    batch (reconciled before any resend).
     """
 
     window: float = 900.0

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, TypeVar
 
 import attrs
 
@@ -76,6 +76,9 @@ from judgecore.spend import Budget, answer_cost, request_bound
 from judgecore.subbatch import IN_FLIGHT, TERMINAL, SubEvent, SubState, next_state
 
 EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 3, 4
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 #: `RawResult.error_type` of a connection that could not be made at all (refused, DNS, bad URL).
 CONNECT_FAILED = "connect_failed"
@@ -337,8 +340,11 @@ class Sub:
     cost: float = 0.0  # what its group's harvests cost, until settled
 
 
-def _frozen(m: Mapping[str, int]) -> Mapping[str, int]:
-    return MappingProxyType(dict(m))
+def _frozen(m: Mapping[_K, _V]) -> Mapping[_K, _V]:
+    """A read-only copy of `m`; one already read-only is kept as it is (every `attrs.evolve` passes the
+    field through this again: wrapping a proxy in a proxy nested one level per evolve, so a long run
+    paid for the depth on each read and at about a thousand hit RecursionError)."""
+    return m if isinstance(m, MappingProxyType) else MappingProxyType(dict(m))
 
 
 @attrs.frozen(kw_only=True)
@@ -348,7 +354,7 @@ class BatchRun:
     settings: BatchSettings
     ids: tuple[str, ...]
     requests: Mapping[str, Request] = attrs.field(eq=False, repr=False)
-    subs: Mapping[int, Sub] = attrs.field(converter=MappingProxyType, repr=False)
+    subs: Mapping[int, Sub] = attrs.field(converter=_frozen, repr=False)
     final: frozenset[str] = attrs.field(repr=False)
     offers: Mapping[str, int] = attrs.field(converter=_frozen, repr=False, factory=dict)
     breaker: Breaker
@@ -931,7 +937,11 @@ class BatchRun:
     def _harvested(self, h: Harvested) -> BatchRun:
         sub = self.subs[h.sub_id]
         assert sub.snap is not None
-        run = attrs.evolve(self, breaker=h.breaker, held=h.held)
+        still_held = {x.custom_id for x in h.held}
+        # held lines the gate let through during this stream were recorded (final), whatever becomes of
+        # the sub-batch itself: a part of an orphan group, a cut stream (a tripped gate drops them)
+        released = set() if h.breaker.tripped else {x.custom_id for x in self.held} - still_held
+        run = attrs.evolve(self, breaker=h.breaker, held=h.held, final=self.final | released)
         if h.breaker.tripped and self.stop is None:
             run = attrs.evolve(run, stop=h.breaker.reason(), held=())._emit(
                 Say("warning", h.breaker.reason())
@@ -983,10 +993,8 @@ class BatchRun:
                 open=opened,
                 cost=cost,
             )
-        still_held = {x.custom_id for x in h.held}
-        released = set() if h.breaker.tripped else {x.custom_id for x in self.held} - still_held
         not_final = opened | still_held
-        final = set(released)
+        final: set[str] = set()
         members = [run.subs[i] for i in settle]
         not_final |= frozenset().union(*(m.open for m in members))
         cost += sum(m.cost for m in members if m.sub_id != sub.sub_id)

@@ -7,15 +7,17 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import anthropic
 import attrs
+import httpx2
 
 from adapters.batch import BatchRunResult, BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi
+from adapters.batch_api import AnthropicBatchApi, BatchApiError
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, Event
 from adapters.simulator import Scenario, Simulator, sim_client
 from adapters.store import Store
-from judgecore import PollPolicy
+from judgecore import PollPolicy, Status, classify
 
 from .fakes import TEMPLATE, bind, make_requests
 
@@ -95,3 +97,31 @@ def test_mixed_outcomes_are_retried_in_rounds_through_the_sdk(tmp_path: Path) ->
     assert result.counts["quarantined"] > 0
     assert {1, 2} == set(counts.values())
     assert 2 == result.rounds
+
+
+class HangingTransport(httpx2.AsyncBaseTransport):
+    """An endpoint that takes every request and never answers (a stalled upload or server)."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def test_a_create_call_past_its_deadline_fails_as_one_that_may_have_made_a_batch() -> None:
+    async def main() -> BatchApiError:
+        client = anthropic.AsyncAnthropic(
+            api_key="sk-test",
+            base_url="http://hang.invalid",
+            http_client=httpx2.AsyncClient(transport=HangingTransport(), base_url="http://hang.invalid"),
+        )
+        async with client:
+            api = AnthropicBatchApi(client, create_deadline=0.05)
+            try:
+                await api.create(b'{"requests":[]}')
+            except BatchApiError as exc:
+                return exc
+        raise AssertionError("the create returned")
+
+    raw = asyncio.run(asyncio.wait_for(main(), 30.0)).raw  # without a deadline: TimeoutError here
+    assert ("connection_error", "timeout") == (raw.kind, raw.error_type)
+    assert Status.RETRY == classify(raw).status  # reconciled before any resend, never a plain failure

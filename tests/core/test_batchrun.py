@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import orjson
 
 from judgecore import (
@@ -23,6 +24,7 @@ from judgecore.batchrun import (
     Create,
     CreateFailed,
     Done,
+    Harvested,
     Listed,
     Reconcile,
     Record,
@@ -88,6 +90,44 @@ def test_a_create_that_failed_in_transit_is_resent_only_after_a_listing() -> Non
     run = run.on(Listed((), True, T0 + 2))
     run, actions = run.advance(T0 + 2)
     assert [(1, True)] == [(a.sub_id, a.written) for a in actions if isinstance(a, Create)]
+
+
+def test_a_run_advanced_thousands_of_times_while_a_create_is_in_flight_still_advances() -> None:
+    # every attrs.evolve ran the maps through their converter again: a proxy of a proxy, one level
+    # deeper per step, until reading `subs` hit RecursionError (found by test_job_life)
+    run = BatchRun.start(Checkpoint(), requests=requests(1), settings=BatchSettings(), now=T0)
+    run, actions = run.advance(T0)
+    assert ["Begin", "Create"] == kinds(actions)
+    for k in range(3_000):
+        run, actions = run.advance(T0 + k)
+        assert [] == kinds(actions)  # the create is busy: nothing to start, nothing to wait for
+    assert ["Sub"] == [type(s).__name__ for s in run.subs.values()]
+
+
+def test_a_held_line_released_while_harvesting_part_of_an_orphan_group_is_final_and_never_resent() -> None:
+    reqs = requests(3)
+    a, b, c = (r.custom_id for r in reqs)
+
+    def live(sub_id: int, cid: str, group: int | None) -> SubView:
+        return SubView(
+            sub_id=sub_id,
+            round=1,
+            n=1,
+            intent_at=T0,
+            state=SubState.LIVE,
+            batch_id=f"b{sub_id}",
+            group=group,
+            ids=(cid,),
+        )
+
+    view = Checkpoint(subs=(live(1, a, None), live(2, b, 2), live(3, c, 2)))
+    run = BatchRun.start(view, requests=reqs, settings=BatchSettings(max_attempts=2), now=T0)
+    quarantined = classify(RawResult(kind="errored", error_type="invalid_request_error"))
+    run = attrs.evolve(run, held=(Held(a, quarantined, 1, "b1"),))  # sub-batch 1's line, held by the breaker
+    # sub-batch 2's stream (part of group 2) let it through: the shell recorded it
+    run = run.on(Harvested(2, at=T0 + 1, u=0.0, breaker=run.breaker, held=()))
+    assert a in run.final
+    assert () == run.held
 
 
 def test_a_run_with_nothing_to_do_is_done_with_exit_0() -> None:

@@ -5,7 +5,11 @@ ids, outcome rows unique per sub-batch and custom_id) and builds the same pure v
 (`judgecore.batchrun.Checkpoint`); the API is a tiny model whose batches end when the test says, with
 results drawn at random (`classify`-able answers, fatal ones left out: they end the run rather than an
 item, see test_outcomes.py). Operations are answered in any order; time only moves forward; the
-process may restart at any step (a new machine from the double's view). A harvest is performed as the
+process may restart at any step (a new machine from the double's view). A create answered more than
+`CREATE_DEADLINE` after its intent is what the shell sees when it gives the call up
+(`AnthropicBatchApi`): a timeout, the batch made by the deadline or not at all (the API cannot make a
+batch later than that plus the orphan window's margin; without this bound the double made batches days
+after their intent, outside any window a reconciliation can look in). A harvest is performed as the
 shell does it, with the core's own `IdSet`, `Gate` and `MISSING`.
 """
 
@@ -32,6 +36,7 @@ from judgecore import (
     classify,
     diff_resume,
 )
+from judgecore.batching import CREATE_DEADLINE
 from judgecore.batchrun import (
     BatchRun,
     BatchSettings,
@@ -39,6 +44,7 @@ from judgecore.batchrun import (
     Checkpoint,
     Create,
     Created,
+    CreateFailed,
     Done,
     Event,
     Harvest,
@@ -254,16 +260,25 @@ class JobLife(RuleBasedStateMachine):
                     self.cp.rows[sub_id] = Row(sub_id, round_, ids, at)
                 final = self.cp.final()
                 self.sent_after_final += [c for c in ids if c in final]
-                self.sends_this_run.update(ids)
-                batch_id = f"msgbatch_{len(self.server) + 1:04d}"
-                snap = BatchSnapshot(
-                    id=batch_id,
-                    status="in_progress",
-                    created_at=self.now,
-                    expires_at=self.now + self.ttl,
-                    counts=RequestCounts(processing=len(ids)),
-                )
-                self.server[batch_id] = (snap, ids)
+                # the shell gives a create call up at its deadline (`AnthropicBatchApi`): answered later,
+                # it failed in a way that may have made a batch, made by the deadline at the latest
+                late = self.now > at + CREATE_DEADLINE
+                made = not late or data is None or data.draw(st.booleans(), label="late create made")
+                created_at = min(self.now, at + CREATE_DEADLINE)
+                if made:  # a send: the API holds the ids (a create that made nothing is retried, not a send)
+                    self.sends_this_run.update(ids)
+                    batch_id = f"msgbatch_{len(self.server) + 1:04d}"
+                    snap = BatchSnapshot(
+                        id=batch_id,
+                        status="in_progress",
+                        created_at=created_at,
+                        expires_at=created_at + self.ttl,
+                        counts=RequestCounts(processing=len(ids)),
+                    )
+                    self.server[batch_id] = (snap, ids)
+                if late:
+                    timeout = RawResult(kind="connection_error", error_type="timeout")
+                    return CreateFailed(sub_id, timeout, self.now, 0.5)
                 return Created(sub_id, snap, self.now)
             case Reconcile():
                 listed = tuple(self._snap(b) for b in sorted(self.server, reverse=True))
