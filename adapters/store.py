@@ -561,12 +561,17 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Items by their latest status (`pending` for none or a non-final one)."""
         out = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+        # Only final outcomes count, and an id's newest final one wins: rank row ids of final rows
+        # (no window over every outcome row and its text); the rest of the items are pending.
+        (n_items,) = self._conn.execute("SELECT COUNT(*) FROM items").fetchone()
         for status, n in self._conn.execute(
-            f"WITH ranked AS ({_RANKED}) SELECT COALESCE(r.status, 'pending'), COUNT(*) FROM items i "
-            "LEFT JOIN ranked r ON r.custom_id = i.custom_id AND r.rn = 1 GROUP BY 1"
+            f"SELECT o.status, COUNT(*) FROM (SELECT MAX(row) AS best FROM outcomes WHERE status IN ({_FINAL_SQL}) "
+            "GROUP BY custom_id) b JOIN outcomes o ON o.row = b.best "
+            "WHERE o.custom_id IN (SELECT custom_id FROM items) GROUP BY o.status"
         ):
             key = status if status in out else "pending"
             out[key] += n
+        out["pending"] += n_items - sum(out.values())
         return out
 
     def latest(self) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
@@ -576,10 +581,11 @@ class Store:
         duplicate result line could still arrive). Streams: memory does not grow with the job.
         """
         q = (
-            f"WITH ranked AS ({_RANKED}) "
+            f"WITH best AS ({_BEST}) "
             "SELECT i.custom_id, o.status, o.failure, o.reason, o.text, o.stop_reason, o.model, o.usage, "
-            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(o.total, 0) "
-            "FROM items i LEFT JOIN ranked o ON o.custom_id = i.custom_id AND o.rn = 1 ORDER BY i.seq"
+            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(b.total, 0) "
+            "FROM items i LEFT JOIN best b ON b.custom_id = i.custom_id LEFT JOIN outcomes o ON o.row = b.row "
+            "ORDER BY i.seq"
         )
         for r in self._conn.execute(q):
             outcome = None
@@ -600,21 +606,20 @@ class Store:
             yield r[0], outcome, r[11], r[12], r[13]
 
 
-# Each custom_id's outcomes ranked: a final one wins over any later non-final one, then the newest;
-# `total` is the sends used over all of them. One pass over `outcomes` (no index on custom_id is
-# needed, which keeps every harvested row cheaper to insert).
-_RANKED = (
-    "SELECT *, ROW_NUMBER() OVER (PARTITION BY custom_id ORDER BY "
-    "(status IN ('succeeded', 'miss', 'quarantined')) DESC, row DESC) AS rn, "
-    "SUM(attempts) OVER (PARTITION BY custom_id) AS total FROM outcomes"
+_FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
+
+# Each custom_id's winning outcome row: a final one wins over any later non-final one, then the newest;
+# `total` is the sends used over all of them. One grouping pass over the row ids of `outcomes` (not
+# their text; no index on custom_id is needed, which keeps every harvested row cheaper to insert); the
+# winner's columns are then read by its row id.
+_BEST = (
+    f"SELECT custom_id, COALESCE(MAX(CASE WHEN status IN ({_FINAL_SQL}) THEN row END), "
+    "MAX(row)) AS row, SUM(attempts) AS total FROM outcomes GROUP BY custom_id"
 )
 
 
 def _failure(name: str) -> FailureClass:
     return FailureClass(name)
-
-
-_FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
