@@ -68,7 +68,7 @@ class BatchRunResult:
 #: The bytes of create bodies held at once (each about doubled while it is sent); past it, a create
 #: the machine started waits to build its body until an earlier one returns. The machine bounds the
 #: count (`BatchSettings.concurrency`); this bounds the memory of big sub-batches.
-CREATE_BYTES_IN_FLIGHT = 48 * 1024 * 1024
+CREATE_BYTES_IN_FLIGHT = 32 * 1024 * 1024
 
 
 @attrs.define
