@@ -254,7 +254,8 @@ class Store:
         with self._tx() as c:
             c.executemany(
                 "INSERT INTO item_metadata (custom_id, metadata) VALUES (?, ?) "
-                "ON CONFLICT (custom_id) DO UPDATE SET metadata = excluded.metadata",
+                "ON CONFLICT (custom_id) DO UPDATE SET metadata = excluded.metadata "
+                "WHERE metadata IS NOT excluded.metadata",  # a rerun's unchanged rows are not rewritten
                 ((cid, None if m is None else m.decode()) for cid, m in rows),
             )
 
@@ -592,7 +593,7 @@ class Store:
             if r[1] is not None:
                 usage = Usage(**orjson.loads(r[7])) if r[7] else None
                 outcome = Outcome(
-                    status=Status(r[1]),
+                    status=_STATUS[r[1]],
                     failure=None if r[2] is None else _failure(r[2]),
                     reason=r[3],
                     text=r[4],
@@ -616,6 +617,9 @@ _BEST = (
     f"SELECT custom_id, COALESCE(MAX(CASE WHEN status IN ({_FINAL_SQL}) THEN row END), "
     "MAX(row)) AS row, SUM(attempts) AS total FROM outcomes GROUP BY custom_id"
 )
+
+
+_STATUS = {s.value: s for s in Status}  # a dict lookup, not an Enum call, per row of `latest`
 
 
 def _failure(name: str) -> FailureClass:

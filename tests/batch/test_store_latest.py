@@ -51,3 +51,17 @@ def test_a_final_outcome_wins_over_a_later_non_final_one_and_the_newest_wins_amo
     ]
     assert expected == latest
     assert {"succeeded": 2, "miss": 0, "quarantined": 0, "pending": 2} == counts
+
+
+def test_a_reruns_metadata_replaces_the_earlier_one_and_an_unchanged_one_stays(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"model": "m"}, [("c1", "a", "d"), ("c2", "b", "d"), ("c3", "c", "d")])
+        store.record_metadata([("c1", b'{"m": 1}'), ("c2", None), ("c3", b'{"m": 3}')])
+        store.record_metadata([("c1", b'{"m": 1}'), ("c2", b'{"m": 2}'), ("c3", None)])
+        rows = list(store.item_rows())
+    finally:
+        store.close()
+    assert [("c1", "a", '{"m": 1}'), ("c2", "b", '{"m": 2}'), ("c3", "c", None)] == [
+        (c, i, None if m is None else (m.decode() if isinstance(m, bytes) else m)) for c, i, m in rows
+    ]
