@@ -560,7 +560,7 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Items by their latest status (`pending` for none or a non-final one)."""
-        out = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+        out = dict.fromkeys(TALLY, 0)
         # Only final outcomes count, and an id's newest final one wins: rank row ids of final rows
         # (no window over every outcome row and its text); the rest of the items are pending.
         (n_items,) = self._conn.execute("SELECT COUNT(*) FROM items").fetchone()
@@ -618,7 +618,12 @@ _BEST = (
 )
 
 
-_STATUS = {s.value: s for s in Status}  # a dict lookup, not an Enum call, per row of `latest`
+_STATUS = {s.value: s for s in Status}
+#: the keys of a job's counts, in the order they are shown: each final status, then `pending`
+TALLY = (
+    *(s.value for s in Status if s in FINAL_STATUSES),
+    "pending",
+)  # a dict lookup, not an Enum call, per row of `latest`
 
 
 def _failure(name: str) -> FailureClass:
