@@ -28,7 +28,7 @@ import orjson
 from adapters.clock import Clock, RealClock
 from adapters.events import Emit, Notice, discard
 from adapters.paths import out_problem, state_problem
-from adapters.store import Store
+from adapters.store import TALLY, Store
 from judgecore import (
     DEFAULT_PRICES,
     Item,
@@ -308,7 +308,7 @@ def _write_output(
 ) -> _Written:
     """Stream the checkpoint into the output file (when `out`), counting statuses; keep the records
     in memory only when asked (the Python API returns them; the CLI has the file)."""
-    counts = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+    counts = dict.fromkeys(TALLY, 0)
     records: dict[str, dict[str, Any]] = {}
 
     def lines() -> Iterator[bytes]:

@@ -254,7 +254,8 @@ class Store:
         with self._tx() as c:
             c.executemany(
                 "INSERT INTO item_metadata (custom_id, metadata) VALUES (?, ?) "
-                "ON CONFLICT (custom_id) DO UPDATE SET metadata = excluded.metadata",
+                "ON CONFLICT (custom_id) DO UPDATE SET metadata = excluded.metadata "
+                "WHERE metadata IS NOT excluded.metadata",  # a rerun's unchanged rows are not rewritten
                 ((cid, None if m is None else m.decode()) for cid, m in rows),
             )
 
@@ -518,11 +519,10 @@ class Store:
         return total
 
     def _final_ids(self) -> frozenset[str]:
+        # no DISTINCT: the set drops repeats, and SQLite's temporary B-tree for them doubled the time
         return frozenset(
-            r[0]
-            for r in self._conn.execute(
-                f"SELECT DISTINCT custom_id FROM outcomes WHERE status IN ({_FINAL_SQL})"
-            )
+            cid
+            for (cid,) in self._conn.execute(f"SELECT custom_id FROM outcomes WHERE status IN ({_FINAL_SQL})")
         )
 
     # -- outcomes ----------------------------------------------------------------------------
@@ -560,13 +560,18 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Items by their latest status (`pending` for none or a non-final one)."""
-        out = {"succeeded": 0, "miss": 0, "quarantined": 0, "pending": 0}
+        out = dict.fromkeys(TALLY, 0)
+        # Only final outcomes count, and an id's newest final one wins: rank row ids of final rows
+        # (no window over every outcome row and its text); the rest of the items are pending.
+        (n_items,) = self._conn.execute("SELECT COUNT(*) FROM items").fetchone()
         for status, n in self._conn.execute(
-            f"WITH ranked AS ({_RANKED}) SELECT COALESCE(r.status, 'pending'), COUNT(*) FROM items i "
-            "LEFT JOIN ranked r ON r.custom_id = i.custom_id AND r.rn = 1 GROUP BY 1"
+            f"SELECT o.status, COUNT(*) FROM (SELECT MAX(row) AS best FROM outcomes WHERE status IN ({_FINAL_SQL}) "
+            "GROUP BY custom_id) b JOIN outcomes o ON o.row = b.best "
+            "WHERE o.custom_id IN (SELECT custom_id FROM items) GROUP BY o.status"
         ):
             key = status if status in out else "pending"
             out[key] += n
+        out["pending"] += n_items - sum(out.values())
         return out
 
     def latest(self) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
@@ -576,17 +581,18 @@ class Store:
         duplicate result line could still arrive). Streams: memory does not grow with the job.
         """
         q = (
-            f"WITH ranked AS ({_RANKED}) "
+            f"WITH best AS ({_BEST}) "
             "SELECT i.custom_id, o.status, o.failure, o.reason, o.text, o.stop_reason, o.model, o.usage, "
-            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(o.total, 0) "
-            "FROM items i LEFT JOIN ranked o ON o.custom_id = i.custom_id AND o.rn = 1 ORDER BY i.seq"
+            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(b.total, 0) "
+            "FROM items i LEFT JOIN best b ON b.custom_id = i.custom_id LEFT JOIN outcomes o ON o.row = b.row "
+            "ORDER BY i.seq"
         )
         for r in self._conn.execute(q):
             outcome = None
             if r[1] is not None:
                 usage = Usage(**orjson.loads(r[7])) if r[7] else None
                 outcome = Outcome(
-                    status=Status(r[1]),
+                    status=_STATUS[r[1]],
                     failure=None if r[2] is None else _failure(r[2]),
                     reason=r[3],
                     text=r[4],
@@ -600,21 +606,28 @@ class Store:
             yield r[0], outcome, r[11], r[12], r[13]
 
 
-# Each custom_id's outcomes ranked: a final one wins over any later non-final one, then the newest;
-# `total` is the sends used over all of them. One pass over `outcomes` (no index on custom_id is
-# needed, which keeps every harvested row cheaper to insert).
-_RANKED = (
-    "SELECT *, ROW_NUMBER() OVER (PARTITION BY custom_id ORDER BY "
-    "(status IN ('succeeded', 'miss', 'quarantined')) DESC, row DESC) AS rn, "
-    "SUM(attempts) OVER (PARTITION BY custom_id) AS total FROM outcomes"
+_FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
+
+# Each custom_id's winning outcome row: a final one wins over any later non-final one, then the newest;
+# `total` is the sends used over all of them. One grouping pass over the row ids of `outcomes` (not
+# their text; no index on custom_id is needed, which keeps every harvested row cheaper to insert); the
+# winner's columns are then read by its row id.
+_BEST = (
+    f"SELECT custom_id, COALESCE(MAX(CASE WHEN status IN ({_FINAL_SQL}) THEN row END), "
+    "MAX(row)) AS row, SUM(attempts) AS total FROM outcomes GROUP BY custom_id"
 )
+
+
+_STATUS = {s.value: s for s in Status}
+#: the keys of a job's counts, in the order they are shown: each final status, then `pending`
+TALLY = (
+    *(s.value for s in Status if s in FINAL_STATUSES),
+    "pending",
+)  # a dict lookup, not an Enum call, per row of `latest`
 
 
 def _failure(name: str) -> FailureClass:
     return FailureClass(name)
-
-
-_FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

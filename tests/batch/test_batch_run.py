@@ -11,12 +11,21 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.batch import BatchRunResult, BatchSettings, cancel_job, create_body, run_batch
+from adapters.batch import (
+    BatchRunResult,
+    BatchSettings,
+    BatchShell,
+    BodyBudget,
+    cancel_job,
+    create_body,
+    run_batch,
+)
 from adapters.batch_api import BatchApiError
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from adapters.store import Store
-from judgecore import DEFAULT_PRICES, PollPolicy, RawResult, Request, custom_id_for
+from judgecore import DEFAULT_PRICES, BatchSnapshot, PollPolicy, RawResult, Request, custom_id_for
+from judgecore import batchrun as br
 from judgecore.spend import Budget, request_bound
 
 from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests
@@ -768,3 +777,45 @@ def test_a_schema_1_state_dir_is_migrated_its_orphan_groups_read_from_the_old_no
     finally:
         store.close()
     Store.open(state).close()  # a second open finds nothing to migrate
+
+
+class _HeldCreates(FakeBatchApi):
+    """Creates that return only when the test lets them; each call records how many creates had returned, + 1."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.go = asyncio.Event()
+        self.at_call: list[int] = []
+
+    async def create(self, body: bytes) -> BatchSnapshot:
+        self.at_call.append(len(self.bodies) + 1)
+        await self.go.wait()
+        return await super().create(body)
+
+
+def test_a_create_builds_its_body_only_while_the_bodies_in_flight_are_under_the_byte_budget(
+    store: Store,
+) -> None:
+    """Two sub-batches, a budget smaller than one body: the second body waits for the first create."""
+    requests = make_requests(4)
+    bind(store, requests)
+    clock = FakeClock()
+    api = _HeldCreates(clock)
+    shell = BatchShell(
+        store, TEMPLATE, api, clock, BatchSettings(), [].append, random.Random(0), bodies=BodyBudget(1)
+    )
+    first = br.Create(sub_id=1, round=1, requests=requests[:2], at=0.0)
+    second = br.Create(sub_id=2, round=1, requests=requests[2:], at=0.0)
+
+    async def both() -> tuple[list[int], list[int], int]:
+        tasks = [asyncio.ensure_future(shell.create(a)) for a in (first, second)]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        before = (list(api.at_call), shell.bodies.held)
+        api.go.set()
+        await asyncio.gather(*tasks)
+        return before[0], list(api.at_call), shell.bodies.held
+
+    held_calls, all_calls, left = asyncio.run(both())
+    assert ([1], [1, 2], 0) == (held_calls, all_calls, left)
+    assert 2 == len(api.batches)
