@@ -5,6 +5,9 @@ Choose a profile with the environment variable `JUDGECORE_HYPOTHESIS_PROFILE`:
 - `default` (when unset): quick, 60 examples per property; what `uv run pytest` runs.
 - `thorough`: 2,000 examples per property, for a long run before a release:
   `JUDGECORE_HYPOTHESIS_PROFILE=thorough uv run pytest tests/core -q`.
+- `ci` (when unset and `CI` is set, as `.ci/run` runs): the default's examples, derandomized, so a
+  landing is judged on the same examples every time; new examples are explored by the default and
+  thorough profiles, on developers' machines, where a failure is saved and replayed.
 
 Neither profile has a per-example deadline: timings on a shared 2-core machine are too noisy for one.
 """
@@ -27,4 +30,13 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile(os.environ.get("JUDGECORE_HYPOTHESIS_PROFILE", "default"))
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(
+    os.environ.get("JUDGECORE_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default")
+)
