@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from adapters.argtypes import finite_number
 from adapters.job import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
@@ -93,13 +94,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _seconds(text: str) -> float:
     """A finite number of seconds (fractions allowed); the range is each flag's, in JobSettings."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
-    return value
+    return finite_number(text, "a number of seconds")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -545,7 +540,6 @@ examples:
 
 
 def _budget(text: str) -> float:
-    import math
 
     try:
         value = float(text)

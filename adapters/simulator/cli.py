@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from adapters.argtypes import finite_number
+
 from .scenario import Scenario
 
 
@@ -26,13 +28,7 @@ def probability(text: str) -> float:
 
 
 def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
+    return finite_number(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
