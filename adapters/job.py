@@ -40,7 +40,6 @@ from judgecore import (
     Status,
     chunk,
     output_line,
-    output_record,
     parse_item,
     plan,
     route,
@@ -51,6 +50,7 @@ from judgecore.items import RoutePath
 from judgecore.models import max_tokens_problem
 from judgecore.planning import JobPlan, ModelPrice, Plan, plan_job
 from judgecore.ratelimit import RateLimitReading
+from judgecore.report import record_for
 from judgecore.resume import JobState
 from judgecore.routing import DecideRoute, KeepRoute, keep_or_redecide
 from judgecore.spend import Budget, price_for
@@ -277,17 +277,41 @@ def iter_records(
                 row = tuple(got[1:])
             elif got[0] in wanted:
                 early[got[0]] = tuple(got[1:])
-        outcome, route_used, batch_id, attempts = row
-        yield output_record(
-            item,
+        yield stored_record(
+            item.id,
             cid,
-            outcome,
-            route=route_used or default_route,
-            batch_id=batch_id,
-            attempts=attempts,
-            verdict_spec=verdict,
-            waiting_in=waiting.get(cid) if outcome is None or not outcome.final else None,
+            item.metadata_json,
+            row,
+            default_route=default_route,
+            waiting=waiting,
+            verdict=verdict,
         )
+
+
+def stored_record(
+    item_id: str,
+    custom_id: str,
+    metadata_json: bytes | None,
+    row: Sequence[Any],
+    *,
+    default_route: str,
+    waiting: Mapping[str, str],
+    verdict: VerdictSpec | None,
+) -> dict[str, Any]:
+    """One output object from the checkpoint's row for an item (`Store.latest()`'s outcome, route,
+    batch id and attempts); an item not final yet names the live batch it waits in, if any."""
+    outcome, route_used, batch_id, attempts = row
+    return record_for(
+        item_id,
+        custom_id,
+        metadata_json,
+        outcome,
+        route=route_used or default_route,
+        batch_id=batch_id,
+        attempts=attempts,
+        verdict_spec=verdict,
+        waiting_in=waiting.get(custom_id) if outcome is None or not outcome.final else None,
+    )
 
 
 def collect_records(

@@ -2,7 +2,7 @@
 
 Read-only: the checkpoint is opened with SQLite's `mode=ro`, no API call is made, no key is needed and
 the SDK is not imported. The output records are rebuilt from the checkpoint exactly as `run` writes them
-(the same `judgecore.report.record_for`), with the verdict spec given by `--verdict` or else the one the
+(the same `adapters.job.stored_record`), with the verdict spec given by `--verdict` or else the one the
 last run kept, so a pattern changed after the run re-scores every answer. The statistics are the core's
 (`judgecore.summary`); this module only reads and prints.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 import orjson
 
+from adapters.job import stored_record
 from adapters.store import Store, SubBatchRow
-from judgecore.report import record_for
 from judgecore.spend import Budget, price_for, spend_of
 from judgecore.summary import Money, Summary, summarize
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
@@ -79,21 +79,11 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
     out = []
-    for (cid, item_id, metadata), (cid2, outcome, route, batch_id, attempts) in zip(
-        store.item_rows(), store.latest(), strict=True
-    ):
+    for (cid, item_id, metadata), (cid2, *row) in zip(store.item_rows(), store.latest(), strict=True):
         assert cid == cid2, "items and outcomes are read in the same order"
         out.append(
-            record_for(
-                item_id,
-                cid,
-                metadata,
-                outcome,
-                route=route or default_route,
-                batch_id=batch_id,
-                attempts=attempts,
-                verdict_spec=verdict,
-                waiting_in=waiting.get(cid) if outcome is None or not outcome.final else None,
+            stored_record(
+                item_id, cid, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict
             )
         )
     return out
