@@ -52,3 +52,32 @@ def test_core_module_imports_nothing_impure(module):
 )
 def test_the_checker_catches_each_banned_form(source):
     assert imported_roots(source) & BANNED
+
+
+#: Calls that read the clock, the environment or the disk whatever module they come from (a `datetime`
+#: import is allowed for arithmetic on values given in; `datetime.now()` is not).
+IMPURE_CALLS = frozenset({"now", "utcnow", "today", "getenv", "open", "input", "print"})
+
+
+def impure_calls(source: str) -> set[str]:
+    """Names of calls to the clock, the environment, files or the terminal anywhere in `source`."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name in IMPURE_CALLS:
+                found.add(name)
+    return found
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.name)
+def test_core_module_reads_no_clock_environment_file_or_terminal(module):
+    assert set() == impure_calls(module.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["datetime.now()", "datetime.datetime.utcnow()", "date.today()", "open('f')", "print(1)", "getenv('X')"],
+)
+def test_the_call_checker_catches_each_impure_call(source):
+    assert impure_calls(source)
