@@ -328,10 +328,25 @@ class _Written:
 
 
 def _write_output(
-    store: Store, items: Sequence[Item], out: Path | None, *, keep: bool, verdict: VerdictSpec | None = None
+    store: Store,
+    items: Sequence[Item],
+    out: Path | None,
+    *,
+    keep: bool,
+    verdict: VerdictSpec | None = None,
+    reuse: bool = False,
 ) -> _Written:
     """Stream the checkpoint into the output file (when `out`), counting statuses; keep the records
-    in memory only when asked (the Python API returns them; the CLI has the file)."""
+    in memory only when asked (the Python API returns them; the CLI has the file).
+
+    With `reuse` (a job whose items were all final before this run) an output file that is exactly
+    the one the last run wrote from this checkpoint is left as it is: same path, size and mtime, no
+    outcome recorded since, the items in the same order, the same verdict spec (see `_output_stamp`).
+    """
+    if reuse and not keep and out is not None:
+        kept = store.get_meta("output") or {}
+        if kept.get("stamp") is not None and kept["stamp"] == _output_stamp(store, items, out, verdict):
+            return _Written(counts=kept["counts"], records={})
     counts = dict.fromkeys(TALLY, 0)
     records: dict[str, dict[str, Any]] = {}
 
@@ -344,10 +359,31 @@ def _write_output(
 
     if out is not None:
         write_output_atomic(out, lines())
+        store.set_meta("output", {"stamp": _output_stamp(store, items, out, verdict), "counts": counts})
     else:
         for _ in lines():
             pass
     return _Written(counts=counts, records=records)
+
+
+def _output_stamp(
+    store: Store, items: Sequence[Item], out: Path, verdict: VerdictSpec | None
+) -> dict[str, Any] | None:
+    """What an output file written from this checkpoint depends on, and the file as it stands; None
+    when there is no file."""
+    try:
+        st = out.stat()
+    except OSError:
+        return None
+    order = hashlib.blake2b("\n".join(i.custom_id for i in items).encode(), digest_size=16).hexdigest()
+    return {
+        "out": str(out.resolve()),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "rows": store.last_outcome_row(),
+        "order": order,
+        "verdict": verdict.to_json() if verdict is not None else None,
+    }
 
 
 def exit_code_for(counts: Mapping[str, int], fatal: Fatal | None) -> int:
@@ -442,7 +478,8 @@ async def _run(
         _record_for_summary(store, job, settings)
         history = _History.read(store)
         ran = _Ran()
-        if job.finished(history.state):
+        finished = job.finished(history.state)
+        if finished:
             # Nothing to send or wait for: no client, no SDK import, no route to decide.
             chosen, fatal = history.stored, None
             emit(Notice(level="info", message="every item is final already: nothing to send"))
@@ -460,7 +497,12 @@ async def _run(
                 ran = await _run_route(choice, store, job, settings, sync_settings, client, clock, emit, rng)
             chosen, fatal = choice.route, choice.fatal or ran.fatal
         written = _write_output(
-            store, items, Path(out) if out is not None else None, keep=keep_records, verdict=settings.verdict
+            store,
+            items,
+            Path(out) if out is not None else None,
+            keep=keep_records,
+            verdict=settings.verdict,
+            reuse=finished,
         )
         from adapters.summary import spend_from_store
 

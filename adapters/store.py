@@ -467,6 +467,10 @@ class Store:
             )
         ]
 
+    def last_outcome_row(self) -> int:
+        """The id of the newest outcome row (0 for none): it moves whenever anything is recorded."""
+        return int(self._conn.execute("SELECT COALESCE(MAX(row), 0) FROM outcomes").fetchone()[0])
+
     def known_batch_ids(self) -> frozenset[str]:
         """Every batch id this job has recorded (created or adopted): never adopted by another intent."""
         return frozenset(

@@ -56,3 +56,49 @@ def test_the_output_is_written_atomically_from_the_stream(tmp_path: Path):
         store.close()
     assert ["x", "y"] == [orjson.loads(line)["id"] for line in out.read_bytes().splitlines()]
     assert [] == [p.name for p in out.parent.iterdir() if p.name != "out.jsonl"]
+
+
+def _finished(tmp_path: Path, ids: list[str]) -> tuple[Store, list]:
+    items = _items(ids)
+    store = Store.open(tmp_path / "s")
+    store.bind_job({"model": "m"}, ((i.custom_id, i.id, i.digest) for i in items))
+    store.record_outcomes(
+        OutcomeRow(custom_id=i.custom_id, outcome=DONE, route="batch", at=1.0) for i in items
+    )
+    return store, items
+
+
+def test_a_rerun_of_a_finished_job_leaves_the_output_it_wrote_and_rewrites_any_other(tmp_path: Path):
+    """A no-op rerun keeps an output file that is exactly the one the last run wrote from this
+    checkpoint; an edited file, another item order, a new outcome or another verdict spec rewrite it."""
+    from adapters.job import _write_output
+    from judgecore import spec_from_json
+
+    store, items = _finished(tmp_path, ["a", "b", "c"])
+    out = tmp_path / "out.jsonl"
+    try:
+        first = _write_output(store, items, out, keep=False)
+        inode = out.stat().st_ino
+        again = _write_output(store, items, out, keep=False, reuse=True)
+        assert inode == out.stat().st_ino, "an output the last run wrote is not rewritten"
+        assert first.counts == again.counts
+        assert 3 == again.counts["succeeded"]
+
+        out.write_bytes(out.read_bytes() + b"x")  # edited by hand: rewritten from the checkpoint
+        _write_output(store, items, out, keep=False, reuse=True)
+        assert ["a", "b", "c"] == [orjson.loads(line)["id"] for line in out.read_bytes().splitlines()]
+
+        reordered = [items[2], items[0], items[1]]
+        _write_output(store, reordered, out, keep=False, reuse=True)
+        assert ["c", "a", "b"] == [orjson.loads(line)["id"] for line in out.read_bytes().splitlines()]
+
+        spec = spec_from_json({"pattern": r"Score: (?P<score>\d+)"})
+        _write_output(store, reordered, out, keep=False, verdict=spec, reuse=True)
+        assert all(orjson.loads(line)["verdict"] == {"score": 3} for line in out.read_bytes().splitlines())
+
+        inode = out.stat().st_ino
+        store.record_outcomes([OutcomeRow(custom_id=items[0].custom_id, outcome=DONE, route="sync", at=2.0)])
+        _write_output(store, reordered, out, keep=False, verdict=spec, reuse=True)
+        assert inode != out.stat().st_ino, "a new outcome rewrites the output"
+    finally:
+        store.close()
