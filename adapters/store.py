@@ -34,7 +34,7 @@ import orjson
 
 from judgecore import FINAL_STATUSES, FailureClass, JobState, ModelPrice, Outcome, Status, Usage
 from judgecore.batchrun import Checkpoint, SubView
-from judgecore.spend import answer_cost
+from judgecore.spend import spend_of
 from judgecore.subbatch import IN_FLIGHT, SubState
 
 DB_NAME = "judgecore.sqlite3"
@@ -516,11 +516,9 @@ class Store:
         return Checkpoint(subs=subs, final=self._final_ids(), first_final=first)
 
     def spent_usd(self, price: ModelPrice) -> float:
-        """What the job's answers so far cost, from their recorded usage (`judgecore.spend.answer_cost`)."""
-        total = 0.0
-        for route, usage in self._conn.execute("SELECT route, usage FROM outcomes WHERE usage IS NOT NULL"):
-            total += answer_cost(Usage(**orjson.loads(usage)), price, route)
-        return total
+        """What the job's answers so far cost, from their recorded usage summed per route in SQLite
+        (`judgecore.spend.spend_of`: cost is linear in each token count)."""
+        return spend_of(self.usage_by_route(), price).spent
 
     def _final_ids(self) -> frozenset[str]:
         # no DISTINCT: the set drops repeats, and SQLite's temporary B-tree for them doubled the time

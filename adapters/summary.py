@@ -56,8 +56,7 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
     refuses `--budget` then), and the spend so far counts as 0."""
     manifest = store.get_meta("manifest") or {}
     price = price_for(str(manifest.get("model", "")))
-    spent = spend_of(store.usage_by_route(), price).spent if price is not None else 0.0
-    return Budget(cap=cap, spent=spent)
+    return Budget(cap=cap, spent=store.spent_usd(price) if price is not None else 0.0)
 
 
 def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:
