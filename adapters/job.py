@@ -872,13 +872,32 @@ def _record_estimate(
 ) -> None:
     """Keep the dry-run's estimate of the whole job on its route, for `status` and `summary` to show
     beside what was spent."""
+    p = _plan_of(job, job.requests, chosen, rubric, settings)
+    store.set_meta(
+        "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
+    )
+
+
+def _plan_of(
+    job: JobPlan,
+    requests: Sequence[Request],
+    chosen: Route,
+    rubric: str | None,
+    settings: JobSettings,
+    *,
+    final: int = 0,
+    live: int = 0,
+) -> Plan:
+    """The plan of sending `requests` of `job` on `chosen` (chunked into sub-batches on the batch
+    route), with `final` and `live` items counted, not sent: what the dry run prints and a run's
+    estimate."""
     subs = (
-        chunk(job.requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
         if chosen.path == "batch"
         else ()
     )
-    p = plan(
-        job.requests,
+    return plan(
+        requests,
         route=chosen,
         sub_batches=subs,
         template=job.template(chosen.path),
@@ -886,9 +905,8 @@ def _record_estimate(
         max_batch_requests=settings.max_batch_requests,
         max_batch_bytes=settings.max_batch_bytes,
         prices=DEFAULT_PRICES,
-    )
-    store.set_meta(
-        "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
+        final=final,
+        live=live,
     )
 
 
@@ -939,24 +957,7 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
                 n_live += 1
             else:
                 left.append(r)
-    template = job.template(chosen.path)
-    subs = (
-        chunk(left, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
-        if chosen.path == "batch"
-        else ()
-    )
-    p = plan(
-        left,
-        route=chosen,
-        sub_batches=subs,
-        template=template,
-        rubric=rubric,
-        max_batch_requests=settings.max_batch_requests,
-        max_batch_bytes=settings.max_batch_bytes,
-        prices=DEFAULT_PRICES,
-        final=n_final,
-        live=n_live,
-    )
+    p = _plan_of(job, left, chosen, rubric, settings, final=n_final, live=n_live)
     return JudgeResult(exit_code=EXIT_OK, route=chosen, counts={}, records={}, plan=p)
 
 
