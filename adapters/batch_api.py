@@ -14,8 +14,8 @@ only the batch path, after reconciling, may decide to send it again.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -26,6 +26,7 @@ from anthropic.types.messages import MessageBatch
 from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
 from judgecore.batching import CREATE_DEADLINE
 from judgecore.batchrun import CONNECT_FAILED
+from judgecore.ratelimit import retry_after
 
 _CREATE_PATH = "/v1/messages/batches"
 
@@ -128,29 +129,12 @@ def raw_result_from_sdk(result: Any) -> RawResult:
     return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
 
 
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value)
-        return None if when is None else max(0.0, when.timestamp() - datetime.now(when.tzinfo).timestamp())
-
-
 _NEVER_CONNECTED = (httpx2.ConnectError, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
 
 
-def raw_error_from_sdk(exc: BaseException, base_url: str | None = None) -> RawResult:
+def raw_error_from_sdk(
+    exc: BaseException, base_url: str | None = None, now: float | None = None
+) -> RawResult:
     """The failure of one call as a `RawResult`: `http_error` with its status, or `connection_error`.
 
     A connection that could not be made at all (refused, DNS failure, bad URL: nothing reached a
@@ -170,7 +154,7 @@ def raw_error_from_sdk(exc: BaseException, base_url: str | None = None) -> RawRe
             status=exc.status_code,
             error_type=getattr(exc, "type", None),
             message=getattr(exc, "api_message", None) or str(exc),
-            retry_after=_retry_after(exc.response.headers),
+            retry_after=retry_after(exc.response.headers, time.time() if now is None else now),
         )
     return RawResult(kind="connection_error", message=f"{type(exc).__name__}: {exc}"[:500])
 
@@ -196,10 +180,12 @@ class AnthropicBatchApi:
         *,
         list_page: int = 100,
         create_deadline: float = CREATE_DEADLINE,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
         self._list_page = list_page
         self._create_deadline = create_deadline
+        self._now = now  # reads an HTTP-date retry-after against it
 
     @property
     def base_url(self) -> str:
@@ -207,7 +193,7 @@ class AnthropicBatchApi:
         return str(self._client.base_url)
 
     def _error(self, exc: BaseException) -> BatchApiError:
-        return BatchApiError(raw_error_from_sdk(exc, self.base_url))
+        return BatchApiError(raw_error_from_sdk(exc, self.base_url, self._now()))
 
     async def create(self, body: bytes) -> BatchSnapshot:
         try:
