@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import shlex
 import shutil
-import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
-
-import orjson
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from adapters.argtypes import finite_number
-from adapters.job import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_MODEL,
-    EXIT_FATAL,
-    EXIT_OK,
-    EXIT_PENDING,
-    EXIT_USAGE,
-    JobSettings,
-    UsageError,
-    ajudge,
-    load_items,
-)
 from adapters.paths import (
     directory_problem,
     existing_state_problem,
@@ -36,8 +20,23 @@ from adapters.paths import (
     out_problem,
     state_problem,
 )
-from adapters.progress import plural, stderr_progress
-from judgecore import plan_json, render_plan
+from adapters.usage import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    EXIT_FATAL,
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_USAGE,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from adapters.job import JobSettings
+    from judgecore.items import Item
+
+# Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
+# `status` reads the checkpoint, a dry run plans (no event loop, no SQLite on a fresh state dir), and
+# only a run, `cancel` and `demo` import the SDK and the run machines (tests/cli/test_start_up.py).
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -85,11 +84,38 @@ examples:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with each usage error on one line (no usage banner) and exit 2."""
+    """argparse, with each usage error on one line (no usage banner) and exit 2; a sub-command's
+    arguments can be declared when that sub-command is used (`declare_later`), so that declaring
+    them does not cost every other command an import."""
+
+    _declare: Callable[[argparse.ArgumentParser], None] | None = None
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+
+    def declare_later(self, declare: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Call `declare(self)` before this parser first parses or shows its help or usage."""
+        self._declare = declare
+
+    def _declared(self) -> None:
+        if self._declare is not None:
+            declare, self._declare = self._declare, None
+            declare(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._declared()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._declared()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._declared()
+        return super().format_help()
 
 
 def _seconds(text: str) -> float:
@@ -219,18 +245,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--dir", type=Path, metavar="DIR", help="where to write the job (default: a new temp dir)"
     )
 
-    si = sub.add_parser(
+    si: _Parser = sub.add_parser(
         "simulator",
         help="serve the API simulator on loopback",
         description="Serve a local stand-in for the Messages and Message Batches API, for manual runs and other programs.",
     )
-    from adapters.simulator import add_arguments
-
-    add_arguments(si)
+    si.declare_later(_simulator_arguments)
     return parser
 
 
+def _simulator_arguments(parser: argparse.ArgumentParser) -> None:
+    """The simulator's own options (the simulator package loads http.server and ssl)."""
+    from adapters.simulator import add_arguments
+
+    add_arguments(parser)
+
+
 def _settings(ns: argparse.Namespace) -> JobSettings:
+    from adapters.job import JobSettings
+
     force = "sync" if ns.force_sync else "batch" if ns.force_batch else None
     return JobSettings(
         model=ns.model,
@@ -264,7 +297,7 @@ def _read_rubric(path: Path | None) -> str | None:
 
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
-    import contextlib
+    from adapters.job import load_items
 
     try:
         settings = _settings(ns)
@@ -279,15 +312,45 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     rubric = _read_rubric(ns.rubric)
     items = load_items(ns.input)
     if ns.dry_run:
-        result = asyncio.run(
-            ajudge(items, rubric=rubric, state_dir=ns.state or Path(), settings=settings, dry_run=True)
-        )
-        assert result.plan is not None
-        if ns.json:
-            sys.stdout.write(orjson.dumps(plan_json(result.plan), option=orjson.OPT_INDENT_2).decode() + "\n")
-        else:
-            sys.stdout.write(render_plan(result.plan))
-        return EXIT_OK
+        return _dry_run(ns, items, rubric, settings)
+    assert out is not None  # a run has a --state
+    return _run(ns, argv, items, rubric, settings, out)
+
+
+def _dry_run(
+    ns: argparse.Namespace, items: tuple[Item, ...], rubric: str | None, settings: JobSettings
+) -> int:
+    """Print the plan: `judge_dry_run`, with no event loop."""
+    from adapters.job import judge_dry_run
+    from judgecore.planning import plan_json, render_plan
+
+    result = judge_dry_run(items, rubric=rubric, state_dir=ns.state or Path(), settings=settings)
+    assert result.plan is not None
+    if ns.json:
+        import orjson
+
+        sys.stdout.write(orjson.dumps(plan_json(result.plan), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(render_plan(result.plan))
+    return EXIT_OK
+
+
+def _run(
+    ns: argparse.Namespace,
+    argv: Sequence[str],
+    items: tuple[Item, ...],
+    rubric: str | None,
+    settings: JobSettings,
+    out: Path,
+) -> int:
+    """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from adapters.job import ajudge
+    from adapters.progress import plural, stderr_progress
+
     resume = command_line(argv)
     terminated = []
 
@@ -422,6 +485,8 @@ def _existing_state(state: Path) -> None:
 
 
 def cmd_status(ns: argparse.Namespace) -> int:
+    import orjson
+
     from adapters.store import Store
 
     _existing_state(ns.state)
@@ -482,11 +547,13 @@ def cmd_status(ns: argparse.Namespace) -> int:
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
+    import asyncio
+
     from adapters.batch import cancel_job
     from adapters.batch_api import AnthropicBatchApi
     from adapters.clock import RealClock
     from adapters.job import _default_client
-    from adapters.progress import PlainProgress
+    from adapters.progress import PlainProgress, plural
     from adapters.store import Store
 
     _existing_state(ns.state)

@@ -10,14 +10,11 @@ the same steps on a store opened read-only, and stops where the run would first 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import hashlib
 import math
 import os
-import random
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
@@ -25,50 +22,40 @@ from typing import TYPE_CHECKING, Any, assert_never
 import attrs
 import orjson
 
-from adapters.clock import Clock, RealClock
 from adapters.events import Emit, Notice, discard
 from adapters.paths import out_problem, state_problem
 from adapters.store import TALLY, Store
-from judgecore import (
-    DEFAULT_PRICES,
-    Item,
-    PollPolicy,
-    Request,
-    RequestTooLargeError,
-    Route,
-    RoutePolicy,
-    Status,
-    chunk,
-    output_line,
-    parse_item,
-    plan,
-    route,
+from adapters.usage import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MODEL,
+    EXIT_FATAL,
+    EXIT_OK,
+    EXIT_PENDING,
+    EXIT_USAGE,
+    UsageError,
 )
-from judgecore.errors import DuplicateIdError, InputError
+from judgecore.chunking import chunk
+from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
-from judgecore.items import RoutePath
+from judgecore.items import Item, Request, RoutePath, parse_item
 from judgecore.models import max_tokens_problem
-from judgecore.planning import JobPlan, ModelPrice, Plan, plan_job
-from judgecore.ratelimit import RateLimitReading
-from judgecore.report import record_for
-from judgecore.resume import JobState
-from judgecore.routing import DecideRoute, KeepRoute, keep_or_redecide
-from judgecore.spend import Budget, price_for
-from judgecore.verdicts import VerdictSpec
+from judgecore.planning import DEFAULT_PRICES, JobPlan, ModelPrice, Plan, plan, plan_job
+from judgecore.report import output_line, record_for  # per output line: not imported in the loop
+from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
 
 if TYPE_CHECKING:
+    import random
+
+    from adapters.clock import Clock
     from adapters.sync import SyncSettings
+    from judgecore.resume import JobState
+    from judgecore.spend import Budget
+    from judgecore.verdicts import VerdictSpec
 
-# The SDK-facing modules (adapters.batch, adapters.sync and their API ports) are imported where they
-# are used: importing the SDK takes about two seconds, which `--help`, `status` and `--dry-run` skip.
-
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_MAX_TOKENS = 1024
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_PENDING = 3
-EXIT_FATAL = 4
+# Only what a dry run needs is imported here. The SDK-facing modules (adapters.batch, adapters.sync
+# and their API ports; importing the SDK takes about two seconds), the event loop, the run machines
+# and the output's formatting are imported where a run uses them: `--help`, `status` and `--dry-run`
+# skip them.
 
 
 @attrs.frozen(kw_only=True)
@@ -177,10 +164,6 @@ class JudgeResult:
     estimate_usd: float | None = None
 
 
-class UsageError(Exception):
-    """Bad usage or bad input, detected before anything was sent (exit 2)."""
-
-
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
     """The one place `FILE:LINE: reason` is assembled (`line N: reason` with no file)."""
     if line is None:
@@ -236,6 +219,8 @@ def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Ite
 
 def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
     """Write JSONL to a temp file in the same directory, fsync, then rename over `path`."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -394,6 +379,33 @@ def exit_code_for(counts: Mapping[str, int], fatal: Fatal | None) -> int:
     return EXIT_OK
 
 
+def _job_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]], *, rubric: str | None, settings: JobSettings
+) -> JobPlan:
+    """The job's items, checked against the settings, and its plan, built once (a run and a dry run)."""
+    items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
+    if not items:
+        raise UsageError("the input has no items")
+    for item in items:
+        if item.max_tokens is not None and (problem := max_tokens_problem(settings.model, item.max_tokens)):
+            raise input_error(None, item.line, f"item {item.id!r}: {problem}")
+    with _bulk_allocation():
+        return _plan_job(items, rubric=rubric, settings=settings)
+
+
+def judge_dry_run(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    *,
+    rubric: str | None,
+    state_dir: Path | str,
+    settings: JobSettings = JobSettings(),
+) -> JudgeResult:
+    """What `judge(..., dry_run=True)` returns (the plan, nothing sent, nothing written), without an
+    event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio."""
+    job = _job_of(items, rubric=rubric, settings=settings)
+    return _dry_run(job, rubric=rubric, settings=settings, state_dir=Path(state_dir))
+
+
 async def ajudge(
     items: Sequence[Item] | Iterable[Mapping[str, Any]],
     *,
@@ -410,15 +422,8 @@ async def ajudge(
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments."""
     emit = progress
-    items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
-    if not items:
-        raise UsageError("the input has no items")
-    for item in items:
-        if item.max_tokens is not None and (problem := max_tokens_problem(settings.model, item.max_tokens)):
-            raise input_error(None, item.line, f"item {item.id!r}: {problem}")
+    job = _job_of(items, rubric=rubric, settings=settings)
     state_dir = Path(state_dir)
-    with _bulk_allocation():
-        job = _plan_job(items, rubric=rubric, settings=settings)
     if dry_run:
         return _dry_run(job, rubric=rubric, settings=settings, state_dir=state_dir)
     # The job's items and requests live as long as the run: kept out of every collection pass of the
@@ -459,6 +464,10 @@ async def _run(
 ) -> JudgeResult:
     """The run itself: bind the job, keep or decide its route, run it, write the output."""
     items = job.items
+    import random
+
+    from adapters.clock import RealClock
+
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
     rng = random.Random(settings.seed)
@@ -547,6 +556,8 @@ def judge(
     Raises `UsageError` on bad input or a state dir of another job, before anything is sent; inside
     a running event loop (a notebook, an async app), use `await ajudge(...)` instead.
     """
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -724,6 +735,7 @@ async def _probe(
         return _Probed(otpm=None)
     from adapters.sync import probe
     from adapters.sync_api import AnthropicMessagesApi
+    from judgecore.outcomes import Status
 
     result = await probe(
         store=store,
@@ -785,6 +797,7 @@ async def _run_route(
     if batch_requests:
         from adapters.batch import BatchSettings, run_batch
         from adapters.batch_api import AnthropicBatchApi
+        from judgecore.polling import PollPolicy
 
         bset = BatchSettings(
             max_batch_requests=settings.max_batch_requests,
@@ -809,6 +822,7 @@ async def _run_route(
     if path == "sync" and ran.fatal is None:
         from adapters.sync import run_sync
         from adapters.sync_api import AnthropicMessagesApi
+        from judgecore.ratelimit import RateLimitReading
 
         raw = store.get_meta("rate_limits")
         reading = RateLimitReading.from_json(raw) if raw else None
@@ -847,6 +861,8 @@ def _budget_now(store: Store, settings: JobSettings) -> Budget | None:
 
 def _price(settings: JobSettings) -> ModelPrice | None:
     """The model's prices when a budget needs them (`JobSettings` refuses a budget without them)."""
+    from judgecore.spend import price_for
+
     return price_for(settings.model) if settings.budget is not None else None
 
 
@@ -964,6 +980,10 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
+    "EXIT_FATAL",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_USAGE",
     "Fatal",
     "JobSettings",
     "JudgeResult",
@@ -973,6 +993,7 @@ __all__ = [
     "input_error",
     "iter_records",
     "judge",
+    "judge_dry_run",
     "load_items",
     "write_output_atomic",
 ]

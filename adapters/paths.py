@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 # The checkpoint's own files in a state dir (adapters.store.DB_NAME and SQLite's companions).
@@ -40,6 +39,8 @@ def _first_existing(path: Path) -> Path:
 
 def _can_create_in(directory: Path) -> bool:
     """Whether a file can be created in `directory`, by creating one and removing it."""
+    import tempfile  # only a run probes: `--help` and a dry run do not import it
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".judgecore-probe-", dir=directory)
     except OSError:

@@ -24,18 +24,25 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from judgecore import FINAL_STATUSES, FailureClass, JobState, ModelPrice, Outcome, Status, Usage
-from judgecore.batchrun import Checkpoint, SubView
-from judgecore.spend import spend_of
+from judgecore.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, Usage
+from judgecore.resume import JobState
 from judgecore.subbatch import IN_FLIGHT, SubState
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from judgecore.batchrun import Checkpoint
+    from judgecore.planning import ModelPrice
+
+# sqlite3, the batch run's view and the spend rule are imported where they are used: a dry run on a
+# fresh state dir asks only whether a checkpoint exists (`Store.exists`), and needs none of them.
 
 DB_NAME = "judgecore.sqlite3"
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
@@ -160,6 +167,8 @@ class Store:
 
     @classmethod
     def open(cls, state_dir: Path | str) -> Store:
+        import sqlite3
+
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         db = state_dir / DB_NAME
@@ -184,6 +193,8 @@ class Store:
         does not create its WAL and shared-memory files to read it. With a WAL file (a run is going
         on, or was killed) it is read through that WAL, whose files exist already.
         """
+        import sqlite3
+
         db = Path(state_dir) / DB_NAME
         wal = db.with_name(db.name + "-wal")
         mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
@@ -490,6 +501,8 @@ class Store:
     def checkpoint(self, breaker_k: int = 20) -> Checkpoint:
         """The pure view a batch run starts from: every sub-batch (with its ids not yet answered under
         it, for those in flight), the final ids, and the earliest final outcomes for the breaker."""
+        from judgecore.batchrun import Checkpoint, SubView
+
         ids: dict[int, list[str]] = {}
         for sub_id, cid in self._conn.execute(
             "SELECT s.sub_id, s.custom_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
@@ -518,6 +531,8 @@ class Store:
     def spent_usd(self, price: ModelPrice) -> float:
         """What the job's answers so far cost, from their recorded usage summed per route in SQLite
         (`judgecore.spend.spend_of`: cost is linear in each token count)."""
+        from judgecore.spend import spend_of
+
         return spend_of(self.usage_by_route(), price).spent
 
     def _final_ids(self) -> frozenset[str]:

@@ -24,73 +24,166 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `stats`, `summary`: the statistics of a job's scores, and a job's summary as a value
 """
 
-from judgecore.backoff import BackoffPolicy, backoff
-from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
-from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
-from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
-from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
-from judgecore.items import (
-    Item,
-    Request,
-    RequestTemplate,
-    RoutePath,
-    build_requests,
-    cache_control_for,
-    parse_item,
-    parse_items,
-)
-from judgecore.outcomes import (
-    FINAL_STATUSES,
-    FailureClass,
-    Outcome,
-    RawResult,
-    Status,
-    Usage,
-    classify,
-)
-from judgecore.planning import (
-    DEFAULT_PRICES,
-    CachePlan,
-    JobPlan,
-    ModelPrice,
-    Plan,
-    estimate_tokens,
-    plan,
-    plan_job,
-    plan_json,
-    render_plan,
-)
-from judgecore.polling import (
-    BatchSnapshot,
-    Harvest,
-    Overdue,
-    PollAction,
-    PollPolicy,
-    RequestCounts,
-    Wait,
-    next_poll_action,
-    next_wake,
-)
-from judgecore.report import output_line, output_record
-from judgecore.resume import JobState, ResumeDiff, diff_resume
-from judgecore.routing import (
-    DecideRoute,
-    KeepRoute,
-    Route,
-    RouteDecision,
-    RoutePolicy,
-    keep_or_redecide,
-    route,
-)
-from judgecore.verdicts import (
-    VERDICT_UNPARSED,
-    Unscored,
-    Verdict,
-    VerdictSpec,
-    VerdictSpecError,
-    parse_verdict,
-    spec_from_json,
-)
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgecore.backoff import BackoffPolicy, backoff
+    from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
+    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
+    from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
+    from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
+    from judgecore.items import (
+        Item,
+        Request,
+        RequestTemplate,
+        RoutePath,
+        build_requests,
+        cache_control_for,
+        parse_item,
+        parse_items,
+    )
+    from judgecore.outcomes import (
+        FINAL_STATUSES,
+        FailureClass,
+        Outcome,
+        RawResult,
+        Status,
+        Usage,
+        classify,
+    )
+    from judgecore.planning import (
+        DEFAULT_PRICES,
+        CachePlan,
+        JobPlan,
+        ModelPrice,
+        Plan,
+        estimate_tokens,
+        plan,
+        plan_job,
+        plan_json,
+        render_plan,
+    )
+    from judgecore.polling import (
+        BatchSnapshot,
+        Harvest,
+        Overdue,
+        PollAction,
+        PollPolicy,
+        RequestCounts,
+        Wait,
+        next_poll_action,
+        next_wake,
+    )
+    from judgecore.report import output_line, output_record
+    from judgecore.resume import JobState, ResumeDiff, diff_resume
+    from judgecore.routing import (
+        DecideRoute,
+        KeepRoute,
+        Route,
+        RouteDecision,
+        RoutePolicy,
+        keep_or_redecide,
+        route,
+    )
+    from judgecore.verdicts import (
+        VERDICT_UNPARSED,
+        Unscored,
+        Verdict,
+        VerdictSpec,
+        VerdictSpecError,
+        parse_verdict,
+        spec_from_json,
+    )
+
+# Each name is loaded from its module on first use (PEP 562), so a program that needs a few decisions
+# (`judgecore run --dry-run` needs items, ids, planning and routing) does not pay for importing them all.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "judgecore.backoff": ("BackoffPolicy", "backoff"),
+    "judgecore.breaker": ("Breaker", "BreakerPolicy", "BreakerState", "breaker_tripped"),
+    "judgecore.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk", "create_body"),
+    "judgecore.errors": ("DuplicateIdError", "InputError", "JudgecoreError", "RequestTooLargeError"),
+    "judgecore.ids": ("CUSTOM_ID_RE", "assign_custom_ids", "check_unique", "custom_id_for", "custom_ids_for"),
+    "judgecore.items": (
+        "Item",
+        "Request",
+        "RequestTemplate",
+        "RoutePath",
+        "build_requests",
+        "cache_control_for",
+        "parse_item",
+        "parse_items",
+    ),
+    "judgecore.outcomes": (
+        "FINAL_STATUSES",
+        "FailureClass",
+        "Outcome",
+        "RawResult",
+        "Status",
+        "Usage",
+        "classify",
+    ),
+    "judgecore.planning": (
+        "DEFAULT_PRICES",
+        "CachePlan",
+        "JobPlan",
+        "ModelPrice",
+        "Plan",
+        "estimate_tokens",
+        "plan",
+        "plan_job",
+        "plan_json",
+        "render_plan",
+    ),
+    "judgecore.polling": (
+        "BatchSnapshot",
+        "Harvest",
+        "Overdue",
+        "PollAction",
+        "PollPolicy",
+        "RequestCounts",
+        "Wait",
+        "next_poll_action",
+        "next_wake",
+    ),
+    "judgecore.report": ("output_line", "output_record"),
+    "judgecore.resume": ("JobState", "ResumeDiff", "diff_resume"),
+    "judgecore.routing": (
+        "DecideRoute",
+        "KeepRoute",
+        "Route",
+        "RouteDecision",
+        "RoutePolicy",
+        "keep_or_redecide",
+        "route",
+    ),
+    "judgecore.verdicts": (
+        "VERDICT_UNPARSED",
+        "Unscored",
+        "Verdict",
+        "VerdictSpec",
+        "VerdictSpecError",
+        "parse_verdict",
+        "spec_from_json",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'judgecore' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "CUSTOM_ID_RE",
