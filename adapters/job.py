@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, assert_never
 import attrs
 import orjson
 
-from adapters.events import Emit, Notice, discard
 from adapters.paths import out_problem, state_problem
 from adapters.store import TALLY, Store
 from adapters.usage import (
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     import random
 
     from adapters.clock import Clock
+    from adapters.events import Emit
     from adapters.sync import SyncSettings
     from judgecore.resume import JobState
     from judgecore.spend import Budget
@@ -416,16 +416,17 @@ async def ajudge(
     out: Path | str | None = None,
     dry_run: bool = False,
     clock: Clock | None = None,
-    progress: Emit = discard,
+    progress: Emit | None = None,
     environ: Mapping[str, str] | None = None,
     keep_records: bool = True,
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments."""
-    emit = progress
     job = _job_of(items, rubric=rubric, settings=settings)
     state_dir = Path(state_dir)
     if dry_run:
         return _dry_run(job, rubric=rubric, settings=settings, state_dir=state_dir)
+    from adapters.events import discard
+
     # The job's items and requests live as long as the run: kept out of every collection pass of the
     # run (which would walk them all again and again), and given back at the end.
     frozen_here = gc.get_freeze_count() == 0
@@ -440,7 +441,7 @@ async def ajudge(
             client=client,
             out=out,
             clock=clock,
-            emit=emit,
+            emit=progress if progress is not None else discard,
             environ=environ,
             keep_records=keep_records,
         )
@@ -467,6 +468,7 @@ async def _run(
     import random
 
     from adapters.clock import RealClock
+    from adapters.events import Notice
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
@@ -543,7 +545,7 @@ def judge(
     out: Path | str | None = None,
     dry_run: bool = False,
     clock: Clock | None = None,
-    progress: Emit = discard,
+    progress: Emit | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> JudgeResult:
     """Judge `items` (objects shaped like input lines: `{"id", "prompt" | "messages", ...}`).
@@ -552,7 +554,7 @@ def judge(
     map each item id to its output object. `client` is an `anthropic.AsyncAnthropic` (built from
     the environment when None); `out`, when given, also writes the output JSONL atomically.
     `progress` receives the run's events (`adapters.events`) as they happen, e.g. `print` or
-    `adapters.progress.PlainProgress()`.
+    `adapters.progress.PlainProgress()` (None: they are dropped).
     Raises `UsageError` on bad input or a state dir of another job, before anything is sent; inside
     a running event loop (a notebook, an async app), use `await ajudge(...)` instead.
     """
@@ -676,6 +678,8 @@ async def _choose_route(
 ) -> _RouteChoice:
     """Keep the job's stored route, or decide it now (`judgecore.routing.keep_or_redecide`), probing
     the tier when neither a force nor `--otpm` says it; a decided route is recorded."""
+    from adapters.events import Notice
+
     n = len(job.requests)
     decision = keep_or_redecide(history.stored, n=n, force=settings.force, answered=history.answered)
     match decision:
@@ -733,6 +737,7 @@ async def _probe(
     first = next((r for r in job.requests if r.custom_id not in history.state.final), None)
     if first is None:
         return _Probed(otpm=None)
+    from adapters.events import Notice
     from adapters.sync import probe
     from adapters.sync_api import AnthropicMessagesApi
     from judgecore.outcomes import Status

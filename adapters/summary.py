@@ -11,16 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from adapters.job import stored_record
 from adapters.store import Store, SubBatchRow
-from judgecore.spend import Budget, price_for, spend_of
-from judgecore.summary import Money, Summary, summarize
+from judgecore.spend import Budget, Money, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
+
+if TYPE_CHECKING:
+    from judgecore.summary import Summary
+
+# The statistics (`judgecore.summary`, `statistics`) are imported by `job_report` alone: `status` and a
+# run use the spend and the verdict counts of this module, not the summary.
 
 
 def read_verdict_file(path: Path) -> VerdictSpec:
@@ -105,6 +110,7 @@ def job_report(
 ) -> JobReport:
     """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec."""
     from adapters.job import UsageError
+    from judgecore.summary import summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
     if not Store.exists(state_dir):

@@ -121,6 +121,15 @@ class Spend:
     answers: int
 
 
+@attrs.frozen(kw_only=True)
+class Money:
+    """US dollars: spent so far, the same answers all-sync, and the dry-run's estimate (None: unknown)."""
+
+    spend_usd: float | None = None
+    all_sync_usd: float | None = None
+    estimate_usd: float | None = None
+
+
 def spend_of(answers: Iterable[tuple[str, Usage]], price: ModelPrice) -> Spend:
     """The spend of every billed answer, `(route, usage)` each, as the checkpoint records them (an item
     answered twice was paid twice). Cost is linear in each token count, so usages summed per route give

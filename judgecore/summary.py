@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
 from judgecore.stats import (
     LabelStats,
     NumericStats,
@@ -29,16 +30,8 @@ from judgecore.stats import (
 )
 
 STATUSES = ("succeeded", "miss", "quarantined", "pending")
+_UNKNOWN_MONEY = Money()
 NO_VALUE = "(none)"
-
-
-@attrs.frozen(kw_only=True)
-class Money:
-    """US dollars: spent so far, the same answers all-sync, and the dry-run's estimate (None: unknown)."""
-
-    spend_usd: float | None = None
-    all_sync_usd: float | None = None
-    estimate_usd: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -207,7 +200,7 @@ def summarize(
     verdict_kind: str | None = None,
     by: str | None = None,
     reference: str | None = None,
-    money: Money = Money(),
+    money: Money = _UNKNOWN_MONEY,
 ) -> Summary:
     """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored)."""
     rows = list(records)
