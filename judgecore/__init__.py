@@ -29,8 +29,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# `backoff` names a module and the function in it: the package's `backoff` is the function, bound here
+# before any import of the module `judgecore.backoff` can make the package's attribute the module.
+from judgecore.backoff import BackoffPolicy, backoff
+
 if TYPE_CHECKING:
-    from judgecore.backoff import BackoffPolicy, backoff
     from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
     from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
     from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
@@ -100,6 +103,7 @@ if TYPE_CHECKING:
 
 # Each name is loaded from its module on first use (PEP 562), so a program that needs a few decisions
 # (`judgecore run --dry-run` needs items, ids, planning and routing) does not pay for importing them all.
+# The module of every exported name (`backoff`'s are imported above):
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "judgecore.backoff": ("BackoffPolicy", "backoff"),
     "judgecore.breaker": ("Breaker", "BreakerPolicy", "BreakerState", "breaker_tripped"),

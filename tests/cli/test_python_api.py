@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from adapters.clock import FakeClock
-from adapters.job import JobSettings, UsageError, judge
+from adapters.job import JobSettings, UsageError, judge, judge_dry_run
 from adapters.simulator import Scenario, Simulator, sim_client
 
 
@@ -72,3 +74,20 @@ def test_judge_refuses_a_state_dir_of_another_job(tmp_path):
     judge(_items(3), rubric="A", state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
     with pytest.raises(UsageError, match="another job"):
         judge(_items(3), rubric="B", state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+
+
+def test_judge_dry_run_plans_as_judge_does_and_needs_no_event_loop(tmp_path):
+    """`judge_dry_run` (what `judgecore run --dry-run` calls) returns what `judge(..., dry_run=True)`
+    does, sends and writes nothing, and can be called inside a running event loop too."""
+    settings = JobSettings(force="batch", max_batch_requests=5)
+    expected = judge(
+        _items(12), rubric="Be strict.", state_dir=tmp_path / "s", settings=settings, dry_run=True
+    )
+
+    async def in_a_running_loop():
+        return judge_dry_run(_items(12), rubric="Be strict.", state_dir=tmp_path / "s", settings=settings)
+
+    actual = asyncio.run(in_a_running_loop())
+    assert expected == actual
+    assert (12, 3) == (actual.plan.n, len(actual.plan.sub_batches))
+    assert not (tmp_path / "s").exists()

@@ -1,0 +1,134 @@
+"""What each command imports, as the `judgecore` command runs it (`python -X importtime -m adapters.cli`):
+`--help`, `status` and a dry run load only what they use, never the SDK, the event loop, the simulator
+or the run machines (issue 11: their start-up is most of their time)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.job import JobSettings, load_items
+from adapters.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: What no small command needs: the SDK and its HTTP client, the event loop, the simulator (http.server,
+#: ssl), the batch and sync run machines and paths, the summary's statistics.
+HEAVY = (
+    "anthropic",
+    "httpx",
+    "asyncio",
+    "adapters.simulator",
+    "adapters.batch",
+    "adapters.sync",
+    "judgecore.batchrun",
+    "judgecore.syncrun",
+    "judgecore.summary",
+)
+
+
+def imported(args: list[str]) -> set[str]:
+    """The modules `judgecore ARGS` imports, read from the interpreter's own import trace."""
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "adapters.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode in (0, 3), res.stderr[-2000:]
+    trace = [
+        line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")
+    ]
+    assert "adapters" in trace, res.stderr[-2000:]
+    return set(trace)
+
+
+def loaded(args: list[str], watched: tuple[str, ...]) -> list[str]:
+    """Which of `watched` `judgecore ARGS` imports."""
+    mods = imported(args)
+    return sorted(m for m in watched if m in mods)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> tuple[Path, Path]:
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(
+        b"".join(orjson.dumps({"id": f"q{i}", "prompt": f"grade {i}"}) + b"\n" for i in range(10))
+    )
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("Grade strictly.")
+    return items, rubric
+
+
+def _bound(state: Path, items: Path, rubric: Path) -> Path:
+    """A checkpoint bound to the job, as a first run leaves it before it sends anything."""
+    store = Store.open(state)
+    try:
+        manifest = JobSettings().manifest(rubric.read_text())
+        store.bind_job(manifest, ((i.custom_id, i.id, i.digest) for i in load_items(items)))
+    finally:
+        store.close()
+    return state
+
+
+def test_a_dry_run_on_a_fresh_state_dir_imports_no_sqlite_event_loop_sdk_or_run_machine(job, tmp_path):
+    items, rubric = job
+    args = [
+        "run",
+        str(items),
+        "--rubric",
+        str(rubric),
+        "--state",
+        str(tmp_path / "new"),
+        "--dry-run",
+        "--json",
+    ]
+    assert [] == loaded(args, (*HEAVY, "sqlite3"))
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_dry_run_without_state_and_in_text_imports_neither(job, tmp_path):
+    items, rubric = job
+    assert [] == loaded(["run", str(items), "--rubric", str(rubric), "--dry-run"], (*HEAVY, "sqlite3"))
+
+
+def test_a_dry_run_on_an_existing_checkpoint_reads_it_with_sqlite_and_nothing_heavier(job, tmp_path):
+    items, rubric = job
+    state = _bound(tmp_path / "s", items, rubric)
+    args = ["run", str(items), "--rubric", str(rubric), "--state", str(state), "--dry-run"]
+    assert ["sqlite3"] == loaded(args, (*HEAVY, "sqlite3"))
+
+
+def test_help_imports_neither_the_job_nor_the_core():
+    watched = (*HEAVY, "sqlite3", "adapters.job", "judgecore", "attrs", "orjson")
+    assert [] == loaded(["--help"], watched)
+    assert [] == loaded(["run", "--help"], watched)
+
+
+def test_status_reads_the_checkpoint_with_sqlite_and_nothing_heavier(job, tmp_path):
+    state = _bound(tmp_path / "s", *job)
+    assert ["sqlite3"] == loaded(["status", "--state", str(state)], (*HEAVY, "sqlite3"))
+    assert ["sqlite3"] == loaded(["status", "--state", str(state), "--json"], (*HEAVY, "sqlite3"))
+
+
+def test_the_checks_see_a_heavy_import():
+    """The trace these tests read does show what a command imports: `simulator --help` loads the
+    simulator, whose arguments are declared only when that command is used."""
+    assert ["adapters.simulator"] == loaded(["simulator", "--help"], ("adapters.simulator",))
+
+
+def test_simulator_help_still_lists_the_simulators_options():
+    res = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "simulator", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for flag in ("--port", "--host", "--batch-seconds", "--sync-429-rate"):
+        assert flag in res.stdout
