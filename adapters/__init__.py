@@ -8,12 +8,37 @@ importing the SDK (about two seconds).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from adapters.job import JobSettings, JudgeResult, UsageError, ajudge, judge
 
 __all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge"]
+
+
+def keep_bytecode() -> None:
+    """Let this process write the bytecode of what it imports into its own virtual environment.
+
+    `PYTHONDONTWRITEBYTECODE=1` (common in containers) would otherwise make every start compile the SDK
+    and its dependencies from source again (2-5 s a start). A virtual environment is the project's
+    own (uv's, or `uv tool install`'s): writing its bytecode once is what `uv sync --compile-bytecode`
+    does. Outside one (a system Python) the setting is left as the user made it.
+    """
+    if sys.dont_write_bytecode and sys.prefix != sys.base_prefix:
+        sys.dont_write_bytecode = False
+
+
+# The `judgecore` command keeps its bytecode from its first module on: the console script, or
+# `python -m adapters.cli` (and `python -m adapters`), while whose module is being found the interpreter
+# sets argv[0] to "-m". Later would be too late for the modules the command has imported by then
+# (`adapters.cli` itself: about 3 ms compiled again at every start). A program importing `adapters` is
+# left as it is.
+_argv0 = (getattr(sys, "argv", None) or [""])[0]
+if _argv0 == "-m" or Path(_argv0).stem == "judgecore":
+    keep_bytecode()
+del _argv0
 
 
 def __getattr__(name: str) -> Any:

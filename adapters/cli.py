@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from adapters import keep_bytecode
 from adapters.argtypes import finite_number
 from adapters.paths import (
     directory_problem,
@@ -705,20 +706,8 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _keep_bytecode() -> None:
-    """Let this process write the bytecode of what it imports into its own virtual environment.
-
-    `PYTHONDONTWRITEBYTECODE=1` (common in containers) would otherwise make every start compile the SDK
-    and its dependencies from source again (2-5 s a start). A virtual environment is the project's
-    own (uv's, or `uv tool install`'s): writing its bytecode once is what `uv sync --compile-bytecode`
-    does. Outside one (a system Python) the setting is left as the user made it.
-    """
-    if sys.dont_write_bytecode and sys.prefix != sys.base_prefix:
-        sys.dont_write_bytecode = False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    _keep_bytecode()
+    keep_bytecode()  # the command's own start did it already; `main()` called by another program does it here
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     ns = parser.parse_args(argv)

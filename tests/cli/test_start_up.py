@@ -4,6 +4,7 @@ or the run machines (issue 11: their start-up is most of their time)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,21 @@ def test_simulator_help_still_lists_the_simulators_options():
     )
     for flag in ("--port", "--host", "--batch-seconds", "--sync-429-rate"):
         assert flag in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv0", "expected"),
+    [("-m", False), ("/venv/bin/judgecore", False), ("-c", True), ("/app/eval.py", True)],
+)
+def test_the_command_writes_its_bytecode_from_its_first_module_and_a_program_is_left_alone(argv0, expected):
+    """Under PYTHONDONTWRITEBYTECODE=1 in a virtual environment, `python -m adapters.cli` (argv[0] is
+    "-m" while its package is imported) and the console script write bytecode from `adapters` on, so
+    `adapters.cli` is not compiled again at every start; another program importing `adapters` keeps
+    the setting it was given."""
+    code = f"import sys; sys.argv[0] = {argv0!r}; import adapters; print(sys.dont_write_bytecode)"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert sys.prefix != sys.base_prefix, "the tests run in the project's virtual environment"
+    assert str(expected) == res.stdout.strip()
