@@ -464,12 +464,12 @@ async def _run(
     keep_records: bool,
 ) -> JudgeResult:
     """The run itself: bind the job, keep or decide its route, run it, write the output."""
-    items = job.items
     import random
 
     from adapters.clock import RealClock
     from adapters.events import Notice
 
+    items = job.items
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
     rng = random.Random(settings.seed)
