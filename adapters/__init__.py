@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from adapters.job import JobSettings, JudgeResult, UsageError, ajudge, judge
+    from adapters.job import JobSettings, JudgeResult, UsageError, ajudge, judge, judge_dry_run
 
-__all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge"]
+__all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"]
 
 
 def keep_bytecode() -> None:
