@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from adapters.job import stored_record
 from adapters.store import Store, SubBatchRow
 from judgecore.spend import Budget, Money, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
@@ -24,8 +23,9 @@ from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_ve
 if TYPE_CHECKING:
     from judgecore.summary import Summary
 
-# The statistics (`judgecore.summary`, `statistics`) are imported by `job_report` alone: `status` and a
-# run use the spend and the verdict counts of this module, not the summary.
+# The statistics (`judgecore.summary`, `statistics`) and the output records (`adapters.job`) are
+# imported by `job_report` alone: `status` and a run use the spend and the verdict counts of this
+# module, not the summary.
 
 
 def read_verdict_file(path: Path) -> VerdictSpec:
@@ -80,6 +80,8 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
 
 def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:
     """Every item's output object, as `run` writes it, from the checkpoint alone."""
+    from adapters.job import stored_record
+
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
     out = []
