@@ -113,8 +113,9 @@ def test_help_imports_neither_the_job_nor_the_core():
 
 def test_status_reads_the_checkpoint_with_sqlite_and_nothing_heavier(job, tmp_path):
     state = _bound(tmp_path / "s", *job)
-    assert ["sqlite3"] == loaded(["status", "--state", str(state)], (*HEAVY, "sqlite3"))
-    assert ["sqlite3"] == loaded(["status", "--state", str(state), "--json"], (*HEAVY, "sqlite3"))
+    watched = (*HEAVY, "sqlite3", "adapters.job", "statistics")
+    assert ["sqlite3"] == loaded(["status", "--state", str(state)], watched)
+    assert ["sqlite3"] == loaded(["status", "--state", str(state), "--json"], watched)
 
 
 def test_the_checks_see_a_heavy_import():
