@@ -17,6 +17,7 @@ import attrs
 import orjson
 
 from adapters.store import Store, SubBatchRow
+from adapters.usage import UsageError
 from judgecore.spend import Budget, Money, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 def read_verdict_file(path: Path) -> VerdictSpec:
     """The verdict spec in `path`; a `UsageError` naming the file when it cannot be used."""
-    from adapters.job import UsageError
-
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -111,7 +110,6 @@ def job_report(
     state_dir: Path, *, verdict_path: Path | None = None, by: str | None = None, reference: str | None = None
 ) -> JobReport:
     """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec."""
-    from adapters.job import UsageError
     from judgecore.summary import summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
