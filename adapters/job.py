@@ -46,7 +46,7 @@ from judgecore import (
 )
 from judgecore.errors import DuplicateIdError, InputError
 from judgecore.ids import check_unique
-from judgecore.items import RoutePath
+from judgecore.items import Items, RoutePath
 from judgecore.models import max_tokens_problem
 from judgecore.planning import JobPlan, ModelPrice, Plan, plan_job
 from judgecore.ratelimit import RateLimitReading
@@ -202,7 +202,7 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def load_items(path: Path) -> tuple[Item, ...]:
+def load_items(path: Path) -> Items:
     """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line."""
     from judgecore import parse_items
 
@@ -410,12 +410,14 @@ async def ajudge(
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments."""
     emit = progress
-    items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
+    if not isinstance(items, (tuple, Items)):
+        items = items_from_objects(items)  # type: ignore[arg-type]
+    items = Items.of(items)
     if not items:
         raise UsageError("the input has no items")
-    for item in items:
-        if item.max_tokens is not None and (problem := max_tokens_problem(settings.model, item.max_tokens)):
-            raise input_error(None, item.line, f"item {item.id!r}: {problem}")
+    for k, mt in enumerate(items.max_tokens):
+        if mt is not None and (problem := max_tokens_problem(settings.model, mt)):
+            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
     state_dir = Path(state_dir)
     with _bulk_allocation():
         job = _plan_job(items, rubric=rubric, settings=settings)
@@ -780,7 +782,7 @@ async def _run_route(
     path = choice.route.path
     batch_requests = job.requests
     if path == "sync":
-        batch_requests = tuple(r for r in job.requests if r.custom_id in choice.in_flight)
+        batch_requests = job.requests.only(choice.in_flight)
     ran = _Ran()
     if batch_requests:
         from adapters.batch import BatchSettings, run_batch
@@ -863,7 +865,7 @@ def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSet
 def _record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
     """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
     spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
-    store.record_metadata((i.custom_id, i.metadata_json) for i in job.items)
+    store.record_metadata(zip(job.items.custom_ids, job.items.metadata_json, strict=True))
     store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
 
 
@@ -949,14 +951,10 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
     n_final = n_live = 0
     if history is not None:
         final, live = history.state.final, history.state.in_flight
-        left = []
-        for r in job.requests:
-            if r.custom_id in final:
-                n_final += 1
-            elif r.custom_id in live:
-                n_live += 1
-            else:
-                left.append(r)
+        cids = job.requests.custom_ids
+        n_final = sum(1 for c in cids if c in final)
+        n_live = sum(1 for c in cids if c in live and c not in final)
+        left = job.requests.only(frozenset(c for c in cids if c not in final and c not in live))
     p = _plan_of(job, left, chosen, rubric, settings, final=n_final, live=n_live)
     return JudgeResult(exit_code=EXIT_OK, route=chosen, counts={}, records={}, plan=p)
 

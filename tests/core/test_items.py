@@ -112,6 +112,9 @@ BAD_LINES = [
     ('{"id": "a", "prompt": ""}', "'prompt' must be a non-empty string"),
     ('{"id": "a", "messages": []}', "'messages' must be a non-empty list"),
     ('{"id": "a", "messages": [{"role": "system", "content": "x"}]}', "role must be"),
+    # an unhashable role was a TypeError traceback (looked up in a frozenset)
+    ('{"id": "a", "messages": [{"role": ["user"], "content": "x"}]}', "role must be"),
+    ('{"id": "a", "messages": [{"role": {"user": 1}, "content": "x"}]}', "role must be"),
     ('{"id": "a", "messages": [{"role": "user", "content": ""}]}', "content must be"),
     ('{"id": "a", "prompt": "x", "max_tokens": 0}', "'max_tokens' must be a positive integer"),
     ('{"id": "a", "prompt": "x", "max_tokens": -3}', "'max_tokens' must be a positive integer"),
