@@ -552,11 +552,12 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
 
 @attrs.frozen(eq=False, repr=False)
 class RequestIndex(Mapping[str, Request]):
-    """The requests of a run by custom_id: a position per id over the columns of a `Requests`, no
-    object per request (one is built when read); `select` gives a view of some, in a given order."""
+    """The requests of a run by custom_id, over the columns of a `Requests` with no object per request
+    (one is built when read). `select` of ids in column order (a round's, always) walks the columns;
+    the position of each id is kept only once one is looked up by id (a budget's bounds)."""
 
     requests: Requests
-    _at: Mapping[str, int]
+    _at: dict[str, int] = attrs.field(init=False, factory=dict)
 
     @classmethod
     def of(cls, requests: Iterable[Request] | Mapping[str, Request]) -> RequestIndex:
@@ -565,24 +566,31 @@ class RequestIndex(Mapping[str, Request]):
             return requests
         if isinstance(requests, Mapping):
             requests = requests.values()
-        cols = Requests.of(requests)
-        return cls(cols, cols.position_index())
+        return cls(Requests.of(requests))
+
+    def _positions(self) -> dict[str, int]:
+        if not self._at and self.requests:
+            self._at.update(self.requests.position_index())  # a cache: the value does not change
+        return self._at
 
     def __getitem__(self, custom_id: str) -> Request:
-        return self.requests.at(self._at[custom_id])
+        return self.requests.at(self._positions()[custom_id])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._at)
+        return iter(self.requests.custom_ids)
 
     def __len__(self) -> int:
-        return len(self._at)
+        return len(self.requests)
 
     def __contains__(self, custom_id: object) -> bool:
-        return custom_id in self._at
+        return custom_id in self._positions()
 
-    def select(self, custom_ids: Iterable[str]) -> Requests:
+    def select(self, custom_ids: Sequence[str]) -> Requests:
         """The requests of these custom_ids, in the order given, as a view."""
-        return self.requests.select(custom_ids, self._at)
+        view = self.requests.only(frozenset(custom_ids))
+        if len(view) == len(custom_ids) and all(map(str.__eq__, view.custom_ids, custom_ids)):
+            return view
+        return self.requests.select(custom_ids, self._positions())
 
     def __repr__(self) -> str:
         return f"RequestIndex({len(self)} requests)"
