@@ -474,7 +474,7 @@ async def _run(
         from adapters.store import ContentConflictError, StateMismatchError
 
         try:
-            store.bind_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in items))
+            store.bind_job(settings.manifest(rubric), items.bindings())
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
         _record_for_summary(store, job, settings)
@@ -930,7 +930,7 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
 
         store = Store.open_readonly(state_dir)
         try:
-            store.check_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in job.items))
+            store.check_job(settings.manifest(rubric), job.items.bindings())
             history = _History.read(store)
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None

@@ -58,9 +58,13 @@ class Item:
     @property
     def digest(self) -> str:
         """A digest of what is sent for this item; a change under the same id is a resume conflict."""
-        h = hashlib.sha256(self.messages_json)
-        h.update(b"\x00" + str(self.max_tokens).encode())
-        return h.hexdigest()[:32]
+        return _digest(self.messages_json, self.max_tokens)
+
+
+def _digest(messages_json: bytes, max_tokens: int | None) -> str:
+    h = hashlib.sha256(messages_json)
+    h.update(b"\x00" + str(max_tokens).encode())
+    return h.hexdigest()[:32]
 
 
 def _dumps(value: Any) -> bytes:
@@ -282,6 +286,10 @@ class Items(Sequence[Item]):
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def bindings(self) -> Iterator[tuple[str, str, str]]:
+        """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks."""
+        return zip(self.custom_ids, self.ids, map(_digest, self.messages_json, self.max_tokens), strict=True)
 
     @overload
     def __getitem__(self, k: int) -> Item: ...
