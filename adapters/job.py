@@ -36,7 +36,7 @@ from adapters.usage import (
 from judgecore.chunking import chunk
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
-from judgecore.items import Item, Request, RoutePath, parse_item
+from judgecore.items import Item, Items, Request, RoutePath, parse_item
 from judgecore.models import max_tokens_problem
 from judgecore.planning import DEFAULT_PRICES, JobPlan, ModelPrice, Plan, plan, plan_job
 from judgecore.report import output_line, record_for  # per output line: not imported in the loop
@@ -185,7 +185,7 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def load_items(path: Path) -> tuple[Item, ...]:
+def load_items(path: Path) -> Items:
     """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line."""
     from judgecore import parse_items
 
@@ -383,12 +383,14 @@ def _job_of(
     items: Sequence[Item] | Iterable[Mapping[str, Any]], *, rubric: str | None, settings: JobSettings
 ) -> JobPlan:
     """The job's items, checked against the settings, and its plan, built once (a run and a dry run)."""
-    items = items if isinstance(items, tuple) else items_from_objects(items)  # type: ignore[arg-type]
+    if not isinstance(items, (tuple, Items)):
+        items = items_from_objects(items)  # type: ignore[arg-type]
+    items = Items.of(items)
     if not items:
         raise UsageError("the input has no items")
-    for item in items:
-        if item.max_tokens is not None and (problem := max_tokens_problem(settings.model, item.max_tokens)):
-            raise input_error(None, item.line, f"item {item.id!r}: {problem}")
+    for k, mt in enumerate(items.max_tokens):
+        if mt is not None and (problem := max_tokens_problem(settings.model, mt)):
+            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
     with _bulk_allocation():
         return _plan_job(items, rubric=rubric, settings=settings)
 
@@ -483,7 +485,7 @@ async def _run(
         from adapters.store import ContentConflictError, StateMismatchError
 
         try:
-            store.bind_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in items))
+            store.bind_job(settings.manifest(rubric), items.bindings())
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
         _record_for_summary(store, job, settings)
@@ -797,7 +799,7 @@ async def _run_route(
     path = choice.route.path
     batch_requests = job.requests
     if path == "sync":
-        batch_requests = tuple(r for r in job.requests if r.custom_id in choice.in_flight)
+        batch_requests = job.requests.only(choice.in_flight)
     ran = _Ran()
     if batch_requests:
         from adapters.batch import BatchSettings, run_batch
@@ -884,7 +886,7 @@ def _sync_settings(settings: JobSettings, environ: Mapping[str, str]) -> SyncSet
 def _record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
     """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
     spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
-    store.record_metadata((i.custom_id, i.metadata_json) for i in job.items)
+    store.record_metadata(zip(job.items.custom_ids, job.items.metadata_json, strict=True))
     store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
 
 
@@ -949,7 +951,7 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
 
         store = Store.open_readonly(state_dir)
         try:
-            store.check_job(settings.manifest(rubric), ((i.custom_id, i.id, i.digest) for i in job.items))
+            store.check_job(settings.manifest(rubric), job.items.bindings())
             history = _History.read(store)
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
@@ -970,14 +972,10 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
     n_final = n_live = 0
     if history is not None:
         final, live = history.state.final, history.state.in_flight
-        left = []
-        for r in job.requests:
-            if r.custom_id in final:
-                n_final += 1
-            elif r.custom_id in live:
-                n_live += 1
-            else:
-                left.append(r)
+        cids = job.requests.custom_ids
+        n_final = sum(1 for c in cids if c in final)
+        n_live = sum(1 for c in cids if c in live and c not in final)
+        left = job.requests.only(frozenset(c for c in cids if c not in final and c not in live))
     p = _plan_of(job, left, chosen, rubric, settings, final=n_final, live=n_live)
     return JudgeResult(exit_code=EXIT_OK, route=chosen, counts={}, records={}, plan=p)
 

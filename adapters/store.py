@@ -242,14 +242,13 @@ class Store:
         an existing job are added (they have simply not been sent yet).
         """
         old = self._check_manifest(manifest)
-        rows = list(items)
         with self._tx() as c:
             if old is None:
                 c.execute(
                     "INSERT INTO meta (key, value) VALUES ('manifest', ?), ('schema', ?)",
                     (orjson.dumps(dict(manifest)).decode(), str(SCHEMA_VERSION)),
                 )
-            self._check_content(c, rows)
+            self._check_content(c, items)
             c.execute(
                 "INSERT OR IGNORE INTO items (custom_id, item_id, digest) "
                 "SELECT custom_id, item_id, digest FROM incoming ORDER BY rowid"
@@ -341,7 +340,7 @@ class Store:
         self._check_manifest(manifest)
         self._conn.execute("BEGIN")  # one transaction for the temp table's rows (never the database's)
         try:
-            self._check_content(self._conn, list(items))
+            self._check_content(self._conn, items)
             self._conn.execute("DELETE FROM incoming")
         finally:
             self._conn.execute("ROLLBACK")
@@ -357,8 +356,9 @@ class Store:
             )
         return old
 
-    def _check_content(self, c: sqlite3.Connection, rows: Sequence[tuple[str, str, str]]) -> None:
-        """Load `rows` into the temp table `incoming`; `ContentConflictError` for changed digests."""
+    def _check_content(self, c: sqlite3.Connection, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Stream `rows` into the temp table `incoming` (none held in memory); `ContentConflictError`
+        for changed digests."""
         c.execute("CREATE TEMP TABLE IF NOT EXISTS incoming (custom_id TEXT, item_id TEXT, digest TEXT)")
         c.execute("DELETE FROM incoming")
         c.executemany("INSERT INTO incoming VALUES (?, ?, ?)", rows)

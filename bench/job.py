@@ -16,6 +16,7 @@ flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `st
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -130,14 +131,22 @@ def main() -> None:
     print(f"judgecore whole-process bench of {root}")
     for name, wall in small_commands(python, root).items():
         print(f"  {name:<20} {wall:6.3f} s wall (median of 5; target <= 0.3 s)")
+    peaks: list[tuple[int, float]] = []
     for n in ns.sizes:
         r = job(python, root, n, ns.reruns)
+        peaks.append((n, r["rss_mb"]))
         per_k = r["cpu"] / (n / 1000)
         print(
             f"  {n:>7,} items: {r['cpu']:6.1f} CPU s = {per_k:.3f} per 1,000 (target <= 0.25), "
             f"peak RSS {r['rss_mb']:,.0f} MB (target <= 300), wall {r['wall']:.1f} s, "
             f"{r['batches']} sub-batches; no-op rerun {r['rerun_wall']:.2f} s wall "
             f"(median of {ns.reruns}; target <= 1.5 s), {r['rerun_rss_mb']:,.0f} MB"
+        )
+
+    for (n0, m0), (n1, m1) in itertools.pairwise(peaks):
+        print(
+            f"  peak RSS growth {n0:,} -> {n1:,} items: {m1 - m0:+,.0f} MB, "
+            f"{(m1 - m0) * 1024 / ((n1 - n0) / 1000):,.0f} KB per 1,000 items (flat: 0)"
         )
 
 

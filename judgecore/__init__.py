@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
     from judgecore.items import (
         Item,
+        Items,
         Request,
+        Requests,
         RequestTemplate,
         RoutePath,
         build_requests,
@@ -112,7 +114,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "judgecore.ids": ("CUSTOM_ID_RE", "assign_custom_ids", "check_unique", "custom_id_for", "custom_ids_for"),
     "judgecore.items": (
         "Item",
+        "Items",
         "Request",
+        "Requests",
         "RequestTemplate",
         "RoutePath",
         "build_requests",
@@ -208,6 +212,7 @@ __all__ = [
     "Harvest",
     "InputError",
     "Item",
+    "Items",
     "JobPlan",
     "JobState",
     "JudgecoreError",
@@ -223,6 +228,7 @@ __all__ = [
     "RequestCounts",
     "RequestTemplate",
     "RequestTooLargeError",
+    "Requests",
     "ResumeDiff",
     "Route",
     "RouteDecision",

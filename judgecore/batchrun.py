@@ -58,7 +58,7 @@ from judgecore.batching import (
 from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import chunk
 from judgecore.harvesting import Held
-from judgecore.items import Request
+from judgecore.items import Request, RequestIndex, custom_ids_of
 from judgecore.outcomes import FailureClass, Outcome, RawResult, Status, Usage, classify
 from judgecore.planning import ModelPrice
 from judgecore.polling import (
@@ -195,7 +195,7 @@ class Create:
 
     sub_id: int
     round: int
-    requests: tuple[Request, ...]
+    requests: Sequence[Request]
     at: float
     written: bool = False
 
@@ -325,7 +325,7 @@ class Sub:
     intent_at: float
     state: SubState
     ids: tuple[str, ...] = ()
-    requests: tuple[Request, ...] = ()  # known for sub-batches planned by this run
+    requests: Sequence[Request] = ()  # known for sub-batches planned by this run
     group: int | None = None
     snap: BatchSnapshot | None = None
     busy: bool = False
@@ -353,13 +353,13 @@ class BatchRun:
 
     settings: BatchSettings
     ids: tuple[str, ...]
-    requests: Mapping[str, Request] = attrs.field(eq=False, repr=False)
+    requests: RequestIndex = attrs.field(converter=RequestIndex.of, eq=False, repr=False)
     subs: Mapping[int, Sub] = attrs.field(converter=_frozen, repr=False)
     final: frozenset[str] = attrs.field(repr=False)
     offers: Mapping[str, int] = attrs.field(converter=_frozen, repr=False, factory=dict)
     breaker: Breaker
     held: tuple[Held, ...] = ()
-    queue: tuple[tuple[Request, ...], ...] = ()  # planned sub-batches, not yet intents
+    queue: tuple[Sequence[Request], ...] = ()  # planned sub-batches, not yet intents
     rounds: int = 0  # rounds begun by this run
     last_round: int = 0  # the job's highest round number
     next_sub: int = 1
@@ -395,7 +395,7 @@ class BatchRun:
         job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the model's
         `price` and each request's `cached_bytes`): the hard cap, its `spent` the job's spend so far; the
         bounds of the sub-batches in flight are reserved in it."""
-        by_id = {r.custom_id: r for r in requests}
+        by_id = RequestIndex.of(requests)
         if budget is not None and budget.cap is not None and price is None:
             raise ValueError("a budget needs the model's price")
         bound = _bounder(price, cached_bytes, by_id)
@@ -546,7 +546,7 @@ class BatchRun:
         if not submit:
             return self
         planned = chunk(
-            [self.requests[c] for c in submit],
+            self.requests.select(submit),
             max_requests=self.settings.max_batch_requests,
             max_bytes=self.settings.max_batch_bytes,
         )
@@ -624,7 +624,7 @@ class BatchRun:
         while room > 0 and queue:
             reqs = queue.pop(0)
             bounds = tuple(run._bound(r.custom_id) for r in reqs) if run.price is not None else ()
-            cut: tuple[tuple[Request, ...], ...] = ()
+            cut: tuple[Sequence[Request], ...] = ()
             if bounds:
                 fit = run.budget.fit(bounds)
                 if fit == 0:  # nothing more fits: stop creating; what is live is harvested
@@ -639,7 +639,7 @@ class BatchRun:
                 n=len(reqs),
                 intent_at=now,
                 state=SubState.INTENT,
-                ids=tuple(r.custom_id for r in reqs),
+                ids=custom_ids_of(reqs),
                 requests=reqs,
                 busy=True,
                 tries=1,
@@ -652,7 +652,7 @@ class BatchRun:
                 return run._out_of_budget(cut)
         return attrs.evolve(run, queue=tuple(queue))
 
-    def _out_of_budget(self, unsent: tuple[tuple[Request, ...], ...]) -> BatchRun:
+    def _out_of_budget(self, unsent: tuple[Sequence[Request], ...]) -> BatchRun:
         need = sum(self._bound(r.custom_id) for reqs in unsent for r in reqs)
         n = sum(len(reqs) for reqs in unsent)
         assert self.budget.cap is not None
@@ -1007,9 +1007,7 @@ class BatchRun:
         return attrs.evolve(run, final=run.final | final)
 
 
-def _bounder(
-    price: ModelPrice | None, cached_bytes: int, requests: Mapping[str, Request]
-) -> Callable[[str], float]:
+def _bounder(price: ModelPrice | None, cached_bytes: int, requests: RequestIndex) -> Callable[[str], float]:
     """The upper bound of one request's cost on the batch route, by custom_id (0 without a price)."""
 
     def bound(custom_id: str) -> float:

@@ -8,12 +8,14 @@ sub-batches.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 import attrs
 
 from judgecore.errors import RequestTooLargeError
-from judgecore.items import Request, RequestTemplate
+from judgecore.items import Request, Requests, RequestTemplate
 
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
@@ -42,11 +44,13 @@ class SubBatch:
     """One Message Batches create call: its position in the job, its requests, and its body's size."""
 
     index: int
-    requests: tuple[Request, ...]
+    requests: Sequence[Request]  # a view of the job's `Requests` (or a tuple, when given one)
     size: int
 
     @property
     def custom_ids(self) -> tuple[str, ...]:
+        if isinstance(self.requests, Requests):
+            return tuple(self.requests.custom_ids)
         return tuple(r.custom_id for r in self.requests)
 
 
@@ -59,19 +63,25 @@ def chunk(
     """
     if max_requests < 1:
         raise ValueError(f"max_requests must be >= 1, got {max_requests}")
+    if isinstance(requests, Requests):  # the sizes column: no object per request
+        sizes: Sequence[int] = requests.sizes
+        view: Sequence[Request] = requests
+    else:
+        view = tuple(requests)
+        sizes = [r.size for r in view]
+    n = len(sizes)
+    if n and max(sizes) + ENVELOPE_BYTES > max_bytes:
+        i = next(k for k, s in enumerate(sizes) if s + ENVELOPE_BYTES > max_bytes)
+        req = view[i]
+        raise RequestTooLargeError(req.item_id, req.custom_id, sizes[i] + ENVELOPE_BYTES, max_bytes)
+    # ends[k]: the body bytes of requests [0, k) with a comma after each (the body of [a, b) is then
+    # ends[b] - ends[a] - 1 + the envelope); each sub-batch takes the most requests that fit both caps.
+    ends = list(accumulate((s + 1 for s in sizes), initial=0))
+    room = max_bytes - ENVELOPE_BYTES + 1
     out: list[SubBatch] = []
     start = 0
-    count = 0
-    size = ENVELOPE_BYTES - 1  # the first request brings no comma: pre-pay one
-    for i, req in enumerate(requests):
-        s = req.size
-        if s + ENVELOPE_BYTES > max_bytes:
-            raise RequestTooLargeError(req.item_id, req.custom_id, s + ENVELOPE_BYTES, max_bytes)
-        if count and (count == max_requests or size + s + 1 > max_bytes):
-            out.append(SubBatch(len(out), tuple(requests[start:i]), size))
-            start, count, size = i, 0, ENVELOPE_BYTES - 1
-        count += 1
-        size += s + 1
-    if count:
-        out.append(SubBatch(len(out), tuple(requests[start:]), size))
+    while start < n:
+        stop = min(start + max_requests, bisect_right(ends, ends[start] + room, lo=start + 1) - 1)
+        out.append(SubBatch(len(out), view[start:stop], ENVELOPE_BYTES - 1 + ends[stop] - ends[start]))
+        start = stop
     return tuple(out)

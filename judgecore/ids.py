@@ -112,7 +112,7 @@ def check_unique(ids: Sequence[str], cids: Sequence[str], lines: Sequence[int]) 
     """Raise `DuplicateIdError` for the first repeated id or custom_id collision, naming both lines."""
     if len(lines) != len(ids):
         raise ValueError(f"{len(ids)} ids but {len(lines)} line numbers")
-    if len(set(ids)) == len(ids) and len(set(cids)) == len(cids):
+    if len(set(cids)) == len(cids):  # a custom_id is a function of its id: no repeated id either
         return
     # A duplicate exists: walk in input order to report the first one, with both lines.
     seen_ids: dict[str, int] = {}

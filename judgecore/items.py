@@ -11,8 +11,9 @@ serialized once in a `RequestTemplate`; `Request.body(template)` joins the piece
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, overload
 
 import attrs
 import orjson
@@ -57,9 +58,13 @@ class Item:
     @property
     def digest(self) -> str:
         """A digest of what is sent for this item; a change under the same id is a resume conflict."""
-        h = hashlib.sha256(self.messages_json)
-        h.update(b"\x00" + str(self.max_tokens).encode())
-        return h.hexdigest()[:32]
+        return _digest(self.messages_json, self.max_tokens)
+
+
+def _digest(messages_json: bytes, max_tokens: int | None) -> str:
+    h = hashlib.sha256(messages_json)
+    h.update(b"\x00" + str(max_tokens).encode())
+    return h.hexdigest()[:32]
 
 
 def _dumps(value: Any) -> bytes:
@@ -95,15 +100,24 @@ _Fields = tuple[str, int, bytes, "int | None", "bytes | None"]
 def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
     """One line's fields, validated in one pass (see `parse_item`); None for a blank line."""
     if len(raw) > MAX_LINE_BYTES:
-        raise _fail(
-            line, f"the line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit of one request"
-        )
+        raise _too_long(line, raw)
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if not raw.strip():
             return None
         raise _fail(line, f"not valid JSON ({exc})") from None
+    return _fields_of(line, raw, obj)
+
+
+def _too_long(line: int, raw: bytes | str) -> InputError:
+    return _fail(
+        line, f"the line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit of one request"
+    )
+
+
+def _fields_of(line: int, raw: bytes | str, obj: Any) -> _Fields:
+    """The fields of one parsed line `obj` (its text `raw`), validated."""
     if type(obj) is not dict:
         raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
     if not obj.keys() <= _ITEM_KEYS:
@@ -122,7 +136,7 @@ def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
     if prompt is not None:
         if type(prompt) is not str or not prompt:
             raise _fail(line, f"item {item_id!r}: 'prompt' must be a non-empty string")
-        messages_json = b'[{"role":"user","content":' + orjson.dumps(prompt) + b"}]"
+        messages_json = _PROMPT_HEAD + orjson.dumps(prompt) + _PROMPT_TAIL
     else:
         _check_messages(line, item_id, messages)
         messages_json = _dumps(messages)
@@ -131,6 +145,10 @@ def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
         raise _fail(line, f"item {item_id!r}: 'max_tokens' must be a positive integer")
     metadata_json = _dumps(obj["metadata"]) if "metadata" in obj else None
     return item_id, line, messages_json, max_tokens, metadata_json
+
+
+_PROMPT_HEAD = b'[{"role":"user","content":'
+_PROMPT_TAIL = b"}]"
 
 
 def parse_item(line: int, raw: bytes | str) -> Item | None:
@@ -151,6 +169,12 @@ def _check_messages(line: int, item_id: str, messages: Any) -> None:
     if type(messages) is not list or not messages:
         raise _fail(line, f"item {item_id!r}: 'messages' must be a non-empty list")
     for n, msg in enumerate(messages):
+        # the usual message, `{"role": ..., "content": "text"}`, in one test
+        role = msg.get("role") if type(msg) is dict else None
+        if type(role) is str and role in _ROLES and len(msg) == 2:
+            content = msg.get("content")
+            if type(content) is str and content:
+                continue
         if type(msg) is not dict:
             raise _bad_message(line, item_id, n, " must be an object")
         if not msg.keys() <= _MESSAGE_KEYS:
@@ -158,7 +182,7 @@ def _check_messages(line: int, item_id: str, messages: Any) -> None:
             raise _bad_message(
                 line, item_id, n, f" has unknown key(s) {extra}; a message has only 'role' and 'content'"
             )
-        if msg.get("role") not in _ROLES:
+        if type(role) is not str or role not in _ROLES:
             raise _bad_message(line, item_id, n, ".role must be 'user' or 'assistant'")
         content = msg.get("content")
         if type(content) is str and content:
@@ -176,20 +200,139 @@ def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
     return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
-def parse_items(lines: Iterable[bytes | str]) -> tuple[Item, ...]:
+def parse_items(lines: Iterable[bytes | str]) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
-    Each line is parsed once and each custom_id derived once, for the whole file at a time (see
-    `judgecore.ids`). Duplicate ids (and custom_id collisions) are reported with both line numbers.
+    Each line is parsed once, straight into the columns of an `Items`, and each custom_id derived once
+    for the whole file at a time (see `judgecore.ids`). Duplicate ids (and custom_id collisions) are
+    reported with both line numbers.
     """
-    rows = [f for n, raw in enumerate(lines, start=1) if (f := _parse_fields(n, raw)) is not None]
-    ids = [r[0] for r in rows]
+    ids: list[str] = []
+    line_nos = array("q")
+    messages: list[bytes] = []
+    max_tokens: list[int | None] = []
+    metadata: list[bytes | None] = []
+    add_id, add_line, add_messages = ids.append, line_nos.append, messages.append
+    add_max, add_meta = max_tokens.append, metadata.append
+    loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+    head, tail = _PROMPT_HEAD, _PROMPT_TAIL
+    for n, raw in enumerate(lines, start=1):
+        if len(raw) > MAX_LINE_BYTES:
+            raise _too_long(n, raw)
+        try:
+            obj = loads(raw)
+        except decode_error as exc:
+            if not raw.strip():
+                continue
+            raise _fail(n, f"not valid JSON ({exc})") from None
+        # the usual line, `{"id": "...", "prompt": "..."}`, in one test; every other goes the long way
+        if type(obj) is dict and len(obj) == 2:
+            item_id, prompt = obj.get("id"), obj.get("prompt")
+            if type(item_id) is str and item_id and type(prompt) is str and prompt:
+                add_id(item_id)
+                add_line(n)
+                add_messages(head + dumps(prompt) + tail)
+                add_max(None)
+                add_meta(None)
+                continue
+        f = _fields_of(n, raw, obj)
+        add_id(f[0])
+        add_line(n)
+        add_messages(f[2])
+        add_max(f[3])
+        add_meta(f[4])
     cids = custom_ids_for(ids)
-    check_unique(ids, cids, [r[1] for r in rows])
-    return tuple(
-        Item(item_id, line, messages_json, max_tokens, metadata_json, cid)
-        for (item_id, line, messages_json, max_tokens, metadata_json), cid in zip(rows, cids, strict=True)
-    )
+    check_unique(ids, cids, line_nos)
+    return Items(tuple(ids), line_nos, tuple(messages), tuple(max_tokens), tuple(metadata), cids)
+
+
+def _column_eq(a: Sequence[Any], b: object) -> bool:
+    """A column-backed sequence equals any sequence (tuple, list, another view) of equal elements."""
+    if isinstance(b, (str, bytes)) or not isinstance(b, Sequence):
+        return NotImplemented  # type: ignore[return-value]
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b, strict=True))
+
+
+@attrs.frozen(eq=False, repr=False)
+class Items(Sequence[Item]):
+    """A job's items as columns, in input order: one tuple per field instead of one object per item.
+
+    It is a `Sequence[Item]` (an `Item` is built when one is read); the columns serve the bulk work
+    (requests, sizes, output) without an object per item, which keeps a big job's memory to its bytes.
+    It equals any sequence of the same items, a tuple of `Item`s included.
+    """
+
+    ids: tuple[str, ...]
+    lines: Sequence[int]
+    messages_json: tuple[bytes, ...]
+    max_tokens: tuple[int | None, ...]
+    metadata_json: tuple[bytes | None, ...]
+    custom_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, items: Iterable[Item]) -> Items:
+        """The columns of `items` (already `Items`: itself)."""
+        if isinstance(items, Items):
+            return items
+        its = tuple(items)
+        return cls(
+            tuple(i.id for i in its),
+            array("q", [i.line for i in its]),
+            tuple(i.messages_json for i in its),
+            tuple(i.max_tokens for i in its),
+            tuple(i.metadata_json for i in its),
+            tuple(i.custom_id for i in its),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def bindings(self) -> Iterator[tuple[str, str, str]]:
+        """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks."""
+        return zip(self.custom_ids, self.ids, map(_digest, self.messages_json, self.max_tokens), strict=True)
+
+    @overload
+    def __getitem__(self, k: int) -> Item: ...
+    @overload
+    def __getitem__(self, k: slice) -> Items: ...
+    def __getitem__(self, k: int | slice) -> Item | Items:
+        if isinstance(k, slice):
+            return Items(
+                self.ids[k],
+                self.lines[k],
+                self.messages_json[k],
+                self.max_tokens[k],
+                self.metadata_json[k],
+                self.custom_ids[k],
+            )
+        return Item(
+            self.ids[k],
+            self.lines[k],
+            self.messages_json[k],
+            self.max_tokens[k],
+            self.metadata_json[k],
+            self.custom_ids[k],
+        )
+
+    def __iter__(self) -> Iterator[Item]:
+        return map(
+            Item,
+            self.ids,
+            self.lines,
+            self.messages_json,
+            self.max_tokens,
+            self.metadata_json,
+            self.custom_ids,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return _column_eq(self, other)
+
+    def __hash__(self) -> int:
+        return hash((self.custom_ids, self.messages_json, self.max_tokens))
+
+    def __repr__(self) -> str:
+        return f"Items({list(self)!r})"
 
 
 def cache_control_for(path: RoutePath) -> dict[str, str]:
@@ -287,17 +430,182 @@ class Request:
         return template.params(self.max_tokens, self.messages_json)
 
 
-def build_requests(items: Sequence[Item], template: RequestTemplate) -> tuple[Request, ...]:
+@attrs.frozen(eq=False, repr=False)
+class Requests(Sequence[Request]):
+    """Requests as columns: a `Sequence[Request]` over the columns of a job's `Items` (shared, not
+    copied) and their sizes, in the order of `positions` (a `Request` is built when one is read).
+
+    A slice or a `select` is another view of the same columns, so a job's sub-batches, rounds and
+    queues cost a position per request, never an object. It equals any sequence of equal requests.
+    """
+
+    _cids: Sequence[str]
+    _ids: Sequence[str]
+    _max_tokens: Sequence[int]
+    _messages: Sequence[bytes]
+    _sizes: Sequence[int]
+    positions: Sequence[int] = attrs.field(
+        default=attrs.Factory(lambda self: range(len(self._cids)), takes_self=True)
+    )
+
+    @classmethod
+    def of(cls, requests: Iterable[Request]) -> Requests:
+        """The columns of `requests` (already `Requests`: itself)."""
+        if isinstance(requests, Requests):
+            return requests
+        rs = tuple(requests)
+        return cls(
+            tuple(r.custom_id for r in rs),
+            tuple(r.item_id for r in rs),
+            array("q", [r.max_tokens for r in rs]),
+            tuple(r.messages_json for r in rs),
+            array("q", [r.size for r in rs]),
+        )
+
+    def _view(self, positions: Sequence[int]) -> Requests:
+        return Requests(self._cids, self._ids, self._max_tokens, self._messages, self._sizes, positions)
+
+    def _whole(self) -> bool:
+        p = self.positions
+        return isinstance(p, range) and p.start == 0 and p.step == 1 and p.stop == len(self._cids)
+
+    def _column(self, column: Sequence[Any]) -> Sequence[Any]:
+        return column if self._whole() else [column[p] for p in self.positions]
+
+    @property
+    def custom_ids(self) -> Sequence[str]:
+        return self._column(self._cids)
+
+    @property
+    def sizes(self) -> Sequence[int]:
+        return self._column(self._sizes)
+
+    @property
+    def max_tokens(self) -> Sequence[int]:
+        return self._column(self._max_tokens)
+
+    @property
+    def messages_json(self) -> Sequence[bytes]:
+        return self._column(self._messages)
+
+    def select(self, custom_ids: Iterable[str], index: Mapping[str, int] | None = None) -> Requests:
+        """The view of these requests, in the order given (`index`: `position_index()`, when kept)."""
+        at = self.position_index() if index is None else index
+        return self._view(array("q", [at[c] for c in custom_ids]))
+
+    def only(self, keep: Iterable[str] | frozenset[str]) -> Requests:
+        """The view of the requests whose custom_id is in `keep`, in this order."""
+        keep = keep if isinstance(keep, (set, frozenset)) else frozenset(keep)
+        cids = self._cids
+        return self._view(array("q", [p for p in self.positions if cids[p] in keep]))
+
+    def position_index(self) -> dict[str, int]:
+        """custom_id -> its position in the columns, for the requests of this view."""
+        cids = self._cids
+        return {cids[p]: p for p in self.positions}
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, k: int) -> Request: ...
+    @overload
+    def __getitem__(self, k: slice) -> Requests: ...
+    def __getitem__(self, k: int | slice) -> Request | Requests:
+        if isinstance(k, slice):
+            return self._view(self.positions[k])
+        p = self.positions[k]
+        return Request(self._cids[p], self._ids[p], self._max_tokens[p], self._messages[p], self._sizes[p])
+
+    def at(self, position: int) -> Request:
+        """The request at `position` of the columns (see `position_index`)."""
+        p = position
+        return Request(self._cids[p], self._ids[p], self._max_tokens[p], self._messages[p], self._sizes[p])
+
+    def __iter__(self) -> Iterator[Request]:
+        if self._whole():
+            return map(Request, self._cids, self._ids, self._max_tokens, self._messages, self._sizes)
+        return map(self.at, self.positions)
+
+    def __eq__(self, other: object) -> bool:
+        return _column_eq(self, other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.custom_ids))
+
+    def __repr__(self) -> str:
+        return f"Requests({list(self)!r})"
+
+
+def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests:
     """Requests for `items`, in order, each with its exact serialized size (see `Request.body`).
 
     The size is the request's bytes in a batch create body of `template`'s model and rubric; the
-    sync path sends the same request with `params(sync_template)` and never reads the size."""
+    sync path sends the same request with `params(sync_template)` and never reads the size. The
+    requests share the items' columns (see `Requests`)."""
+    cols = Items.of(items)
     fixed = template.fixed_size
     default_mt = template.max_tokens
-    default_digits = len(str(default_mt))
-    out = []
-    for item in items:
-        cid, mj, mt = item.custom_id, item.messages_json, item.max_tokens
-        digits = len(str(mt)) if mt else default_digits
-        out.append(Request(cid, item.id, mt or default_mt, mj, fixed + len(cid) + digits + len(mj)))
-    return tuple(out)
+    dd = len(str(default_mt))
+    mts = array("q", [m or default_mt for m in cols.max_tokens])
+    sizes = array(
+        "q",
+        [
+            fixed + len(c) + (len(str(m)) if m else dd) + len(j)
+            for c, m, j in zip(cols.custom_ids, cols.max_tokens, cols.messages_json, strict=True)
+        ],
+    )
+    return Requests(cols.custom_ids, cols.ids, mts, cols.messages_json, sizes)
+
+
+@attrs.frozen(eq=False, repr=False)
+class RequestIndex(Mapping[str, Request]):
+    """The requests of a run by custom_id, over the columns of a `Requests` with no object per request
+    (one is built when read). `select` of ids in column order (a round's, always) walks the columns;
+    the position of each id is kept only once one is looked up by id (a budget's bounds)."""
+
+    requests: Requests
+    _at: dict[str, int] = attrs.field(init=False, factory=dict)
+
+    @classmethod
+    def of(cls, requests: Iterable[Request] | Mapping[str, Request]) -> RequestIndex:
+        """The index of `requests` (a `Requests`, any iterable of `Request`, or a mapping of them)."""
+        if isinstance(requests, RequestIndex):
+            return requests
+        if isinstance(requests, Mapping):
+            requests = requests.values()
+        return cls(Requests.of(requests))
+
+    def _positions(self) -> dict[str, int]:
+        if not self._at and self.requests:
+            self._at.update(self.requests.position_index())  # a cache: the value does not change
+        return self._at
+
+    def __getitem__(self, custom_id: str) -> Request:
+        return self.requests.at(self._positions()[custom_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.requests.custom_ids)
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def __contains__(self, custom_id: object) -> bool:
+        return custom_id in self._positions()
+
+    def select(self, custom_ids: Sequence[str]) -> Requests:
+        """The requests of these custom_ids, in the order given, as a view."""
+        view = self.requests.only(frozenset(custom_ids))
+        if len(view) == len(custom_ids) and all(map(str.__eq__, view.custom_ids, custom_ids)):
+            return view
+        return self.requests.select(custom_ids, self._positions())
+
+    def __repr__(self) -> str:
+        return f"RequestIndex({len(self)} requests)"
+
+
+def custom_ids_of(requests: Iterable[Request]) -> tuple[str, ...]:
+    """The custom_ids of `requests`, in order (from the column of a `Requests` view, no objects)."""
+    if isinstance(requests, Requests):
+        return tuple(requests.custom_ids)
+    return tuple(r.custom_id for r in requests)

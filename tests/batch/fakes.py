@@ -253,7 +253,7 @@ TEMPLATE = RequestTemplate.build(model="claude-opus-4-8", max_tokens=256, rubric
 
 def make_requests(n: int, *, prefix: str = "q", template: RequestTemplate = TEMPLATE) -> tuple[Request, ...]:
     lines = [orjson.dumps({"id": f"{prefix}{i}", "prompt": f"answer {i}"}) for i in range(n)]
-    return build_requests(parse_items(lines), template)
+    return tuple(build_requests(parse_items(lines), template))
 
 
 def bind(store: Store, requests: Sequence[Request]) -> None:

@@ -138,3 +138,20 @@ def test_default_caps_are_the_api_limits():
 def test_max_requests_below_one_is_refused():
     with pytest.raises(ValueError):
         chunk([], max_requests=0)
+
+
+@given(chunk_cases(), st.data())
+def test_chunking_a_view_of_requests_is_chunking_the_same_requests_as_a_tuple(case, data):
+    """A job's requests are columns (`Requests`), and rounds chunk views of them (a subset, in any
+    order): the sub-batches are those of the same requests given one by one, with the same bodies."""
+    template, reqs, max_requests, max_bytes = case
+    order = data.draw(st.permutations(list(reqs.custom_ids)))
+    some = order[: data.draw(st.integers(0, len(order)))]
+    view = reqs.select(some)
+    alone = tuple(reqs[reqs.custom_ids.index(c)] for c in some)
+    assert alone == view
+    by_view = chunk(view, max_requests=max_requests, max_bytes=max_bytes)
+    by_tuple = chunk(alone, max_requests=max_requests, max_bytes=max_bytes)
+    assert [(sb.custom_ids, sb.size) for sb in by_tuple] == [(sb.custom_ids, sb.size) for sb in by_view]
+    for a, b in zip(by_tuple, by_view, strict=True):
+        assert judgecore.create_body(a.requests, template) == judgecore.create_body(b.requests, template)

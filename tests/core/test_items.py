@@ -112,6 +112,9 @@ BAD_LINES = [
     ('{"id": "a", "prompt": ""}', "'prompt' must be a non-empty string"),
     ('{"id": "a", "messages": []}', "'messages' must be a non-empty list"),
     ('{"id": "a", "messages": [{"role": "system", "content": "x"}]}', "role must be"),
+    # an unhashable role was a TypeError traceback (looked up in a frozenset)
+    ('{"id": "a", "messages": [{"role": ["user"], "content": "x"}]}', "role must be"),
+    ('{"id": "a", "messages": [{"role": {"user": 1}, "content": "x"}]}', "role must be"),
     ('{"id": "a", "messages": [{"role": "user", "content": ""}]}', "content must be"),
     ('{"id": "a", "prompt": "x", "max_tokens": 0}', "'max_tokens' must be a positive integer"),
     ('{"id": "a", "prompt": "x", "max_tokens": -3}', "'max_tokens' must be a positive integer"),
@@ -244,3 +247,20 @@ def test_digest_changes_when_content_or_max_tokens_changes():
     assert a.digest == parse_item(9, '{"id": "a", "prompt": "x", "metadata": {"k": 1}}').digest
     assert a.digest != parse_item(1, '{"id": "a", "prompt": "y"}').digest
     assert a.digest != parse_item(1, '{"id": "a", "prompt": "x", "max_tokens": 5}').digest
+
+
+@given(item_lists(max_size=20), st.data())
+def test_the_columns_of_items_read_back_as_the_items_one_by_one(its, data):
+    """`parse_items` keeps a job as columns (`Items`); read by index, slice or iteration they are the
+    items `parse_item` makes of each line, custom_ids included."""
+    unique = list({i.id: i for i in its}.values())
+    lines = [orjson.dumps({"id": i.id, "messages": orjson.loads(i.messages_json)}) for i in unique]
+    parsed = parse_items(lines)
+    one_by_one = tuple(parse_item(n, raw) for n, raw in enumerate(lines, start=1))
+    assert one_by_one == parsed
+    assert list(one_by_one) == list(parsed)
+    assert [i.custom_id for i in one_by_one] == list(parsed.custom_ids)
+    k = data.draw(st.integers(0, len(unique)))
+    assert one_by_one[k:] == parsed[k:]
+    if unique:
+        assert one_by_one[k - 1] == parsed[k - 1]
