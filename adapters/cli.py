@@ -32,7 +32,7 @@ from adapters.usage import (
 )
 
 if TYPE_CHECKING:
-    from adapters.job import JobSettings
+    from adapters.job import JobSettings, JudgeResult
     from judgecore.items import Item
 
 # Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class _Terminated(Exception):
+    """The run was cancelled by SIGTERM (a scheduler's stop): it ends as Ctrl-C does, exit 143."""
+
 
 DESCRIPTION = """\
 Run LLM-judge scoring (rubric, alignment, refusal grading of stored completions) through the Anthropic
@@ -353,29 +358,38 @@ def _run(
     from adapters.progress import plural, stderr_progress
 
     resume = command_line(argv)
-    terminated = []
+    terminated: list[int] = []
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        terminated.append(signum)  # a scheduler's SIGTERM ends the run as Ctrl-C does
-        raise KeyboardInterrupt
+    async def judged() -> JudgeResult:
+        # SIGTERM cancels the run the way asyncio.run's own Ctrl-C does: the main task is cancelled at
+        # an await, never interrupted at an arbitrary bytecode (where a KeyboardInterrupt raised from a
+        # signal handler could land in the event loop's own code and leave its shutdown waiting).
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, lambda: (terminated.append(signal.SIGTERM), task.cancel()))
+        try:
+            return await ajudge(
+                items,
+                rubric=rubric,
+                state_dir=ns.state,
+                settings=settings,
+                out=out,
+                progress=emit,
+                keep_records=False,  # the output file has them; 90,000 in memory cost ~100 MB
+            )
+        except asyncio.CancelledError:
+            if terminated:
+                raise _Terminated from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
 
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
     with contextlib.ExitStack() as stack:
-        stack.callback(signal.signal, signal.SIGTERM, previous)
         emit = stderr_progress(stack)
         try:
-            result = asyncio.run(
-                ajudge(
-                    items,
-                    rubric=rubric,
-                    state_dir=ns.state,
-                    settings=settings,
-                    out=out,
-                    progress=emit,
-                    keep_records=False,  # the output file has them; 90,000 in memory cost ~100 MB
-                )
-            )
-        except KeyboardInterrupt:
+            result = asyncio.run(judged())
+        except (KeyboardInterrupt, _Terminated):
             stack.close()
             _write_after_interrupt(items, ns.state, out, settings.verdict)
             what = "terminated" if terminated else "interrupted"
