@@ -8,7 +8,7 @@ sub-batches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 
@@ -18,6 +18,8 @@ from judgecore.items import Request, RequestTemplate
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
 ENVELOPE_BYTES = len(b'{"requests":[') + len(b"]}")
+#: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
+CHUNK_BYTES = 256 * 1024
 
 
 def body_size(sizes: Sequence[int]) -> int:
@@ -35,6 +37,30 @@ def create_body(requests: Iterable[Request], template: RequestTemplate) -> bytes
         parts.extend(req.pieces(template))
     parts.append(b"]}")
     return b"".join(parts)
+
+
+def create_body_chunks(
+    requests: Iterable[Request], template: RequestTemplate, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[bytes]:
+    """`create_body(requests, template)` in pieces, made as they are asked for: their concatenation is
+    exactly those bytes, so a body can be sent without ever being held whole.
+
+    A piece ends after the request that brings it to `chunk_bytes` (a request is never split), so
+    none is longer than `chunk_bytes` plus one request and a comma; the last piece holds the `]}`.
+    """
+    parts = [b'{"requests":[']
+    held = len(parts[0])
+    for n, req in enumerate(requests):
+        if n:
+            parts.append(b",")
+            held += 1
+        parts.extend(req.pieces(template))
+        held += req.size
+        if held >= chunk_bytes:
+            yield b"".join(parts)
+            parts, held = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)
 
 
 @attrs.frozen

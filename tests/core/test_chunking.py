@@ -19,7 +19,7 @@ from judgecore import (
     build_requests,
     chunk,
 )
-from judgecore.chunking import ENVELOPE_BYTES
+from judgecore.chunking import ENVELOPE_BYTES, create_body_chunks
 
 
 def create_body(requests, template: RequestTemplate) -> bytes:
@@ -59,6 +59,19 @@ def test_the_create_body_is_the_reference_bytes_and_each_sub_batch_size(case):
     assert create_body(reqs, template) == judgecore.create_body(reqs, template)
     for sb in chunk(reqs, max_requests=max_requests, max_bytes=max_bytes):
         assert len(judgecore.create_body(sb.requests, template)) == sb.size
+
+
+@given(chunk_cases(), st.integers(1, 3000))
+def test_a_streamed_create_body_is_the_reference_bytes_in_pieces_of_about_chunk_bytes(case, chunk_bytes):
+    """The pieces a create body is streamed in join to the reference body; each but the last reaches
+    `chunk_bytes`, and none passes it by more than one request and the envelope."""
+    template, reqs, _, _ = case
+    pieces = list(create_body_chunks(reqs, template, chunk_bytes))
+    assert create_body(reqs, template) == b"".join(pieces)
+    assert body_size([r.size for r in reqs]) == sum(map(len, pieces))
+    longest = chunk_bytes + max((r.size for r in reqs), default=0) + ENVELOPE_BYTES
+    assert [] == [p for p in pieces if len(p) > longest]
+    assert [] == [p for p in pieces[:-1] if len(p) < chunk_bytes]
 
 
 @given(chunk_cases())
