@@ -143,14 +143,16 @@ def cutter() -> Iterator[tuple[str, list[int]]]:
     """A loopback server that reads 64 KB of each request and closes the connection; `received[0]`
     counts the connections it took."""
     server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.05)
     received = [0]
+    stop = threading.Event()
 
     def serve_forever() -> None:
-        while True:
+        while not stop.is_set():
             try:
                 conn, _ = server.accept()
-            except OSError:
-                return
+            except TimeoutError:
+                continue
             with conn:
                 received[0] += 1
                 conn.recv(65536)
@@ -158,8 +160,9 @@ def cutter() -> Iterator[tuple[str, list[int]]]:
     thread = threading.Thread(target=serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.getsockname()[1]}", received
-    server.close()
+    stop.set()
     thread.join(5)
+    server.close()
 
 
 def test_a_create_whose_connection_is_closed_mid_body_fails_as_a_connection_error(
