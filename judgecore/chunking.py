@@ -45,8 +45,9 @@ def create_body_chunks(
     """`create_body(requests, template)` in pieces, made as they are asked for: their concatenation is
     exactly those bytes, so a body can be sent without ever being held whole.
 
-    A piece ends after the request that brings it to `chunk_bytes` (a request is never split), so
-    none is longer than `chunk_bytes` plus one request and a comma; the last piece holds the `]}`.
+    Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
+    request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
+    rubric as they are already held). So no piece is a copy of more than twice `chunk_bytes`.
     """
     parts = [b'{"requests":[']
     held = len(parts[0])
@@ -54,6 +55,11 @@ def create_body_chunks(
         if n:
             parts.append(b",")
             held += 1
+        if req.size >= chunk_bytes:
+            yield b"".join(parts)
+            yield from req.pieces(template)
+            parts, held = [], 0
+            continue
         parts.extend(req.pieces(template))
         held += req.size
         if held >= chunk_bytes:
