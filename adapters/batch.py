@@ -21,7 +21,7 @@ from typing import assert_never
 
 import attrs
 
-from adapters.batch_api import BatchApi, BatchApiError
+from adapters.batch_api import BatchApi, BatchApiError, CreateBody
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.store import OutcomeRow, Store
@@ -35,11 +35,9 @@ from judgecore.spend import Budget
 from judgecore.subbatch import SubEvent, SubState, next_state
 
 __all__ = [
-    "CREATE_BYTES_IN_FLIGHT",
     "BatchRunResult",
     "BatchSettings",
     "BatchShell",
-    "BodyBudget",
     "cancel_job",
     "create_body",
     "run_batch",
@@ -65,31 +63,6 @@ class BatchRunResult:
         return self.counts.get("pending", 0)
 
 
-#: The bytes of create bodies held at once (each about doubled while it is sent); past it, a create
-#: the machine started waits to build its body until an earlier one returns. The machine bounds the
-#: count (`BatchSettings.concurrency`); this bounds the memory of big sub-batches.
-CREATE_BYTES_IN_FLIGHT = 32 * 1024 * 1024
-
-
-@attrs.define
-class BodyBudget:
-    """Bytes of create bodies in flight: a body is built only while fewer than `limit` bytes are held
-    (so one body, however large, always may be)."""
-
-    limit: int
-    held: int = 0
-    _freed: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
-
-    async def room(self) -> None:
-        while self.held >= self.limit:
-            self._freed.clear()
-            await self._freed.wait()
-
-    def free(self, size: int) -> None:
-        self.held -= size
-        self._freed.set()
-
-
 @attrs.define
 class BatchShell:
     """Performs a `BatchRun`'s actions against the store, the API, the clock and the terminal: `effect`
@@ -103,7 +76,6 @@ class BatchShell:
     emit: Emit
     rng: random.Random
     priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
-    bodies: BodyBudget = attrs.field(factory=lambda: BodyBudget(CREATE_BYTES_IN_FLIGHT), kw_only=True)
 
     def deadline(self, snap: BatchSnapshot) -> float:
         return self.settings.poll.deadline(snap)
@@ -186,17 +158,9 @@ class BatchShell:
         return br.Snapshot(sub_id, snap, now)
 
     async def create(self, action: br.Create) -> br.Event:
-        await self.bodies.room()
-        body = create_body(action.requests, self.template)
-        size = len(body)
-        self.bodies.held += size
-        try:
-            return await self._create(action, body)
-        finally:
-            del body
-            self.bodies.free(size)
-
-    async def _create(self, action: br.Create, body: bytes) -> br.Event:
+        """The intent, then the create: its body streamed from the requests (`CreateBody`), so creates
+        in flight (at most `settings.concurrency`) hold a few hundred KB each, not their bodies."""
+        body = CreateBody(action.requests, self.template)
         if action.written:
             self.store.restamp_intent(action.sub_id, action.at)
         else:
@@ -204,7 +168,7 @@ class BatchShell:
                 sub_id=action.sub_id,
                 round=action.round,
                 custom_ids=[r.custom_id for r in action.requests],
-                n_bytes=len(body),
+                n_bytes=body.size,
                 at=action.at,
             )
         try:

@@ -8,24 +8,30 @@ error type, message and retry-after; or `connection_error`).
 
 Creates POST the exact bytes judgecore sized (so `--max-batch-bytes` is about the wire, not an
 estimate), with the SDK's own retries off: a create that failed in transit may have made a batch, and
-only the batch path, after reconciling, may decide to send it again.
+only the batch path, after reconciling, may decide to send it again. A create body (`CreateBody`) is
+streamed: made from the requests' pieces as the socket takes it, under the exact `Content-Length`
+the sizes give, so a create holds about `judgecore.chunking.CHUNK_BYTES` of it at a time, never the
+whole body (tens of MB for a sub-batch of 8,000 requests with a long rubric) nor a copy of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from typing import Any, Protocol
 
 import anthropic
+import attrs
 import httpx2
 from anthropic.types.messages import MessageBatch
 
 from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
 from judgecore.batching import CREATE_DEADLINE
 from judgecore.batchrun import CONNECT_FAILED
+from judgecore.chunking import body_size, create_body, create_body_chunks
+from judgecore.items import Request, RequestTemplate
 from judgecore.ratelimit import retry_after
 
 _CREATE_PATH = "/v1/messages/batches"
@@ -39,11 +45,38 @@ class BatchApiError(Exception):
         self.raw = raw
 
 
+def _body_size(body: CreateBody) -> int:
+    return body_size([r.size for r in body.requests])
+
+
+@attrs.frozen
+class CreateBody:
+    """The body of one create call, `{"requests":[...]}`: `size` bytes, made on demand, never held.
+
+    `async for` (what the SDK sends) and `chunks()` yield it in pieces of about
+    `judgecore.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
+    """
+
+    requests: tuple[Request, ...] = attrs.field(repr=False)  # the SDK's debug log shows the repr
+    template: RequestTemplate = attrs.field(repr=False)
+    size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
+
+    def chunks(self) -> Iterator[bytes]:
+        return create_body_chunks(self.requests, self.template)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks():
+            yield chunk
+
+    def __bytes__(self) -> bytes:
+        return create_body(self.requests, self.template)
+
+
 class BatchApi(Protocol):
     """What the batch path needs from the Message Batches API."""
 
-    async def create(self, body: bytes) -> BatchSnapshot:
-        """POST exactly `body` (`{"requests":[...]}`) once, no retry; the new batch."""
+    async def create(self, body: CreateBody) -> BatchSnapshot:
+        """POST exactly `body`'s bytes (`{"requests":[...]}`) once, no retry; the new batch."""
         ...
 
     async def retrieve(self, batch_id: str) -> BatchSnapshot: ...
@@ -195,14 +228,17 @@ class AnthropicBatchApi:
     def _error(self, exc: BaseException) -> BatchApiError:
         return BatchApiError(raw_error_from_sdk(exc, self.base_url, self._now()))
 
-    async def create(self, body: bytes) -> BatchSnapshot:
+    async def create(self, body: CreateBody) -> BatchSnapshot:
+        # Streamed under its exact length: h11 refuses a body that comes out longer or shorter than it,
+        # and a Content-Length given keeps httpx from sending the body chunked.
+        headers = {"Content-Type": "application/json", "Content-Length": str(body.size)}
         try:
             batch = await asyncio.wait_for(
                 self._client.post(
                     _CREATE_PATH,
                     content=body,
                     cast_to=MessageBatch,
-                    options={"max_retries": 0, "headers": {"Content-Type": "application/json"}},
+                    options={"max_retries": 0, "headers": headers},
                 ),
                 self._create_deadline,
             )

@@ -9,7 +9,7 @@ sub-batches.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 
 import attrs
@@ -20,6 +20,8 @@ from judgecore.items import Request, Requests, RequestTemplate
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
 ENVELOPE_BYTES = len(b'{"requests":[') + len(b"]}")
+#: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
+CHUNK_BYTES = 256 * 1024
 
 
 def body_size(sizes: Sequence[int]) -> int:
@@ -37,6 +39,36 @@ def create_body(requests: Iterable[Request], template: RequestTemplate) -> bytes
         parts.extend(req.pieces(template))
     parts.append(b"]}")
     return b"".join(parts)
+
+
+def create_body_chunks(
+    requests: Iterable[Request], template: RequestTemplate, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[bytes]:
+    """`create_body(requests, template)` in pieces, made as they are asked for: their concatenation is
+    exactly those bytes, so a body can be sent without ever being held whole.
+
+    Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
+    request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
+    rubric as they are already held). So no piece is a copy of more than twice `chunk_bytes`.
+    """
+    parts = [b'{"requests":[']
+    held = len(parts[0])
+    for n, req in enumerate(requests):
+        if n:
+            parts.append(b",")
+            held += 1
+        if req.size >= chunk_bytes:
+            yield b"".join(parts)
+            yield from req.pieces(template)
+            parts, held = [], 0
+            continue
+        parts.extend(req.pieces(template))
+        held += req.size
+        if held >= chunk_bytes:
+            yield b"".join(parts)
+            parts, held = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)
 
 
 @attrs.frozen

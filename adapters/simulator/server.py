@@ -42,9 +42,21 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def _serve(self) -> None:
+        def _body(self) -> bytes:
+            """The request body, framed by `Content-Length` or sent `Transfer-Encoding: chunked`."""
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                parts = []
+                while size := int(self.rfile.readline(65537).split(b";", 1)[0], 16):
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline(65537)  # the CRLF after the chunk's data
+                while self.rfile.readline(65537).strip():  # trailers, up to the blank line
+                    pass
+                return b"".join(parts)
             length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+            return self.rfile.read(length) if length else b""
+
+        def _serve(self) -> None:
+            body = self._body()
             split = urlsplit(self.path)
             i = split.path.find("/v1/")
             prefix = split.path[:i] if i > 0 else ""

@@ -1,7 +1,7 @@
 """A recording fake of the Message Batches API, driven by a FakeClock, for the batch path's unit tests.
 
 It keeps its batches (their custom_ids, creation time, end time) and answers the five `BatchApi` calls;
-every call is appended to `calls`, every create's exact body to `bodies`. Faults are scripted per create
+every call is appended to `calls`, every create's exact bytes to `bodies`. Faults are scripted per create
 call (1-based): "500", "429", "persist_then_500", "drop", "persist_then_drop", "401", "400", "crash"
 (persists, then raises `Crash`: a kill between the create and the write of its id).
 """
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import attrs
 import orjson
 
-from adapters.batch_api import BatchApiError
+from adapters.batch_api import BatchApiError, CreateBody
 from adapters.clock import FakeClock
 from adapters.store import Store
 from judgecore import (
@@ -167,7 +167,9 @@ class FakeBatchApi:
         self.batches[b.id] = b
         return b
 
-    async def create(self, body: bytes) -> BatchSnapshot:
+    async def create(self, create: CreateBody) -> BatchSnapshot:
+        body = b"".join([chunk async for chunk in create])  # read as the SDK sends it
+        assert create.size == len(body), "the body is not the length its Content-Length says"
         self._creates += 1
         self.calls.append(("create", str(self._creates)))
         self.bodies.append(body)

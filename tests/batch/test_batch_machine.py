@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from adapters.batch import BatchSettings, BatchShell
-from adapters.batch_api import BatchApiError
+from adapters.batch_api import BatchApiError, CreateBody
 from adapters.store import Store
 from judgecore import BatchSnapshot, PollPolicy, RawResult, RequestCounts
 from judgecore.batchrun import (
@@ -113,7 +113,8 @@ class ModelApi:
                 elif b.kinds[c] not in RETRIABLE and b.kinds[c] != "invalid_request":
                     self.violations.append(f"{c} sent again though batch {b.id} answered it {b.kinds[c]}")
 
-    async def create(self, body: bytes) -> BatchSnapshot:
+    async def create(self, create: CreateBody) -> BatchSnapshot:
+        body = bytes(create)
         mode = self.mode
         if mode in ("413",) and len(orjson.loads(body)["requests"]) >= 1:
             raise _http(413, "request_too_large")

@@ -15,17 +15,25 @@ from adapters.batch import (
     BatchRunResult,
     BatchSettings,
     BatchShell,
-    BodyBudget,
     cancel_job,
     create_body,
     run_batch,
 )
-from adapters.batch_api import BatchApiError
+from adapters.batch_api import BatchApiError, CreateBody
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from adapters.store import Store
-from judgecore import DEFAULT_PRICES, BatchSnapshot, PollPolicy, RawResult, Request, custom_id_for
+from judgecore import (
+    DEFAULT_PRICES,
+    BatchSnapshot,
+    PollPolicy,
+    RawResult,
+    Request,
+    RequestTemplate,
+    custom_id_for,
+)
 from judgecore import batchrun as br
+from judgecore.chunking import CHUNK_BYTES
 from judgecore.spend import Budget, request_bound
 
 from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests
@@ -112,7 +120,7 @@ def test_creates_run_concurrently_but_bounded(store: Store) -> None:
     in_flight = peak = 0
 
     class Slow(FakeBatchApi):
-        async def create(self, body: bytes):  # type: ignore[no-untyped-def]
+        async def create(self, body: CreateBody):  # type: ignore[no-untyped-def]
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
@@ -333,7 +341,7 @@ def test_concurrent_equal_sized_creates_never_adopt_a_siblings_batch(store: Stor
     clock = FakeClock()
 
     class Slow(FakeBatchApi):
-        async def create(self, body: bytes):  # type: ignore[no-untyped-def]
+        async def create(self, body: CreateBody):  # type: ignore[no-untyped-def]
             await self.clock.sleep(1.0 if self._creates % 2 else 3.0)
             return await super().create(body)
 
@@ -650,7 +658,7 @@ def test_connection_refused_is_fatal_only_before_the_first_answer(store: Store, 
     )
 
     class Unreachable(FakeBatchApi):
-        async def create(self, body: bytes):  # type: ignore[no-untyped-def]
+        async def create(self, body: CreateBody):  # type: ignore[no-untyped-def]
             if answered_first and self._creates == 0:
                 return await super().create(body)
             self._creates += 1
@@ -779,43 +787,33 @@ def test_a_schema_1_state_dir_is_migrated_its_orphan_groups_read_from_the_old_no
     Store.open(state).close()  # a second open finds nothing to migrate
 
 
-class _HeldCreates(FakeBatchApi):
-    """Creates that return only when the test lets them; each call records how many creates had returned, + 1."""
+class _Pieces(FakeBatchApi):
+    """Records the pieces each create body arrives in, as the SDK reads them."""
 
     def __init__(self, clock: FakeClock) -> None:
         super().__init__(clock)
-        self.go = asyncio.Event()
-        self.at_call: list[int] = []
+        self.pieces: list[list[int]] = []
 
-    async def create(self, body: bytes) -> BatchSnapshot:
-        self.at_call.append(len(self.bodies) + 1)
-        await self.go.wait()
-        return await super().create(body)
+    async def create(self, body: CreateBody) -> BatchSnapshot:
+        self.pieces.append([len(chunk) async for chunk in body])
+        return await super().create(body)  # a second pass: a body can be read again
 
 
-def test_a_create_builds_its_body_only_while_the_bodies_in_flight_are_under_the_byte_budget(
-    store: Store,
-) -> None:
-    """Two sub-batches, a budget smaller than one body: the second body waits for the first create."""
-    requests = make_requests(4)
+def test_a_create_body_is_streamed_in_pieces_that_join_to_the_exact_sized_bytes(store: Store) -> None:
+    """Sub-batches of 1.5 MB go out in pieces of about CHUNK_BYTES (one request past it at most), never
+    as one whole body; joined, each is the reference body, as long as the size the intent recorded."""
+    template = RequestTemplate.build(model="claude-opus-4-8", max_tokens=256, rubric="r" * 3000, path="batch")
+    requests = make_requests(1000, template=template)
     bind(store, requests)
     clock = FakeClock()
-    api = _HeldCreates(clock)
-    shell = BatchShell(
-        store, TEMPLATE, api, clock, BatchSettings(), [].append, random.Random(0), bodies=BodyBudget(1)
-    )
-    first = br.Create(sub_id=1, round=1, requests=requests[:2], at=0.0)
-    second = br.Create(sub_id=2, round=1, requests=requests[2:], at=0.0)
-
-    async def both() -> tuple[list[int], list[int], int]:
-        tasks = [asyncio.ensure_future(shell.create(a)) for a in (first, second)]
-        for _ in range(5):
-            await asyncio.sleep(0)
-        before = (list(api.at_call), shell.bodies.held)
-        api.go.set()
-        await asyncio.gather(*tasks)
-        return before[0], list(api.at_call), shell.bodies.held
-
-    held_calls, all_calls, left = asyncio.run(both())
-    assert ([1], [1, 2], 0) == (held_calls, all_calls, left)
-    assert 2 == len(api.batches)
+    api = _Pieces(clock)
+    shell = BatchShell(store, template, api, clock, BatchSettings(), [].append, random.Random(0))
+    subs = (requests[:500], requests[500:])
+    for n, part in enumerate(subs, start=1):
+        asyncio.run(shell.create(br.Create(sub_id=n, round=1, requests=part, at=0.0)))
+    assert [create_body(part, template) for part in subs] == api.bodies
+    assert [len(b) for b in api.bodies] == [r.bytes for r in store.sub_batches()]
+    assert [[len(b)] for b in api.bodies] != api.pieces  # not one piece
+    longest = CHUNK_BYTES + 1 + max(r.size for r in requests)
+    assert [] == [p for ps in api.pieces for p in ps if p > longest]
+    assert [len(b) for b in api.bodies] == [sum(ps) for ps in api.pieces]

@@ -12,7 +12,7 @@ import attrs
 import httpx2
 
 from adapters.batch import BatchRunResult, BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi, BatchApiError
+from adapters.batch_api import AnthropicBatchApi, BatchApiError, CreateBody
 from adapters.clock import FakeClock
 from adapters.events import BatchCreated, Event
 from adapters.simulator import Scenario, Simulator, sim_client
@@ -117,7 +117,7 @@ def test_a_create_call_past_its_deadline_fails_as_one_that_may_have_made_a_batch
         async with client:
             api = AnthropicBatchApi(client, create_deadline=0.05)
             try:
-                await api.create(b'{"requests":[]}')
+                await api.create(CreateBody((), TEMPLATE))
             except BatchApiError as exc:
                 return exc
         raise AssertionError("the create returned")

@@ -18,8 +18,9 @@ from judgecore import (
     body_size,
     build_requests,
     chunk,
+    parse_items,
 )
-from judgecore.chunking import ENVELOPE_BYTES
+from judgecore.chunking import ENVELOPE_BYTES, create_body_chunks
 
 
 def create_body(requests, template: RequestTemplate) -> bytes:
@@ -59,6 +60,38 @@ def test_the_create_body_is_the_reference_bytes_and_each_sub_batch_size(case):
     assert create_body(reqs, template) == judgecore.create_body(reqs, template)
     for sb in chunk(reqs, max_requests=max_requests, max_bytes=max_bytes):
         assert len(judgecore.create_body(sb.requests, template)) == sb.size
+
+
+@given(chunk_cases(), st.integers(64, 3000))
+def test_a_streamed_create_body_is_the_reference_bytes_in_pieces_of_about_chunk_bytes(case, chunk_bytes):
+    """The pieces a create body is streamed in join to the reference body; a piece the stream joined
+    (not a request's own bytes passed through) is never more than twice `chunk_bytes`."""
+    template, reqs, _, _ = case
+    pieces = list(create_body_chunks(reqs, template, chunk_bytes))
+    assert create_body(reqs, template) == b"".join(pieces)
+    assert body_size([r.size for r in reqs]) == sum(map(len, pieces))
+    own = [q for r in reqs for q in r.pieces(template)]  # alive while compared: their ids are theirs
+    joined = [p for p in pieces if id(p) not in {id(q) for q in own}]
+    assert [] == [p for p in joined if len(p) > 2 * chunk_bytes + ENVELOPE_BYTES]
+
+
+def test_a_request_past_chunk_bytes_is_streamed_as_its_own_bytes_not_a_copy():
+    """A request larger than a piece: its messages go out as the very object the request holds."""
+    template = RequestTemplate.build(model="claude-opus-4-8", max_tokens=16, rubric=None, path="batch")
+    small, big, after = build_requests(
+        parse_items(
+            [
+                b'{"id": "a", "prompt": "short"}',
+                b'{"id": "b", "prompt": "' + b"x" * 5000 + b'"}',
+                b'{"id": "c", "prompt": "short"}',
+            ]
+        ),
+        template,
+    )
+    pieces = list(create_body_chunks((small, big, after), template, chunk_bytes=1000))
+    assert create_body((small, big, after), template) == b"".join(pieces)
+    own = big.pieces(template)
+    assert [True] == [any(p is q for q in own) for p in pieces if len(p) > 1000]
 
 
 @given(chunk_cases())

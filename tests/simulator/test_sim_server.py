@@ -8,6 +8,7 @@ import threading
 
 import anthropic
 import httpx2
+import orjson
 import pytest
 
 from adapters.simulator import ManualClock, Scenario, Simulator, run_server_forever, serve
@@ -62,6 +63,25 @@ def test_base_url_path_prefix_is_kept_in_results_url(make_sim, clock):
             server.base_url + "/prefix/v1/"
         )
         assert len(list(client.messages.batches.results(batch.id))) == 2
+
+
+@pytest.mark.parametrize("framing", ["chunked", "content-length"])
+def test_a_create_body_streamed_in_pieces_is_read_whole_either_way_it_is_framed(make_sim, framing):
+    """A body sent `Transfer-Encoding: chunked` or streamed under a `Content-Length` makes the same
+    batch; the connection is kept for the next request."""
+    body = orjson.dumps({"requests": batch_requests(40)})
+    pieces = [body[i : i + 1000] for i in range(0, len(body), 1000)]
+    key = {"x-api-key": "sk-sim"}
+    headers = key | {"content-type": "application/json"}
+    if framing == "content-length":
+        headers["content-length"] = str(len(body))
+    sim = make_sim()
+    with serve(sim) as server, httpx2.Client(base_url=server.base_url) as client:
+        created = client.post("/v1/messages/batches", content=iter(pieces), headers=headers)
+        listed = client.get("/v1/messages/batches", headers=key)
+    assert (200, 200) == (created.status_code, listed.status_code)
+    assert tuple(f"r{i}" for i in range(40)) == sim.submitted_custom_ids()
+    assert (framing == "chunked") == ("transfer-encoding" in created.request.headers)
 
 
 def test_dropped_connection_is_a_connection_error_and_is_retried(make_sim):
