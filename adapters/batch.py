@@ -24,13 +24,14 @@ import attrs
 from adapters.batch_api import BatchApi, BatchApiError
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
+from adapters.messages import hydrate
 from adapters.store import OutcomeRow, Store
 from judgecore import BatchSnapshot, ModelPrice, Outcome, RequestTemplate, Status, classify
 from judgecore import batchrun as br
 from judgecore.batchrun import BatchSettings
 from judgecore.chunking import create_body
 from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
-from judgecore.items import Request
+from judgecore.items import Request, Requests, custom_ids_of
 from judgecore.spend import Budget
 from judgecore.subbatch import SubEvent, SubState, next_state
 
@@ -187,7 +188,7 @@ class BatchShell:
 
     async def create(self, action: br.Create) -> br.Event:
         await self.bodies.room()
-        body = create_body(action.requests, self.template)
+        body = create_body(hydrate(self.store, Requests.of(action.requests)), self.template)
         size = len(body)
         self.bodies.held += size
         try:
@@ -203,7 +204,7 @@ class BatchShell:
             self.store.record_intent(
                 sub_id=action.sub_id,
                 round=action.round,
-                custom_ids=[r.custom_id for r in action.requests],
+                custom_ids=custom_ids_of(action.requests),
                 n_bytes=len(body),
                 at=action.at,
             )
