@@ -24,13 +24,14 @@ import attrs
 from adapters.batch_api import BatchApi, BatchApiError, CreateBody
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
+from adapters.messages import Hydrating
 from adapters.store import OutcomeRow, Store
 from judgecore import BatchSnapshot, ModelPrice, Outcome, RequestTemplate, Status, classify
 from judgecore import batchrun as br
 from judgecore.batchrun import BatchSettings
-from judgecore.chunking import create_body
+from judgecore.chunking import body_size, create_body
 from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
-from judgecore.items import Request
+from judgecore.items import Request, Requests, custom_ids_of
 from judgecore.spend import Budget
 from judgecore.subbatch import SubEvent, SubState, next_state
 
@@ -158,16 +159,18 @@ class BatchShell:
         return br.Snapshot(sub_id, snap, now)
 
     async def create(self, action: br.Create) -> br.Event:
-        """The intent, then the create: its body streamed from the requests (`CreateBody`), so creates
-        in flight (at most `settings.concurrency`) hold a few hundred KB each, not their bodies."""
-        body = CreateBody(action.requests, self.template)
+        """The intent, then the create: its body streamed from the requests (`CreateBody`), their
+        messages read back from the checkpoint a slice at a time as it streams (`Hydrating`), so
+        creates in flight (at most `settings.concurrency`) hold a few hundred KB each, not their bodies."""
+        reqs = Requests.of(action.requests)
+        body = CreateBody(Hydrating(self.store, reqs), self.template, size=body_size(reqs.sizes))
         if action.written:
             self.store.restamp_intent(action.sub_id, action.at)
         else:
             self.store.record_intent(
                 sub_id=action.sub_id,
                 round=action.round,
-                custom_ids=[r.custom_id for r in action.requests],
+                custom_ids=custom_ids_of(reqs),
                 n_bytes=body.size,
                 at=action.at,
             )

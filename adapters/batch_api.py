@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
 from judgecore.batching import CREATE_DEADLINE
 from judgecore.batchrun import CONNECT_FAILED
 from judgecore.chunking import body_size, create_body, create_body_chunks
-from judgecore.items import Request, RequestTemplate
+from judgecore.items import Request, RequestTemplate, sizes_of
 from judgecore.ratelimit import retry_after
 
 _CREATE_PATH = "/v1/messages/batches"
@@ -46,7 +46,7 @@ class BatchApiError(Exception):
 
 
 def _body_size(body: CreateBody) -> int:
-    return body_size([r.size for r in body.requests])
+    return body_size(sizes_of(body.requests))
 
 
 @attrs.frozen
@@ -57,7 +57,7 @@ class CreateBody:
     `judgecore.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
     """
 
-    requests: tuple[Request, ...] = attrs.field(repr=False)  # the SDK's debug log shows the repr
+    requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
     template: RequestTemplate = attrs.field(repr=False)
     size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
 

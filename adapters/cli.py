@@ -304,6 +304,7 @@ def _read_rubric(path: Path | None) -> str | None:
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     from adapters.job import load_items
+    from adapters.messages import boxed
 
     try:
         settings = _settings(ns)
@@ -316,7 +317,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
-    items = load_items(ns.input)
+    # the messages in a box shared with the run's job: they leave memory once the checkpoint has them
+    items = boxed(load_items(ns.input))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state

@@ -248,11 +248,11 @@ def iter_records(
     """
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
-    wanted = {i.custom_id for i in items}
+    cols = Items.of(items)  # its columns: the messages (perhaps in the checkpoint only) are not read
+    wanted = set(cols.custom_ids)
     early: dict[str, tuple[Any, ...]] = {}
     rows = store.latest()
-    for item in items:
-        cid = item.custom_id
+    for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
         row = early.pop(cid, None)
         while row is None:
             got = next(rows, None)
@@ -263,9 +263,9 @@ def iter_records(
             elif got[0] in wanted:
                 early[got[0]] = tuple(got[1:])
         yield stored_record(
-            item.id,
+            item_id,
             cid,
-            item.metadata_json,
+            metadata_json,
             row,
             default_route=default_route,
             waiting=waiting,
@@ -360,7 +360,7 @@ def _output_stamp(
         st = out.stat()
     except OSError:
         return None
-    order = hashlib.blake2b("\n".join(i.custom_id for i in items).encode(), digest_size=16).hexdigest()
+    order = hashlib.blake2b("\n".join(Items.of(items).custom_ids).encode(), digest_size=16).hexdigest()
     return {
         "out": str(out.resolve()),
         "size": st.st_size,
@@ -385,7 +385,9 @@ def _job_of(
     """The job's items, checked against the settings, and its plan, built once (a run and a dry run)."""
     if not isinstance(items, (tuple, Items)):
         items = items_from_objects(items)  # type: ignore[arg-type]
-    items = Items.of(items)
+    from adapters.messages import boxed
+
+    items = boxed(Items.of(items))  # a run hands the messages to its checkpoint (adapters.messages)
     if not items:
         raise UsageError("the input has no items")
     for k, mt in enumerate(items.max_tokens):
@@ -502,6 +504,9 @@ async def _run(
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
             client = client or _default_client(environ)
+            from adapters.messages import hand_to_checkpoint
+
+            hand_to_checkpoint(store, job)  # the run reads back what it sends: none held in memory
             choice = await _choose_route(
                 store, job, history, settings, sync_settings, client, clock, emit, rng
             )
@@ -736,14 +741,17 @@ async def _probe(
     reading kept from an earlier run is used instead when there is one)."""
     if history.otpm_read is not None:
         return _Probed(otpm=history.otpm_read)
-    first = next((r for r in job.requests if r.custom_id not in history.state.final), None)
-    if first is None:
+    final = history.state.final
+    first_id = next((c for c in job.requests.custom_ids if c not in final), None)
+    if first_id is None:
         return _Probed(otpm=None)
     from adapters.events import Notice
+    from adapters.messages import hydrate
     from adapters.sync import probe
     from adapters.sync_api import AnthropicMessagesApi
     from judgecore.outcomes import Status
 
+    first = hydrate(store, job.requests.select([first_id]))[0]
     result = await probe(
         store=store,
         api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
@@ -827,6 +835,7 @@ async def _run_route(
         )
         ran = _Ran(fatal=Fatal(res.fatal) if res.fatal else None, stuck=tuple(res.stuck))
     if path == "sync" and ran.fatal is None:
+        from adapters.messages import hydrate
         from adapters.sync import run_sync
         from adapters.sync_api import AnthropicMessagesApi
         from judgecore.ratelimit import RateLimitReading
@@ -837,7 +846,7 @@ async def _run_route(
             reading = RateLimitReading.for_otpm(settings.otpm)
         sres = await run_sync(
             store=store,
-            requests=tuple(r for r in job.requests if r.custom_id != choice.spent),
+            requests=tuple(hydrate(store, job.requests.only(set(job.requests.custom_ids) - {choice.spent}))),
             template=job.sync_template,
             api=AnthropicMessagesApi(client, timeout=sync_settings.request_timeout),
             clock=clock,

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 DB_NAME = "judgecore.sqlite3"
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
 SCHEMA_VERSION = 2
+#: custom_ids bound per `IN (...)` query (SQLite's default limit is 32,766 parameters).
+_IN_CHUNK = 500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -97,6 +99,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 DROP INDEX IF EXISTS outcomes_cid;
 CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_id) WHERE sub_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS item_metadata (custom_id TEXT PRIMARY KEY, metadata TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS item_messages (custom_id TEXT PRIMARY KEY, messages BLOB NOT NULL);
 """
 
 # A sub-batch row's `state` is a `judgecore.subbatch.SubState`, moved only through its table; the
@@ -255,6 +258,31 @@ class Store:
             )
             c.execute("DELETE FROM incoming")
         return old is None
+
+    # -- the items' messages: kept here while a run sends, so the run holds none in memory ------
+
+    def messages_missing(self) -> list[str]:
+        """The custom_ids of bound items whose messages are not kept yet (all of a new job's)."""
+        q = (
+            "SELECT i.custom_id FROM items i LEFT JOIN item_messages m ON m.custom_id = i.custom_id "
+            "WHERE m.custom_id IS NULL ORDER BY i.seq"
+        )
+        return [r[0] for r in self._conn.execute(q)]
+
+    def keep_messages(self, rows: Iterable[tuple[str, bytes]]) -> None:
+        """Keep each bound item's serialized messages (`(custom_id, bytes)`); they never change under
+        an id (a changed item is a content conflict), so one kept already is left as it is."""
+        with self._tx() as c:
+            c.executemany("INSERT OR IGNORE INTO item_messages (custom_id, messages) VALUES (?, ?)", rows)
+
+    def messages_of(self, custom_ids: Sequence[str]) -> list[bytes]:
+        """The kept messages of these custom_ids, in the order given; `KeyError` for one not kept."""
+        got: dict[str, bytes] = {}
+        q = "SELECT custom_id, messages FROM item_messages WHERE custom_id IN ({})"
+        for k in range(0, len(custom_ids), _IN_CHUNK):
+            part = custom_ids[k : k + _IN_CHUNK]
+            got.update(self._conn.execute(q.format(",".join("?" * len(part))), part))
+        return [got[c] for c in custom_ids]
 
     # -- what the summary reads (items' metadata, answers' usage, the timeline) ------------------
 

@@ -4,6 +4,7 @@ a no-op rerun of the finished job, and the start-up of the small commands.
     uv run python bench/job.py                       # 20,000, 90,000 and 180,000 items
     uv run python bench/job.py --sizes 90000 --reruns 3
     uv run python bench/job.py --root OTHER_CHECKOUT  # the same, for another checkout (its .venv)
+    uv run python bench/job.py --prompt-bytes 2000 --sizes 20000 90000 --no-small  # judge-sized prompts
 
 Each job is `judgecore run` (the real SDK over loopback HTTP; one probe on the sync path, the rest in
 sub-batches) with the simulator in this process, fast batches (1 s), polls every 0.2 s; its CPU is the
@@ -67,18 +68,22 @@ def run(python: str, root: Path, args: list[str], env: dict[str, str]) -> dict[s
     return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024}
 
 
-def write_items(path: Path, n: int) -> None:
+def write_items(path: Path, n: int, prompt_bytes: int = 0) -> None:
+    """n items; each prompt padded to about `prompt_bytes` (a judge prompt carries the completion it
+    grades: a few KB is usual), or a one-line prompt."""
+    pad = "The completion under review says the sky is blue because of Rayleigh scattering. "
     with path.open("wb") as f:
         for i in range(n):
-            f.write(
-                orjson.dumps({"id": f"item-{i}", "prompt": f"Grade answer {i}: the sky is blue."}) + b"\n"
-            )
+            prompt = f"Grade answer {i}: the sky is blue."
+            if prompt_bytes > len(prompt):
+                prompt += (pad * (1 + prompt_bytes // len(pad)))[: prompt_bytes - len(prompt)]
+            f.write(orjson.dumps({"id": f"item-{i}", "prompt": prompt}) + b"\n")
 
 
-def job(python: str, root: Path, n: int, reruns: int) -> dict[str, float]:
+def job(python: str, root: Path, n: int, reruns: int, prompt_bytes: int = 0) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, serve(Simulator(Scenario(seed=1, batch_seconds=1.0))) as srv:
         items, rubric, state = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt", Path(tmp) / "s"
-        write_items(items, n)
+        write_items(items, n, prompt_bytes)
         rubric.write_text(RUBRIC)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(ANTHROPIC_BASE_URL=srv.base_url, ANTHROPIC_API_KEY="sk-bench")
@@ -125,15 +130,17 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 90_000, 180_000])
     ap.add_argument("--reruns", type=int, default=3, help="no-op reruns timed after each job")
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (its .venv)")
+    ap.add_argument("--prompt-bytes", type=int, default=0, help="pad each prompt to about this many bytes")
+    ap.add_argument("--no-small", action="store_true", help="skip the small commands' start-up")
     ns = ap.parse_args()
     root = ns.root.resolve()
     python = str(root / ".venv" / "bin" / "python")
     print(f"judgecore whole-process bench of {root}")
-    for name, wall in small_commands(python, root).items():
+    for name, wall in ({} if ns.no_small else small_commands(python, root)).items():
         print(f"  {name:<20} {wall:6.3f} s wall (median of 5; target <= 0.3 s)")
     peaks: list[tuple[int, float]] = []
     for n in ns.sizes:
-        r = job(python, root, n, ns.reruns)
+        r = job(python, root, n, ns.reruns, ns.prompt_bytes)
         peaks.append((n, r["rss_mb"]))
         per_k = r["cpu"] / (n / 1000)
         print(

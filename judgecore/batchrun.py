@@ -58,7 +58,7 @@ from judgecore.batching import (
 from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import chunk
 from judgecore.harvesting import Held
-from judgecore.items import Request, RequestIndex, custom_ids_of
+from judgecore.items import Request, RequestIndex, custom_ids_of, item_ids_of
 from judgecore.outcomes import FailureClass, Outcome, RawResult, Status, Usage, classify
 from judgecore.planning import ModelPrice
 from judgecore.polling import (
@@ -623,7 +623,7 @@ class BatchRun:
         queue = list(run.queue)
         while room > 0 and queue:
             reqs = queue.pop(0)
-            bounds = tuple(run._bound(r.custom_id) for r in reqs) if run.price is not None else ()
+            bounds = tuple(map(run._bound, custom_ids_of(reqs))) if run.price is not None else ()
             cut: tuple[Sequence[Request], ...] = ()
             if bounds:
                 fit = run.budget.fit(bounds)
@@ -653,7 +653,7 @@ class BatchRun:
         return attrs.evolve(run, queue=tuple(queue))
 
     def _out_of_budget(self, unsent: tuple[Sequence[Request], ...]) -> BatchRun:
-        need = sum(self._bound(r.custom_id) for reqs in unsent for r in reqs)
+        need = sum(self._bound(c) for reqs in unsent for c in custom_ids_of(reqs))
         n = sum(len(reqs) for reqs in unsent)
         assert self.budget.cap is not None
         more = need - max(0.0, self.budget.left)
@@ -789,13 +789,11 @@ class BatchRun:
                     )
                 )
             case RejectDecision(outcome):
-                req = sub.requests[0]
-                run = run._emit(Release((Held(req.custom_id, outcome, sub.sub_id, None),)))
+                cid, item_id = custom_ids_of(sub.requests)[0], item_ids_of(sub.requests)[0]
+                run = run._emit(Release((Held(cid, outcome, sub.sub_id, None),)))
                 run = run._move(sub, SubEvent.REJECTED, outcome.reason, busy=False)
-                run = attrs.evolve(run, final=run.final | {req.custom_id})
-                return run._emit(
-                    Say("warning", f"item {req.item_id!r}: too large for any batch: quarantined")
-                )
+                run = attrs.evolve(run, final=run.final | {cid})
+                return run._emit(Say("warning", f"item {item_id!r}: too large for any batch: quarantined"))
             case Fatal(outcome):
                 run = run._fatal(outcome, f"creating sub-batch {sub.sub_id}")
                 if sub.unsure:
@@ -1013,11 +1011,11 @@ def _bounder(price: ModelPrice | None, cached_bytes: int, requests: RequestIndex
     def bound(custom_id: str) -> float:
         if price is None:
             return 0.0
-        r = requests[custom_id]
+        size, max_tokens = requests.bound_inputs(custom_id)
         return request_bound(
-            request_bytes=r.size,
+            request_bytes=size,
             cached_bytes=cached_bytes,
-            max_tokens=r.max_tokens,
+            max_tokens=max_tokens,
             price=price,
             route="batch",
         )

@@ -15,7 +15,7 @@ from itertools import accumulate
 import attrs
 
 from judgecore.errors import RequestTooLargeError
-from judgecore.items import Request, Requests, RequestTemplate
+from judgecore.items import Request, Requests, RequestTemplate, custom_ids_of, item_ids_of
 
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
@@ -81,9 +81,7 @@ class SubBatch:
 
     @property
     def custom_ids(self) -> tuple[str, ...]:
-        if isinstance(self.requests, Requests):
-            return tuple(self.requests.custom_ids)
-        return tuple(r.custom_id for r in self.requests)
+        return custom_ids_of(self.requests)
 
 
 def chunk(
@@ -104,8 +102,8 @@ def chunk(
     n = len(sizes)
     if n and max(sizes) + ENVELOPE_BYTES > max_bytes:
         i = next(k for k, s in enumerate(sizes) if s + ENVELOPE_BYTES > max_bytes)
-        req = view[i]
-        raise RequestTooLargeError(req.item_id, req.custom_id, sizes[i] + ENVELOPE_BYTES, max_bytes)
+        item_id, cid = item_ids_of(view[i : i + 1])[0], custom_ids_of(view[i : i + 1])[0]
+        raise RequestTooLargeError(item_id, cid, sizes[i] + ENVELOPE_BYTES, max_bytes)
     # ends[k]: the body bytes of requests [0, k) with a comma after each (the body of [a, b) is then
     # ends[b] - ends[a] - 1 + the envelope); each sub-batch takes the most requests that fit both caps.
     ends = list(accumulate((s + 1 for s in sizes), initial=0))

@@ -329,7 +329,11 @@ class Items(Sequence[Item]):
         return _column_eq(self, other)
 
     def __hash__(self) -> int:
-        return hash((self.custom_ids, self.messages_json, self.max_tokens))
+        return hash((self.custom_ids, self.max_tokens))
+
+    def with_message_column(self, column: Sequence[bytes]) -> Items:
+        """The same items reading their messages from `column` (the same values, kept elsewhere)."""
+        return attrs.evolve(self, messages_json=column)
 
     def __repr__(self) -> str:
         return f"Items({list(self)!r})"
@@ -437,6 +441,10 @@ class Requests(Sequence[Request]):
 
     A slice or a `select` is another view of the same columns, so a job's sub-batches, rounds and
     queues cost a position per request, never an object. It equals any sequence of equal requests.
+
+    Everything but the messages is read from the columns (`custom_ids`, `item_ids`, `sizes`,
+    `max_tokens`, `message_sizes`): the messages column may be one the shell fills only for the
+    requests it sends (`hydrated`), and building a `Request` is the one read of it.
     """
 
     _cids: Sequence[str]
@@ -446,6 +454,10 @@ class Requests(Sequence[Request]):
     _sizes: Sequence[int]
     positions: Sequence[int] = attrs.field(
         default=attrs.Factory(lambda self: range(len(self._cids)), takes_self=True)
+    )
+    _msg_sizes: Sequence[int] = attrs.field(
+        default=attrs.Factory(lambda self: array("q", map(len, self._messages)), takes_self=True),
+        kw_only=True,
     )
 
     @classmethod
@@ -463,7 +475,7 @@ class Requests(Sequence[Request]):
         )
 
     def _view(self, positions: Sequence[int]) -> Requests:
-        return Requests(self._cids, self._ids, self._max_tokens, self._messages, self._sizes, positions)
+        return attrs.evolve(self, positions=positions)
 
     def _whole(self) -> bool:
         p = self.positions
@@ -485,8 +497,44 @@ class Requests(Sequence[Request]):
         return self._column(self._max_tokens)
 
     @property
+    def item_ids(self) -> Sequence[str]:
+        return self._column(self._ids)
+
+    @property
+    def message_sizes(self) -> Sequence[int]:
+        """The byte length of each request's serialized messages."""
+        return self._column(self._msg_sizes)
+
+    @property
     def messages_json(self) -> Sequence[bytes]:
         return self._column(self._messages)
+
+    @property
+    def message_column(self) -> Sequence[bytes]:
+        """The whole messages column this view reads (all of the job's, not only the view's)."""
+        return self._messages
+
+    def hydrated(self, messages: Sequence[bytes]) -> Requests:
+        """These requests, in this order, with `messages` (one per request) as their messages: a
+        compact copy of the view, for the shell that reads messages back for the requests it sends."""
+        if len(messages) != len(self):
+            raise ValueError(f"{len(messages)} messages for {len(self)} requests")
+        return Requests(
+            tuple(self.custom_ids),
+            tuple(self.item_ids),
+            array("q", self.max_tokens),
+            tuple(messages),
+            array("q", self.sizes),
+            msg_sizes=array("q", self.message_sizes),
+        )
+
+    def with_message_column(self, column: Sequence[bytes]) -> Requests:
+        """The same view reading its messages from `column` (the same values, kept elsewhere)."""
+        return attrs.evolve(self, messages=column)
+
+    def bound_inputs(self, position: int) -> tuple[int, int]:
+        """`(size, max_tokens)` of the request at `position` of the columns: what bounds its cost."""
+        return self._sizes[position], self._max_tokens[position]
 
     def select(self, custom_ids: Iterable[str], index: Mapping[str, int] | None = None) -> Requests:
         """The view of these requests, in the order given (`index`: `position_index()`, when kept)."""
@@ -555,7 +603,8 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
             for c, m, j in zip(cols.custom_ids, cols.max_tokens, cols.messages_json, strict=True)
         ],
     )
-    return Requests(cols.custom_ids, cols.ids, mts, cols.messages_json, sizes)
+    msg_sizes = array("q", map(len, cols.messages_json))
+    return Requests(cols.custom_ids, cols.ids, mts, cols.messages_json, sizes, msg_sizes=msg_sizes)
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -584,6 +633,10 @@ class RequestIndex(Mapping[str, Request]):
     def __getitem__(self, custom_id: str) -> Request:
         return self.requests.at(self._positions()[custom_id])
 
+    def bound_inputs(self, custom_id: str) -> tuple[int, int]:
+        """`(size, max_tokens)` of one request, read from the columns (not its messages)."""
+        return self.requests.bound_inputs(self._positions()[custom_id])
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.requests.custom_ids)
 
@@ -609,3 +662,17 @@ def custom_ids_of(requests: Iterable[Request]) -> tuple[str, ...]:
     if isinstance(requests, Requests):
         return tuple(requests.custom_ids)
     return tuple(r.custom_id for r in requests)
+
+
+def item_ids_of(requests: Iterable[Request]) -> tuple[str, ...]:
+    """The item ids of `requests`, in order (from the column of a `Requests` view, no objects)."""
+    if isinstance(requests, Requests):
+        return tuple(requests.item_ids)
+    return tuple(r.item_id for r in requests)
+
+
+def sizes_of(requests: Iterable[Request]) -> Sequence[int]:
+    """The sizes of `requests`, in order (from the column of a `Requests` view, no objects)."""
+    if isinstance(requests, Requests):
+        return requests.sizes
+    return [r.size for r in requests]

@@ -44,6 +44,15 @@ class JobPlan:
     def template(self, path: RoutePath) -> RequestTemplate:
         return self.sync_template if path == "sync" else self.batch_template
 
+    def with_message_column(self, column: Sequence[bytes]) -> JobPlan:
+        """The same job reading its items' messages from `column` (the same values, kept elsewhere:
+        the shell hands them to the checkpoint and reads back those it sends)."""
+        return attrs.evolve(
+            self,
+            items=self.items.with_message_column(column),
+            requests=self.requests.with_message_column(column),
+        )
+
     def finished(self, state: JobState) -> bool:
         """Every item final and no batch of the job still live: a run has nothing to send or poll."""
         final = state.final
@@ -75,9 +84,10 @@ def plan_job(
         largest = max(sizes)
         if largest + ENVELOPE_BYTES > max_batch_bytes:
             k = sizes.index(largest)
-            req = requests[k]
-            size = req.size + ENVELOPE_BYTES
-            raise RequestTooLargeError(req.item_id, req.custom_id, size, max_batch_bytes, line=cols.lines[k])
+            size = sizes[k] + ENVELOPE_BYTES
+            raise RequestTooLargeError(
+                cols.ids[k], cols.custom_ids[k], size, max_batch_bytes, line=cols.lines[k]
+            )
     return JobPlan(items=cols, requests=requests, sync_template=sync, batch_template=batch)
 
 
@@ -203,7 +213,7 @@ def plan(
     )
     # estimate_tokens (ceil(bytes / 4)) and min() per request, each sum one pass in C
     cols = Requests.of(requests)
-    input_tokens = sum(map(floordiv, map(add, map(len, cols.messages_json), repeat(3)), repeat(4)))
+    input_tokens = sum(map(floordiv, map(add, cols.message_sizes, repeat(3)), repeat(4)))
     output_tokens = sum(map(min, cols.max_tokens, repeat(output_per_answer)))
     price = prices.get(template.model)
     est = all_sync = None

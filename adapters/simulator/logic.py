@@ -83,6 +83,8 @@ class BatchView:
     custom_ids: tuple[str, ...]
     attempts: tuple[int, ...]
     request_counts: Mapping[str, int]
+    #: each request's `params` as the create sent them, in `custom_ids` order
+    params: tuple[Any, ...]
     deleted: bool
     results: tuple[dict[str, Any], ...] | None
 
@@ -117,6 +119,7 @@ class _Batch:
             request_counts=dict(self.counts_json()),
             deleted=self.deleted,
             results=self.results,
+            params=self.params,
         )
 
     def counts_json(self) -> dict[str, int]:

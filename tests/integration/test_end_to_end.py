@@ -311,3 +311,69 @@ def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):
             assert 0o600 == stat.S_IMODE(path.stat().st_mode), path
         assert key.encode() not in path.read_bytes(), path
     assert key not in res.stdout + res.stderr
+
+
+def test_what_a_run_reads_back_from_its_checkpoint_is_each_items_messages(served, tmp_path):
+    """A run keeps the items' messages in its checkpoint and reads back those it sends, holding none in
+    memory: every batch request the simulator got, in every sub-batch and in the retry round, carries
+    exactly its own item's messages (unicode, content blocks and a long text included)."""
+    from judgecore import custom_id_for
+
+    srv = served(Scenario(seed=11, batch_seconds=0.2, batch_mix={"succeeded": 0.6, "api_error": 0.4}))
+    rows: list[dict] = []
+    for i in range(40):
+        if i % 3 == 0:
+            msgs = [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": f"Q{i}: naïve café — 東京 {'x' * (i * 50)}"}],
+                },
+                {"role": "assistant", "content": f'answer {i} \u2028 "quoted"'},
+                {"role": "user", "content": "Grade it."},
+            ]
+            rows.append({"id": f"m{i}", "messages": msgs})
+        else:
+            rows.append({"id": f"p{i}", "prompt": f"prompt {i} ✓ " * (1 + i % 4)})
+    items = write_items(tmp_path / "in.jsonl", rows)
+    want = {
+        custom_id_for(r["id"]): r.get("messages") or [{"role": "user", "content": r["prompt"]}] for r in rows
+    }
+    args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", "--max-batch-requests", "7"]
+    res = srv.cli([*args, *FAST_POLL], timeout=120)
+    assert 0 == res.returncode, res.stderr
+    sent = [
+        (cid, p["messages"]) for b in srv.sim.batches for cid, p in zip(b.custom_ids, b.params, strict=True)
+    ]
+    assert len(sent) > len(rows)  # the api_errors were sent again in a retry round
+    assert len(srv.sim.batches) > 40 // 7
+    for cid, messages in sent:
+        assert want[cid] == messages, cid
+
+
+def test_a_checkpoint_without_kept_messages_is_resumed_with_the_inputs(served, tmp_path):
+    """A checkpoint that kept no messages (written before they were kept there, or cut off before
+    they were) is resumed: the rerun keeps them from the input and sends the right ones."""
+    import sqlite3
+
+    from judgecore import custom_id_for
+
+    srv = served(Scenario(seed=12, batch_seconds=0.2, batch_failures=1))
+    rows = [{"id": f"r{i}", "prompt": f"grade answer {i}"} for i in range(12)]
+    items = write_items(tmp_path / "in.jsonl", rows)
+    args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", "--max-attempts", "1"]
+    first = srv.cli([*args, *FAST_POLL], timeout=60)
+    assert 3 == first.returncode, first.stderr  # every item's first answer is an api_error
+    db = sqlite3.connect(tmp_path / "s" / "judgecore.sqlite3")
+    with db:
+        db.execute("DELETE FROM item_messages")
+    db.close()
+    res = srv.cli([*args, *FAST_POLL], timeout=60)
+    assert 0 == res.returncode, res.stderr
+    resent = [
+        (cid, p["messages"])
+        for b in srv.sim.batches[1:]
+        for cid, p in zip(b.custom_ids, b.params, strict=True)
+    ]
+    assert {custom_id_for(r["id"]) for r in rows} == {cid for cid, _ in resent}
+    for cid, messages in resent:
+        assert [{"role": "user", "content": f"grade answer {cid[1:].split('-')[0]}"}] == messages

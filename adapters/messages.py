@@ -1,0 +1,125 @@
+"""A job's messages, held in memory only until the run has them in its checkpoint.
+
+The serialized messages are most of a job's bytes (a judge prompt carries the completion it grades). A
+run needs them only for the requests it is sending, so once the job is bound the shell keeps them in
+the checkpoint (`Store.keep_messages`), empties the `MessageBox` the job's columns read them from,
+and reads back those of each slice of requests it sends (`hydrate`). What a run holds per item is then
+its ids and sizes, whatever its prompts' length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, overload
+
+from judgecore.items import Items, Request, Requests
+
+if TYPE_CHECKING:
+    from adapters.store import Store
+    from judgecore.planning import JobPlan
+
+
+class MessagesReleasedError(RuntimeError):
+    """A job's messages were read from memory after they were handed to its checkpoint."""
+
+
+class MessageBox(Sequence[bytes]):
+    """The messages column of a job's `Items` and `Requests`: the values until `release`, after which
+    a read raises `MessagesReleasedError` (the shell reads them back with `hydrate`)."""
+
+    __slots__ = ("_n", "_values")
+
+    def __init__(self, values: Sequence[bytes]) -> None:
+        self._values: Sequence[bytes] | None = values
+        self._n = len(values)
+
+    @property
+    def released(self) -> bool:
+        return self._values is None
+
+    def release(self) -> None:
+        """Drop the values (the checkpoint has them)."""
+        self._values = None
+
+    def _held(self) -> Sequence[bytes]:
+        if self._values is None:
+            raise MessagesReleasedError("the job's messages are in its checkpoint: read them with hydrate()")
+        return self._values
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, k: int) -> bytes: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, k: int | slice) -> bytes | Sequence[bytes]:
+        return self._held()[k]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._held())
+
+
+def boxed(items: Items) -> Items:
+    """`items` reading their messages from a `MessageBox` (the same one when they already do)."""
+    if isinstance(items.messages_json, MessageBox):
+        return items
+    return items.with_message_column(MessageBox(items.messages_json))
+
+
+def hand_to_checkpoint(store: Store, job: JobPlan) -> None:
+    """Keep the job's messages in `store` (those not kept yet), then empty the box the job reads them
+    from, if it has one: from here on the run reads back the messages it sends (`hydrate`)."""
+    box = job.items.messages_json
+    missing = store.messages_missing()
+    if missing:
+        want = None if len(missing) >= len(job.items) else frozenset(missing)
+        pairs = zip(job.items.custom_ids, box, strict=True)
+        store.keep_messages(pair for pair in pairs if want is None or pair[0] in want)
+    if isinstance(box, MessageBox):
+        box.release()
+
+
+def hydrate(store: Store, requests: Requests) -> Requests:
+    """`requests` (a view) with their messages: from memory while the job still holds them, else
+    read back from the checkpoint."""
+    box = requests.message_column
+    if isinstance(box, MessageBox) and box.released:
+        return requests.hydrated(store.messages_of(list(requests.custom_ids)))
+    return requests
+
+
+#: Requests whose messages are read back from the checkpoint at a time while a create body streams.
+HYDRATE_SLICE = 256
+
+
+class Hydrating(Sequence[Request]):
+    """`requests` as a create body streams them: their messages read back from the checkpoint
+    `HYDRATE_SLICE` requests at a time (so creates in flight hold a slice each, not a sub-batch's
+    messages); from memory while the job still holds them. Each iteration reads afresh."""
+
+    __slots__ = ("_requests", "_store")
+
+    def __init__(self, store: Store, requests: Requests) -> None:
+        self._store, self._requests = store, requests
+
+    @property
+    def requests(self) -> Requests:
+        return self._requests
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+    @overload
+    def __getitem__(self, k: int) -> Request: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[Request]: ...
+    def __getitem__(self, k: int | slice) -> Request | Sequence[Request]:
+        if isinstance(k, slice):
+            return Hydrating(self._store, self._requests[k])
+        return hydrate(self._store, self._requests[k : k + 1 or None])[0]
+
+    def __iter__(self) -> Iterator[Request]:
+        reqs = self._requests
+        for k in range(0, len(reqs), HYDRATE_SLICE):
+            yield from hydrate(self._store, reqs[k : k + HYDRATE_SLICE])
