@@ -317,8 +317,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
-    # the messages in a box shared with the run's job: they leave memory once the checkpoint has them
-    items = boxed(load_items(ns.input))
+    # a run reads the messages from the input again to keep them in its checkpoint, and holds none
+    items = boxed(load_items(ns.input, hold_messages=ns.dry_run))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state

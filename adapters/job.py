@@ -185,19 +185,28 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def load_items(path: Path) -> Items:
-    """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line."""
+def load_items(path: Path, *, hold_messages: bool = True) -> Items:
+    """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line.
+
+    `hold_messages=False` (the CLI's run): the items keep each message's size and digest, not the
+    messages; the run reads them from `path` again to keep them in its checkpoint
+    (`adapters.messages.InputMessages`), so no run holds its whole input in memory."""
     from judgecore import parse_items
 
     try:
         with path.open("rb") as f, _bulk_allocation():
-            return parse_items(f)
+            items = parse_items(f, hold_messages=hold_messages)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (InputError, DuplicateIdError) as exc:
         raise input_error(path, exc.line, exc.reason) from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    if hold_messages:
+        return items
+    from adapters.messages import InputMessages
+
+    return items.with_message_column(InputMessages(path, len(items)))
 
 
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
@@ -504,9 +513,12 @@ async def _run(
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
             client = client or _default_client(environ)
-            from adapters.messages import hand_to_checkpoint
+            from adapters.messages import InputChangedError, hand_to_checkpoint
 
-            hand_to_checkpoint(store, job)  # the run reads back what it sends: none held in memory
+            try:
+                hand_to_checkpoint(store, job)  # the run reads back what it sends: none held in memory
+            except InputChangedError as exc:
+                raise UsageError(str(exc)) from None
             choice = await _choose_route(
                 store, job, history, settings, sync_settings, client, clock, emit, rng
             )

@@ -10,9 +10,10 @@ its ids and sizes, whatever its prompts' length.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from judgecore.items import Items, Request, Requests
+from judgecore.items import Items, Request, Requests, iter_line_messages, raw_digest
 
 if TYPE_CHECKING:
     from adapters.store import Store
@@ -60,6 +61,43 @@ class MessageBox(Sequence[bytes]):
         return iter(self._held())
 
 
+class InputMessages(MessageBox):
+    """The messages of items parsed from `path` without holding them (`parse_items(...,
+    hold_messages=False)`): released from the start; `pairs` reads them from the file again, each
+    checked against the digest taken when the file was parsed."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path, n: int) -> None:
+        self._values, self._n, self.path = None, n, path
+
+    def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
+        """`(custom_id, messages_json)` of the items in `want` (all: None), read from the file again;
+        `InputChangedError` at the first line that no longer holds the item parsed from it."""
+        k = -1
+        with self.path.open("rb") as f:
+            for k, (line, item_id, messages, max_tokens) in enumerate(iter_line_messages(f)):
+                if (
+                    k >= len(items)
+                    or item_id != items.ids[k]
+                    or raw_digest(messages, max_tokens) != items.digest_at(k)
+                ):
+                    raise InputChangedError(self.path, line)
+                cid = items.custom_ids[k]
+                if want is None or cid in want:
+                    yield cid, messages
+        if k + 1 != len(items):
+            raise InputChangedError(self.path, None)
+
+
+class InputChangedError(Exception):
+    """The input file changed between its parse and the read of its messages."""
+
+    def __init__(self, path: Path, line: int | None) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: the input changed while the run read it; nothing was sent: run again")
+
+
 def boxed(items: Items) -> Items:
     """`items` reading their messages from a `MessageBox` (the same one when they already do)."""
     if isinstance(items.messages_json, MessageBox):
@@ -74,8 +112,11 @@ def hand_to_checkpoint(store: Store, job: JobPlan) -> None:
     missing = store.messages_missing()
     if missing:
         want = None if len(missing) >= len(job.items) else frozenset(missing)
-        pairs = zip(job.items.custom_ids, box, strict=True)
-        store.keep_messages(pair for pair in pairs if want is None or pair[0] in want)
+        if isinstance(box, InputMessages):
+            store.keep_messages(box.pairs(job.items, want))
+        else:
+            pairs = zip(job.items.custom_ids, box, strict=True)
+            store.keep_messages(pair for pair in pairs if want is None or pair[0] in want)
     if isinstance(box, MessageBox):
         box.release()
 

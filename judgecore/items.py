@@ -62,9 +62,17 @@ class Item:
 
 
 def _digest(messages_json: bytes, max_tokens: int | None) -> str:
+    return raw_digest(messages_json, max_tokens).hex()
+
+
+def raw_digest(messages_json: bytes, max_tokens: int | None) -> bytes:
+    """The 16 bytes of an item's digest (`Item.digest` is their hex)."""
     h = hashlib.sha256(messages_json)
     h.update(b"\x00" + str(max_tokens).encode())
-    return h.hexdigest()[:32]
+    return h.digest()[:DIGEST_BYTES]
+
+
+DIGEST_BYTES = 16
 
 
 def _dumps(value: Any) -> bytes:
@@ -200,20 +208,27 @@ def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
     return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
-def parse_items(lines: Iterable[bytes | str]) -> Items:
+def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
     Each line is parsed once, straight into the columns of an `Items`, and each custom_id derived once
     for the whole file at a time (see `judgecore.ids`). Duplicate ids (and custom_id collisions) are
     reported with both line numbers.
+
+    `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
+    job's bytes): their column is `Unheld`, and whoever needs them reads them again
+    (`iter_line_messages`), checked against the digests.
     """
     ids: list[str] = []
     line_nos = array("q")
     messages: list[bytes] = []
+    sizes = array("q")
+    digests = bytearray()
     max_tokens: list[int | None] = []
     metadata: list[bytes | None] = []
     add_id, add_line, add_messages = ids.append, line_nos.append, messages.append
     add_max, add_meta = max_tokens.append, metadata.append
+    add_size = sizes.append
     loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
     head, tail = _PROMPT_HEAD, _PROMPT_TAIL
     for n, raw in enumerate(lines, start=1):
@@ -229,21 +244,75 @@ def parse_items(lines: Iterable[bytes | str]) -> Items:
         if type(obj) is dict and len(obj) == 2:
             item_id, prompt = obj.get("id"), obj.get("prompt")
             if type(item_id) is str and item_id and type(prompt) is str and prompt:
+                mj = head + dumps(prompt) + tail
                 add_id(item_id)
                 add_line(n)
-                add_messages(head + dumps(prompt) + tail)
+                add_size(len(mj))
                 add_max(None)
                 add_meta(None)
+                if hold_messages:
+                    add_messages(mj)
+                else:
+                    digests += raw_digest(mj, None)
                 continue
         f = _fields_of(n, raw, obj)
         add_id(f[0])
         add_line(n)
-        add_messages(f[2])
+        add_size(len(f[2]))
         add_max(f[3])
         add_meta(f[4])
+        if hold_messages:
+            add_messages(f[2])
+        else:
+            digests += raw_digest(f[2], f[3])
     cids = custom_ids_for(ids)
     check_unique(ids, cids, line_nos)
-    return Items(tuple(ids), line_nos, tuple(messages), tuple(max_tokens), tuple(metadata), cids)
+    column: Sequence[bytes] = tuple(messages) if hold_messages else Unheld(len(ids))
+    return Items(
+        tuple(ids),
+        line_nos,
+        column,
+        tuple(max_tokens),
+        tuple(metadata),
+        cids,
+        message_sizes=sizes,
+        digests=None if hold_messages else bytes(digests),
+    )
+
+
+def iter_line_messages(lines: Iterable[bytes | str]) -> Iterator[tuple[int, str, bytes, int | None]]:
+    """`(line, id, messages_json, max_tokens)` of each item of a JSONL file, in order, validated as
+    `parse_items` does: the messages of items parsed with `hold_messages=False`, read again."""
+    for n, raw in enumerate(lines, start=1):
+        f = _parse_fields(n, raw)
+        if f is not None:
+            yield n, f[0], f[2], f[3]
+
+
+class MessagesNotHeldError(LookupError):
+    """A job's messages were read from a column that does not hold them."""
+
+
+class Unheld(Sequence[bytes]):
+    """The messages column of items parsed without their messages: its length, and an error on a
+    read (`MessagesNotHeldError`)."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, k: int) -> bytes: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, k: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(k, slice):
+            return Unheld(len(range(self._n)[k]))
+        raise MessagesNotHeldError("the items were parsed without their messages (hold_messages=False)")
 
 
 def _column_eq(a: Sequence[Any], b: object) -> bool:
@@ -264,10 +333,17 @@ class Items(Sequence[Item]):
 
     ids: tuple[str, ...]
     lines: Sequence[int]
-    messages_json: tuple[bytes, ...]
+    messages_json: Sequence[bytes]
     max_tokens: tuple[int | None, ...]
     metadata_json: tuple[bytes | None, ...]
     custom_ids: tuple[str, ...]
+    #: the byte length of each item's serialized messages
+    message_sizes: Sequence[int] = attrs.field(
+        default=attrs.Factory(lambda self: array("q", map(len, self.messages_json)), takes_self=True),
+        kw_only=True,
+    )
+    #: each item's `raw_digest`, `DIGEST_BYTES` apiece, when its messages are not held (None: from them)
+    digests: bytes | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, items: Iterable[Item]) -> Items:
@@ -289,7 +365,18 @@ class Items(Sequence[Item]):
 
     def bindings(self) -> Iterator[tuple[str, str, str]]:
         """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks."""
-        return zip(self.custom_ids, self.ids, map(_digest, self.messages_json, self.max_tokens), strict=True)
+        if self.digests is not None:
+            d, w = self.digests, DIGEST_BYTES
+            hexes: Iterable[str] = (d[k : k + w].hex() for k in range(0, len(d), w))
+        else:
+            hexes = map(_digest, self.messages_json, self.max_tokens)
+        return zip(self.custom_ids, self.ids, hexes, strict=True)
+
+    def digest_at(self, k: int) -> bytes:
+        """The `raw_digest` of item `k`."""
+        if self.digests is not None:
+            return self.digests[k * DIGEST_BYTES : (k + 1) * DIGEST_BYTES]
+        return raw_digest(self.messages_json[k], self.max_tokens[k])
 
     @overload
     def __getitem__(self, k: int) -> Item: ...
@@ -297,6 +384,8 @@ class Items(Sequence[Item]):
     def __getitem__(self, k: slice) -> Items: ...
     def __getitem__(self, k: int | slice) -> Item | Items:
         if isinstance(k, slice):
+            d = self.digests
+            w = DIGEST_BYTES
             return Items(
                 self.ids[k],
                 self.lines[k],
@@ -304,6 +393,10 @@ class Items(Sequence[Item]):
                 self.max_tokens[k],
                 self.metadata_json[k],
                 self.custom_ids[k],
+                message_sizes=self.message_sizes[k],
+                digests=None
+                if d is None
+                else b"".join(d[i * w : (i + 1) * w] for i in range(len(self.ids))[k]),
             )
         return Item(
             self.ids[k],
@@ -596,14 +689,14 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
     default_mt = template.max_tokens
     dd = len(str(default_mt))
     mts = array("q", [m or default_mt for m in cols.max_tokens])
+    msg_sizes = cols.message_sizes
     sizes = array(
         "q",
         [
-            fixed + len(c) + (len(str(m)) if m else dd) + len(j)
-            for c, m, j in zip(cols.custom_ids, cols.max_tokens, cols.messages_json, strict=True)
+            fixed + len(c) + (len(str(m)) if m else dd) + j
+            for c, m, j in zip(cols.custom_ids, cols.max_tokens, msg_sizes, strict=True)
         ],
     )
-    msg_sizes = array("q", map(len, cols.messages_json))
     return Requests(cols.custom_ids, cols.ids, mts, cols.messages_json, sizes, msg_sizes=msg_sizes)
 
 

@@ -88,3 +88,60 @@ def test_a_create_body_streamed_from_the_checkpoint_is_the_body_of_the_requests_
         assert len(want) == body.size
     finally:
         store.close()
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again(tmp_path: Path) -> None:
+    """The CLI's run parses the input keeping sizes and digests only; handing the job to its
+    checkpoint reads the file again, and what it keeps is what parsing with the messages gives."""
+    from adapters.job import load_items
+
+    rows = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"é {i} " * i}]} for i in range(1, 40)]
+    path = _write(tmp_path / "in.jsonl", rows)
+    held = load_items(path)
+    lean = boxed(load_items(path, hold_messages=False))
+    assert list(held.bindings()) == list(lean.bindings())
+    job = plan_job(lean, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
+    want = plan_job(held, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
+    assert list(want.requests.sizes) == list(job.requests.sizes)
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"m": 1}, lean.bindings())
+        hand_to_checkpoint(store, job)
+        assert list(held.messages_json) == store.messages_of(list(held.custom_ids))
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda rows: rows[:-1],  # an item gone
+        lambda rows: [*rows, {"id": "new", "prompt": "x"}],  # an item more
+        lambda rows: [{**rows[0], "prompt": "edited"}, *rows[1:]],  # an item's text changed
+        lambda rows: [rows[1], rows[0], *rows[2:]],  # two items swapped
+    ],
+)
+def test_an_input_changed_after_it_was_parsed_keeps_nothing_and_says_so(tmp_path: Path, change) -> None:
+    """A file edited between its parse and the read of its messages is refused, naming the file (and
+    the line), and the checkpoint keeps none of its messages: nothing can be sent from it."""
+    from adapters.job import load_items
+    from adapters.messages import InputChangedError
+
+    rows = [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(6)]
+    path = _write(tmp_path / "in.jsonl", rows)
+    items = boxed(load_items(path, hold_messages=False))
+    job = plan_job(items, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
+    _write(path, change(rows))
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"m": 1}, items.bindings())
+        with pytest.raises(InputChangedError, match=str(path)):
+            hand_to_checkpoint(store, job)
+        assert 6 == len(store.messages_missing())
+    finally:
+        store.close()
