@@ -440,8 +440,8 @@ class Items(Sequence[Item]):
         """The same items reading their messages from `column` (the same values, kept elsewhere)."""
         return attrs.evolve(self, messages_json=column)
 
-    def __repr__(self) -> str:
-        return f"Items({list(self)!r})"
+    def __repr__(self) -> str:  # the ids only: the messages may not be held (`Unheld`)
+        return f"Items({len(self)} items: {list(self.ids[:5])!r}{' ...' if len(self) > 5 else ''})"
 
 
 def cache_control_for(path: RoutePath) -> dict[str, str]:
@@ -686,8 +686,9 @@ class Requests(Sequence[Request]):
     def __hash__(self) -> int:
         return hash(tuple(self.custom_ids))
 
-    def __repr__(self) -> str:
-        return f"Requests({list(self)!r})"
+    def __repr__(self) -> str:  # the custom_ids only: the messages may not be held
+        cids = list(self.custom_ids[:5])
+        return f"Requests({len(self)} requests: {cids!r}{' ...' if len(self) > 5 else ''})"
 
 
 def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests:
