@@ -33,7 +33,7 @@ from adapters.usage import (
 
 if TYPE_CHECKING:
     from adapters.job import JobSettings, JudgeResult
-    from judgecore.items import Item
+    from judgecore.items import Items
 
 # Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
 # `status` reads the checkpoint, a dry run plans (no event loop, no SQLite on a fresh state dir), and
@@ -317,17 +317,19 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
-    # a run reads the messages from the input again to keep them in its checkpoint, and holds none
-    items = boxed(load_items(ns.input, hold_messages=ns.dry_run))
+    # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
+    # run needs the sizes, and the digests only to check an existing checkpoint.
+    from adapters.store import Store
+
+    digests = not ns.dry_run or Store.exists(ns.state or Path())
+    items = boxed(load_items(ns.input, hold_messages=False, digests=digests))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state
     return _run(ns, argv, items, rubric, settings, out)
 
 
-def _dry_run(
-    ns: argparse.Namespace, items: tuple[Item, ...], rubric: str | None, settings: JobSettings
-) -> int:
+def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
     """Print the plan: `judge_dry_run`, with no event loop."""
     from adapters.job import judge_dry_run
     from judgecore.planning import plan_json, render_plan
@@ -346,7 +348,7 @@ def _dry_run(
 def _run(
     ns: argparse.Namespace,
     argv: Sequence[str],
-    items: tuple[Item, ...],
+    items: Items,
     rubric: str | None,
     settings: JobSettings,
     out: Path,

@@ -185,17 +185,18 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def load_items(path: Path, *, hold_messages: bool = True) -> Items:
+def load_items(path: Path, *, hold_messages: bool = True, digests: bool = True) -> Items:
     """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line.
 
     `hold_messages=False` (the CLI's run): the items keep each message's size and digest, not the
     messages; the run reads them from `path` again to keep them in its checkpoint
-    (`adapters.messages.InputMessages`), so no run holds its whole input in memory."""
+    (`adapters.messages.InputMessages`), so no run holds its whole input in memory. `digests=False`
+    as well (a dry run on a fresh state dir): only the sizes are kept."""
     from judgecore import parse_items
 
     try:
         with path.open("rb") as f, _bulk_allocation():
-            items = parse_items(f, hold_messages=hold_messages)
+            items = parse_items(f, hold_messages=hold_messages, digests=digests)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (InputError, DuplicateIdError) as exc:

@@ -124,8 +124,9 @@ def _too_long(line: int, raw: bytes | str) -> InputError:
     )
 
 
-def _fields_of(line: int, raw: bytes | str, obj: Any) -> _Fields:
-    """The fields of one parsed line `obj` (its text `raw`), validated."""
+def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _Fields:
+    """The fields of one parsed line `obj` (its text `raw`), validated (`hold=False`: messages_json
+    is not kept, so it is not copied to its exact size, see `_dumps`)."""
     if type(obj) is not dict:
         raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
     if not obj.keys() <= _ITEM_KEYS:
@@ -134,8 +135,13 @@ def _fields_of(line: int, raw: bytes | str, obj: Any) -> _Fields:
     item_id = obj.get("id")
     if type(item_id) is not str or not item_id:
         raise _fail(line, "'id' must be a non-empty string")
-    # Only metadata and message blocks can nest: a line of a prompt alone needs no look at all.
-    if ("metadata" in obj or "messages" in obj) and _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH:
+    # Only metadata and message blocks can nest: a line of a prompt alone needs no look at all, nor
+    # one with too few brackets to nest that deep (counted in C).
+    if (
+        ("metadata" in obj or "messages" in obj)
+        and (raw.count(b"[") + raw.count(b"{") if type(raw) is bytes else _brackets(raw)) > MAX_DEPTH
+        and _depth(obj) > MAX_DEPTH
+    ):
         raise _fail(line, f"item {item_id!r}: nested more than {MAX_DEPTH} levels deep")
     prompt = obj.get("prompt")
     messages = obj.get("messages")
@@ -147,7 +153,7 @@ def _fields_of(line: int, raw: bytes | str, obj: Any) -> _Fields:
         messages_json = _PROMPT_HEAD + orjson.dumps(prompt) + _PROMPT_TAIL
     else:
         _check_messages(line, item_id, messages)
-        messages_json = _dumps(messages)
+        messages_json = _dumps(messages) if hold else orjson.dumps(messages)
     max_tokens = obj.get("max_tokens")
     if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
         raise _fail(line, f"item {item_id!r}: 'max_tokens' must be a positive integer")
@@ -208,7 +214,7 @@ def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
     return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
-def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True) -> Items:
+def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True, digests: bool = True) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
     Each line is parsed once, straight into the columns of an `Items`, and each custom_id derived once
@@ -217,13 +223,16 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True) -> 
 
     `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
     job's bytes): their column is `Unheld`, and whoever needs them reads them again
-    (`iter_line_messages`), checked against the digests.
+    (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
+    kept (a plan needs no more).
     """
     ids: list[str] = []
     line_nos = array("q")
     messages: list[bytes] = []
     sizes = array("q")
-    digests = bytearray()
+    digest_bytes = bytearray()
+    sizes_only = not hold_messages and not digests
+    head_tail = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
     max_tokens: list[int | None] = []
     metadata: list[bytes | None] = []
     add_id, add_line, add_messages = ids.append, line_nos.append, messages.append
@@ -244,18 +253,21 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True) -> 
         if type(obj) is dict and len(obj) == 2:
             item_id, prompt = obj.get("id"), obj.get("prompt")
             if type(item_id) is str and item_id and type(prompt) is str and prompt:
-                mj = head + dumps(prompt) + tail
                 add_id(item_id)
                 add_line(n)
-                add_size(len(mj))
                 add_max(None)
                 add_meta(None)
+                if sizes_only:
+                    add_size(len(dumps(prompt)) + head_tail)
+                    continue
+                mj = head + dumps(prompt) + tail
+                add_size(len(mj))
                 if hold_messages:
                     add_messages(mj)
                 else:
-                    digests += raw_digest(mj, None)
+                    digest_bytes += raw_digest(mj, None)
                 continue
-        f = _fields_of(n, raw, obj)
+        f = _fields_of(n, raw, obj, hold=hold_messages)
         add_id(f[0])
         add_line(n)
         add_size(len(f[2]))
@@ -263,8 +275,8 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True) -> 
         add_meta(f[4])
         if hold_messages:
             add_messages(f[2])
-        else:
-            digests += raw_digest(f[2], f[3])
+        elif not sizes_only:
+            digest_bytes += raw_digest(f[2], f[3])
     cids = custom_ids_for(ids)
     check_unique(ids, cids, line_nos)
     column: Sequence[bytes] = tuple(messages) if hold_messages else Unheld(len(ids))
@@ -276,7 +288,7 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True) -> 
         tuple(metadata),
         cids,
         message_sizes=sizes,
-        digests=None if hold_messages else bytes(digests),
+        digests=None if hold_messages or sizes_only else bytes(digest_bytes),
     )
 
 
@@ -428,8 +440,8 @@ class Items(Sequence[Item]):
         """The same items reading their messages from `column` (the same values, kept elsewhere)."""
         return attrs.evolve(self, messages_json=column)
 
-    def __repr__(self) -> str:
-        return f"Items({list(self)!r})"
+    def __repr__(self) -> str:  # the ids only: the messages may not be held (`Unheld`)
+        return f"Items({len(self)} items: {list(self.ids[:5])!r}{' ...' if len(self) > 5 else ''})"
 
 
 def cache_control_for(path: RoutePath) -> dict[str, str]:
@@ -674,8 +686,9 @@ class Requests(Sequence[Request]):
     def __hash__(self) -> int:
         return hash(tuple(self.custom_ids))
 
-    def __repr__(self) -> str:
-        return f"Requests({list(self)!r})"
+    def __repr__(self) -> str:  # the custom_ids only: the messages may not be held
+        cids = list(self.custom_ids[:5])
+        return f"Requests({len(self)} requests: {cids!r}{' ...' if len(self) > 5 else ''})"
 
 
 def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests:

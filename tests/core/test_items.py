@@ -264,3 +264,24 @@ def test_the_columns_of_items_read_back_as_the_items_one_by_one(its, data):
     assert one_by_one[k:] == parsed[k:]
     if unique:
         assert one_by_one[k - 1] == parsed[k - 1]
+
+
+@given(item_lists(max_size=20))
+def test_items_parsed_without_their_messages_have_the_same_sizes_and_digests(its):
+    """Parsed keeping only sizes (a dry run) or sizes and digests (a run), a file gives the same ids,
+    custom_ids and message sizes as parsed whole, the same digests, and refuses to read a message."""
+    unique = list({i.id: i for i in its}.values())
+    lines = [
+        orjson.dumps({"id": i.id, "messages": orjson.loads(i.messages_json), "max_tokens": i.max_tokens or 7})
+        for i in unique
+    ]
+    whole = parse_items(lines)
+    lean = parse_items(lines, hold_messages=False)
+    sizes = parse_items(lines, hold_messages=False, digests=False)
+    for other in (lean, sizes):
+        assert list(whole.custom_ids) == list(other.custom_ids)
+        assert [len(m) for m in whole.messages_json] == list(other.message_sizes)
+    assert list(whole.bindings()) == list(lean.bindings())
+    if unique:
+        with pytest.raises(LookupError):
+            sizes.messages_json[0]
