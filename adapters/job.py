@@ -33,7 +33,7 @@ from adapters.usage import (
     EXIT_USAGE,
     UsageError,
 )
-from judgecore.chunking import chunk
+from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, chunk
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
 from judgecore.items import Item, Items, Request, RoutePath, parse_item
@@ -67,8 +67,8 @@ class JobSettings:
     force: RoutePath | None = None
     sync_threshold: int = 2000
     otpm: int | None = None
-    max_batch_requests: int = 8000
-    max_batch_bytes: int = 250_000_000
+    max_batch_requests: int = MAX_REQUESTS
+    max_batch_bytes: int = MAX_BYTES
     poll_interval: float = 60.0
     grace: float = 1800.0
     concurrency: int | None = None

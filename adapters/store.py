@@ -236,8 +236,8 @@ class Store:
                 (key, orjson.dumps(value).decode()),
             )
 
-    def bind_job(self, manifest: Mapping[str, Any], items: Iterable[tuple[str, str, str]]) -> bool:
-        """Tie this state dir to one job; True when it was new.
+    def bind_job(self, manifest: Mapping[str, Any], items: Iterable[tuple[str, str, str]]) -> None:
+        """Tie this state dir to one job.
 
         `manifest` holds what changes requests (model, rubric digest, max_tokens, ...); `items` yields
         `(custom_id, item_id, digest)` in input order. A dir made for another manifest raises
@@ -257,7 +257,6 @@ class Store:
                 "SELECT custom_id, item_id, digest FROM incoming ORDER BY rowid"
             )
             c.execute("DELETE FROM incoming")
-        return old is None
 
     # -- the items' messages: kept here while a run sends, so the run holds none in memory ------
 

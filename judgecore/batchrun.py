@@ -56,7 +56,7 @@ from judgecore.batching import (
     Reject as RejectDecision,
 )
 from judgecore.breaker import Breaker, BreakerPolicy
-from judgecore.chunking import chunk
+from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, chunk
 from judgecore.harvesting import Held
 from judgecore.items import Request, RequestIndex, custom_ids_of, item_ids_of
 from judgecore.outcomes import FailureClass, Outcome, RawResult, Status, Usage, classify
@@ -88,8 +88,8 @@ CONNECT_FAILED = "connect_failed"
 class BatchSettings:
     """Knobs of the batch run; the defaults are the CLI's."""
 
-    max_batch_requests: int = 8000
-    max_batch_bytes: int = 250_000_000
+    max_batch_requests: int = MAX_REQUESTS
+    max_batch_bytes: int = MAX_BYTES
     poll: PollPolicy = attrs.field(factory=PollPolicy)
     backoff: BackoffPolicy = attrs.field(factory=BackoffPolicy)
     #: rounds per run: each id is offered at most this many times per run

@@ -152,3 +152,25 @@ def test_the_command_writes_its_bytecode_from_its_first_module_and_a_program_is_
     )
     assert sys.prefix != sys.base_prefix, "the tests run in the project's virtual environment"
     assert str(expected) == res.stdout.strip()
+
+
+def test_the_commands_defaults_are_the_libraries():
+    """`--help` shows the defaults without importing the core, so the CLI writes them down: they must
+    be the ones `JobSettings` (the Python API) and the core's chunker use."""
+    from adapters.cli import build_parser
+    from adapters.job import JobSettings
+    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
+
+    ns = build_parser().parse_args(["run", "in.jsonl", "--state", "s"])
+    lib = JobSettings()
+    assert (MAX_REQUESTS, MAX_BYTES) == (ns.max_batch_requests, ns.max_batch_bytes)
+    for name in (
+        "max_batch_requests",
+        "max_batch_bytes",
+        "sync_threshold",
+        "poll_interval",
+        "grace",
+        "max_attempts",
+    ):
+        assert getattr(lib, name) == getattr(ns, name), name
+    assert (lib.model, lib.max_tokens) == (ns.model, ns.max_tokens)
