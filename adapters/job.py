@@ -393,7 +393,7 @@ def _job_of(
     items: Sequence[Item] | Iterable[Mapping[str, Any]], *, rubric: str | None, settings: JobSettings
 ) -> JobPlan:
     """The job's items, checked against the settings, and its plan, built once (a run and a dry run)."""
-    if not isinstance(items, (tuple, Items)):
+    if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     from adapters.messages import boxed
 

@@ -69,6 +69,19 @@ def test_judge_rejects_bad_items_before_sending(tmp_path):
     assert not sim.log
 
 
+def test_judge_takes_a_tuple_of_dicts_and_items_alike(tmp_path):
+    """A tuple is as good as a list: its dicts are checked like input lines (a tuple of dicts was an
+    AttributeError traceback), and parsed `Item`s pass as they are."""
+    from judgecore import parse_item
+
+    sim = Simulator(Scenario(seed=5))
+    mixed = ({"id": "a", "prompt": "x"}, parse_item(2, '{"id": "b", "prompt": "y"}'))
+    result = judge(mixed, rubric=None, state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+    assert ["a", "b"] == list(result.records)
+    with pytest.raises(UsageError, match="line 2: item 'b': give exactly one"):
+        judge_dry_run(({"id": "a", "prompt": "x"}, {"id": "b"}), rubric=None, state_dir=tmp_path / "t")
+
+
 def test_judge_refuses_a_state_dir_of_another_job(tmp_path):
     sim = Simulator(Scenario(seed=5))
     judge(_items(3), rubric="A", state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
