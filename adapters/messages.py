@@ -13,52 +13,42 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from judgecore.items import Items, Request, Requests, iter_line_messages, raw_digest
+from judgecore.items import Items, Request, Requests, Unheld, iter_line_messages, raw_digest
 
 if TYPE_CHECKING:
     from adapters.store import Store
     from judgecore.planning import JobPlan
 
 
-class MessagesReleasedError(RuntimeError):
-    """A job's messages were read from memory after they were handed to its checkpoint."""
-
-
 class MessageBox(Sequence[bytes]):
-    """The messages column of a job's `Items` and `Requests`: the values until `release`, after which
-    a read raises `MessagesReleasedError` (the shell reads them back with `hydrate`)."""
+    """The messages column of a job's `Items` and `Requests`: the values until `release`, then an
+    `Unheld` column (a read raises `MessagesNotHeldError`; the shell reads them back with `hydrate`)."""
 
-    __slots__ = ("_n", "_values")
+    __slots__ = ("_values",)
 
     def __init__(self, values: Sequence[bytes]) -> None:
-        self._values: Sequence[bytes] | None = values
-        self._n = len(values)
+        self._values = values
 
     @property
     def released(self) -> bool:
-        return self._values is None
+        return isinstance(self._values, Unheld)
 
     def release(self) -> None:
         """Drop the values (the checkpoint has them)."""
-        self._values = None
-
-    def _held(self) -> Sequence[bytes]:
-        if self._values is None:
-            raise MessagesReleasedError("the job's messages are in its checkpoint: read them with hydrate()")
-        return self._values
+        self._values = Unheld(len(self._values))
 
     def __len__(self) -> int:
-        return self._n
+        return len(self._values)
 
     @overload
     def __getitem__(self, k: int) -> bytes: ...
     @overload
     def __getitem__(self, k: slice) -> Sequence[bytes]: ...
     def __getitem__(self, k: int | slice) -> bytes | Sequence[bytes]:
-        return self._held()[k]
+        return self._values[k]
 
     def __iter__(self) -> Iterator[bytes]:
-        return iter(self._held())
+        return iter(self._values)
 
 
 class InputMessages(MessageBox):
@@ -69,7 +59,8 @@ class InputMessages(MessageBox):
     __slots__ = ("path",)
 
     def __init__(self, path: Path, n: int) -> None:
-        self._values, self._n, self.path = None, n, path
+        super().__init__(Unheld(n))
+        self.path = path
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`(custom_id, messages_json)` of the items in `want` (all: None), read from the file again;

@@ -7,9 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.messages import MessageBox, MessagesReleasedError, boxed, hand_to_checkpoint, hydrate
+from adapters.messages import MessageBox, boxed, hand_to_checkpoint, hydrate
 from adapters.store import Store
 from judgecore import parse_items
+from judgecore.items import MessagesNotHeldError
 from judgecore.planning import plan_job
 
 
@@ -32,7 +33,7 @@ def test_the_checkpoint_gives_back_each_requests_own_messages_in_any_order_and_n
         store.bind_job({"m": 1}, job.items.bindings())
         hand_to_checkpoint(store, job)
         assert job.items.messages_json.released  # type: ignore[attr-defined]
-        with pytest.raises(MessagesReleasedError):
+        with pytest.raises(MessagesNotHeldError):
             job.requests[0]
         order = list(reversed(job.requests.custom_ids))[::2] + list(job.requests.custom_ids)[:7]
         view = hydrate(store, job.requests.select(order))
@@ -65,7 +66,7 @@ def test_a_box_is_released_once_and_shared_by_the_items_and_the_requests() -> No
     assert box is job.requests.message_column
     assert boxed(job.items) is job.items  # boxing again keeps the one box
     box.release()
-    with pytest.raises(MessagesReleasedError):
+    with pytest.raises(MessagesNotHeldError):
         list(job.items)
 
 
