@@ -667,8 +667,7 @@ class Requests(Sequence[Request]):
     def __getitem__(self, k: int | slice) -> Request | Requests:
         if isinstance(k, slice):
             return self._view(self.positions[k])
-        p = self.positions[k]
-        return Request(self._cids[p], self._ids[p], self._max_tokens[p], self._messages[p], self._sizes[p])
+        return self.at(self.positions[k])
 
     def at(self, position: int) -> Request:
         """The request at `position` of the columns (see `position_index`)."""
