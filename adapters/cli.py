@@ -28,6 +28,7 @@ from adapters.usage import (
     EXIT_OK,
     EXIT_PENDING,
     EXIT_USAGE,
+    THINKING_MAX_TOKENS,
     UsageError,
 )
 
@@ -154,9 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--max-tokens",
         type=int,
-        default=DEFAULT_MAX_TOKENS,
+        default=None,
         metavar="N",
-        help="per answer, unless an item sets its own; at most the model's output limit (default: %(default)s)",
+        help="per answer, unless an item sets its own; at most the model's output limit; thinking "
+        f"tokens count in it (default: {DEFAULT_MAX_TOKENS}, or {THINKING_MAX_TOKENS:,} where the model thinks)",
+    )
+    run.add_argument(
+        "--thinking",
+        metavar="adaptive|off|N",
+        help="send the `thinking` parameter: adaptive, off (disabled), or a budget of N >= 1024 tokens "
+        "below --max-tokens, where the model takes it (default: omitted, the model's own default)",
     )
     run.add_argument("--out", type=Path, metavar="FILE", help="output JSONL (default: STATE/output.jsonl)")
     g = run.add_argument_group("planning")
@@ -271,9 +279,11 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
     from adapters.job import JobSettings
 
     force = "sync" if ns.force_sync else "batch" if ns.force_batch else None
+    extra: dict[str, Any] = {} if ns.max_tokens is None else {"max_tokens": ns.max_tokens}
     return JobSettings(
         model=ns.model,
-        max_tokens=ns.max_tokens,
+        thinking=ns.thinking,
+        **extra,
         force=force,
         sync_threshold=ns.sync_threshold,
         otpm=ns.otpm,

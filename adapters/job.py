@@ -11,10 +11,12 @@ the same steps on a store opened read-only, and stops where the run would first 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import gc
 import hashlib
 import math
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, assert_never
@@ -37,7 +39,17 @@ from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, chunk
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
 from judgecore.items import Item, Items, Request, RoutePath, parse_item
-from judgecore.models import max_tokens_problem
+from judgecore.models import (
+    Deprecated,
+    Retired,
+    Thinking,
+    default_max_tokens,
+    max_tokens_problem,
+    standing,
+    thinking_problem,
+    thinking_room_problem,
+)
+from judgecore.models import price_for as _table_price
 from judgecore.planning import DEFAULT_PRICES, JobPlan, ModelPrice, Plan, plan, plan_job
 from judgecore.report import output_line, record_for  # per output line: not imported in the loop
 from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
@@ -63,7 +75,13 @@ class JobSettings:
     """Every knob of a run, with the defaults of CONTRACT.md."""
 
     model: str = DEFAULT_MODEL
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    #: `--thinking adaptive|off|N` (a `Thinking`, or the flag's text, or N as an int); None: the
+    #: request omits `thinking` and the model does what it does by default.
+    thinking: Thinking | None = attrs.field(default=None, converter=attrs.converters.optional(Thinking.parse))
+    #: Default: 1,024, or room for thinking (16,000) where the model thinks (`default_max_tokens`).
+    max_tokens: int = attrs.field(
+        default=attrs.Factory(lambda self: default_max_tokens(self.model, self.thinking), takes_self=True)
+    )
     force: RoutePath | None = None
     sync_threshold: int = 2000
     otpm: int | None = None
@@ -78,13 +96,22 @@ class JobSettings:
     verdict: VerdictSpec | None = None
     #: A hard cap in US dollars (`--budget USD`); None: no cap.
     budget: float | None = None
+    #: The date deprecations and retirements are judged on; None: today's UTC date, read by the shell
+    #: when the job is planned. Never part of the manifest.
+    today: datetime.date | None = attrs.field(default=None, eq=False)
 
     def __attrs_post_init__(self) -> None:
         max_tokens = max_tokens_problem(self.model, self.max_tokens) if self.max_tokens >= 1 else None
+        thinking = (
+            thinking_problem(self.model, self.thinking, self.max_tokens)
+            if self.thinking is not None
+            else None
+        )
         checks = [
             (bool(self.model.strip()), "--model must be a non-empty model id"),
             (self.max_tokens >= 1, "--max-tokens must be >= 1"),
             (max_tokens is None, f"--max-tokens: {max_tokens}"),
+            (thinking is None, f"--thinking: {thinking}"),
             (self.sync_threshold >= 1, "--sync-threshold must be >= 1"),
             (self.sync_threshold <= 10**9, "--sync-threshold must be at most 1,000,000,000"),
             (self.otpm is None or self.otpm >= 1, "--otpm must be >= 1"),
@@ -105,7 +132,7 @@ class JobSettings:
                 "--budget must be a finite amount of US dollars > 0",
             ),
             (
-                self.budget is None or self.model in DEFAULT_PRICES,
+                self.budget is None or _table_price(self.model) is not None,
                 f"--budget needs the model's prices, and judgecore has none for {self.model!r}",
             ),
             (self.max_attempts <= 100, "--max-attempts must be at most 100"),
@@ -129,7 +156,29 @@ class JobSettings:
         schema = self.verdict.schema_digest if self.verdict is not None else None
         if schema is not None:  # only when set, so checkpoints made before verdicts existed still match
             manifest["verdict_schema_sha256"] = schema
+        if self.thinking is not None:  # likewise: only when set
+            manifest["thinking"] = self.thinking.param()
         return manifest
+
+    def on_date(self) -> datetime.date:
+        """The date the job's model is judged on: `today`, or the shell's UTC date now."""
+        return self.today or datetime.datetime.now(datetime.UTC).date()
+
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know before anything is sent (a deprecated model, too little room for
+        thinking); a retired model is a `UsageError` instead (exit 2, naming the replacement)."""
+        out: list[str] = []
+        match standing(self.model, self.on_date()):
+            case Retired() as retired:
+                raise UsageError(f"--model: {retired}")
+            case Deprecated() as deprecated:
+                out.append(str(deprecated))
+            case None:
+                pass
+        room = thinking_room_problem(self.model, self.thinking, self.max_tokens)
+        if room is not None:
+            out.append(room)
+        return tuple(out)
 
 
 @attrs.frozen
@@ -400,9 +449,18 @@ def _job_of(
     items = boxed(Items.of(items))  # a run hands the messages to its checkpoint (adapters.messages)
     if not items:
         raise UsageError("the input has no items")
+    warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
     for k, mt in enumerate(items.max_tokens):
         if mt is not None and (problem := max_tokens_problem(settings.model, mt)):
             raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+        if (
+            mt is not None
+            and settings.thinking is not None
+            and (problem := thinking_problem(settings.model, settings.thinking, mt))
+        ):
+            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     with _bulk_allocation():
         return _plan_job(items, rubric=rubric, settings=settings)
 
@@ -623,6 +681,7 @@ def _plan_job(items: Sequence[Item], *, rubric: str | None, settings: JobSetting
             rubric=rubric,
             max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
             output_config=settings.verdict.output_config() if settings.verdict is not None else None,
+            thinking=settings.thinking,
         )
     except RequestTooLargeError as exc:
         raise input_error(None, exc.line, exc.reason) from None
@@ -952,6 +1011,8 @@ def _plan_of(
         prices=DEFAULT_PRICES,
         final=final,
         live=live,
+        thinking=settings.thinking,
+        warnings=settings.warnings(),
     )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 1024
+#: The default max_tokens where the model thinks (`judgecore.models.THINKING_MAX_TOKENS`, for `--help`).
+THINKING_MAX_TOKENS = 16_000
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -451,13 +451,15 @@ def cache_control_for(path: RoutePath) -> dict[str, str]:
 
 @attrs.frozen
 class RequestTemplate:
-    """What every request of a job shares, serialized once: model, default max_tokens, rubric block."""
+    """What every request of a job shares, serialized once: model, default max_tokens, rubric block,
+    and the optional `output_config` and `thinking` parameters."""
 
     model: str
     max_tokens: int
     path: RoutePath
     system_json: bytes | None
     output_config_json: bytes | None = None  # a verdict schema's `output_config`, serialized once
+    thinking_json: bytes | None = None  # the SDK's `thinking` parameter (`--thinking`), serialized once
     _head: bytes = attrs.field(init=False, repr=False, eq=False)
     _tail_prefix: bytes = attrs.field(init=False, repr=False, eq=False)
 
@@ -468,6 +470,8 @@ class RequestTemplate:
         system = b',"system":' + self.system_json if self.system_json is not None else b""
         if self.output_config_json is not None:
             system += b',"output_config":' + self.output_config_json
+        if self.thinking_json is not None:
+            system += b',"thinking":' + self.thinking_json
         object.__setattr__(self, "_tail_prefix", system + b',"messages":')
 
     @classmethod
@@ -479,15 +483,25 @@ class RequestTemplate:
         rubric: str | None,
         path: RoutePath,
         output_config: Mapping[str, Any] | None = None,
+        thinking: Mapping[str, Any] | None = None,
     ) -> RequestTemplate:
         """The template for one route; the rubric becomes a system block list with its cache marker;
-        `output_config` (a verdict schema's structured-output format) goes on every request."""
+        `output_config` (a verdict schema's structured-output format) and `thinking` (the SDK's
+        `thinking` parameter, e.g. `{"type": "adaptive"}`) go on every request."""
         system = None
         if rubric:
             block = {"type": "text", "text": rubric, "cache_control": cache_control_for(path)}
             system = orjson.dumps([block])
         oc = orjson.dumps(dict(output_config)) if output_config is not None else None
-        return cls(model=model, max_tokens=max_tokens, path=path, system_json=system, output_config_json=oc)
+        th = orjson.dumps(dict(thinking)) if thinking is not None else None
+        return cls(
+            model=model,
+            max_tokens=max_tokens,
+            path=path,
+            system_json=system,
+            output_config_json=oc,
+            thinking_json=th,
+        )
 
     @property
     def fixed_size(self) -> int:
@@ -504,6 +518,8 @@ class RequestTemplate:
             params["system"] = orjson.loads(self.system_json)
         if self.output_config_json is not None:
             params["output_config"] = orjson.loads(self.output_config_json)
+        if self.thinking_json is not None:
+            params["thinking"] = orjson.loads(self.thinking_json)
         params["messages"] = orjson.loads(messages_json)
         return params
 

@@ -8,7 +8,8 @@ the estimated cost.
 
 Token counts are estimated without any API call (UTF-8 bytes / 4, rounded up), and the cost from a
 small price table: batch requests at half price; rubric cache writes at 1.25x the input price for the
-5-minute TTL (sync) or 2x for the 1-hour TTL (batch); cache reads at 0.1x. On the sync path the first
+5-minute TTL (sync) or 2x for the 1-hour TTL (batch); cache reads at the model's multiplier (0.1x
+for most; `judgecore.models`, where each model's prices come from). On the sync path the first
 request writes the cache and the rest read it; in a batch, each sub-batch is assumed to write it once
 (hits in batches are best-effort, so this is a floor on the cost, not a promise).
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import add, floordiv
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -25,6 +27,7 @@ import attrs
 from judgecore.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.errors import RequestTooLargeError
 from judgecore.items import Item, Items, Request, Requests, RequestTemplate, RoutePath, build_requests
+from judgecore.models import MODELS, ModelPrice, Thinking, alias_of, model_info, price_for, thinks
 from judgecore.outcomes import Usage
 from judgecore.resume import JobState
 from judgecore.routing import Route
@@ -67,13 +70,20 @@ def plan_job(
     rubric: str | None,
     max_batch_bytes: int | None,
     output_config: Mapping[str, Any] | None = None,
+    thinking: Thinking | None = None,
 ) -> JobPlan:
     """The job's plan. With `max_batch_bytes` (whenever the job may go to batches), a request too large
     for any sub-batch raises `RequestTooLargeError` naming its item and line, before anything is sent.
-    `output_config` (a verdict schema's structured-output format) goes on every request of both routes."""
+    `output_config` (a verdict schema's structured-output format) and `thinking` (the SDK's parameter)
+    go on every request of both routes."""
     sync, batch = (
         RequestTemplate.build(
-            model=model, max_tokens=max_tokens, rubric=rubric, path=path, output_config=output_config
+            model=model,
+            max_tokens=max_tokens,
+            rubric=rubric,
+            path=path,
+            output_config=output_config,
+            thinking=thinking.param() if thinking is not None else None,
         )
         for path in ("sync", "batch")
     )
@@ -91,35 +101,29 @@ def plan_job(
     return JobPlan(items=cols, requests=requests, sync_template=sync, batch_template=batch)
 
 
-@attrs.frozen
-class ModelPrice:
-    """US dollars per million tokens, standard (non-batch) rates."""
+#: Every model's prices (`judgecore.models`, the one table), for callers that take a mapping.
+DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
+    {m: info.price for m, info in MODELS.items() if info.price is not None}
+)
 
-    input_per_mtok: float
-    output_per_mtok: float
-
-
-DEFAULT_PRICES: Mapping[str, ModelPrice] = {
-    "claude-opus-4-8": ModelPrice(5.0, 25.0),
-    "claude-opus-4-1": ModelPrice(15.0, 75.0),
-    "claude-sonnet-4-6": ModelPrice(3.0, 15.0),
-    "claude-sonnet-4-5": ModelPrice(3.0, 15.0),
-    "claude-haiku-4-5": ModelPrice(1.0, 5.0),
-}
-
-# Shortest prefix the API caches, by model; a shorter rubric is silently not cached.
+# Shortest prefix the API caches, by model; a shorter rubric is silently not cached (the prompt-caching
+# page; the 5.5 models' 512 from their migration guides; Fable/Mythos 5.2 by family, an estimate).
 MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
-    "claude-opus-4-8": 1024,
-    "claude-opus-4-1": 1024,
-    "claude-sonnet-4-6": 1024,
-    "claude-sonnet-4-5": 1024,
-    "claude-haiku-4-5": 4096,
-}
+    **dict.fromkeys(
+        ("claude-fable-5-2", "claude-mythos-5-2", "claude-fable-5-1", "claude-mythos-5-1", "claude-fable-5",
+         "claude-mythos-5", "claude-opus-5", "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"),
+        512,
+    ),
+    **dict.fromkeys(("claude-opus-4-8", "claude-sonnet-5", "claude-sonnet-4-6", "claude-sonnet-4-5"), 1024),
+    **dict.fromkeys(("claude-opus-4-1", "claude-opus-4-0", "claude-sonnet-4-0"), 1024),
+    **dict.fromkeys(("claude-mythos-preview", "claude-opus-4-7"), 2048),
+    **dict.fromkeys(("claude-opus-4-6", "claude-opus-4-5", "claude-haiku-4-5"), 4096),
+}  # fmt: skip
 DEFAULT_MIN_CACHEABLE = 1024
 
 BATCH_DISCOUNT = 0.5
 CACHE_WRITE = {"sync": 1.25, "batch": 2.0}  # 5-minute TTL on sync, 1-hour in batches
-CACHE_READ = 0.1
+CACHE_READ = 0.1  # the usual multiplier; each model's own is `ModelPrice.cache_read`
 TTL = {"sync": "5m", "batch": "1h"}
 
 
@@ -161,6 +165,13 @@ class Plan:
     output_per_answer: int
     estimated_cost_usd: float | None
     all_sync_cost_usd: float | None
+    #: `--thinking` as given (None: omitted, the model's default), and whether the model thinks.
+    thinking: str | None = None
+    thinks: bool = False
+    #: The model's prices are judgecore's estimate by family (`judgecore.models`), not documented.
+    price_estimated: bool = False
+    #: One line each: a deprecated model, too little room for thinking, ...
+    warnings: tuple[str, ...] = ()
 
 
 def _cost(
@@ -175,7 +186,7 @@ def _cost(
     output_tokens: int,
 ) -> float:
     if cached:
-        rubric_cost = rubric * (writes * CACHE_WRITE[path] + max(0, n - writes) * CACHE_READ)
+        rubric_cost = rubric * (writes * CACHE_WRITE[path] + max(0, n - writes) * price.cache_read)
     else:
         rubric_cost = float(rubric * n)
     in_usd = (input_tokens + rubric_cost) * price.input_per_mtok / 1e6
@@ -197,12 +208,14 @@ def plan(
     output_per_answer: int = 300,
     final: int = 0,
     live: int = 0,
+    thinking: Thinking | None = None,
+    warnings: Sequence[str] = (),
 ) -> Plan:
     """The dry-run plan of `requests`, what is left to send of a job whose other `final` + `live`
     items need no send; `output_per_answer` caps the expected answer length (tokens)."""
     n = len(requests)
     rubric_tokens = estimate_tokens(len(rubric.encode())) if rubric else 0
-    min_tokens = MIN_CACHEABLE_TOKENS.get(template.model, DEFAULT_MIN_CACHEABLE)
+    min_tokens = MIN_CACHEABLE_TOKENS.get(alias_of(template.model), DEFAULT_MIN_CACHEABLE)
     cached = rubric_tokens >= min_tokens
     cache = CachePlan(
         breakpoint="end of the rubric system block" if rubric else None,
@@ -215,7 +228,7 @@ def plan(
     cols = Requests.of(requests)
     input_tokens = sum(map(floordiv, map(add, cols.message_sizes, repeat(3)), repeat(4)))
     output_tokens = sum(map(min, cols.max_tokens, repeat(output_per_answer)))
-    price = prices.get(template.model)
+    price = prices.get(template.model) or (price_for(template.model) if prices is DEFAULT_PRICES else None)
     est = all_sync = None
     if price is not None:
         common = {
@@ -246,12 +259,16 @@ def plan(
         output_per_answer=output_per_answer,
         estimated_cost_usd=est,
         all_sync_cost_usd=all_sync,
+        thinking=str(thinking) if thinking is not None else None,
+        thinks=thinks(template.model, thinking),
+        price_estimated=bool((info := model_info(template.model)) and info.estimated),
+        warnings=tuple(warnings),
     )
 
 
 def plan_json(p: Plan) -> dict[str, Any]:
     """The plan as the JSON object `--dry-run --json` prints (keys of CONTRACT.md and more)."""
-    return {
+    out: dict[str, Any] = {
         "n": p.n,
         "final": p.final,
         "live": p.live,
@@ -283,6 +300,16 @@ def plan_json(p: Plan) -> dict[str, Any]:
         "estimated_cost_usd": p.estimated_cost_usd,
         "all_sync_cost_usd": p.all_sync_cost_usd,
     }
+    # each only when it says something, so plans of jobs without them read as they did
+    if p.thinking is not None:
+        out["thinking"] = p.thinking
+    if p.thinks:
+        out["thinks"] = True
+    if p.price_estimated:
+        out["price_estimated"] = True
+    if p.warnings:
+        out["warnings"] = list(p.warnings)
+    return out
 
 
 _MAX_LISTED = 20
@@ -301,6 +328,10 @@ def render_plan(p: Plan) -> str:
         f"  route        {p.route.path}: {p.route.reason}",
         f"  model        {p.model} (max_tokens {p.max_tokens:,} unless an item sets its own)",
     ]
+    if p.thinking is not None or p.thinks:
+        how = f"--thinking {p.thinking}" if p.thinking is not None else "the model's default"
+        state = "on" if p.thinks else "off"
+        lines.append(f"  thinking     {state} ({how}); thinking tokens are output tokens, out of max_tokens")
     if p.route.path == "batch":
         lines.append(
             f"  sub-batches  {len(p.sub_batches):,} (at most {p.max_batch_requests:,} requests "
@@ -329,17 +360,21 @@ def render_plan(p: Plan) -> str:
     if p.estimated_cost_usd is None:
         lines.append(f"  cost (est)   unknown: no price for {p.model}")
     else:
-        lines.append(f"  cost (est)   ${p.estimated_cost_usd:,.2f} (all-sync: ${p.all_sync_cost_usd:,.2f})")
+        lines.append(
+            f"  cost (est)   ${p.estimated_cost_usd:,.2f} (all-sync: ${p.all_sync_cost_usd:,.2f})"
+            + (f"; {p.model}'s prices are estimated by family" if p.price_estimated else "")
+        )
+    lines.extend(f"  warning      {w}" for w in p.warnings)
     return "\n".join(lines) + "\n"
 
 
 def usage_cost(usage: Usage, price: ModelPrice, path: RoutePath) -> float:
-    """What one answer cost, from its reported usage: cache writes at the path's TTL rate, reads at
-    0.1x, and the batch discount on the batch path."""
+    """What one answer cost, from its reported usage: cache writes at the path's TTL rate, reads at the
+    model's `cache_read` multiplier, and the batch discount on the batch path."""
     input_units = (
         usage.input_tokens
         + usage.cache_creation_input_tokens * CACHE_WRITE[path]
-        + usage.cache_read_input_tokens * CACHE_READ
+        + usage.cache_read_input_tokens * price.cache_read
     )
     usd = (input_units * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) / 1e6
     return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)

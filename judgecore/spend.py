@@ -2,7 +2,8 @@
 
 Theory of operation. Cost is computed from each answer's reported `usage` (`answer_cost`), the
 model's prices, the route (batch: half price) and the cache tier (writes at 1.25x for the 5-minute
-TTL used on the sync route, 2x for the 1-hour TTL used in batches; reads at 0.1x). What all-sync would
+TTL used on the sync route, 2x for the 1-hour TTL used in batches; reads at the model's `cache_read`
+multiplier: 0.1x, 0.05x on Opus 5.5 and Sonnet 5.5, 0.025x on Fable 5.1 and Mythos 5.1). What all-sync would
 have cost is the same usage priced as a sync answer.
 
 `--budget USD` is a hard cap, kept by one admission rule (`Budget.admits`): nothing is sent or created
@@ -13,7 +14,9 @@ unless
 The upper bound of one request (`request_bound`) takes its input at one token per 3 UTF-8 bytes of the
 whole request as it goes on the wire (an over-estimate: English text runs about 4 bytes a token, and the
 JSON framing is counted too), the rubric's share at the route's cache-write rate (the dearest way it can
-be billed), and the full `max_tokens` of output, at the route's prices. When an answer comes back its
+be billed), and the full `max_tokens` of output (thinking tokens included: they are output tokens,
+out of `max_tokens`), at the route's prices (Haiku 5.5's over-100k-prompt rates when the request may be
+that long). When an answer comes back its
 bound is released (`settle`) and its real cost is added; a send that answered nothing billable (a 429,
 a 5xx, a connection error) only releases its bound. The shell keeps one `Budget` value per run, seeded
 with the job's spend so far from the checkpoint.
@@ -26,15 +29,20 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from judgecore.models import ModelPrice
+from judgecore.models import price_for as _table_price
 from judgecore.outcomes import Usage
-from judgecore.planning import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, ModelPrice, usage_cost
+from judgecore.planning import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost
 
 #: One token per this many UTF-8 bytes, for an upper bound of a request's input tokens.
 BOUND_BYTES_PER_TOKEN = 3
 
 
 def price_for(model: str, prices: Mapping[str, ModelPrice] = DEFAULT_PRICES) -> ModelPrice | None:
-    """The model's prices, or None when the table does not know it (a budget then cannot be kept)."""
+    """The model's prices, or None when the table does not know it (a budget then cannot be kept). A
+    dated snapshot id has its alias's prices (`judgecore.models`, the one table)."""
+    if prices is DEFAULT_PRICES:
+        return _table_price(model)
     return prices.get(model)
 
 
@@ -60,7 +68,11 @@ def request_bound(
     cached = math.ceil(max(0, cached_bytes) / BOUND_BYTES_PER_TOKEN)
     rest = math.ceil(max(0, request_bytes - cached_bytes) / BOUND_BYTES_PER_TOKEN)
     input_units = rest + cached * max(CACHE_WRITE[path], 1.0)
-    usd = (input_units * price.input_per_mtok + max_tokens * price.output_per_mtok) / 1e6
+    in_rate, out_rate = price.input_per_mtok, price.output_per_mtok
+    if price.long_prompt is not None and rest + cached > price.long_prompt[0]:
+        _, in_rate, out_rate = price.long_prompt  # a prompt that may be over the tier: its rates
+    # `max_tokens` covers thinking tokens too: they are output tokens, out of max_tokens
+    usd = (input_units * in_rate + max_tokens * out_rate) / 1e6
     return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
 
 
