@@ -239,15 +239,60 @@ def validate_params(params: object) -> str | None:
         return 'messages: first message must use the "user" role'
     if params.get("stream"):
         return "stream: streaming is not supported by the simulator"
+    return _thinking_shape_problem(params.get("thinking", None), max_tokens, "thinking" in params)
+
+
+THINKING_TYPES: Final = ("adaptive", "enabled", "disabled", "between_tools")
+
+
+def _thinking_shape_problem(thinking: object, max_tokens: int, given: bool) -> str | None:
+    """Why a `thinking` parameter is malformed, whatever the model (the SDK's `ThinkingConfigParam`:
+    `budget_tokens` of an `enabled` one is at least 1,024 and below `max_tokens`), or None."""
+    if not given:
+        return None
+    if not isinstance(thinking, Mapping) or thinking.get("type") not in THINKING_TYPES:
+        return "thinking.type: Input should be 'adaptive', 'enabled', 'disabled' or 'between_tools'"
+    if thinking["type"] != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        return "thinking.enabled.budget_tokens: Field required"
+    if budget < 1024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    if budget >= max_tokens:
+        return "`max_tokens` must be greater than `thinking.budget_tokens`"
     return None
+
+
+def thinking_type_problem(params: Mapping[str, Any], accepts: frozenset[str]) -> str | None:
+    """Why the model (which takes `accepts`) refuses the request's `thinking.type`, as the API words it."""
+    thinking = params.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") in accepts:
+        return None
+    return (
+        f'"thinking.type.{thinking.get("type")}" is not supported for this model. Use '
+        '"thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+    )
+
+
+def thinking_on(params: Mapping[str, Any], by_default: bool) -> bool:
+    """Whether the answer thinks: asked (`adaptive`, `enabled`), or omitted on a model that thinks by
+    default."""
+    thinking = params.get("thinking")
+    if isinstance(thinking, Mapping):
+        return thinking.get("type") in ("adaptive", "enabled")
+    return by_default
 
 
 @attrs.frozen
 class Answer:
     text: str
-    output_tokens: int
+    output_tokens: int  # thinking tokens included, as the API counts them
     stop_reason: str
     score: int | str
+    #: The thinking block's text, None when the answer did not think; its tokens.
+    thinking: str | None = None
+    thinking_tokens: int = 0
 
 
 # -- the simulator as a judge ------------------------------------------------------------------------
@@ -381,8 +426,11 @@ def answer(
     truncate: bool = False,
     score_weights: Mapping[str, float] | None = None,
     unparseable_rate: float = 0.0,
+    thinks: bool = False,
 ) -> Answer:
-    """The deterministic reply to `params`; `truncate` forces a `max_tokens` stop.
+    """The deterministic reply to `params`; `truncate` forces a `max_tokens` stop. With `thinks`, the
+    answer thinks first: 600 to 2,000 tokens (at most an `enabled` budget), out of `max_tokens`, so a
+    small `max_tokens` ends the answer as a `max_tokens` stop with little or no text.
 
     Like a judge: with `output_config.format` a JSON object valid against its schema; otherwise the
     verdict line the rubric asks for (`judge_format`), then a rationale. Scores are drawn per request
@@ -416,6 +464,17 @@ def answer(
         score = picked if fmt.labels else int(picked)
         text = f"{fmt.field}: {score}\nRationale: {rationale.capitalize()}."
     max_tokens = int(params["max_tokens"])
+    thought, spent = _thinking_of(params, n) if thinks else (None, 0)
+    if spent >= max_tokens:  # the thinking used up max_tokens: no text at all
+        return Answer("", max_tokens, "max_tokens", score, thought, max_tokens)
+    reply = _fit(text, max_tokens - spent, truncate, score)
+    return attrs.evolve(
+        reply, output_tokens=reply.output_tokens + spent, thinking=thought, thinking_tokens=spent
+    )
+
+
+def _fit(text: str, max_tokens: int, truncate: bool, score: int | str) -> Answer:
+    """The answer's text within `max_tokens` (a `max_tokens` stop when it does not fit, or forced)."""
     full = tokens_of_text(text)
     if truncate:
         keep = min(max_tokens * 4, max(4, len(text.encode()) // 2))
@@ -424,6 +483,15 @@ def answer(
         cut = text.encode()[: max_tokens * 4].decode(errors="ignore")
         return Answer(cut, max_tokens, "max_tokens", score)
     return Answer(text, full, "end_turn", score)
+
+
+def _thinking_of(params: Mapping[str, Any], n: int) -> tuple[str, int]:
+    """The thinking of an answer (a few words) and the tokens it spent (seeded by the content)."""
+    spent = 600 + (n >> 24) % 1401
+    thinking = params.get("thinking")
+    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+        spent = min(spent, int(thinking.get("budget_tokens", spent)))
+    return "Weighing the answer against the rubric before giving the verdict.", spent
 
 
 def context_overflow_message(params: Mapping[str, Any]) -> str:

@@ -34,7 +34,7 @@ import orjson
 from . import answers
 from .cache import PromptCache
 from .ratelimit import RateLimiter
-from .scenario import Scenario
+from .scenario import MODEL_THINKING, Scenario
 from .wire import (
     ERROR_STATUS,
     SimRequest,
@@ -289,6 +289,8 @@ class Simulator:
         ctx.digest = answers.content_digest(params)
         if params["model"] not in s.models:
             return ctx.error("not_found_error", f"model: {params['model']}")
+        if problem := answers.thinking_type_problem(params, _thinking(params)[1]):
+            return ctx.error("invalid_request_error", problem)
         fault = dict(s.sync_faults).get(number) or _draw(s.sync_fault_mix, s.seed, "sync-fault", number)
         if fault is not None:
             ctx.fault = fault
@@ -359,13 +361,20 @@ class Simulator:
             truncate=truncate,
             score_weights=dict(s.score_weights),
             unparseable_rate=s.unparseable_rate,
+            thinks=answers.thinking_on(params, _thinking(params)[0]),
         )
+        content: list[dict[str, Any]] = []
+        if reply.thinking is not None:  # the thinking block comes first, before the text
+            sig = make_id("sig_", s.seed, "thinking", tier, *salt)
+            content.append({"type": "thinking", "thinking": reply.thinking, "signature": sig})
+        if reply.text or reply.thinking is None:
+            content.append({"type": "text", "text": reply.text, "citations": None})
         return {
             "id": make_id("msg_01", s.seed, "msg", tier, *salt),
             "type": "message",
             "role": "assistant",
             "model": params["model"],
-            "content": [{"type": "text", "text": reply.text, "citations": None}],
+            "content": content,
             "stop_reason": reply.stop_reason,
             "stop_sequence": None,
             "stop_details": None,
@@ -373,6 +382,9 @@ class Simulator:
             "usage": {
                 **usage,
                 "output_tokens": reply.output_tokens,
+                "output_tokens_details": {"thinking_tokens": reply.thinking_tokens}
+                if reply.thinking
+                else None,
                 "server_tool_use": None,
                 "service_tier": tier,
                 "inference_geo": None,
@@ -623,6 +635,8 @@ class Simulator:
         assert isinstance(params, dict)
         if params["model"] not in s.models:
             return errored("not_found_error", f"model: {params['model']}")
+        if problem := answers.thinking_type_problem(params, _thinking(params)[1]):
+            return errored("invalid_request_error", problem)
         outcome = answers.forced_outcome(params, attempt)
         if outcome is None and attempt <= s.batch_failures:
             outcome = "api_error"
@@ -749,3 +763,12 @@ class _Ctx:
             headers=tuple(extra or ()),
             body=dumps(error_body(error_type, message, self.request_id)),
         )
+
+
+_ANY_THINKING: Final = (False, frozenset(answers.THINKING_TYPES))
+
+
+def _thinking(params: Mapping[str, Any]) -> tuple[bool, frozenset[str]]:
+    """How the request's model thinks (`scenario.MODEL_THINKING`); a model a scenario adds beyond it
+    thinks only when asked, and takes every type."""
+    return MODEL_THINKING.get(str(params.get("model")), _ANY_THINKING)

@@ -32,20 +32,33 @@ SYNC_FAULTS: Final = ("429", "529", "500", "drop")
 #: Faults a `POST /v1/messages/batches` can be given by `create_faults`.
 CREATE_FAULTS: Final = ("500", "429", "drop", "persist_then_500", "persist_then_drop")
 
-DEFAULT_MODELS: Final = frozenset(
-    {
-        "claude-opus-4-8",
-        "claude-opus-4-7",
-        "claude-opus-4-6",
-        "claude-opus-4-5",
-        "claude-opus-4-1",
-        "claude-opus-4-0",
-        "claude-sonnet-4-6",
-        "claude-sonnet-4-5",
-        "claude-sonnet-4-0",
-        "claude-haiku-4-5",
-    }
-)
+#: How each model the simulated API serves thinks, as the API docs say (thinking-troubleshooting page,
+#: each model's "what's new"): whether it thinks when `thinking` is omitted, and the `thinking.type`
+#: values it takes (any other is a 400). Written from the docs, apart from judgecore's own table.
+MODEL_THINKING: Final[Mapping[str, tuple[bool, frozenset[str]]]] = {
+    **dict.fromkeys(
+        ("claude-fable-5-2", "claude-mythos-5-2", "claude-fable-5-1", "claude-mythos-5-1", "claude-fable-5",
+         "claude-mythos-5", "claude-opus-5-5"),
+        (True, frozenset({"adaptive"})),
+    ),
+    "claude-sonnet-5-5": (True, frozenset({"adaptive", "between_tools"})),
+    **dict.fromkeys(
+        ("claude-haiku-5-5", "claude-sonnet-5", "claude-opus-5"), (True, frozenset({"adaptive", "disabled"}))
+    ),
+    **dict.fromkeys(("claude-opus-4-8", "claude-opus-4-7"), (False, frozenset({"adaptive", "disabled"}))),
+    **dict.fromkeys(
+        ("claude-opus-4-6", "claude-sonnet-4-6"), (False, frozenset({"adaptive", "enabled", "disabled"}))
+    ),
+    **dict.fromkeys(
+        ("claude-haiku-4-5", "claude-haiku-4-5-20251001", "claude-opus-4-5", "claude-opus-4-5-20251101"),
+        (False, frozenset({"enabled", "disabled"})),
+    ),
+}  # fmt: skip
+
+#: The models served: those the SDK (anthropic 2.14, `types/model.py`) lists that are not retired on
+#: 2026-12-01 (Mythos Preview retired 2026-06-30, Sonnet 4.5 on 2026-11-30; the 4.0, 4.1 and 3.x ids
+#: earlier). Any other id is a 404 `not_found_error`, as the API answers a retired or unknown model.
+DEFAULT_MODELS: Final = frozenset(MODEL_THINKING)
 
 
 def _weights(value: Mapping[str, float] | Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
