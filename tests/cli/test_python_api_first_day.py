@@ -69,14 +69,14 @@ def test_judge_refuses_an_out_path_that_is_a_directory_before_sending(tmp_path):
 
 def test_judge_refuses_an_items_max_tokens_above_the_models_limit_naming_its_line(tmp_path):
     sim = Simulator(Scenario(seed=5))
-    items = [{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y", "max_tokens": 40_000}]
-    with pytest.raises(UsageError, match="line 2: item 'b': max_tokens 40,000 is above claude-opus-4-1's"):
+    items = [{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y", "max_tokens": 70_000}]
+    with pytest.raises(UsageError, match="line 2: item 'b': max_tokens 70,000 is above claude-haiku-4-5's"):
         judge(
             items,
             rubric=None,
             state_dir=tmp_path / "s",
             client=sim_client(sim),
-            settings=JobSettings(model="claude-opus-4-1"),
+            settings=JobSettings(model="claude-haiku-4-5"),
         )
     assert 0 == len(sim.log)
 

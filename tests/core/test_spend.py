@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from judgecore import Usage
+from judgecore.models import price_for
 from judgecore.planning import DEFAULT_PRICES
 from judgecore.spend import Budget, all_sync_cost, answer_cost, request_bound
 
@@ -80,3 +82,20 @@ def test_spend_sums_every_billed_answer_and_batch_never_costs_more_than_all_sync
     assert math.isclose(sum(answer_cost(u, SONNET, r) for r, u in answers), s.spent, abs_tol=1e-12)
     assert len(answers) == s.answers
     assert s.spent <= s.all_sync + 1e-12
+
+
+def test_a_fable_5_1_cache_read_costs_a_fortieth_of_input():
+
+    fable = price_for("claude-fable-5-1")
+    usage = Usage(input_tokens=0, output_tokens=0, cache_read_input_tokens=1_000_000)
+    assert 0.25 == pytest.approx(answer_cost(usage, fable, "sync"))
+    assert 1.0 == pytest.approx(answer_cost(usage, price_for("claude-fable-5"), "sync"))
+
+
+def test_a_haiku_5_5_request_that_may_be_over_100k_tokens_is_bounded_at_the_upper_tier():
+
+    haiku = price_for("claude-haiku-5-5")
+    short = request_bound(request_bytes=3_000, cached_bytes=0, max_tokens=1000, price=haiku, route="sync")
+    long = request_bound(request_bytes=300_003, cached_bytes=0, max_tokens=1000, price=haiku, route="sync")
+    assert (1000 * 0.10 + 1000 * 0.50) / 1e6 == pytest.approx(short)
+    assert (100_001 * 0.50 + 1000 * 2.50) / 1e6 == pytest.approx(long)
