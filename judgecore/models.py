@@ -42,8 +42,12 @@ Where each figure comes from (stored copies of platform.claude.com read on 2026-
   "disabled" and "enabled" are 400s), `/docs/en/models/sonnet-5-5/whats-new-sonnet-5-5` (adaptive on
   by default; "between_tools" instead of "disabled"), the Sonnet 5 and Opus 5 pages (adaptive on by
   default, "disabled" accepted), the Haiku 5.5 page (adaptive on by default, "disabled" accepted at
-  effort high or lower; judgecore never sets effort, whose default there is medium). Opus 4.6-4.8 and
-  Sonnet 4.6 think only when asked.
+  effort high or lower; judgecore never sets effort, whose default there is medium), the
+  adaptive-thinking page (Mythos Preview: adaptive by default, "disabled" refused, "enabled" still
+  accepted). Opus 4.6-4.8 and Sonnet 4.6 think only when asked (the thinking page: "where it is off by
+  default, set thinking to turn it on"; only the 5.x models are named as thinking by default).
+  Uncertain: whether Opus 4.7 / 4.8 take "disabled" on the Claude API (a third-party guide says they
+  do; the Amazon Bedrock page says Opus 4.7 refuses it there); the table says they take it.
 - Replacements: the release notes (Opus 4 and Sonnet 4 retired 2026-06-15, upgrade to Opus 4.8 and
   Sonnet 4.6); Mythos 5 is "the access-gated successor to Claude Mythos Preview" (Fable 5 migration
   guide). Where no page named one (Opus 4.1, Opus 4.5, Sonnet 4.5, the 3.x models) the replacement is
@@ -165,7 +169,8 @@ _ALWAYS = ThinkingSupport(True, frozenset({"adaptive"}))  # Fable 5.x, Mythos 5.
 _ON_OFF = ThinkingSupport(True, frozenset({"adaptive", "disabled"}))  # Opus 5, Sonnet 5, Haiku 5.5
 _ON_BETWEEN = ThinkingSupport(True, frozenset({"adaptive", "between_tools"}))  # Sonnet 5.5
 _ASK_ADAPTIVE = ThinkingSupport(False, frozenset({"adaptive", "disabled"}))  # Opus 4.7, 4.8
-_ASK_BOTH = ThinkingSupport(False, frozenset({"adaptive", "enabled", "disabled"}))  # 4.6s, Mythos Preview
+_ASK_BOTH = ThinkingSupport(False, frozenset({"adaptive", "enabled", "disabled"}))  # Opus 4.6, Sonnet 4.6
+_PREVIEW = ThinkingSupport(True, frozenset({"adaptive", "enabled"}))  # Mythos Preview
 _ASK_EXTENDED = ThinkingSupport(False, frozenset({"enabled", "disabled"}))  # 4.5s and earlier
 _NONE = ThinkingSupport(False, frozenset({"disabled"}))  # Haiku 3.x: no thinking
 
@@ -228,7 +233,7 @@ MODELS: Mapping[str, ModelInfo] = MappingProxyType(
         "claude-mythos-preview": ModelInfo(
             output_limit=128_000,
             price=None,  # not found: retired before the stored pricing pages
-            thinking=_ASK_BOTH,
+            thinking=_PREVIEW,
             lifecycle=Lifecycle(Status.DEPRECATED, date(2026, 6, 30), "claude-mythos-5"),
         ),
         # -- retired ids judgecore knew ----------------------------------------------------------

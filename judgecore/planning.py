@@ -355,7 +355,8 @@ def render_plan(p: Plan) -> str:
         )
     lines.append(
         f"  tokens (est) input {p.input_tokens:,} + rubric {c.rubric_tokens:,} per request; "
-        f"output {p.output_tokens:,} (assuming answers of at most {p.output_per_answer:,} tokens)"
+        f"output {p.output_tokens:,} (assuming answers of at most {p.output_per_answer:,} tokens"
+        + ("; thinking not included, billed as output up to max_tokens)" if p.thinks else ")")
     )
     if p.estimated_cost_usd is None:
         lines.append(f"  cost (est)   unknown: no price for {p.model}")

@@ -223,3 +223,53 @@ def test_a_job_is_finished_when_every_item_is_final_and_nothing_is_live(its, dat
     live = frozenset(data.draw(st.lists(st.sampled_from(cids), unique=True)))
     state = JobState(final=final, in_flight=live)
     assert (final == frozenset(cids) and not live) == job.finished(state)
+
+
+# --- today's models: thinking on the wire and in the plan --------------------------------------------
+
+
+def _plan_of(model: str, *, thinking=None, warnings=(), max_tokens: int = 16_000):
+    from judgecore.models import Thinking
+
+    th = Thinking.parse(thinking) if thinking is not None else None
+    template = RequestTemplate.build(
+        model=model, max_tokens=max_tokens, rubric=None, path="sync", thinking=th.param() if th else None
+    )
+    requests = build_requests(synthetic_items(3), template)
+    p = plan(
+        requests,
+        route=route(3, policy=RoutePolicy()),
+        sub_batches=(),
+        template=template,
+        rubric=None,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+        thinking=th,
+        warnings=warnings,
+    )
+    return template, requests, p
+
+
+def test_thinking_goes_on_the_wire_in_both_the_batch_body_and_the_sync_params():
+    template, requests, _ = _plan_of("claude-sonnet-4-6", thinking="2048")
+    body = orjson.loads(requests[0].body(template))
+    assert {"type": "enabled", "budget_tokens": 2048} == body["params"]["thinking"]
+    assert {"type": "enabled", "budget_tokens": 2048} == requests[0].params(template)["thinking"]
+    assert len(requests[0].body(template)) == requests[0].size  # the size counts the thinking bytes
+
+
+def test_a_plan_without_thinking_has_none_of_its_keys():
+    _, _, p = _plan_of("claude-sonnet-4-6", max_tokens=1024)
+    assert not {"thinking", "thinks", "warnings", "price_estimated"} & set(plan_json(p))
+    assert "thinking" not in render_plan(p)
+
+
+def test_a_thinking_models_plan_says_so_with_its_warnings_and_a_cost():
+    _, _, p = _plan_of("claude-fable-5-2", warnings=("something to know",))
+    j = plan_json(p)
+    assert (True, True, ["something to know"]) == (j["thinks"], j["price_estimated"], j["warnings"])
+    assert j["estimated_cost_usd"] is not None
+    text = render_plan(p)
+    assert "thinking     on (the model's default)" in text
+    assert "prices are estimated by family" in text
+    assert "  warning      something to know\n" in text
