@@ -218,3 +218,22 @@ def test_the_estimated_rows_are_the_ones_no_page_documents():
 def test_fable_and_mythos_5_1_read_cache_at_a_fortieth():
     assert 0.025 == price_for("claude-fable-5-1").cache_read == price_for("claude-mythos-5-1").cache_read
     assert 0.1 == price_for("claude-fable-5").cache_read
+
+
+def test_the_readme_model_table_is_the_tables():
+    """Every row of the README's model table names a model of `MODELS` with its output limit and
+    prices, and every model of `MODELS` has a row."""
+    from pathlib import Path
+
+    from judgecore.models import MODELS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(claude-[a-z0-9-]+)`[^|]* \| ([\d,]+) \| ([^|]+) \|", readme, flags=re.M)
+    assert set(MODELS) == {m for m, _, _ in rows}
+    for model, limit, price in rows:
+        info = MODELS[model]
+        assert f"{info.output_limit:,}" == limit, model
+        if info.price is not None:
+            assert price.startswith(f"${info.price.input_per_mtok:g} / ${info.price.output_per_mtok:g}"), (
+                model
+            )
