@@ -199,7 +199,21 @@ class BatchShell:
                     conclusive = True
         except BatchApiError as exc:
             return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
-        return br.Listed(tuple(listed), conclusive, self.clock.now())
+        first_ids = [
+            (b.id, cid) for b in listed if action.worth_checking(b) and (cid := await self._first_id(b.id))
+        ]
+        return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids))
+
+    async def _first_id(self, batch_id: str) -> str | None:
+        """The custom_id of an ended batch's first result line (None: no line, or it could not be read):
+        what tells a listed batch of this job from another job's before it is adopted."""
+        try:
+            async with contextlib.aclosing(self.api.results(batch_id)) as stream:
+                async for custom_id, _ in stream:
+                    return custom_id
+        except BatchApiError:
+            return None
+        return None
 
     async def harvest(self, action: br.Harvest) -> br.Event:
         """Stream an ended batch's lines into the store, each through the breaker; one `Harvested`."""
@@ -221,6 +235,15 @@ class BatchShell:
                 async with contextlib.aclosing(self.api.results(batch_id)) as stream:
                     async for custom_id, raw in stream:
                         i = ids.index(custom_id)
+                        if i < 0 and not tally and not swallowed and not unknown:
+                            # the first line is none of ours: the batch (adopted while it ran) holds
+                            # another job's requests. Nothing of it is recorded; its ids are resent.
+                            self._warn(
+                                f"batch {batch_id} holds another job's requests (its first result line is "
+                                f"{custom_id!r}, none of sub-batch {sub_id}'s): nothing recorded from it; "
+                                "its requests are sent again"
+                            )
+                            break
                         if i < 0:
                             unknown += 1
                             if unknown <= _SHOWN:

@@ -329,10 +329,11 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     rubric = _read_rubric(ns.rubric)
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests only to check an existing checkpoint.
-    from adapters.store import Store
+    from adapters.store import Store, ids_job_for
 
     digests = not ns.dry_run or Store.exists(ns.state or Path())
-    items = boxed(load_items(ns.input, hold_messages=False, digests=digests))
+    ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
+    items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state

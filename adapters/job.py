@@ -234,18 +234,21 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def load_items(path: Path, *, hold_messages: bool = True, digests: bool = True) -> Items:
+def load_items(
+    path: Path, *, hold_messages: bool = True, digests: bool = True, job: str | None = None
+) -> Items:
     """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line.
 
     `hold_messages=False` (the CLI's run): the items keep each message's size and digest, not the
     messages; the run reads them from `path` again to keep them in its checkpoint
     (`adapters.messages.InputMessages`), so no run holds its whole input in memory. `digests=False`
-    as well (a dry run on a fresh state dir): only the sizes are kept."""
+    as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the job key of the
+    custom_ids (`adapters.store.ids_job_for`)."""
     from judgecore import parse_items
 
     try:
         with path.open("rb") as f, _bulk_allocation():
-            items = parse_items(f, hold_messages=hold_messages, digests=digests)
+            items = parse_items(f, hold_messages=hold_messages, digests=digests, job=job)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (InputError, DuplicateIdError) as exc:
@@ -439,14 +442,26 @@ def exit_code_for(counts: Mapping[str, int], fatal: Fatal | None) -> int:
 
 
 def _job_of(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]], *, rubric: str | None, settings: JobSettings
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    *,
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
 ) -> JobPlan:
-    """The job's items, checked against the settings, and its plan, built once (a run and a dry run)."""
+    """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
+    holds (or of a new one), and its plan, built once (a run and a dry run)."""
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     from adapters.messages import boxed
+    from adapters.store import ids_job_for
 
-    items = boxed(Items.of(items))  # a run hands the messages to its checkpoint (adapters.messages)
+    items = Items.of(items)
+    if items.job is None or Store.exists(state_dir):  # the CLI derived a new dir's key already
+        try:
+            items = items.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
+        except DuplicateIdError as exc:
+            raise input_error(None, exc.line, exc.reason) from None
+    items = boxed(items)  # a run hands the messages to its checkpoint (adapters.messages)
     if not items:
         raise UsageError("the input has no items")
     warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
@@ -474,7 +489,7 @@ def judge_dry_run(
 ) -> JudgeResult:
     """What `judge(..., dry_run=True)` returns (the plan, nothing sent, nothing written), without an
     event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio."""
-    job = _job_of(items, rubric=rubric, settings=settings)
+    job = _job_of(items, rubric=rubric, settings=settings, state_dir=Path(state_dir))
     return _dry_run(job, rubric=rubric, settings=settings, state_dir=Path(state_dir))
 
 
@@ -493,8 +508,8 @@ async def ajudge(
     keep_records: bool = True,
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments."""
-    job = _job_of(items, rubric=rubric, settings=settings)
     state_dir = Path(state_dir)
+    job = _job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
     if dry_run:
         return _dry_run(job, rubric=rubric, settings=settings, state_dir=state_dir)
     from adapters.events import discard
@@ -555,7 +570,7 @@ async def _run(
         from adapters.store import ContentConflictError, StateMismatchError
 
         try:
-            store.bind_job(settings.manifest(rubric), items.bindings())
+            store.bind_job(settings.manifest(rubric), items.bindings(), ids_job=items.job)
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
         _record_for_summary(store, job, settings)
@@ -1034,7 +1049,7 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
 
         store = Store.open_readonly(state_dir)
         try:
-            store.check_job(settings.manifest(rubric), job.items.bindings())
+            store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
             history = _History.read(store)
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None

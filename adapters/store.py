@@ -161,6 +161,36 @@ def _create_private(path: Path) -> None:
     path.chmod(0o600)
 
 
+def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
+    """The job key a job's custom_ids are derived with (`judgecore.ids`), read before its input is.
+
+    A state dir bound to a job keeps its key (None for one bound before job keys: it keeps its `v1`
+    ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
+    keeps it, and every later run reads it back, so the ids are the job's own in every process.
+    """
+    import secrets
+
+    from judgecore.ids import job_key
+
+    if state_dir is not None and Store.exists(state_dir):
+        import sqlite3
+
+        try:
+            store = Store.open_readonly(state_dir)
+        except sqlite3.Error:
+            store = None
+        if store is not None:
+            try:
+                if store.get_meta("manifest") is not None:
+                    return store.get_meta("custom_id_job")
+            except sqlite3.Error:
+                pass  # a database never bound (no tables yet): a new job's
+            finally:
+                store.close()
+    canonical = orjson.dumps(dict(manifest), option=orjson.OPT_SORT_KEYS)
+    return job_key(canonical, secrets.token_hex(8))
+
+
 class Store:
     """The checkpoint of one job. Open with `Store.open(state_dir)`; close when done."""
 
@@ -236,21 +266,36 @@ class Store:
                 (key, orjson.dumps(value).decode()),
             )
 
-    def bind_job(self, manifest: Mapping[str, Any], items: Iterable[tuple[str, str, str]]) -> None:
+    def bind_job(
+        self,
+        manifest: Mapping[str, Any],
+        items: Iterable[tuple[str, str, str]],
+        *,
+        ids_job: str | None = None,
+    ) -> None:
         """Tie this state dir to one job.
 
         `manifest` holds what changes requests (model, rubric digest, max_tokens, ...); `items` yields
-        `(custom_id, item_id, digest)` in input order. A dir made for another manifest raises
-        `StateMismatchError`; an item whose digest changed raises `ContentConflictError`. Items new to
-        an existing job are added (they have simply not been sent yet).
+        `(custom_id, item_id, digest)` in input order, their custom_ids derived with the job key
+        `ids_job` (`ids_job_for`; None: the `v1` ids of a dir bound before job keys). A new dir keeps
+        the key; an existing one must have been bound with the same. A dir made for another manifest
+        raises `StateMismatchError`; an item whose digest changed raises `ContentConflictError`. Items
+        new to an existing job are added (they have simply not been sent yet).
         """
         old = self._check_manifest(manifest)
+        if old is not None:
+            self._check_ids_job(ids_job)
         with self._tx() as c:
             if old is None:
                 c.execute(
                     "INSERT INTO meta (key, value) VALUES ('manifest', ?), ('schema', ?)",
                     (orjson.dumps(dict(manifest)).decode(), str(SCHEMA_VERSION)),
                 )
+                if ids_job is not None:
+                    c.execute(
+                        "INSERT INTO meta (key, value) VALUES ('custom_id_job', ?)",
+                        (orjson.dumps(ids_job).decode(),),
+                    )
             self._check_content(c, items)
             c.execute(
                 "INSERT OR IGNORE INTO items (custom_id, item_id, digest) "
@@ -362,15 +407,36 @@ class Store:
         )
         return dict(self._conn.execute(q).fetchall())
 
-    def check_job(self, manifest: Mapping[str, Any], items: Iterable[tuple[str, str, str]]) -> None:
+    def check_job(
+        self,
+        manifest: Mapping[str, Any],
+        items: Iterable[tuple[str, str, str]],
+        *,
+        ids_job: str | None = None,
+    ) -> None:
         """`bind_job`'s checks without writing anything (a dry run on a read-only store)."""
-        self._check_manifest(manifest)
+        if self._check_manifest(manifest) is not None:
+            self._check_ids_job(ids_job)
         self._conn.execute("BEGIN")  # one transaction for the temp table's rows (never the database's)
         try:
             self._check_content(self._conn, items)
             self._conn.execute("DELETE FROM incoming")
         finally:
             self._conn.execute("ROLLBACK")
+
+    @property
+    def ids_job(self) -> str | None:
+        """The job key this dir's custom_ids are derived with (None: `v1` ids, or no job bound yet)."""
+        return self.get_meta("custom_id_job")
+
+    def _check_ids_job(self, ids_job: str | None) -> None:
+        """A job's custom_ids must be derived with the key its dir keeps (`ids_job_for` reads it)."""
+        kept = self.ids_job
+        if kept != ids_job:
+            raise StateMismatchError(
+                f"{self.path.parent}: the job's custom_ids are derived with job key {kept!r}, "
+                f"these with {ids_job!r} (read the key with adapters.store.ids_job_for)"
+            )
 
     def _check_manifest(self, manifest: Mapping[str, Any]) -> Any:
         """The stored manifest (None for a new dir); `StateMismatchError` naming the fields that differ."""

@@ -11,13 +11,22 @@ call and the write of its batch id). Both decisions are pure functions of values
   halve and retry), `Reject` (413 on a single request: it can never fit; quarantined), `Fatal`
   (authentication, permission, unknown model: stop the run), `RetryCreate(delay)` (429, 5xx, connection:
   reconcile, then re-send), or `GiveUp` (the create was refused, or the attempt budget is spent).
-- `match_orphans(intents, listed, claimed=..., window=...)` -> the adoptions, never two intents on one
-  batch, never a batch another sub-batch owns.
+- `match_orphans(intents, listed, claimed=..., window=..., foreign=...)` -> the adoptions, never two
+  intents on one batch, never a batch another sub-batch owns, never one whose results were read and
+  carry none of the intent's custom_ids.
+
+The listing is workspace-wide: every job of every user of the workspace shows up in it, so a count and
+a time window alone can match another job's batch. Two defences: a job's custom_ids are its own
+(`judgecore.ids`: salted with the job's key), and a listed batch that has ended is checked by the first
+custom_id of its results before it is adopted (`Reconcile.worth_checking` says which; `foreign` carries
+what was found). A batch still running when adopted is checked by its first result line at harvest: one
+of another job records nothing, and its ids are sent again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 
 import attrs
 
@@ -151,11 +160,22 @@ class Adoption:
     group: int | None = None
 
 
-def _fits(intent: Intent, batch: BatchSnapshot, window: OrphanWindow) -> bool:
+#: no listed batch is known to hold another job's requests
+NO_FOREIGN: Mapping[int, frozenset[str]] = MappingProxyType({})
+
+
+def could_fit(intent: Intent, batch: BatchSnapshot, window: OrphanWindow) -> bool:
+    """`batch` has the intent's request count and was created inside its window."""
     return (
         batch.counts.total == intent.n
         and intent.intent_at - window.skew <= batch.created_at <= intent.intent_at + window.window
     )
+
+
+def _fits(
+    intent: Intent, batch: BatchSnapshot, window: OrphanWindow, foreign: Mapping[int, frozenset[str]]
+) -> bool:
+    return could_fit(intent, batch, window) and batch.id not in foreign.get(intent.sub_id, ())
 
 
 def orphan_groups(
@@ -164,6 +184,7 @@ def orphan_groups(
     *,
     claimed: frozenset[str],
     window: OrphanWindow,
+    foreign: Mapping[int, frozenset[str]] = NO_FOREIGN,
 ) -> dict[int, int]:
     """`{sub_id: group}` for every intent that nothing but the results can tell apart from another.
 
@@ -182,7 +203,7 @@ def orphan_groups(
         return x
 
     for b in pool:
-        fitting = [i.sub_id for i in intents if _fits(i, b, window)]
+        fitting = [i.sub_id for i in intents if _fits(i, b, window, foreign)]
         for other in fitting[1:]:
             a, c = root(fitting[0]), root(other)
             parent[max(a, c)] = min(a, c)
@@ -198,8 +219,10 @@ def match_orphans(
     *,
     claimed: frozenset[str],
     window: OrphanWindow,
+    foreign: Mapping[int, frozenset[str]] = NO_FOREIGN,
 ) -> tuple[Adoption, ...]:
-    """Pair intents with listed batches: same request count, created in the window, unclaimed.
+    """Pair intents with listed batches: same request count, created in the window, unclaimed, and
+    not shown to hold other requests (`foreign[sub_id]`: batches whose results carry none of its ids).
 
     Intents are served oldest first, each taking the earliest-created fitting batch, so concurrent
     creates of equal size pair in order. No batch is adopted twice, none in `claimed` ever. An adoption
@@ -208,10 +231,10 @@ def match_orphans(
     """
     taken: set[str] = set(claimed)
     pool = sorted(listed, key=lambda b: (b.created_at, b.id))
-    groups = orphan_groups(intents, listed, claimed=claimed, window=window)
+    groups = orphan_groups(intents, listed, claimed=claimed, window=window, foreign=foreign)
     out: list[Adoption] = []
     for intent in sorted(intents, key=lambda i: (i.intent_at, i.sub_id)):
-        fits = [b for b in pool if b.id not in taken and _fits(intent, b, window)]
+        fits = [b for b in pool if b.id not in taken and _fits(intent, b, window, foreign)]
         if fits:
             taken.add(fits[0].id)
             out.append(Adoption(intent.sub_id, fits[0], len(fits) > 1, groups.get(intent.sub_id)))

@@ -49,6 +49,7 @@ from judgecore.batching import (
     RetryCreate,
     Split,
     after_create_error,
+    could_fit,
     match_orphans,
     orphan_groups,
 )
@@ -202,11 +203,19 @@ class Create:
 
 @attrs.frozen
 class Reconcile:
-    """List recent batches, newest first, down to `oldest` (at most `limit`), to adopt these intents."""
+    """List recent batches, newest first, down to `oldest` (at most `limit`), to adopt these intents.
+
+    The listing is the workspace's: a listed batch `worth_checking` (ended, and of an intent's size and
+    window) has the first custom_id of its results read, so that one of another job is never adopted
+    (`Listed.first_ids`)."""
 
     intents: tuple[Intent, ...]
     oldest: float
     limit: int
+    window: OrphanWindow = attrs.field(factory=OrphanWindow)
+
+    def worth_checking(self, batch: BatchSnapshot) -> bool:
+        return not batch.live and any(could_fit(i, batch, self.window) for i in self.intents)
 
 
 @attrs.frozen
@@ -268,6 +277,8 @@ class Listed:
     batches: tuple[BatchSnapshot, ...]
     conclusive: bool  # reached `oldest` or the end of the list
     at: float
+    #: `(batch_id, custom_id)`: the first result line's custom_id of each batch `worth_checking`
+    first_ids: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -586,7 +597,7 @@ class BatchRun:
             ]
             window = run.settings.orphan_window
             found = tuple(Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in unsure)
-            ops.append(Reconcile(found, window.oldest(found), run.settings.list_scan_limit))
+            ops.append(Reconcile(found, window.oldest(found), run.settings.list_scan_limit, window))
             for s in unsure:
                 run = run._put(s, busy=True, unsure=True)
             listing = True
@@ -716,8 +727,8 @@ class BatchRun:
                 return run._created(sub, batch, at, adopted=False)
             case CreateFailed(sub_id, error, at, u):
                 return self._create_failed(self.subs[sub_id], error, at, u)
-            case Listed(batches, conclusive, at):
-                return attrs.evolve(self, answered=True)._listed(batches, conclusive, at)
+            case Listed(batches, conclusive, at, first_ids):
+                return attrs.evolve(self, answered=True)._listed(batches, conclusive, at, first_ids)
             case ListFailed(error, at, u):
                 return self._list_failed(error, at, u)
             case Snapshot(sub_id, batch, at):
@@ -816,13 +827,23 @@ class BatchRun:
                 )
         raise AssertionError(decision)  # pragma: no cover
 
-    def _listed(self, batches: tuple[BatchSnapshot, ...], conclusive: bool, at: float) -> BatchRun:
+    def _listed(
+        self,
+        batches: tuple[BatchSnapshot, ...],
+        conclusive: bool,
+        at: float,
+        first_ids: tuple[tuple[str, str], ...] = (),
+    ) -> BatchRun:
         listing = [s for s in self.subs.values() if s.busy and s.state is SubState.INTENT and s.unsure]
         intents = [Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in listing]
         window = self.settings.orphan_window
-        adoptions = match_orphans(intents, batches, claimed=self.claimed, window=window)
-        groups = orphan_groups(intents, batches, claimed=self.claimed, window=window)
+        foreign = _foreign(listing, first_ids)
+        adoptions = match_orphans(intents, batches, claimed=self.claimed, window=window, foreign=foreign)
+        groups = orphan_groups(intents, batches, claimed=self.claimed, window=window, foreign=foreign)
         run = self
+        for bid in sorted({b for ids in foreign.values() for b in ids} - self.claimed):
+            if all(bid in ids for ids in foreign.values()):
+                run = run._emit(Say("info", f"batch {bid} holds another job's requests: not adopted"))
         for a in adoptions:
             run = attrs.evolve(run, claimed=run.claimed | {a.batch.id})
             run = run._created(run.subs[a.sub_id], a.batch, at, adopted=True, group=a.group)
@@ -1021,3 +1042,15 @@ def _bounder(price: ModelPrice | None, cached_bytes: int, requests: RequestIndex
         )
 
     return bound
+
+
+def _foreign(subs: Sequence[Sub], first_ids: tuple[tuple[str, str], ...]) -> dict[int, frozenset[str]]:
+    """`{sub_id: batches}`: the listed batches whose results' first custom_id is none of the sub-batch's
+    (they hold another job's requests, or another sub-batch's: never this one's)."""
+    if not first_ids:
+        return {}
+    out: dict[int, frozenset[str]] = {}
+    for s in subs:
+        ours = set(s.ids) | set(custom_ids_of(s.requests))  # an earlier run's intent: its ids only
+        out[s.sub_id] = frozenset(bid for bid, cid in first_ids if cid not in ours)
+    return out

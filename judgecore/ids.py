@@ -2,9 +2,16 @@
 
 A custom_id is `<readable prefix>-<digest>`: the prefix is the item id with every character outside
 `[a-zA-Z0-9_-]` folded to `_` (cut so the whole fits in 64), the digest is 120 bits of SHA-256 over a
-versioned domain tag and the item id's UTF-8 bytes, in lowercase base32. It depends on nothing but the
-item id, so it is the same in every process, on every Python version and in every judgecore release
-that keeps the `v1` tag.
+versioned domain tag, the job's key and the item id's UTF-8 bytes, in lowercase base32.
+
+The job's key (`job_key`) is made once, when a state dir is first bound to a job, from the job's
+manifest and a nonce the shell draws; the state dir keeps it, so every later run, in any process, on
+any Python version and in any judgecore release that keeps the `v2` tag, derives the same ids. Two jobs
+over the same items (a second rubric, a second model, or the same job in a second state dir) never
+share a custom_id, so one job can never take another's batch in the workspace-wide listing for its own.
+
+`job=None` is the `v1` scheme of state dirs bound before job keys existed: the digest covers the item
+id alone. Such a dir keeps the ids it has.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from judgecore.errors import DuplicateIdError
 
 CUSTOM_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _DOMAIN = b"judgecore/custom_id/v1\x00"
+_JOB_DOMAIN = b"judgecore/custom_id/v2\x00"
+_JOB_KEY_RE = re.compile(r"^[a-z2-7]{16}$")
 _DIGEST_BYTES = 15  # 120 bits: 24 base32 characters, no padding
 _DIGEST_CHARS = 24
 _MAX_PREFIX = 64 - 1 - _DIGEST_CHARS
@@ -62,24 +71,43 @@ def _b32_lower(raw: bytes) -> str:
     return out.translate(_TO_CHAR).decode("ascii")
 
 
-def _digest(item_id: str) -> str:
-    raw = hashlib.sha256(_DOMAIN + item_id.encode("utf-8", "surrogatepass")).digest()
+def job_key(manifest_json: bytes, nonce: str) -> str:
+    """A job's key for its custom_ids: 80 bits of SHA-256 over its manifest (canonical JSON bytes) and
+    a nonce drawn once for its state dir, as 16 lowercase base32 characters."""
+    if not nonce:
+        raise ValueError("a job key needs a non-empty nonce")
+    raw = hashlib.sha256(b"judgecore/job/v1\x00" + manifest_json + b"\x00" + nonce.encode()).digest()
+    return base64.b32encode(raw[:10]).decode("ascii").lower()
+
+
+def _domain(job: str | None) -> bytes:
+    if job is None:
+        return _DOMAIN
+    if not _JOB_KEY_RE.fullmatch(job):
+        raise ValueError(f"not a job key: {job!r} (16 base32 characters, from `job_key`)")
+    return _JOB_DOMAIN + job.encode("ascii") + b"\x00"
+
+
+def _digest(item_id: str, job: str | None) -> str:
+    raw = hashlib.sha256(_domain(job) + item_id.encode("utf-8", "surrogatepass")).digest()
     return base64.b32encode(raw[:_DIGEST_BYTES]).decode("ascii").lower()
 
 
-def custom_id_for(item_id: str) -> str:
-    """The deterministic custom_id of an item id (any string); always matches `CUSTOM_ID_RE`."""
+def custom_id_for(item_id: str, *, job: str | None = None) -> str:
+    """The deterministic custom_id of an item id (any string) in job `job` (its `job_key`; None: the
+    `v1` ids of a state dir bound before job keys); always matches `CUSTOM_ID_RE`."""
     prefix = _UNSAFE.sub("_", item_id)[:_MAX_PREFIX].strip("_")
-    digest = _digest(item_id)
+    digest = _digest(item_id, job)
     return f"{prefix}-{digest}" if prefix else digest
 
 
-def custom_ids_for(item_ids: Sequence[str]) -> tuple[str, ...]:
+def custom_ids_for(item_ids: Sequence[str], *, job: str | None = None) -> tuple[str, ...]:
     """`custom_id_for` of many ids at once: one base32 pass over all digests (see `_b32_lower`), and
     one scan for unsafe characters over all ids (ids already safe, the usual case, skip the fold)."""
     sha = hashlib.sha256
+    domain = _domain(job)
     raw = b"".join(
-        [sha(_DOMAIN + i.encode("utf-8", "surrogatepass")).digest()[:_DIGEST_BYTES] for i in item_ids]
+        [sha(domain + i.encode("utf-8", "surrogatepass")).digest()[:_DIGEST_BYTES] for i in item_ids]
     )
     digests = _b32_lower(raw)
     if _UNSAFE.search("".join(item_ids)) is None:
@@ -96,14 +124,16 @@ def custom_ids_for(item_ids: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-def assign_custom_ids(item_ids: Iterable[str], lines: Iterable[int] | None = None) -> tuple[str, ...]:
+def assign_custom_ids(
+    item_ids: Iterable[str], lines: Iterable[int] | None = None, *, job: str | None = None
+) -> tuple[str, ...]:
     """custom_ids for a whole job, in order; raises `DuplicateIdError` on a repeated id or a collision.
 
     `lines` gives each id's line number in the input, for the error message (1-based positions otherwise).
     """
     ids = tuple(item_ids)
     line_nos = tuple(lines) if lines is not None else tuple(range(1, len(ids) + 1))
-    cids = custom_ids_for(ids)
+    cids = custom_ids_for(ids, job=job)
     check_unique(ids, cids, line_nos)
     return cids
 

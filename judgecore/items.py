@@ -43,7 +43,8 @@ class Item:
 
     `messages_json` is the conversation serialized once with orjson (a plain `prompt` becomes one user
     turn); `metadata_json` is the metadata's bytes, carried to the output untouched (None when absent).
-    `custom_id` is derived from the id once, when the item is parsed (`judgecore.ids`).
+    `custom_id` is derived from the id once, when the item is parsed (`judgecore.ids`: the `v1` id; a
+    job's `Items.for_job` derives its own).
     """
 
     id: str
@@ -214,7 +215,9 @@ def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
     return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
-def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True, digests: bool = True) -> Items:
+def parse_items(
+    lines: Iterable[bytes | str], *, hold_messages: bool = True, digests: bool = True, job: str | None = None
+) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
     Each line is parsed once, straight into the columns of an `Items`, and each custom_id derived once
@@ -224,7 +227,8 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True, dig
     `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
     job's bytes): their column is `Unheld`, and whoever needs them reads them again
     (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
-    kept (a plan needs no more).
+    kept (a plan needs no more). `job` is the job key the custom_ids are derived with
+    (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
     """
     ids: list[str] = []
     line_nos = array("q")
@@ -277,7 +281,7 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True, dig
             add_messages(f[2])
         elif not sizes_only:
             digest_bytes += raw_digest(f[2], f[3])
-    cids = custom_ids_for(ids)
+    cids = custom_ids_for(ids, job=job)
     check_unique(ids, cids, line_nos)
     column: Sequence[bytes] = tuple(messages) if hold_messages else Unheld(len(ids))
     return Items(
@@ -289,6 +293,7 @@ def parse_items(lines: Iterable[bytes | str], *, hold_messages: bool = True, dig
         cids,
         message_sizes=sizes,
         digests=None if hold_messages or sizes_only else bytes(digest_bytes),
+        job=job,
     )
 
 
@@ -356,6 +361,8 @@ class Items(Sequence[Item]):
     )
     #: each item's `raw_digest`, `DIGEST_BYTES` apiece, when its messages are not held (None: from them)
     digests: bytes | None = attrs.field(default=None, kw_only=True)
+    #: the job key the custom_ids were derived with (`judgecore.ids.job_key`; None: `v1` ids)
+    job: str | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, items: Iterable[Item]) -> Items:
@@ -374,6 +381,14 @@ class Items(Sequence[Item]):
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def for_job(self, job: str | None) -> Items:
+        """The same items with the custom_ids of job `job` (itself when they are already)."""
+        if job == self.job:
+            return self
+        cids = custom_ids_for(self.ids, job=job)
+        check_unique(self.ids, cids, self.lines)
+        return attrs.evolve(self, custom_ids=cids, job=job)
 
     def bindings(self) -> Iterator[tuple[str, str, str]]:
         """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks."""
@@ -409,6 +424,7 @@ class Items(Sequence[Item]):
                 digests=None
                 if d is None
                 else b"".join(d[i * w : (i + 1) * w] for i in range(len(self.ids))[k]),
+                job=self.job,
             )
         return Item(
             self.ids[k],

@@ -464,6 +464,8 @@ class Simulator:
             return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
         if fault == "persist_then_drop":
             return SimResponse(status=0, drop=True)
+        if fault == "persist_then_stall":
+            return SimResponse(status=0, drop=True, stall=s.create_stall_seconds)
         return ctx.ok(self._batch_json(batch, ctx))
 
     def _batch_json(self, b: _Batch, ctx: _Ctx) -> dict[str, Any]:

@@ -30,7 +30,14 @@ BATCH_OUTCOMES: Final = (
 SYNC_FAULTS: Final = ("429", "529", "500", "drop")
 
 #: Faults a `POST /v1/messages/batches` can be given by `create_faults`.
-CREATE_FAULTS: Final = ("500", "429", "drop", "persist_then_500", "persist_then_drop")
+CREATE_FAULTS: Final = (
+    "500",
+    "429",
+    "drop",
+    "persist_then_500",
+    "persist_then_drop",
+    "persist_then_stall",
+)
 
 #: How each model the simulated API serves thinks, as the API docs say (thinking-troubleshooting page,
 #: each model's "what's new"): whether it thinks when `thinking` is omitted, and the `thinking.type`
@@ -146,6 +153,9 @@ class Scenario:
     create_faults: tuple[tuple[int, str], ...] = attrs.field(
         default=(), converter=_schedule, validator=_check_names(CREATE_FAULTS)
     )
+    #: Seconds a `persist_then_stall` create holds its connection before dropping it (the batch exists
+    #: from the start: a client killed meanwhile never learns its id)
+    create_stall_seconds: float = attrs.field(default=30.0, validator=_non_negative)
     #: The first fetch of each batch's results is cut (connection dropped) after this many lines.
     results_drop_after_lines: int | None = None
     #: Result streaming pace: sleep `results_line_delay` seconds after every `results_chunk_lines`

@@ -72,6 +72,8 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
             self._write(sim.handle(request))
 
         def _write(self, response: SimResponse) -> None:
+            if response.stall > 0:
+                sleep(response.stall)
             if response.drop:
                 self.close_connection = True
                 with contextlib.suppress(OSError):

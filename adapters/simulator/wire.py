@@ -98,6 +98,9 @@ class SimResponse:
     cut_after: int | None = None
     #: For streamed bodies: pause `pace[1]` seconds after every `pace[0]` lines.
     pace: tuple[int, float] | None = None
+    #: Seconds the HTTP server holds the connection before it answers (or drops it): a slow answer
+    #: the client may be killed in the middle of (the in-process transport does not wait)
+    stall: float = 0.0
 
     def header(self, name: str) -> str | None:
         name = name.lower()

@@ -440,6 +440,50 @@ def test_an_orphan_intent_with_no_batch_is_resent_once(store: Store) -> None:
     assert "orphan_resubmitted" == store.sub_batches()[0].state
 
 
+def _foreign_batch(api: FakeBatchApi, clock: FakeClock, n: int, *, ended: bool) -> str:
+    """Another job's batch of `n` requests in the same workspace listing, created just now."""
+    from .fakes import FakeBatch
+
+    now = clock.now()
+    cids = tuple(f"other-job-{k}" for k in range(n))
+    api.batches["msgbatch_foreign"] = FakeBatch(
+        id="msgbatch_foreign",
+        custom_ids=cids,
+        attempts=(1,) * n,
+        created_at=now,
+        expires_at=now + 86_400.0,
+        end_at=now if ended else now + 120.0,
+    )
+    return "msgbatch_foreign"
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["ended", "running"])
+def test_another_jobs_batch_that_fits_an_orphan_intent_is_never_recorded_as_ours(
+    store: Store, ended: bool
+) -> None:
+    """An intent whose batch id was never recorded, and another job's batch of the same size from the
+    same minute in the listing: an ended one is told apart by its first result line and not adopted; a
+    running one, adopted, is disowned at its first result line. Nothing of it is recorded either way."""
+    requests = make_requests(4)
+    bind(store, requests)
+    clock = FakeClock()
+    store.record_intent(round=1, custom_ids=[r.custom_id for r in requests], n_bytes=1, at=clock.now())
+    clock.advance(5.0)
+    api = FakeBatchApi(clock)
+    foreign = _foreign_batch(api, clock, 4, ended=ended)
+    events: list[Event] = []
+    result = go(store, requests, api, clock, events=events)
+    assert 4 == result.counts["succeeded"]
+    assert {r.custom_id for r in requests} == set(api.sent_ids()) - set(api.batches[foreign].custom_ids)
+    assert all(batch_id != foreign for _, _, _, batch_id, _ in store.latest())
+    said = notices(events)
+    if ended:
+        assert any(f"batch {foreign} holds another job's requests: not adopted" in m for m in said)
+        assert [False] == [e.adopted for e in events if isinstance(e, BatchCreated)]
+    else:
+        assert any(f"batch {foreign} holds another job's requests (its first result line" in m for m in said)
+
+
 # -- resume --------------------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from judgecore.batching import (
     Split,
     after_create_error,
     match_orphans,
+    orphan_groups,
     split_halves,
 )
 
@@ -136,3 +137,27 @@ def test_a_lone_orphan_is_not_grouped_and_listing_can_stop_below_the_oldest_inte
     out = match_orphans(intents, [snap(1, 10, T0 + 5)], claimed=frozenset(), window=OrphanWindow())
     assert [(1, "b1", None)] == [(a.sub_id, a.batch.id, a.group) for a in out]
     assert T0 - 300.0 == OrphanWindow(skew=300.0).oldest(intents)
+
+
+@given(intents_st, listed_st, st.sets(st.tuples(st.integers(1, 6), st.integers(0, 9)), max_size=12))
+def test_a_batch_shown_to_hold_other_requests_is_never_adopted_nor_grouped_for_that_intent(
+    raw_intents: list[tuple[int, float]], raw_listed: list[tuple[int, float]], shown: set[tuple[int, int]]
+) -> None:
+    """`foreign[sub_id]`: batches whose results' first custom_id is none of the intent's (another job's,
+    in the workspace-wide listing): never adopted for it, never a reason to group it with another."""
+    intents = [Intent(sub_id=i + 1, n=n, intent_at=T0 + dt) for i, (n, dt) in enumerate(raw_intents)]
+    listed = [snap(i, n, T0 + dt) for i, (n, dt) in enumerate(raw_listed)]
+    foreign: dict[int, frozenset[str]] = {}
+    for sub_id, b in shown:
+        foreign[sub_id] = foreign.get(sub_id, frozenset()) | {f"b{b}"}
+    window = OrphanWindow(window=900.0, skew=300.0)
+    out = match_orphans(intents, listed, claimed=frozenset(), window=window, foreign=foreign)
+    assert all(a.batch.id not in foreign.get(a.sub_id, ()) for a in out)
+    every_fit_foreign = {
+        i.sub_id
+        for i in intents
+        if all(b.id in foreign.get(i.sub_id, ()) for b in listed if b.counts.total == i.n)
+    }
+    groups = orphan_groups(intents, listed, claimed=frozenset(), window=window, foreign=foreign)
+    assert not every_fit_foreign & {a.sub_id for a in out}
+    assert not every_fit_foreign & set(groups)

@@ -149,3 +149,41 @@ def test_custom_ids_for_many_ids_equal_custom_id_for_each(ids):
 def test_the_job_wide_base32_encoder_matches_the_standard_one(raw):
     """The column-wise encoder behind assign_custom_ids is exactly base64.b32encode, lowercased."""
     assert base64.b32encode(raw).decode("ascii").lower() == judgecore.ids._b32_lower(raw)
+
+
+# -- job keys: each job's custom_ids are its own ---------------------------------------------------
+
+JOB = judgecore.ids.job_key(b'{"model":"m"}', "nonce-1")
+JOB_GOLDEN = {
+    "q17-s3": "q17-s3-pk7ba356qopccgam4rkhdkyi",
+    "é": "zrcu7fdhqa7euijlreuedquc",
+    "x" * 100: "x" * 39 + "-ks6ijukj7gw4woh3bexpvth5",
+}
+
+
+def test_job_key_and_job_custom_ids_are_pinned():
+    """A job key and the ids derived with it are fixed forever: a state dir keeps its key across
+    releases, and the ids must come out the same from it."""
+    assert "jpp2m5x3aj6lqczq" == JOB
+    assert JOB_GOLDEN == {i: custom_id_for(i, job=JOB) for i in JOB_GOLDEN}
+
+
+@given(st.lists(item_ids, min_size=1, max_size=30, unique=True), st.text(min_size=1), st.text(min_size=1))
+def test_two_jobs_over_the_same_items_share_no_custom_id(ids, nonce_a, nonce_b):
+    """Two jobs (another manifest, or the same one in another state dir: another nonce) never share an
+    id, so a batch of one can never be taken for the other's in the workspace-wide listing."""
+    a = judgecore.ids.job_key(b'{"rubric_sha256":"a"}', nonce_a)
+    b = judgecore.ids.job_key(b'{"rubric_sha256":"a"}', nonce_b + "x")
+    assert a != b
+    cids_a, cids_b = custom_ids_for(ids, job=a), custom_ids_for(ids, job=b)
+    assert not set(cids_a) & set(cids_b)
+    assert not set(cids_a) & set(custom_ids_for(ids))  # nor with a state dir of the v1 ids
+    assert all(CUSTOM_ID_RE.fullmatch(c) for c in cids_a)
+    assert [custom_id_for(i, job=a) for i in ids] == list(cids_a)
+
+
+def test_a_malformed_job_key_is_refused():
+    with pytest.raises(ValueError, match="not a job key"):
+        custom_id_for("q1", job="short")
+    with pytest.raises(ValueError, match="nonce"):
+        judgecore.ids.job_key(b"{}", "")

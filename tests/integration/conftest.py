@@ -110,3 +110,14 @@ def read_output(path: Path) -> list[dict]:
 
 
 RUBRIC = "You are a strict grader. Output 'Score: N' then one sentence of rationale.\n" * 60
+
+
+def kept_ids_job(state_dir: Path) -> str | None:
+    """The job key a state dir's custom_ids are derived with (`judgecore.ids.job_key`)."""
+    from adapters.store import Store
+
+    store = Store.open_readonly(state_dir)
+    try:
+        return store.ids_job
+    finally:
+        store.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from adapters.simulator import Scenario
-from tests.integration.conftest import ROOT, RUBRIC, read_output, write_items
+from tests.integration.conftest import ROOT, RUBRIC, kept_ids_job, read_output, write_items
 
 pytestmark = pytest.mark.integration
 
@@ -335,12 +335,14 @@ def test_what_a_run_reads_back_from_its_checkpoint_is_each_items_messages(served
         else:
             rows.append({"id": f"p{i}", "prompt": f"prompt {i} ✓ " * (1 + i % 4)})
     items = write_items(tmp_path / "in.jsonl", rows)
-    want = {
-        custom_id_for(r["id"]): r.get("messages") or [{"role": "user", "content": r["prompt"]}] for r in rows
-    }
     args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", "--max-batch-requests", "7"]
     res = srv.cli([*args, *FAST_POLL], timeout=120)
     assert 0 == res.returncode, res.stderr
+    job = kept_ids_job(tmp_path / "s")
+    want = {
+        custom_id_for(r["id"], job=job): r.get("messages") or [{"role": "user", "content": r["prompt"]}]
+        for r in rows
+    }
     sent = [
         (cid, p["messages"]) for b in srv.sim.batches for cid, p in zip(b.custom_ids, b.params, strict=True)
     ]
@@ -374,6 +376,7 @@ def test_a_checkpoint_without_kept_messages_is_resumed_with_the_inputs(served, t
         for b in srv.sim.batches[1:]
         for cid, p in zip(b.custom_ids, b.params, strict=True)
     ]
-    assert {custom_id_for(r["id"]) for r in rows} == {cid for cid, _ in resent}
+    job = kept_ids_job(tmp_path / "s")
+    assert {custom_id_for(r["id"], job=job) for r in rows} == {cid for cid, _ in resent}
     for cid, messages in resent:
         assert [{"role": "user", "content": f"grade answer {cid[1:].split('-')[0]}"}] == messages
