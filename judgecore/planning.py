@@ -21,6 +21,7 @@ from operator import add, floordiv
 from typing import Any
 
 import attrs
+import orjson
 
 from judgecore.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.errors import RequestTooLargeError
@@ -161,6 +162,21 @@ class Plan:
     output_per_answer: int
     estimated_cost_usd: float | None
     all_sync_cost_usd: float | None
+    #: the verdict schema as every request carries it (the API's subset of the user's), as JSON text
+    output_schema_json: str | None = None
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return None if self.output_schema_json is None else orjson.loads(self.output_schema_json)
+
+
+def _output_schema_json(template: RequestTemplate) -> str | None:
+    """The structured-output schema the template's requests carry, as JSON text, or None."""
+    if template.output_config_json is None:
+        return None
+    fmt = orjson.loads(template.output_config_json).get("format") or {}
+    schema = fmt.get("schema")
+    return orjson.dumps(schema).decode() if isinstance(schema, dict) else None
 
 
 def _cost(
@@ -246,12 +262,14 @@ def plan(
         output_per_answer=output_per_answer,
         estimated_cost_usd=est,
         all_sync_cost_usd=all_sync,
+        output_schema_json=_output_schema_json(template),
     )
 
 
 def plan_json(p: Plan) -> dict[str, Any]:
-    """The plan as the JSON object `--dry-run --json` prints (keys of CONTRACT.md and more)."""
-    return {
+    """The plan as the JSON object `--dry-run --json` prints (keys of CONTRACT.md and more); a job
+    with a schema verdict adds `output_schema`, the schema as every request carries it."""
+    out = {
         "n": p.n,
         "final": p.final,
         "live": p.live,
@@ -283,6 +301,9 @@ def plan_json(p: Plan) -> dict[str, Any]:
         "estimated_cost_usd": p.estimated_cost_usd,
         "all_sync_cost_usd": p.all_sync_cost_usd,
     }
+    if p.output_schema_json is not None:
+        out["output_schema"] = p.output_schema
+    return out
 
 
 _MAX_LISTED = 20
@@ -326,6 +347,11 @@ def render_plan(p: Plan) -> str:
         f"  tokens (est) input {p.input_tokens:,} + rubric {c.rubric_tokens:,} per request; "
         f"output {p.output_tokens:,} (assuming answers of at most {p.output_per_answer:,} tokens)"
     )
+    if p.output_schema_json is not None:
+        lines.append(
+            "  verdict      schema sent in the API's subset (see --json output_schema); "
+            "answers are validated against the full schema"
+        )
     if p.estimated_cost_usd is None:
         lines.append(f"  cost (est)   unknown: no price for {p.model}")
     else:
