@@ -359,6 +359,7 @@ class Simulator:
             truncate=truncate,
             score_weights=dict(s.score_weights),
             unparseable_rate=s.unparseable_rate,
+            out_of_range_rate=s.out_of_range_rate,
         )
         return {
             "id": make_id("msg_01", s.seed, "msg", tier, *salt),
