@@ -99,8 +99,11 @@ def _wire_source(source: str) -> bytes:
     return orjson.dumps(wire_schema(orjson.loads(source)))
 
 
-def spec_from_json(raw: bytes | str | Mapping[str, Any]) -> VerdictSpec:
-    """A `VerdictSpec` from a spec file's bytes (or its parsed object); `VerdictSpecError` otherwise."""
+def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = True) -> VerdictSpec:
+    """A `VerdictSpec` from a spec file's bytes (or its parsed object); `VerdictSpecError` otherwise,
+    including (unless `sendable=False`) for a schema no request can carry (`judgecore.structured`).
+    `sendable=False` is for reading answers only: a spec kept by a checkpoint made before the subset
+    was sent may hold a schema the transform refuses, and its answers can still be read."""
     if isinstance(raw, Mapping):
         obj: Any = dict(raw)
     else:
@@ -149,6 +152,8 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any]) -> VerdictSpec:
     if isinstance(props, dict) and props and score not in props:
         raise VerdictSpecError(f'"schema" has no property {score!r} (the score field)')
     spec = VerdictSpec("schema", orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(), score)
+    if not sendable:
+        return spec
     try:
         _wire_source(spec.source)
     except UnsendableSchemaError as exc:
