@@ -70,7 +70,7 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
     out = dict(counts)
     if not kept:
         return out
-    spec = spec_from_json(kept)
+    spec = spec_from_json(kept, sendable=False)
     unread = sum(1 for text in store.succeeded_texts() if isinstance(parse_verdict(text, spec), Unscored))
     out["succeeded"] = out.get("succeeded", 0) - unread
     out["miss"] = out.get("miss", 0) + unread
@@ -119,7 +119,7 @@ def job_report(
     try:
         if spec is None:
             kept = store.get_meta("verdict")
-            spec = spec_from_json(kept) if kept else None
+            spec = spec_from_json(kept, sendable=False) if kept else None
         records = records_from_store(store, spec)
         summary = summarize(
             records,

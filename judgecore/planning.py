@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 import attrs
+import orjson
 
 from judgecore.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.errors import RequestTooLargeError
@@ -172,6 +173,21 @@ class Plan:
     price_estimated: bool = False
     #: One line each: a deprecated model, too little room for thinking, ...
     warnings: tuple[str, ...] = ()
+    #: the verdict schema as every request carries it (the API's subset of the user's), as JSON text
+    output_schema_json: str | None = None
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return None if self.output_schema_json is None else orjson.loads(self.output_schema_json)
+
+
+def _output_schema_json(template: RequestTemplate) -> str | None:
+    """The structured-output schema the template's requests carry, as JSON text, or None."""
+    if template.output_config_json is None:
+        return None
+    fmt = orjson.loads(template.output_config_json).get("format") or {}
+    schema = fmt.get("schema")
+    return orjson.dumps(schema).decode() if isinstance(schema, dict) else None
 
 
 def _cost(
@@ -263,12 +279,14 @@ def plan(
         thinks=thinks(template.model, thinking),
         price_estimated=bool((info := model_info(template.model)) and info.estimated),
         warnings=tuple(warnings),
+        output_schema_json=_output_schema_json(template),
     )
 
 
 def plan_json(p: Plan) -> dict[str, Any]:
-    """The plan as the JSON object `--dry-run --json` prints (keys of CONTRACT.md and more)."""
-    out: dict[str, Any] = {
+    """The plan as the JSON object `--dry-run --json` prints (keys of CONTRACT.md and more); a job
+    with a schema verdict adds `output_schema`, the schema as every request carries it."""
+    out = {
         "n": p.n,
         "final": p.final,
         "live": p.live,
@@ -309,6 +327,8 @@ def plan_json(p: Plan) -> dict[str, Any]:
         out["price_estimated"] = True
     if p.warnings:
         out["warnings"] = list(p.warnings)
+    if p.output_schema_json is not None:
+        out["output_schema"] = p.output_schema
     return out
 
 
@@ -358,6 +378,11 @@ def render_plan(p: Plan) -> str:
         f"output {p.output_tokens:,} (assuming answers of at most {p.output_per_answer:,} tokens"
         + ("; thinking not included, billed as output up to max_tokens)" if p.thinks else ")")
     )
+    if p.output_schema_json is not None:
+        lines.append(
+            "  verdict      schema sent in the API's subset (see --json output_schema); "
+            "answers are validated against the full schema"
+        )
     if p.estimated_cost_usd is None:
         lines.append(f"  cost (est)   unknown: no price for {p.model}")
     else:

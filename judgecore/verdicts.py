@@ -4,7 +4,12 @@ Theory of operation. A `VerdictSpec` is one of two kinds:
 
 - `schema`: the requests carry `output_config.format` with this JSON Schema (structured outputs), so the
   answer is a JSON object; it is parsed and validated with `jsonschema`, and the verdict is that object.
-  The schema changes what a request asks, so its digest is part of the job's manifest.
+  What a request carries is the schema *as sent* (`wire_schema`: the API's subset, made by
+  `judgecore.structured.wire_schema` exactly as the SDK's `transform_schema` makes it: objects closed,
+  bounds moved into descriptions); each answer is validated against the user's **full** schema, so an
+  answer the API let through but the user's bounds refuse (7 on a 1-5 scale) is `Unscored`. The
+  schema changes what a request asks, so its digest (of the user's schema, not the one sent) is part
+  of the job's manifest.
 - `pattern`: a regular expression searched in the answer text (multiline); the **last** match counts
   (judges reason first and conclude last); its named groups are the verdict's fields, and a group whose
   text is a number becomes a number. It changes nothing that is sent, so it may change after a run.
@@ -28,6 +33,8 @@ from typing import Any, Literal
 
 import attrs
 import orjson
+
+from judgecore.structured import UnsendableSchemaError, wire_schema
 
 #: The `error.class` of a succeeded answer whose verdict cannot be parsed or validated.
 VERDICT_UNPARSED = "VERDICT_UNPARSED"
@@ -64,9 +71,18 @@ class VerdictSpec:
             return None
         return hashlib.sha256(self.source.encode()).hexdigest()[:32]
 
+    @property
+    def wire_schema(self) -> dict[str, Any] | None:
+        """The schema as every request carries it (the API's subset of the user's schema); None for a
+        pattern. `spec_from_json` has checked that it can be made."""
+        if self.kind != "schema":
+            return None
+        return orjson.loads(_wire_source(self.source))
+
     def output_config(self) -> dict[str, Any] | None:
-        """The `output_config` every request carries for a schema spec; None for a pattern."""
-        schema = self.schema
+        """The `output_config` every request carries for a schema spec (the schema as sent); None for
+        a pattern."""
+        schema = self.wire_schema
         if schema is None:
             return None
         return {"format": {"type": "json_schema", "schema": schema}}
@@ -77,8 +93,17 @@ class VerdictSpec:
         return {self.kind: body, "score": self.score}
 
 
-def spec_from_json(raw: bytes | str | Mapping[str, Any]) -> VerdictSpec:
-    """A `VerdictSpec` from a spec file's bytes (or its parsed object); `VerdictSpecError` otherwise."""
+@functools.lru_cache(maxsize=16)
+def _wire_source(source: str) -> bytes:
+    """The wire schema of a canonical schema source, serialized in the transform's key order."""
+    return orjson.dumps(wire_schema(orjson.loads(source)))
+
+
+def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = True) -> VerdictSpec:
+    """A `VerdictSpec` from a spec file's bytes (or its parsed object); `VerdictSpecError` otherwise,
+    including (unless `sendable=False`) for a schema no request can carry (`judgecore.structured`).
+    `sendable=False` is for reading answers only: a spec kept by a checkpoint made before the subset
+    was sent may hold a schema the transform refuses, and its answers can still be read."""
     if isinstance(raw, Mapping):
         obj: Any = dict(raw)
     else:
@@ -126,7 +151,14 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any]) -> VerdictSpec:
     props = schema.get("properties")
     if isinstance(props, dict) and props and score not in props:
         raise VerdictSpecError(f'"schema" has no property {score!r} (the score field)')
-    return VerdictSpec("schema", orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(), score)
+    spec = VerdictSpec("schema", orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(), score)
+    if not sendable:
+        return spec
+    try:
+        _wire_source(spec.source)
+    except UnsendableSchemaError as exc:
+        raise VerdictSpecError(f'"schema" cannot be sent as a structured output: {exc}') from None
+    return spec
 
 
 Scalar = int | float | str | bool

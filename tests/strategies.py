@@ -224,3 +224,165 @@ def jobs_and_states(draw: st.DrawFn, *, max_ids: int = 60) -> tuple[tuple[str, .
         final, in_flight, attempts = frozenset(), frozenset(), {}
     max_attempts = draw(st.integers(1, 5))
     return ids, JobState(final=final, in_flight=in_flight, attempts=attempts), max_attempts
+
+
+# --- verdict schemas (structured outputs) -----------------------------------------------------------
+
+_names = st.text(string.ascii_lowercase + "_", min_size=1, max_size=8)
+_descriptions = st.one_of(st.none(), st.sampled_from(["How good it is.", "Why.", "a {brace} b", ""]))
+_formats = st.sampled_from(["date", "email", "uuid", "uri", "color", "hex"])
+
+
+def _with_description(schema: dict, description: str | None, title: str | None = None) -> dict:
+    if description is not None:
+        schema["description"] = description
+    if title is not None:
+        schema["title"] = title
+    return schema
+
+
+@st.composite
+def _numeric_schemas(draw: st.DrawFn) -> dict:
+    kind = draw(st.sampled_from(["integer", "number"]))
+    schema: dict = {"type": kind}
+    lo = draw(st.one_of(st.none(), st.integers(-5, 5)))
+    if lo is not None:
+        schema[draw(st.sampled_from(["minimum", "exclusiveMinimum"]))] = lo
+    hi = draw(st.one_of(st.none(), st.integers(6, 12)))
+    if hi is not None:
+        schema[draw(st.sampled_from(["maximum", "exclusiveMaximum"]))] = hi
+    if draw(st.booleans()) and kind == "integer":
+        schema["multipleOf"] = draw(st.sampled_from([1, 2]))
+    return _with_description(schema, draw(_descriptions))
+
+
+@st.composite
+def _string_schemas(draw: st.DrawFn) -> dict:
+    schema: dict = {"type": "string"}
+    if draw(st.booleans()):
+        schema["minLength"] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        schema["maxLength"] = draw(st.integers(3, 12))
+    if draw(st.integers(0, 4)) == 0:
+        schema["format"] = draw(_formats)
+    if draw(st.integers(0, 4)) == 0:
+        schema["pattern"] = "^[a-z ]*$"
+    return _with_description(schema, draw(_descriptions))
+
+
+_enum_schemas = st.builds(
+    lambda values, typed, d: _with_description({"enum": values, **({"type": "string"} if typed else {})}, d),
+    st.lists(st.sampled_from(["good", "bad", "ok", "PASS", "FAIL"]), min_size=1, max_size=4, unique=True),
+    st.booleans(),
+    _descriptions,
+)
+_leaf_schemas = st.one_of(
+    _numeric_schemas(),
+    _string_schemas(),
+    _enum_schemas,
+    st.builds(lambda d: _with_description({"type": "boolean"}, d), _descriptions),
+    st.builds(lambda v: {"const": v}, st.sampled_from(["x", 1, True])),
+)
+
+
+@st.composite
+def _object_schemas(draw: st.DrawFn, children: st.SearchStrategy[dict]) -> dict:
+    props = draw(st.dictionaries(_names, children, min_size=1, max_size=4))
+    schema: dict = {"type": "object", "properties": props}
+    required = draw(st.lists(st.sampled_from(sorted(props)), unique=True))
+    if required:
+        schema["required"] = required
+    extra = draw(st.sampled_from(["absent", True, False, "schema"]))
+    if extra != "absent":
+        schema["additionalProperties"] = {"type": "string"} if extra == "schema" else extra
+    if draw(st.integers(0, 5)) == 0:
+        schema["minProperties"] = 1
+    return _with_description(schema, draw(_descriptions), draw(st.one_of(st.none(), _names)))
+
+
+@st.composite
+def _array_schemas(draw: st.DrawFn, children: st.SearchStrategy[dict]) -> dict:
+    schema: dict = {"type": "array", "items": draw(children)}
+    if draw(st.booleans()):
+        schema["minItems"] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        schema["maxItems"] = draw(st.integers(3, 5))
+    if draw(st.integers(0, 4)) == 0:
+        schema["uniqueItems"] = False
+    return _with_description(schema, draw(_descriptions))
+
+
+def _nested(children: st.SearchStrategy[dict]) -> st.SearchStrategy[dict]:
+    return st.one_of(
+        _object_schemas(children),
+        _array_schemas(children),
+        st.builds(lambda vs: {"anyOf": vs}, st.lists(children, min_size=1, max_size=3)),
+    )
+
+
+property_schemas = st.recursive(_leaf_schemas, _nested, max_leaves=8)
+
+_score_schemas = st.one_of(_numeric_schemas(), _enum_schemas, st.just({"type": "boolean"}))
+
+
+@st.composite
+def verdict_schemas(draw: st.DrawFn) -> dict:
+    """A verdict schema a user may write: an object whose `score` (required) is a number, a label or a
+    boolean, beside fields of any kind (bounds, lengths, formats, nesting, `anyOf`, a `$ref` to
+    `$defs`), objects open, closed or unsaid; every node of a kind the SDK's transform takes."""
+    props = {"score": draw(_score_schemas)}
+    props.update(draw(st.dictionaries(_names.filter(lambda n: n != "score"), property_schemas, max_size=4)))
+    schema: dict = {"type": "object", "properties": props}
+    others = sorted(set(props) - {"score"})
+    schema["required"] = [
+        "score",
+        *draw(st.lists(st.sampled_from(others), unique=True) if others else st.just([])),
+    ]
+    if draw(st.booleans()):
+        schema["additionalProperties"] = draw(st.sampled_from([True, False]))
+    if draw(st.integers(0, 3)) == 0:
+        schema["$defs"] = {"reason": draw(_string_schemas())}
+        schema["properties"]["because"] = {"$ref": "#/$defs/reason"}
+    return _with_description(schema, draw(_descriptions))
+
+
+def _near_value(draw: st.DrawFn, schema: dict, defs: dict, depth: int = 0) -> object:
+    """A value shaped by `schema`, often valid, sometimes just outside it (a bound, a length, a type)."""
+    if draw(st.integers(0, 12)) == 0 or depth > 6:
+        return draw(st.sampled_from([None, "x", 3, 7.5, [], {}]))
+    if "$ref" in schema:
+        return _near_value(draw, defs[schema["$ref"].rsplit("/", 1)[1]], defs, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return draw(st.sampled_from([*schema["enum"], "other"]))
+    if "anyOf" in schema:
+        return _near_value(draw, draw(st.sampled_from(schema["anyOf"])), defs, depth + 1)
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        n = draw(st.integers(-8, 15))
+        return n + 0.5 if kind == "number" and draw(st.booleans()) else n
+    if kind == "boolean":
+        return draw(st.booleans())
+    if kind == "string":
+        return draw(
+            st.sampled_from(["", "ab", "a b c", "good", "2026-12-01", "someone@example.com", "x" * 14])
+        )
+    if kind == "array":
+        n = draw(st.integers(0, 6))
+        return [_near_value(draw, schema.get("items", {}), defs, depth + 1) for _ in range(n)]
+    if kind == "object":
+        out = {}
+        for key, sub in schema.get("properties", {}).items():
+            if draw(st.integers(0, 8)) > 0:
+                out[key] = _near_value(draw, sub, defs, depth + 1)
+        if draw(st.integers(0, 8)) == 0:
+            out["extra"] = "x"
+        return out
+    return draw(st.sampled_from([None, "x", 1]))
+
+
+@st.composite
+def near_instances(draw: st.DrawFn, schema: dict) -> object:
+    """An answer a judge may give for `schema`: valid, or near it (out of bounds, missing, extra)."""
+    return _near_value(draw, schema, schema.get("$defs", {}))

@@ -21,6 +21,7 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from .subset import output_config_problem
 from .wire import unit_float
 
 #: Marker name -> batch outcome name (see scenario.BATCH_OUTCOMES).
@@ -239,6 +240,8 @@ def validate_params(params: object) -> str | None:
         return 'messages: first message must use the "user" role'
     if params.get("stream"):
         return "stream: streaming is not supported by the simulator"
+    if "output_config" in params and (problem := output_config_problem(params["output_config"])):
+        return problem
     return _thinking_shape_problem(params.get("thinking", None), max_tokens, "thinking" in params)
 
 
@@ -362,9 +365,40 @@ def _pick(candidates: Sequence[str], weights: Mapping[str, float], n: int, u: fl
     return candidates[-1]
 
 
-def _instance(schema: Any, name: str, draw: Any, depth: int = 0) -> Any:
-    """A value that validates against `schema` (the common keywords), drawn by `draw(name, candidates)`."""
+#: `key: number` pairs of keywords the SDK's transform moved into a description (`{minimum: 1, ...}`).
+_SAID: Final = re.compile(
+    r"\b(minimum|maximum|exclusiveMinimum|exclusiveMaximum|minLength|maxLength|minItems|maxItems)"
+    r":\s*(-?\d+(?:\.\d+)?)"
+)
+
+
+def _said(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The node's keywords as a model reads them: those its description states (where the SDK's
+    transform moved them), then those the node carries itself (which win)."""
+    said: dict[str, Any] = {}
+    description = schema.get("description")
+    if isinstance(description, str):
+        for key, number in _SAID.findall(description):
+            value = float(number)
+            said[key] = int(value) if value.is_integer() else value
+    return {**said, **schema}
+
+
+def _instance(schema: Any, name: str, draw: Any, stray: Any, root: Any = None, depth: int = 0) -> Any:
+    """A value valid against `schema` (the common keywords, `$ref` into the root's `$defs` resolved),
+    honouring the bounds its description states; drawn by `draw(name, candidates)`. Where
+    `stray(name)` says so, a number falls just outside the bounds the description states (the API
+    cannot enforce them; a model may miss them)."""
+    root = schema if root is None else root
     if not isinstance(schema, Mapping) or depth > 8:
+        return None
+    if isinstance(schema.get("$ref"), str):
+        for key in ("$defs", "definitions"):
+            prefix = f"#/{key}/"
+            defs = root.get(key) if isinstance(root, Mapping) else None
+            if schema["$ref"].startswith(prefix) and isinstance(defs, Mapping):
+                target = defs.get(schema["$ref"][len(prefix) :])
+                return _instance(target, name, draw, stray, root, depth + 1)
         return None
     if "const" in schema:
         return schema["const"]
@@ -373,25 +407,35 @@ def _instance(schema: Any, name: str, draw: Any, depth: int = 0) -> Any:
         return schema["enum"][spelled.index(draw(name, spelled))]
     for key in ("anyOf", "oneOf", "allOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            return _instance(schema[key][0], name, draw, depth + 1)
+            return _instance(schema[key][0], name, draw, stray, root, depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
+    said = _said(schema)
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
-        return {k: _instance(v, k, draw, depth + 1) for k, v in props.items()}
+        return {k: _instance(v, k, draw, stray, root, depth + 1) for k, v in props.items()}
     if kind in ("integer", "number"):
-        lo, hi = _bounds(schema)
+        lo, hi = _bounds(said)
+        if stray(name):
+            if "maximum" in said or "exclusiveMaximum" in said:
+                return hi + 1
+            if "minimum" in said or "exclusiveMinimum" in said:
+                return lo - 1
         return int(draw(name, [str(v) for v in range(lo, hi + 1)]))
     if kind == "boolean":
         return draw(name, ["true", "false"]) == "true"
     if kind == "array":
-        n = max(1, int(schema.get("minItems", 1)))
-        return [_instance(schema.get("items", {}), f"{name}.{i}", draw, depth + 1) for i in range(n)]
+        n = max(1, int(said.get("minItems", 1)))
+        return [
+            _instance(schema.get("items", {}), f"{name}.{i}", draw, stray, root, depth + 1) for i in range(n)
+        ]
     if kind == "null":
         return None
     text = " ".join(_WORDS[(i + len(name)) % len(_WORDS)] for i in range(6))
-    return text[: schema["maxLength"]] if isinstance(schema.get("maxLength"), int) else text
+    if isinstance(said.get("minLength"), int) and len(text) < said["minLength"]:
+        text = (text + " ") * (said["minLength"] // len(text) + 1)
+    return text[: said["maxLength"]] if isinstance(said.get("maxLength"), int) else text
 
 
 def _bounds(schema: Mapping[str, Any]) -> tuple[int, int]:
@@ -427,6 +471,7 @@ def answer(
     score_weights: Mapping[str, float] | None = None,
     unparseable_rate: float = 0.0,
     thinks: bool = False,
+    out_of_range_rate: float = 0.0,
 ) -> Answer:
     """The deterministic reply to `params`; `truncate` forces a `max_tokens` stop. With `thinks`, the
     answer thinks first: 600 to 2,000 tokens (at most an `enabled` budget), out of `max_tokens`, so a
@@ -435,7 +480,9 @@ def answer(
     Like a judge: with `output_config.format` a JSON object valid against its schema; otherwise the
     verdict line the rubric asks for (`judge_format`), then a rationale. Scores are drawn per request
     content (seeded) from `score_weights` (value -> weight; uniform where they name no candidate), and a
-    share `unparseable_rate` of requests gets an answer with no verdict in it.
+    share `unparseable_rate` of requests gets an answer with no verdict in it. A schema's numbers keep
+    to the bounds its description states (where the SDK's transform moved them), but for a seeded
+    share `out_of_range_rate` of them, which fall just outside.
     """
     digest = content_digest(params)
     n = int(digest[:16], 16) ^ seed
@@ -455,7 +502,13 @@ def answer(
             )
             return drawn[name]
 
-        value = _instance(schema, "", draw)
+        def stray(name: str) -> bool:
+            if out_of_range_rate > 0 and unit_float(seed, "out_of_range", digest, name) < out_of_range_rate:
+                drawn.setdefault(name, "out of range")
+                return True
+            return False
+
+        value = _instance(schema, "", draw, stray)
         text = orjson.dumps(value).decode()
         score = next(iter(drawn.values()), "")
     else:

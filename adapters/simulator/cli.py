@@ -98,6 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of answers with no verdict in them (seeded per request)",
     )
     g.add_argument(
+        "--out-of-range-rate",
+        type=probability,
+        default=0.0,
+        metavar="P",
+        help="share of a structured answer's numbers that fall outside the bounds the schema's "
+        "description states (seeded per request and field; the API cannot enforce them)",
+    )
+    g.add_argument(
         "--results-line-delay",
         type=seconds,
         default=d.results_line_delay,
@@ -132,6 +140,8 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
             raise ValueError(f"--score-weights: a weight must be a finite number >= 0, got {pair!r}")
     if not 0.0 <= getattr(ns, "unparseable_rate", 0.0) <= 1.0:
         raise ValueError("--unparseable-rate must be in 0..1")
+    if not 0.0 <= getattr(ns, "out_of_range_rate", 0.0) <= 1.0:
+        raise ValueError("--out-of-range-rate must be in 0..1")
     return Scenario(
         seed=ns.seed,
         batch_seconds=ns.batch_seconds,
@@ -146,4 +156,5 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         results_line_delay=ns.results_line_delay,
         score_weights=weights,
         unparseable_rate=getattr(ns, "unparseable_rate", 0.0),
+        out_of_range_rate=getattr(ns, "out_of_range_rate", 0.0),
     )

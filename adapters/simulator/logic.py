@@ -362,6 +362,7 @@ class Simulator:
             score_weights=dict(s.score_weights),
             unparseable_rate=s.unparseable_rate,
             thinks=answers.thinking_on(params, _thinking(params)[0]),
+            out_of_range_rate=s.out_of_range_rate,
         )
         content: list[dict[str, Any]] = []
         if reply.thinking is not None:  # the thinking block comes first, before the text

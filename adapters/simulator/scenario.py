@@ -199,6 +199,10 @@ class Scenario:
     )
     #: Share of requests (by content, seeded) answered with no verdict in the text at all.
     unparseable_rate: float = attrs.field(default=0.0, validator=_probability)
+    #: Share of a structured answer's numbers (by content and field, seeded) that fall just outside
+    #: the bounds the schema's description states: the API enforces only the subset it accepts, so a
+    #: model may miss a bound the SDK's transform moved into a description.
+    out_of_range_rate: float = attrs.field(default=0.0, validator=_probability)
 
     # --- prompt cache ------------------------------------------------------------------------------
     min_cacheable_tokens: int = 1024

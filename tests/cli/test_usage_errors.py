@@ -244,6 +244,7 @@ def test_simulator_port_out_of_range_is_exit_2(capsys):
         ("--sync-drop-rate", "nan", "finite"),
         ("--batch-error-rate", "1.5", "0..1"),
         ("--unparseable-rate", "inf", "finite"),
+        ("--out-of-range-rate", "2", "0..1"),
         ("--score-weights", "1=nan", "finite"),
     ],
 )

@@ -187,6 +187,40 @@ def test_plan_of_what_is_left_counts_final_and_live_items_and_costs_only_the_res
     assert snapshot == orjson.dumps(plan_json(p), option=orjson.OPT_INDENT_2).decode()
 
 
+def test_a_schema_verdict_plan_shows_the_schema_as_sent(snapshot):
+    """The plan carries the verdict schema as every request carries it (bounds moved into the
+    description, the object closed), in its text as one line and in its JSON as `output_schema`."""
+    from judgecore import spec_from_json
+
+    spec = spec_from_json(
+        {
+            "schema": {
+                "type": "object",
+                "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}},
+                "required": ["score"],
+            }
+        }
+    )
+    items = synthetic_items(30)
+    r = route(30, policy=RoutePolicy(), otpm=400_000)
+    template = RequestTemplate.build(
+        model=MODEL, max_tokens=1024, rubric=RUBRIC, path="sync", output_config=spec.output_config()
+    )
+    requests = build_requests(items, template)
+    p = plan(
+        requests,
+        route=r,
+        sub_batches=(),
+        template=template,
+        rubric=RUBRIC,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+    )
+    assert spec.wire_schema == plan_json(p)["output_schema"]
+    assert snapshot == render_plan(p)
+    assert snapshot == orjson.dumps(plan_json(p), option=orjson.OPT_INDENT_2).decode()
+
+
 # --- the job's plan, built once ----------------------------------------------------------------------
 
 

@@ -43,9 +43,24 @@ def test_a_schema_answer_is_validated():
     assert parse_verdict("Score: 2", spec).reason.startswith("not valid JSON")  # type: ignore[union-attr]
 
 
-def test_schema_spec_carries_output_config_and_a_digest_pattern_has_neither():
+#: SCHEMA as the SDK's transform makes it: the bounds move into the description (sorted, as the spec
+#: keeps the schema's keys), the object stays closed.
+SCHEMA_AS_SENT = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "description": "{maximum: 5, minimum: 1}"},
+        "why": {"type": "string"},
+    },
+    "additionalProperties": False,
+    "required": ["score", "why"],
+}
+
+
+def test_schema_spec_sends_the_subset_and_keeps_the_full_schema_for_validation_and_digest():
+    """output_config carries the schema as sent; the spec's schema (validation, digest) is the user's."""
     spec = spec_from_json({"schema": SCHEMA})
-    assert {"format": {"type": "json_schema", "schema": SCHEMA}} == spec.output_config()
+    assert {"format": {"type": "json_schema", "schema": SCHEMA_AS_SENT}} == spec.output_config()
+    assert SCHEMA == spec.schema
     assert spec.schema_digest == spec_from_json({"schema": dict(reversed(SCHEMA.items()))}).schema_digest
     assert (None, None) == (PATTERN.output_config(), PATTERN.schema_digest)
 

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from adapters.store import OutcomeRow, Store
-from adapters.summary import budget_from_store, counts_with_verdicts, records_from_store, spend_from_store
-from judgecore import Outcome, Status, Usage, spec_from_json
+from adapters.summary import (
+    budget_from_store,
+    counts_with_verdicts,
+    job_report,
+    records_from_store,
+    spend_from_store,
+)
+from judgecore import Outcome, Status, Usage, VerdictSpecError, spec_from_json
 from judgecore.planning import DEFAULT_PRICES
 from judgecore.spend import spend_of
 
@@ -67,3 +75,40 @@ def test_counts_and_records_read_verdicts_from_the_checkpoint_alone(tmp_path):
     assert [("succeeded", {"score": 4}, {"m": 1}), ("miss", None, None), ("pending", None, None)] == [
         (r["status"], r["verdict"], r["metadata"]) for r in records
     ]
+
+
+def test_a_kept_schema_the_transform_refuses_still_reads_the_answers_of_an_old_checkpoint(tmp_path):
+    """A checkpoint made when schemas were sent verbatim may keep one no request can carry now (an
+    untyped property): its answers are read all the same, with no error."""
+    state = tmp_path / "s"
+    store = Store.open(state)
+    store.bind_job({"model": "claude-sonnet-4-6"}, [("c1", "a", "d")])
+    schema = {
+        "type": "object",
+        "properties": {"score": {"type": "integer"}, "why": {}},
+        "required": ["score"],
+    }
+    store.set_meta("verdict", {"schema": schema, "score": "score"})
+    store.record_outcomes(
+        [
+            OutcomeRow(
+                custom_id="c1",
+                outcome=Outcome(
+                    status=Status.SUCCEEDED, failure=None, reason="ok", text='{"score": 3, "why": [1]}'
+                ),
+                route="sync",
+                at=1.0,
+            )
+        ]
+    )
+    store.close()
+    store = Store.open_readonly(state)
+    try:
+        counts = counts_with_verdicts(store, store.counts())
+    finally:
+        store.close()
+    assert 1 == counts["succeeded"]
+    overall = job_report(state).summary.overall
+    assert (1, 0) == (overall.scored, overall.unscored)
+    with pytest.raises(VerdictSpecError, match="cannot be sent"):  # a new run could not send it
+        spec_from_json({"schema": schema})

@@ -195,6 +195,7 @@ def test_cli_arguments_build_a_scenario():
         {"max_retry_after_ms": float("inf")},
         {"unparseable_rate": 2.0},
         {"unparseable_rate": float("nan")},
+        {"out_of_range_rate": 1.5},
         {"sync_fault_mix": {"429": float("nan")}},
         {"batch_mix": {"succeeded": -1.0}},
         {"score_weights": {"3": float("inf")}},
