@@ -38,6 +38,7 @@ from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
 from judgecore.items import Item, Items, Request, RoutePath, parse_item
 from judgecore.models import max_tokens_problem
+from judgecore.outcomes import ACCOUNT_REFUSED
 from judgecore.planning import DEFAULT_PRICES, JobPlan, ModelPrice, Plan, plan, plan_job
 from judgecore.report import output_line, record_for  # per output line: not imported in the loop
 from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
@@ -134,9 +135,15 @@ class JobSettings:
 
 @attrs.frozen
 class Fatal:
-    """Why a run stopped early on a fatal API configuration (exit 4): one line for the user."""
+    """Why a run stopped early (exit 4): a fatal API configuration, or an account state (the API
+    refused the account: on hold, a spend limit, billing; nothing quarantined). One line for the user."""
 
     reason: str
+
+    @property
+    def account(self) -> bool:
+        """The API refused the account (`judgecore.outcomes.stop_line`): the items stay pending."""
+        return self.reason.startswith(ACCOUNT_REFUSED)
 
     def __str__(self) -> str:
         return self.reason

@@ -8,7 +8,7 @@ import math
 
 from adapters.argtypes import finite_number
 
-from .scenario import Scenario
+from .scenario import ACCOUNT_STATE_WHERE, ACCOUNT_STATES, REFUSAL_CATEGORIES, Scenario
 
 
 def seconds(text: str) -> float:
@@ -98,6 +98,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="share of answers with no verdict in them (seeded per request)",
     )
     g.add_argument(
+        "--refusal-rate",
+        type=probability,
+        default=0.0,
+        metavar="P",
+        help='share of answers that are refusals (stop_reason "refusal", seeded per request)',
+    )
+    g.add_argument(
+        "--refusal-category",
+        choices=(*REFUSAL_CATEGORIES, "none"),
+        default=d.refusal_category,
+        help="the category a refusal's stop_details names (default: %(default)s)",
+    )
+    g.add_argument(
+        "--refusal-partial",
+        action="store_true",
+        help="a refusal carries the first part of its answer (default: no content at all)",
+    )
+    g.add_argument(
+        "--account-state",
+        choices=tuple(ACCOUNT_STATES),
+        default=None,
+        help="refuse the account with this state (its error_code in error.details); default: none",
+    )
+    g.add_argument(
+        "--account-state-where",
+        default=",".join(sorted(ACCOUNT_STATE_WHERE)),
+        metavar="WHERE,...",
+        help="where --account-state answers: messages, creates, lines (default: %(default)s)",
+    )
+    g.add_argument(
+        "--body-timeout-above",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="a batch create with a larger body is a 400 request_body_timeout (default: never)",
+    )
+    g.add_argument(
         "--results-line-delay",
         type=seconds,
         default=d.results_line_delay,
@@ -132,6 +169,11 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
             raise ValueError(f"--score-weights: a weight must be a finite number >= 0, got {pair!r}")
     if not 0.0 <= getattr(ns, "unparseable_rate", 0.0) <= 1.0:
         raise ValueError("--unparseable-rate must be in 0..1")
+    where = frozenset(w.strip() for w in ns.account_state_where.split(",") if w.strip())
+    if not where <= ACCOUNT_STATE_WHERE:
+        raise ValueError(f"--account-state-where: expected some of {', '.join(sorted(ACCOUNT_STATE_WHERE))}")
+    if ns.body_timeout_above is not None and ns.body_timeout_above < 0:
+        raise ValueError("--body-timeout-above must be >= 0")
     return Scenario(
         seed=ns.seed,
         batch_seconds=ns.batch_seconds,
@@ -146,4 +188,10 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         results_line_delay=ns.results_line_delay,
         score_weights=weights,
         unparseable_rate=getattr(ns, "unparseable_rate", 0.0),
+        refusal_rate=getattr(ns, "refusal_rate", 0.0),
+        refusal_category=None if ns.refusal_category == "none" else ns.refusal_category,
+        refusal_partial=ns.refusal_partial,
+        account_state=ns.account_state,
+        account_state_where=where,
+        body_timeout_above=ns.body_timeout_above,
     )
