@@ -340,7 +340,8 @@ def stop_line(outcome: Outcome, where: str | None = None) -> str:
     message = outcome.error_message or "no message"
     if outcome.account_state:
         cause = outcome.error_code or outcome.reason.split(" (", 1)[0].replace(" ", "_")
-        text = f"{ACCOUNT_REFUSED}: {cause}: {message.rstrip('. ')}; nothing was quarantined; rerun once the account is fixed"
+        said = message.rstrip(". ")
+        text = f"{ACCOUNT_REFUSED}: {cause}: {said}; nothing was quarantined; rerun once the account is fixed"
     elif where is None:
         text = f"{outcome.reason}: {message}"
     else:
