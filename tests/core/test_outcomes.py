@@ -359,3 +359,21 @@ def test_a_create_refused_with_an_account_state_stops_the_run():
     hold = http(400, "disabled", "invalid_request_error", code="organization_on_hold")
     decision = after_create_error(hold, attempt=0, n=100, max_attempts=5, policy=POLICY, u=0.5)
     assert isinstance(decision, Fatal) and decision.outcome.account_state
+
+
+@given(raw_results)
+def test_an_account_state_stops_the_run_and_is_never_final(raw):
+    """Whatever its status or type, an account-state code is fatal for the run and nothing for the item."""
+    outcome = classify(raw)
+    if outcome.account_state:
+        assert (Status.FATAL, False, None) == (outcome.status, outcome.final, outcome.retry_after)
+
+
+@given(succeeded_results)
+def test_every_refusal_is_a_final_miss_keeping_its_answer(raw):
+    outcome = classify(raw)
+    if raw.stop_reason == "refusal":
+        assert (Status.MISS, F.MODEL_REFUSAL) == (outcome.status, outcome.failure)
+        assert (raw.text, raw.stop_details, raw.usage) == (outcome.text, outcome.stop_details, outcome.usage)
+    else:
+        assert F.MODEL_REFUSAL is not outcome.failure
