@@ -23,7 +23,8 @@ What the machine decides:
   in a 429; past either the item is recorded as it last came back (`retry`: pending) for a rerun,
   which starts it with a fresh budget. Each recorded row carries the sends of this run that came back.
 - *Stops*: a `fatal` outcome (authentication, permission, unknown model; an account state: on hold, a
-  spend limit, billing) stops at once, its item left pending (never recorded, never counted); so does a
+  spend limit, billing, recorded as not final so its line says why it waits) stops at once, its item
+  left pending; so does a
   connection that cannot be made on the run's first contact (before any HTTP answer), naming the
   endpoint; the breaker (`judgecore.breaker`) trips on a job whose first final outcomes are all invalid
   (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
@@ -404,8 +405,12 @@ class SyncRun:
         match outcome.status:
             case Status.SUCCEEDED | Status.MISS | Status.QUARANTINED:
                 return run._final(flight, tries, outcome)
-            case Status.FATAL:  # a configuration or an account state: nothing recorded, it stays pending
-                return attrs.evolve(run, stop=stop_line(outcome), warming=None)
+            case Status.FATAL:  # a configuration or an account state: it stays pending
+                run = attrs.evolve(run, stop=stop_line(outcome), warming=None)
+                if outcome.account_state:  # recorded not final: its line says why it waits
+                    row = Row(custom_id=flight.todo.custom_id, outcome=outcome, attempts=tries.sends)
+                    run = attrs.evolve(run, outbox=(*run.outbox, Record(rows=(row,))))
+                return run
             case Status.RETRY:
                 return run._retry(flight, tries, outcome, event)
 

@@ -110,6 +110,7 @@ def test_an_account_state_on_the_sync_route_stops_quarantines_nothing_and_a_reru
     _account_line(res.stderr, state)
     out = read_output(tmp_path / "s" / "output.jsonl")
     assert ["pending"] * 12 == [r["status"] for r in out], "nothing quarantined: every item pending"
+    assert "ACCOUNT_STATE" == out[0]["error"]["class"], "the line says why it waits"
     assert len(srv.sim.message_requests()) <= 2, "stopped at once, not retried per item"
     _fix_and_rerun(srv, tmp_path, items, rubric, "--force-sync", 12)
 
