@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import anthropic
 import attrs
@@ -125,9 +125,8 @@ def snapshot_from_sdk(batch: MessageBatch) -> BatchSnapshot:
     )
 
 
-def raw_result_from_sdk(result: Any) -> RawResult:
-    """A `RawResult` from one results line's `result` (`adapters.sdk_results.line_result`)."""
-    return line_result(result)
+#: A `RawResult` from one results line's `result` (the one translation, `adapters.sdk_results`).
+raw_result_from_sdk = line_result
 
 
 def raw_error_from_sdk(

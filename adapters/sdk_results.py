@@ -58,13 +58,14 @@ def stop_details_of(value: Any) -> StopDetails | None:
 def message_result(message: Any) -> RawResult:
     """A `succeeded` RawResult from an SDK `Message` (text blocks joined; usage's four counts)."""
     texts = [b.text for b in (message.content or ()) if getattr(b, "type", None) == "text"]
+    details = getattr(message, "stop_details", None)  # set on refusals only: no call on the hot path
     return RawResult(
         kind="succeeded",
         text="".join(texts) if texts else None,
         stop_reason=message.stop_reason,
         model=message.model,
         usage=usage_of(message.usage),
-        stop_details=stop_details_of(getattr(message, "stop_details", None)),
+        stop_details=None if details is None else stop_details_of(details),
     )
 
 
