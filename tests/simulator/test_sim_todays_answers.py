@@ -18,9 +18,17 @@ STATUS = {"invalid_request_error": 400, "rate_limit_error": 429, "billing_error"
 
 
 def test_a_marked_request_is_refused_with_stop_details_and_no_content(make_sim):
-    message = sim_client(make_sim(), async_=False).messages.create(**params("grade me [[sim:refusal]]"))
+    client = sim_client(make_sim(), async_=False)
+    message = client.messages.create(**params("grade me [[sim:refusal]]"))
     assert ("refusal", [], "cyber") == (message.stop_reason, message.content, message.stop_details.category)
     assert "refusal" == message.stop_details.type and message.usage.output_tokens >= 1
+    with client.messages.stream(**params("grade me [[sim:refusal]]", max_tokens=20_000)) as stream:
+        streamed = stream.get_final_message()  # an empty refusal streams no content block at all
+    assert ("refusal", [], message.stop_details) == (
+        streamed.stop_reason,
+        streamed.content,
+        streamed.stop_details,
+    )
 
 
 def test_a_partial_refusal_keeps_the_start_of_its_answer_and_streams_its_stop_details(make_sim):
