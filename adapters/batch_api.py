@@ -2,7 +2,8 @@
 
 `BatchApi` is what `adapters.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
 implements it over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
-are translated here into core values (`BatchSnapshot`, `RawResult`), and never cross into `judgecore`.
+are translated here into core values (`BatchSnapshot`; `RawResult` through `adapters.sdk_results`, the
+sync port's translation too), and never cross into `judgecore`.
 A failed call raises `BatchApiError` carrying the failure as a `RawResult` (`http_error` with status,
 error type, message and retry-after; or `connection_error`).
 
@@ -20,19 +21,18 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import anthropic
 import attrs
 import httpx2
 from anthropic.types.messages import MessageBatch
 
-from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
+from adapters.sdk_results import error_result, line_result
+from judgecore import BatchSnapshot, RawResult, RequestCounts
 from judgecore.batching import CREATE_DEADLINE
-from judgecore.batchrun import CONNECT_FAILED
 from judgecore.chunking import body_size, create_body, create_body_chunks
 from judgecore.items import Request, RequestTemplate, sizes_of
-from judgecore.ratelimit import retry_after
 
 _CREATE_PATH = "/v1/messages/batches"
 
@@ -125,71 +125,17 @@ def snapshot_from_sdk(batch: MessageBatch) -> BatchSnapshot:
     )
 
 
-def _usage(u: Any) -> Usage | None:
-    if u is None:
-        return None
-    return Usage(
-        input_tokens=u.input_tokens or 0,
-        output_tokens=u.output_tokens or 0,
-        cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-        cache_read_input_tokens=u.cache_read_input_tokens or 0,
-    )
-
-
-def raw_result_from_sdk(result: Any) -> RawResult:
-    """A `RawResult` from one results line's `result` (succeeded / errored / canceled / expired)."""
-    kind = getattr(result, "type", None)
-    if kind == "succeeded":
-        message = result.message
-        texts = [b.text for b in (message.content or ()) if getattr(b, "type", None) == "text"]
-        return RawResult(
-            kind="succeeded",
-            text="".join(texts) if texts else None,
-            stop_reason=message.stop_reason,
-            model=message.model,
-            usage=_usage(message.usage),
-        )
-    if kind == "errored":
-        envelope = getattr(result, "error", None)
-        inner = getattr(envelope, "error", None)
-        return RawResult(
-            kind="errored",
-            error_type=getattr(inner, "type", None),
-            message=getattr(inner, "message", None),
-        )
-    if kind in ("canceled", "expired"):
-        return RawResult(kind=kind)
-    return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
-
-
-_NEVER_CONNECTED = (httpx2.ConnectError, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
+#: A `RawResult` from one results line's `result` (the one translation, `adapters.sdk_results`).
+raw_result_from_sdk = line_result
 
 
 def raw_error_from_sdk(
     exc: BaseException, base_url: str | None = None, now: float | None = None
 ) -> RawResult:
-    """The failure of one call as a `RawResult`: `http_error` with its status, or `connection_error`.
-
-    A connection that could not be made at all (refused, DNS failure, bad URL: nothing reached a
-    server, so nothing was made) has `error_type` `CONNECT_FAILED` and names `base_url`.
-    """
-    cause = exc.__cause__ or exc.__context__
-    if isinstance(exc, _NEVER_CONNECTED) or isinstance(cause, _NEVER_CONNECTED):
-        where = f" to {base_url}" if base_url else ""
-        return RawResult(
-            kind="connection_error",
-            error_type=CONNECT_FAILED,
-            message=f"cannot connect{where}: {cause if cause is not None else exc}"[:500],
-        )
-    if isinstance(exc, anthropic.APIStatusError):
-        return RawResult(
-            kind="http_error",
-            status=exc.status_code,
-            error_type=getattr(exc, "type", None),
-            message=getattr(exc, "api_message", None) or str(exc),
-            retry_after=retry_after(exc.response.headers, time.time() if now is None else now),
-        )
-    return RawResult(kind="connection_error", message=f"{type(exc).__name__}: {exc}"[:500])
+    """The failure of one call as a `RawResult` (`adapters.sdk_results.error_result`): `http_error`
+    with its status and error_code, or `connection_error` (`CONNECT_FAILED` naming `base_url` when no
+    connection could be made)."""
+    return error_result(exc, base_url=base_url, now=now)
 
 
 # -- the SDK implementation ---------------------------------------------------------------------

@@ -67,13 +67,15 @@ input (JSONL, one object a line, blank lines ignored):
 output (JSONL, one line per item, input order; default STATE/output.jsonl): id, custom_id,
   status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
   batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
-  of class VERDICT_UNPARSED, its text kept)
+  of class VERDICT_UNPARSED, its text kept); a refusal is a miss of class MODEL_REFUSAL, never
+  scored, its line carrying stop_details (the refusal's category and explanation)
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
   2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
   3  some items are pending: rerun the same command to resume
-  4  fatal API configuration (authentication, permission, unknown model, every request invalid)
+  4  fatal API configuration (authentication, permission, unknown model, every request invalid), or
+     the API refused the account (on hold, a spend limit, billing: nothing quarantined, rerun once fixed)
   130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
       written with unfinished items pending; rerun the same command to resume
 
@@ -419,6 +421,9 @@ def _run(
     if result.cache_hit_rate is not None:
         print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
     print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
+    if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
+        print(f"judgecore: {result.fatal}", file=sys.stderr)
+        return EXIT_FATAL
     if result.fatal:
         print(f"error: fatal API configuration: {result.fatal}; stopped, nothing lost", file=sys.stderr)
         return EXIT_FATAL

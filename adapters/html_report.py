@@ -98,9 +98,9 @@ def _score_plot(groups: Sequence[tuple[str, Group]]) -> str | None:
 
 def _where_plot(g: Group) -> str:
     plt = _plt()
-    names = ["scored", "unscored", "missing", *(k for k, _ in g.classes)]
-    values = [g.scored, g.unscored, g.missing, *(v for _, v in g.classes)]
-    colors = ["#5a9e5a", "#e07b39", "#b34b4b", *(["#7f7f7f"] * len(g.classes))]
+    names = ["scored", "unscored", "refused", "missing", *(k for k, _ in g.classes)]
+    values = [g.scored, g.unscored, g.refusals, g.missing, *(v for _, v in g.classes)]
+    colors = ["#5a9e5a", "#e07b39", "#8e6bb3", "#b34b4b", *(["#7f7f7f"] * len(g.classes))]
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(names) + 0.8))
     ax.barh(names[::-1], values[::-1], color=colors[::-1])
     for y, v in enumerate(values[::-1]):
@@ -196,11 +196,12 @@ def render_html(report: JobReport) -> str:
         f"{' (score field ' + html.escape(repr(s.score_field)) + ')' if s.score_field else ''}</p>",
         "<h2>Items</h2>",
         _table(
-            ["items", "scored", "unscored", "missing", *(k for k, _ in o.counts)],
-            [[o.n, o.scored, o.unscored, o.missing, *(v for _, v in o.counts)]],
+            ["items", "scored", "unscored", "refused", "missing", *(k for k, _ in o.counts)],
+            [[o.n, o.scored, o.unscored, o.refusals, o.missing, *(v for _, v in o.counts)]],
         ),
         "<p class=note>The score below is over the scored items only; unscored (the model answered, no "
-        "verdict) and missing (quarantined or pending) items are never folded into it.</p>",
+        "verdict), refused (the judge declined to answer: MODEL_REFUSAL, a miss counted apart) and "
+        "missing (quarantined or pending) items are never folded into it.</p>",
     ]
     if o.classes:
         parts.append(_table(["failure class", "items"], list(o.classes)))

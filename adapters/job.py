@@ -50,6 +50,7 @@ from judgecore.models import (
     thinking_room_problem,
 )
 from judgecore.models import price_for as _table_price
+from judgecore.outcomes import ACCOUNT_REFUSED
 from judgecore.planning import DEFAULT_PRICES, JobPlan, ModelPrice, Plan, plan, plan_job
 from judgecore.report import output_line, record_for  # per output line: not imported in the loop
 from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
@@ -183,9 +184,15 @@ class JobSettings:
 
 @attrs.frozen
 class Fatal:
-    """Why a run stopped early on a fatal API configuration (exit 4): one line for the user."""
+    """Why a run stopped early (exit 4): a fatal API configuration, or an account state (the API
+    refused the account: on hold, a spend limit, billing; nothing quarantined). One line for the user."""
 
     reason: str
+
+    @property
+    def account(self) -> bool:
+        """The API refused the account (`judgecore.outcomes.stop_line`): the items stay pending."""
+        return self.reason.startswith(ACCOUNT_REFUSED)
 
     def __str__(self) -> str:
         return self.reason

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from judgecore.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, Usage
+from judgecore.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, StopDetails, Usage
 from judgecore.resume import JobState
 from judgecore.subbatch import IN_FLIGHT, SubState
 
@@ -94,7 +94,9 @@ CREATE TABLE IF NOT EXISTS outcomes (
     error_message TEXT,
     retry_after REAL,
     attempts INTEGER NOT NULL,
-    at REAL NOT NULL
+    at REAL NOT NULL,
+    error_code TEXT,
+    stop_details TEXT
 );
 DROP INDEX IF EXISTS outcomes_cid;
 CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_id) WHERE sub_id IS NOT NULL;
@@ -216,6 +218,7 @@ class Store:
         conn.execute("PRAGMA busy_timeout=10000")
         conn.executescript(_SCHEMA)
         _migrate(conn)
+        _add_outcome_columns(conn)
         return cls(conn, db)
 
     @classmethod
@@ -693,7 +696,8 @@ class Store:
         q = (
             f"WITH best AS ({_BEST}) "
             "SELECT i.custom_id, o.status, o.failure, o.reason, o.text, o.stop_reason, o.model, o.usage, "
-            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(b.total, 0) "
+            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(b.total, 0), "
+            f"{self._answer_columns()} "
             "FROM items i LEFT JOIN best b ON b.custom_id = i.custom_id LEFT JOIN outcomes o ON o.row = b.row "
             "ORDER BY i.seq"
         )
@@ -712,8 +716,17 @@ class Store:
                     error_type=r[8],
                     error_message=r[9],
                     retry_after=r[10],
+                    error_code=r[14],
+                    stop_details=StopDetails.from_json(orjson.loads(r[15])) if r[15] else None,
                 )
             yield r[0], outcome, r[11], r[12], r[13]
+
+    def _answer_columns(self) -> str:
+        """`o.error_code, o.stop_details`, or NULLs in a checkpoint opened read-only from before them."""
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(outcomes)")}
+        if "stop_details" in columns:
+            return "o.error_code, o.stop_details"
+        return "NULL, NULL"
 
 
 _FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
@@ -757,6 +770,23 @@ def _migrate(conn: sqlite3.Connection) -> None:
             if digits:
                 conn.execute("UPDATE sub_batches SET grp = ? WHERE sub_id = ?", (int(digits), sub_id))
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _add_outcome_columns(conn: sqlite3.Connection) -> None:
+    """Give an outcomes table of an earlier version the `error_code` and `stop_details` columns
+    (idempotent; the rows it has keep NULL in both: no code, no stop details)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(outcomes)")}
+    if "stop_details" in columns:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if "error_code" not in columns:
+            conn.execute("ALTER TABLE outcomes ADD COLUMN error_code TEXT")
+        conn.execute("ALTER TABLE outcomes ADD COLUMN stop_details TEXT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -837,6 +867,8 @@ class OutcomeWriter:
                 o.retry_after,
                 attempts,
                 at,
+                o.error_code,
+                orjson.dumps(o.stop_details.to_json()).decode() if o.stop_details is not None else None,
             )
         )
         if len(self._buf) >= self._group:
@@ -855,8 +887,8 @@ class OutcomeWriter:
             before = self._conn.total_changes
             self._conn.executemany(
                 "INSERT OR IGNORE INTO outcomes (custom_id, sub_id, route, batch_id, status, failure, reason, "
-                "text, stop_reason, model, usage, error_type, error_message, retry_after, attempts, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "text, stop_reason, model, usage, error_type, error_message, retry_after, attempts, at, "
+                "error_code, stop_details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 self._buf,
             )
             added = self._conn.total_changes - before

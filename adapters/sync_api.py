@@ -3,8 +3,9 @@
 `MessagesApi.create(params)` returns `(RawResult, RateLimitReading, request_id)`. Success, every HTTP
 error and every connection failure come back as values for `judgecore.classify`; only bugs raise. A
 connection that could not be made at all (refused, DNS failure, a URL without a usable scheme) is a
-`connection_error` whose `error_type` is `judgecore.syncrun.CONNECT_FAILED` and whose message names the
-base URL: the run machine stops on it when the run has had no HTTP answer yet.
+`connection_error` whose `error_type` is `judgecore.outcomes.CONNECT_FAILED` and whose message names
+the base URL: the run machine stops on it when the run has had no HTTP answer yet. Every answer and
+every failure is translated by `adapters.sdk_results`, the batch port's translation too.
 
 Streaming. The SDK refuses, before sending, a non-streaming request whose `max_tokens` may take over
 ten minutes (above 21,333, or 8,192 for the Opus 4 / 4.1 ids). A request asking for more than
@@ -28,17 +29,15 @@ from typing import Any, Protocol
 import anthropic
 import httpx2
 
-from judgecore import RawResult, Usage
-from judgecore.ratelimit import RateLimitReading, retry_after
-from judgecore.syncrun import CONNECT_FAILED
+from adapters.sdk_results import error_result as _translate
+from adapters.sdk_results import message_result
+from judgecore import RawResult
+from judgecore.ratelimit import RateLimitReading
 
 Answer = tuple[RawResult, RateLimitReading, str | None]
 
 #: Requests allowed more output tokens than this are received by streaming (see the module docstring).
 STREAM_ABOVE = 8192
-
-#: httpx2 errors meaning no connection was made at all.
-_CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol)
 
 
 class MessagesApi(Protocol):
@@ -47,40 +46,9 @@ class MessagesApi(Protocol):
     async def create(self, params: dict[str, Any]) -> Answer: ...
 
 
-def message_result(message: Any) -> RawResult:
-    """A `succeeded` RawResult from an SDK `Message` (text blocks joined; usage's four counts)."""
-    texts = [b.text for b in (message.content or ()) if getattr(b, "type", None) == "text"]
-    u = message.usage
-    usage = None
-    if u is not None:
-        usage = Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=u.cache_read_input_tokens or 0,
-        )
-    return RawResult(
-        kind="succeeded",
-        text="".join(texts) if texts else None,
-        stop_reason=message.stop_reason,
-        model=message.model,
-        usage=usage,
-    )
-
-
 def error_result(exc: anthropic.APIStatusError, now: float) -> RawResult:
-    """A RawResult from an SDK status error (type and message from the error envelope). An error event
-    inside a 200 stream is `errored` (classified by its type, as a batch line would be)."""
-    message = exc.api_message or exc.message
-    if exc.status_code == 200:
-        return RawResult(kind="errored", error_type=exc.type, message=message)
-    return RawResult(
-        kind="http_error",
-        status=exc.status_code,
-        error_type=exc.type,
-        message=message,
-        retry_after=retry_after(exc.response.headers, now),
-    )
+    """A RawResult from an SDK status error (`adapters.sdk_results.error_result`)."""
+    return _translate(exc, now=now)
 
 
 class AnthropicMessagesApi:
@@ -107,12 +75,7 @@ class AnthropicMessagesApi:
         return str(self._client.base_url)
 
     def _connection_failed(self, exc: BaseException) -> RawResult:
-        cause = exc.__cause__ or exc.__context__ or exc
-        if isinstance(exc, _CONNECT_ERRORS) or isinstance(cause, _CONNECT_ERRORS):
-            detail = str(cause) or type(cause).__name__
-            message = f"cannot connect to the API at {self.base_url}: {detail} (check ANTHROPIC_BASE_URL)"
-            return RawResult(kind="connection_error", error_type=CONNECT_FAILED, message=message)
-        return RawResult(kind="connection_error", message=str(exc) or type(exc).__name__)
+        return _translate(exc, base_url=self.base_url, now=self._now())
 
     async def create(self, params: dict[str, Any]) -> Answer:
         try:

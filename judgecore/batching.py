@@ -8,8 +8,9 @@ matches does it re-send. The same reconciliation adopts orphans on resume (a cra
 call and the write of its batch id). Both decisions are pure functions of values, here:
 
 - `after_create_error(error, attempt=..., n=..., ...)` -> `Split` (HTTP 413: the size estimate was wrong,
-  halve and retry), `Reject` (413 on a single request: it can never fit; quarantined), `Fatal`
-  (authentication, permission, unknown model: stop the run), `RetryCreate(delay)` (429, 5xx, connection:
+  halve and retry; a 400 `request_body_timeout`: the body did not arrive in time, send smaller ones),
+  `Reject` (413 on a single request: it can never fit; quarantined), `Fatal` (authentication,
+  permission, unknown model, an account state: stop the run, its ids pending), `RetryCreate(delay)` (429, 5xx, connection:
   reconcile, then re-send), or `GiveUp` (the create was refused, or the attempt budget is spent).
 - `match_orphans(intents, listed, claimed=..., window=..., foreign=...)` -> the adoptions, never two
   intents on one batch, never a batch another sub-batch owns, never one whose results were read and
@@ -31,7 +32,7 @@ from types import MappingProxyType
 import attrs
 
 from judgecore.backoff import BackoffPolicy, backoff
-from judgecore.outcomes import Outcome, RawResult, Status, classify
+from judgecore.outcomes import REQUEST_BODY_TIMEOUT, Outcome, RawResult, Status, classify
 from judgecore.polling import BatchSnapshot
 
 # -- after a failed create ---------------------------------------------------------------------
@@ -92,6 +93,10 @@ def after_create_error(
         if n > 1:
             return Split(f"HTTP 413 for {n:,} requests: the size estimate was wrong; splitting in halves")
         return Reject(classify(error))
+    if error.error_code == REQUEST_BODY_TIMEOUT and n > 1:  # one request alone: retried (transient)
+        return Split(
+            f"the body of {n:,} requests did not arrive in time ({REQUEST_BODY_TIMEOUT}); splitting in halves"
+        )
     outcome = classify(error)
     if outcome.status is Status.FATAL:
         return Fatal(outcome)

@@ -28,7 +28,8 @@ The rules, each a bound or a promise of CONTRACT.md:
 - harvest: one at a time, at most `harvest_attempts` streams per batch per run; the shell streams the
   lines through the breaker (`judgecore.breaker`) and reports one `Harvested`;
 - stopping: a fatal answer (authentication, permission, unknown model, an endpoint that cannot be
-  reached on the run's first contact) halts the run: nothing new starts; a tripped breaker stops
+  reached on the run's first contact; an account state, whose ids stay pending, whether a create was
+  refused with it or a harvested line carried it) halts the run: nothing new starts; a tripped breaker stops
   creating, harvests what is live, and ends with exit 4. Every loop is bounded, so a run always ends.
 """
 
@@ -60,7 +61,16 @@ from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, chunk
 from judgecore.harvesting import Held
 from judgecore.items import Request, RequestIndex, custom_ids_of, item_ids_of
-from judgecore.outcomes import FailureClass, Outcome, RawResult, Status, Usage, classify
+from judgecore.outcomes import (
+    CONNECT_FAILED,
+    FailureClass,
+    Outcome,
+    RawResult,
+    Status,
+    Usage,
+    classify,
+    stop_line,
+)
 from judgecore.planning import ModelPrice
 from judgecore.polling import (
     BatchSnapshot,
@@ -80,9 +90,6 @@ EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 3, 4
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-
-#: `RawResult.error_type` of a connection that could not be made at all (refused, DNS, bad URL).
-CONNECT_FAILED = "connect_failed"
 
 
 @attrs.frozen(kw_only=True)
@@ -488,17 +495,18 @@ class BatchRun:
         new = run.subs[sub.sub_id]
         return run._emit(Record(sub.sub_id, event, state, note, new.snap, new.n, new.group))
 
-    def _halt(self, reason: str) -> BatchRun:
+    def _halt(self, reason: str, *, say: bool = True) -> BatchRun:
         if self.stop is not None and self.halted:
             return self
         run = attrs.evolve(self, stop=self.stop or reason, halted=True)
-        return run._emit(Say("warning", reason)) if self.stop is None else run
+        return run._emit(Say("warning", reason)) if self.stop is None and say else run
 
     def _fatal(self, outcome: Outcome, where: str) -> BatchRun:
-        detail = f": {outcome.error_message}" if outcome.error_message else ""
-        return self._halt(
-            f"{outcome.failure or 'FATAL_CONFIG'}: {outcome.reason} ({where}){detail}; stopping"
-        )
+        """Stop at once. An account state is said once, by the caller's last line (`stop_line`): its
+        items stay pending, nothing was quarantined."""
+        if outcome.account_state:
+            return self._halt(stop_line(outcome), say=False)
+        return self._halt(stop_line(outcome, where))
 
     def _first_contact(self, error: RawResult, where: str) -> BatchRun | None:
         """The run's first contact could not connect at all: stop (exit 4), naming the endpoint."""
@@ -792,13 +800,9 @@ class BatchRun:
                 first, second = sub.requests[: sub.n // 2], sub.requests[sub.n // 2 :]
                 run = run._move(sub, SubEvent.TOO_LARGE, reason, busy=False)
                 run = attrs.evolve(run, queue=(first, second, *run.queue))
-                return run._emit(
-                    Say(
-                        "warning",
-                        f"sub-batch {sub.sub_id}: {reason} (--max-batch-bytes "
-                        f"{self.settings.max_batch_bytes:,}); the size estimate was wrong",
-                    )
-                )
+                limit = f"--max-batch-bytes {self.settings.max_batch_bytes:,}"
+                tail = f" ({limit}); the size estimate was wrong" if error.status == 413 else f" ({limit})"
+                return run._emit(Say("warning", f"sub-batch {sub.sub_id}: {reason}{tail}"))
             case RejectDecision(outcome):
                 cid, item_id = custom_ids_of(sub.requests)[0], item_ids_of(sub.requests)[0]
                 run = run._emit(Release((Held(cid, outcome, sub.sub_id, None),)))

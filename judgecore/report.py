@@ -5,7 +5,10 @@ read from the answer's text. A succeeded answer whose verdict cannot be read is 
 class `VERDICT_UNPARSED` with its text kept; the stored outcome stays `succeeded`, so it is never resent,
 and a pattern changed later re-reads it. An item that is not final is `pending`: its error is its last
 failure (a transient one: it will be sent again), or, with no answer yet, the class `PENDING` saying
-where it waits (`batch_id` then names the live batch that holds it).
+where it waits (`batch_id` then names the live batch that holds it). A refusal is a `miss` of class
+`MODEL_REFUSAL` (`error.type` its category), never scored, its text kept; only such a line carries
+`stop_details` (`{"type": "refusal", "category": ..., "explanation": ...}`), so every other line has the
+shape it had before refusals were read.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ def record_for(
             error = {"class": VERDICT_UNPARSED, "type": verdict_spec.kind, "message": parsed.reason}
         else:
             verdict = parsed.as_dict()
-    return {
+    record: dict[str, Any] = {
         "id": item_id,
         "custom_id": custom_id,
         "status": status,
@@ -108,6 +111,9 @@ def record_for(
         "metadata": orjson.loads(metadata_json) if metadata_json else None,
         "verdict": verdict,
     }
+    if outcome is not None and outcome.stop_details is not None:  # a refusal: why the model declined
+        record["stop_details"] = outcome.stop_details.to_json()
+    return record
 
 
 def output_line(record: dict[str, Any]) -> bytes:

@@ -1,8 +1,10 @@
 """A job's summary as a value: built from its output records, rendered as text or JSON.
 
-Every item is counted in exactly one of three: `scored` (its verdict has a score), `unscored` (the model
-answered but there is no score: `VERDICT_UNPARSED`, truncation, context overflow, or no verdict spec), and
-`missing` (no answer to read: quarantined or still pending). They are shown first and never folded into
+Every item is counted in exactly one of four: `scored` (its verdict has a score), `unscored` (the model
+answered but there is no score: `VERDICT_UNPARSED`, truncation, context overflow, or no verdict spec),
+`refused` (the judge declined to answer: `MODEL_REFUSAL`, a miss counted apart from the others, so a
+refusal-grading job tells the judge refusing from a graded completion that refuses), and `missing` (no
+answer to read: quarantined or still pending). They are shown first and never folded into
 an average: the score's statistics are over the scored items only. A score is numeric when every scored
 value is a number, else a label. `--by KEY` repeats the summary per value of `metadata[KEY]`;
 `--reference KEY` compares the score with `metadata[KEY]`.
@@ -16,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from judgecore.outcomes import FailureClass
 from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
 from judgecore.stats import (
     LabelStats,
@@ -30,6 +33,7 @@ from judgecore.stats import (
 )
 
 STATUSES = ("succeeded", "miss", "quarantined", "pending")
+_REFUSED = str(FailureClass.MODEL_REFUSAL)
 _UNKNOWN_MONEY = Money()
 NO_VALUE = "(none)"
 
@@ -73,6 +77,8 @@ class Group:
     missing: int
     score: NumericStats | LabelStats | None
     reference: Agreement | None
+    #: answers the judge refused (`MODEL_REFUSAL`): neither scored nor unscored
+    refusals: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +87,7 @@ class Group:
             "classes": dict(self.classes),
             "scored": self.scored,
             "unscored": self.unscored,
+            "refusals": self.refusals,
             "missing": self.missing,
             "score": self.score.to_json() if self.score is not None else None,
             "reference": self.reference.to_json() if self.reference is not None else None,
@@ -171,6 +178,7 @@ def group_of(
     scores = [(_score(r, score_field), r) for r in records]
     scored = [(s, r) for s, r in scores if s is not None]
     missing = sum(1 for r in records if r["status"] in ("quarantined", "pending"))
+    refusals = classes.get(_REFUSED, 0)
     values = [s for s, _ in scored]
     stats: NumericStats | LabelStats | None
     if values and all(_number(v) for v in values):
@@ -186,10 +194,11 @@ def group_of(
         counts=tuple((k, counts.get(k, 0)) for k in STATUSES),
         classes=tuple(sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))),
         scored=len(scored),
-        unscored=len(records) - len(scored) - missing,
+        unscored=len(records) - len(scored) - missing - refusals,
         missing=missing,
         score=stats,
         reference=ref,
+        refusals=refusals,
     )
 
 
@@ -267,10 +276,16 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
     ]
     if o.classes:
         lines.append("  classes      " + ", ".join(f"{k} {v:,}" for k, v in o.classes))
+    refused = f", refused {o.refusals:,}" if o.refusals else ""
     lines.append(
-        f"  scored {o.scored:,}, unscored {o.unscored:,}, missing {o.missing:,} "
+        f"  scored {o.scored:,}, unscored {o.unscored:,}{refused}, missing {o.missing:,} "
         f"(the score is over the {o.scored:,} scored items only)"
     )
+    if o.refusals:
+        lines.append(
+            f"  refusals     {o.refusals:,} (the judge declined to answer: MODEL_REFUSAL, a miss "
+            "counted apart; see each line's stop_details)"
+        )
     lines.append("  score        " + _score_line(o.score))
     if isinstance(o.score, NumericStats) and o.score.histogram:
         top = max(b.n for b in o.score.histogram)

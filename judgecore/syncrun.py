@@ -22,7 +22,9 @@ What the machine decides:
   Per item per run, at most `max_attempts` sends may end in a non-429 failure and `max_rate_limited`
   in a 429; past either the item is recorded as it last came back (`retry`: pending) for a rerun,
   which starts it with a fresh budget. Each recorded row carries the sends of this run that came back.
-- *Stops*: a `fatal` outcome (authentication, permission, unknown model) stops at once; so does a
+- *Stops*: a `fatal` outcome (authentication, permission, unknown model; an account state: on hold, a
+  spend limit, billing, recorded as not final so its line says why it waits) stops at once, its item
+  left pending; so does a
   connection that cannot be made on the run's first contact (before any HTTP answer), naming the
   endpoint; the breaker (`judgecore.breaker`) trips on a job whose first final outcomes are all invalid
   (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
@@ -40,7 +42,7 @@ import attrs
 
 from judgecore.backoff import BackoffPolicy, backoff
 from judgecore.breaker import Breaker
-from judgecore.outcomes import FailureClass, Outcome, Status, Usage
+from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, PacingPolicy, RateLimitReading
 from judgecore.spend import Budget, answer_cost
@@ -48,10 +50,6 @@ from judgecore.spend import Budget, answer_cost
 #: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
 #: so a shorter wait could spin without time moving.
 MIN_WAIT: Final = 0.001
-
-#: `Outcome.error_type` of a connection that could not be made at all (refused, DNS, bad URL), as the
-#: shell's port reports it (other connection failures are `connection_error`).
-CONNECT_FAILED: Final = "connect_error"
 
 #: A retry wait this long (seconds) or longer is worth a note.
 NOTE_WAIT: Final = 30.0
@@ -407,9 +405,12 @@ class SyncRun:
         match outcome.status:
             case Status.SUCCEEDED | Status.MISS | Status.QUARANTINED:
                 return run._final(flight, tries, outcome)
-            case Status.FATAL:
-                reason = f"{outcome.reason}: {outcome.error_message or 'no message'}"
-                return attrs.evolve(run, stop=_one_line(reason), warming=None)
+            case Status.FATAL:  # a configuration or an account state: it stays pending
+                run = attrs.evolve(run, stop=stop_line(outcome), warming=None)
+                if outcome.account_state:  # recorded not final: its line says why it waits
+                    row = Row(custom_id=flight.todo.custom_id, outcome=outcome, attempts=tries.sends)
+                    run = attrs.evolve(run, outbox=(*run.outbox, Record(rows=(row,))))
+                return run
             case Status.RETRY:
                 return run._retry(flight, tries, outcome, event)
 

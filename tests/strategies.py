@@ -20,6 +20,7 @@ from judgecore import (
     RoutePolicy,
     Usage,
 )
+from judgecore.outcomes import StopDetails
 
 # --- item ids -------------------------------------------------------------------------------------
 
@@ -165,9 +166,21 @@ succeeded_results = st.builds(
     RawResult,
     kind=st.just("succeeded"),
     text=st.one_of(st.none(), st.text(max_size=50)),
-    stop_reason=st.sampled_from(["end_turn", "stop_sequence", "max_tokens", "tool_use", None]),
+    stop_reason=st.sampled_from(["end_turn", "stop_sequence", "max_tokens", "tool_use", "refusal", None]),
     model=st.just("claude-sonnet-4-6"),
     usage=st.one_of(st.none(), usages),
+    stop_details=st.one_of(
+        st.none(),
+        st.builds(
+            StopDetails,
+            category=st.one_of(st.none(), st.sampled_from(["cyber", "bio", "general_harms"])),
+            explanation=st.one_of(st.none(), st.text(max_size=30)),
+        ),
+    ),
+)
+#: error_codes that change nothing about whether a run goes on (a rate, a slow body, one unknown)
+_RUNNING_CODES = st.one_of(
+    st.none(), st.sampled_from(["ramp_limit_exceeded", "request_body_timeout", "brand_new_code"])
 )
 errored_results = st.builds(
     RawResult,
@@ -177,6 +190,7 @@ errored_results = st.builds(
     ),
     message=st.one_of(st.none(), st.text(max_size=60), st.just("prompt is too long: 210000 tokens")),
     retry_after=retry_afters,
+    error_code=_RUNNING_CODES,
 )
 not_run_results = st.builds(RawResult, kind=st.sampled_from(["canceled", "expired"]))
 http_error_results = st.builds(
@@ -186,6 +200,7 @@ http_error_results = st.builds(
     error_type=st.one_of(st.none(), st.sampled_from(["invalid_request_error", "api_error"])),
     message=st.one_of(st.none(), st.text(max_size=60)),
     retry_after=retry_afters,
+    error_code=_RUNNING_CODES,
 )
 connection_results = st.builds(
     RawResult, kind=st.just("connection_error"), message=st.sampled_from(["connection reset", "timed out"])
@@ -196,6 +211,23 @@ fatal_results = st.one_of(
         RawResult,
         kind=st.just("errored"),
         error_type=st.sampled_from(["authentication_error", "permission_error", "not_found_error"]),
+    ),
+    # an account state: the API refused the account (the run stops; the item stays pending)
+    st.builds(
+        RawResult,
+        kind=st.sampled_from(["http_error", "errored"]),
+        status=st.sampled_from([400, 402, 429]),
+        error_type=st.sampled_from(["invalid_request_error", "rate_limit_error", "billing_error"]),
+        error_code=st.sampled_from(
+            [
+                "organization_on_hold",
+                "enforced_spend_limit_reached",
+                "contract_spend_limit_reached",
+                "linked_organization_spend_limit_reached",
+                "linked_organization_billing_unavailable",
+            ]
+        ),
+        message=st.one_of(st.none(), st.text(max_size=40)),
     ),
 )
 

@@ -34,9 +34,10 @@ MARKERS: Final = {
     "rate_limit": "rate_limit_error",
     "canceled": "canceled",
     "expired": "expired",
+    "refusal": "refusal",
 }
 #: Outcomes that are a property of the request itself: they apply on every attempt.
-PERMANENT: Final = frozenset({"max_tokens", "invalid_request", "context_overflow"})
+PERMANENT: Final = frozenset({"max_tokens", "invalid_request", "context_overflow", "refusal"})
 
 _MARKER_RE: Final = re.compile(r"\[\[sim:([a-z_]+)(\*?)\]\]")
 CONTEXT_WINDOW: Final = 200_000

@@ -8,7 +8,7 @@ import math
 
 from adapters.argtypes import finite_number
 
-from .scenario import Scenario
+from .scenario import ACCOUNT_STATE_WHERE, ACCOUNT_STATES, REFUSAL_CATEGORIES, Scenario
 
 
 def seconds(text: str) -> float:
@@ -106,6 +106,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "description states (seeded per request and field; the API cannot enforce them)",
     )
     g.add_argument(
+        "--refusal-rate",
+        type=probability,
+        default=0.0,
+        metavar="P",
+        help='share of answers that are refusals (stop_reason "refusal", seeded per request)',
+    )
+    g.add_argument(
+        "--refusal-category",
+        choices=(*REFUSAL_CATEGORIES, "none"),
+        default=d.refusal_category,
+        help="the category a refusal's stop_details names (default: %(default)s)",
+    )
+    g.add_argument(
+        "--refusal-partial",
+        action="store_true",
+        help="a refusal carries the first part of its answer (default: no content at all)",
+    )
+    g.add_argument(
+        "--account-state",
+        choices=tuple(ACCOUNT_STATES),
+        default=None,
+        help="refuse the account with this state (its error_code in error.details); default: none",
+    )
+    g.add_argument(
+        "--account-state-where",
+        default=",".join(sorted(ACCOUNT_STATE_WHERE)),
+        metavar="WHERE,...",
+        help="where --account-state answers: messages, creates, lines (default: %(default)s)",
+    )
+    g.add_argument(
+        "--body-timeout-above",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="a batch create with a larger body is a 400 request_body_timeout (default: never)",
+    )
+    g.add_argument(
         "--results-line-delay",
         type=seconds,
         default=d.results_line_delay,
@@ -142,6 +179,11 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         raise ValueError("--unparseable-rate must be in 0..1")
     if not 0.0 <= getattr(ns, "out_of_range_rate", 0.0) <= 1.0:
         raise ValueError("--out-of-range-rate must be in 0..1")
+    where = frozenset(w.strip() for w in ns.account_state_where.split(",") if w.strip())
+    if not where <= ACCOUNT_STATE_WHERE:
+        raise ValueError(f"--account-state-where: expected some of {', '.join(sorted(ACCOUNT_STATE_WHERE))}")
+    if ns.body_timeout_above is not None and ns.body_timeout_above < 0:
+        raise ValueError("--body-timeout-above must be >= 0")
     return Scenario(
         seed=ns.seed,
         batch_seconds=ns.batch_seconds,
@@ -157,4 +199,10 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         score_weights=weights,
         unparseable_rate=getattr(ns, "unparseable_rate", 0.0),
         out_of_range_rate=getattr(ns, "out_of_range_rate", 0.0),
+        refusal_rate=getattr(ns, "refusal_rate", 0.0),
+        refusal_category=None if ns.refusal_category == "none" else ns.refusal_category,
+        refusal_partial=ns.refusal_partial,
+        account_state=ns.account_state,
+        account_state_where=where,
+        body_timeout_above=ns.body_timeout_above,
     )

@@ -34,7 +34,7 @@ import orjson
 from . import answers
 from .cache import PromptCache
 from .ratelimit import RateLimiter
-from .scenario import MODEL_THINKING, Scenario
+from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
 from .wire import (
     ERROR_STATUS,
     SimRequest,
@@ -289,6 +289,8 @@ class Simulator:
         ctx.digest = answers.content_digest(params)
         if params["model"] not in s.models:
             return ctx.error("not_found_error", f"model: {params['model']}")
+        if (refused := self._account_refuses(ctx, "messages")) is not None:
+            return refused
         if problem := answers.thinking_type_problem(params, _thinking(params)[1]):
             return ctx.error("invalid_request_error", problem)
         fault = dict(s.sync_faults).get(number) or _draw(s.sync_fault_mix, s.seed, "sync-fault", number)
@@ -316,7 +318,9 @@ class Simulator:
         if forced == "rate_limit_error":
             return self._rate_limited(ctx, "Simulated rate limit", s.retry_after)
         self._cache.commit(plan, ctx.now)
-        message = self._message(params, plan.usage(), forced == "max_tokens", "standard", number)
+        message = self._message(
+            params, plan.usage(), forced == "max_tokens", "standard", number, refuse=forced == "refusal"
+        )
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
         self._billed.append(("sync", message["usage"]))
         if stream:
@@ -333,9 +337,24 @@ class Simulator:
             return self._rate_limited(ctx, "Simulated rate limit", self.scenario.retry_after)
         if fault == "529":
             return ctx.error("overloaded_error", "Overloaded", hint_ms=self._hint)
+        if fault == "ramp":
+            message = "This request would exceed your organization's ramp limit; retry after the wait given"
+            return self._rate_limited(ctx, message, self.scenario.retry_after, "ramp_limit_exceeded")
         return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
 
-    def _rate_limited(self, ctx: _Ctx, message: str, wait: float) -> SimResponse:
+    def _account_refuses(self, ctx: _Ctx, where: str) -> SimResponse | None:
+        """The account state's error, where the scenario says it answers (None: the account is fine).
+        A spend limit's 429 carries no retry-after: waiting does not help."""
+        s = self.scenario
+        if s.account_state is None or where not in s.account_state_where:
+            return None
+        error_type, code, message = ACCOUNT_STATES[s.account_state]
+        ctx.fault = s.account_state
+        return ctx.error(error_type, message, error_code=code)
+
+    def _rate_limited(
+        self, ctx: _Ctx, message: str, wait: float, error_code: str | None = None
+    ) -> SimResponse:
         s = self.scenario
         headers = [("retry-after", str(max(1, math.ceil(wait))))]
         if s.send_retry_after_ms:
@@ -344,7 +363,7 @@ class Simulator:
                 ms = min(ms, s.max_retry_after_ms)
             headers.append(("retry-after-ms", f"{max(ms, 1.0):.0f}"))
         headers += self._ratelimit_headers(ctx)
-        return ctx.error("rate_limit_error", message, extra=headers)
+        return ctx.error("rate_limit_error", message, extra=headers, error_code=error_code)
 
     def _message(
         self,
@@ -353,6 +372,7 @@ class Simulator:
         truncate: bool,
         tier: str,
         *salt: object,
+        refuse: bool = False,
     ) -> dict[str, Any]:
         s = self.scenario
         reply = answers.answer(
@@ -370,21 +390,37 @@ class Simulator:
             content.append({"type": "thinking", "thinking": reply.thinking, "signature": sig})
         if reply.text or reply.thinking is None:
             content.append({"type": "text", "text": reply.text, "citations": None})
+        stop_reason, stop_details, output_tokens = reply.stop_reason, None, reply.output_tokens
+        if refuse or (
+            s.refusal_rate > 0
+            and unit_float(s.seed, "refusal", answers.content_digest(params)) < s.refusal_rate
+        ):
+            # A refusal: a normal answer (billed), stopped by the refusal, empty or partial.
+            partial = reply.text[: max(1, len(reply.text) // 3)] if s.refusal_partial else ""
+            content = [{"type": "text", "text": partial, "citations": None}] if partial else []
+            output_tokens = answers.tokens_of_text(partial) if partial else 1
+            stop_reason = "refusal"
+            category = s.refusal_category
+            stop_details = {
+                "type": "refusal",
+                "category": category,
+                "explanation": None if category is None else f"This request was declined ({category}).",
+            }
         return {
             "id": make_id("msg_01", s.seed, "msg", tier, *salt),
             "type": "message",
             "role": "assistant",
             "model": params["model"],
             "content": content,
-            "stop_reason": reply.stop_reason,
+            "stop_reason": stop_reason,
             "stop_sequence": None,
-            "stop_details": None,
+            "stop_details": stop_details,
             "container": None,
             "usage": {
                 **usage,
-                "output_tokens": reply.output_tokens,
+                "output_tokens": output_tokens,
                 "output_tokens_details": {"thinking_tokens": reply.thinking_tokens}
-                if reply.thinking
+                if reply.thinking and stop_reason != "refusal"
                 else None,
                 "server_tool_use": None,
                 "service_tier": tier,
@@ -411,6 +447,12 @@ class Simulator:
                 "request_too_large",
                 f"Request exceeds the maximum allowed number of bytes ({s.max_batch_bytes}).",
             )
+        if s.body_timeout_above is not None and len(ctx.request.body) > s.body_timeout_above:
+            ctx.fault = "request_body_timeout"
+            message = "The request body was not received in time. Send a smaller body, or send it faster."
+            return ctx.error("invalid_request_error", message, error_code="request_body_timeout")
+        if (refused := self._account_refuses(ctx, "creates")) is not None:
+            return refused
         if fault == "500":
             return ctx.error("api_error", "Internal server error", hint_ms=self._hint)
         if fault == "429":
@@ -629,8 +671,8 @@ class Simulator:
         params, cid, attempt = b.params[i], b.custom_ids[i], b.attempts[i]
         rid = make_id("req_011", s.seed, "batchreq", b.id, cid)
 
-        def errored(error_type: str, message: str) -> dict[str, Any]:
-            return {"type": "errored", "error": error_body(error_type, message, rid)}
+        def errored(error_type: str, message: str, code: str | None = None) -> dict[str, Any]:
+            return {"type": "errored", "error": error_body(error_type, message, rid, code)}
 
         problem = answers.validate_params(params)
         if problem is not None:
@@ -638,6 +680,9 @@ class Simulator:
         assert isinstance(params, dict)
         if params["model"] not in s.models:
             return errored("not_found_error", f"model: {params['model']}")
+        if s.account_state is not None and "lines" in s.account_state_where:
+            error_type, code, message = ACCOUNT_STATES[s.account_state]
+            return errored(error_type, message, code)
         if problem := answers.thinking_type_problem(params, _thinking(params)[1]):
             return errored("invalid_request_error", problem)
         outcome = answers.forced_outcome(params, attempt)
@@ -647,10 +692,18 @@ class Simulator:
             mix = s.batch_mix if attempt == 1 else s.batch_retry_mix
             outcome = _draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
         match outcome:
-            case "succeeded" | "max_tokens":
+            case "succeeded" | "max_tokens" | "refusal":
                 plan = self._cache.plan(params, now)
                 self._cache.commit(plan, now)
-                message = self._message(params, plan.usage(), outcome == "max_tokens", "batch", b.id, cid)
+                message = self._message(
+                    params,
+                    plan.usage(),
+                    outcome == "max_tokens",
+                    "batch",
+                    b.id,
+                    cid,
+                    refuse=outcome == "refusal",
+                )
                 self._billed.append(("batch", message["usage"]))
                 return {"type": "succeeded", "message": message}
             case "invalid_request":
@@ -714,7 +767,8 @@ class _Ctx:
 
     def sse(self, message: dict[str, Any], *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
         """`message` as the Messages API streams it: start, one text block in deltas, delta, stop."""
-        text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
+        texts = [b["text"] for b in message["content"] if b["type"] == "text"]
+        text = "".join(texts)
         start = {
             **message,
             "content": [],
@@ -726,7 +780,7 @@ class _Ctx:
             ("content_block_start", {"type": "content_block_start", "index": 0,
                                      "content_block": {"type": "text", "text": "", "citations": None}}),
             ("ping", {"type": "ping"}),
-        ]  # fmt: skip
+        ] if texts else [("message_start", {"type": "message_start", "message": start})]  # fmt: skip
         for i in range(0, len(text), 64):
             delta = {"type": "text_delta", "text": text[i : i + 64]}
             events.append(
@@ -737,11 +791,12 @@ class _Ctx:
         delta = {
             "stop_reason": message["stop_reason"],
             "stop_sequence": None,
-            "stop_details": None,
+            "stop_details": message.get("stop_details"),
             "container": None,
         }
+        if texts:
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
         events += [
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             ("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}),
             ("message_stop", {"type": "message_stop"}),
         ]
@@ -758,13 +813,14 @@ class _Ctx:
         *,
         extra: list[tuple[str, str]] | None = None,
         hint_ms: float | None = None,
+        error_code: str | None = None,
     ) -> SimResponse:
         if hint_ms is not None and ERROR_STATUS[error_type] >= 500:
             extra = [*(extra or ()), ("retry-after-ms", f"{hint_ms:g}")]
         return SimResponse(
             status=ERROR_STATUS[error_type],
             headers=tuple(extra or ()),
-            body=dumps(error_body(error_type, message, self.request_id)),
+            body=dumps(error_body(error_type, message, self.request_id, error_code)),
         )
 
 

@@ -24,10 +24,54 @@ BATCH_OUTCOMES: Final = (
     "rate_limit_error",
     "canceled",
     "expired",
+    "refusal",
 )
 
-#: Faults a synchronous `POST /v1/messages` can be given by `sync_fault_mix` / `sync_faults`.
-SYNC_FAULTS: Final = ("429", "529", "500", "drop")
+#: Faults a synchronous `POST /v1/messages` can be given by `sync_fault_mix` / `sync_faults`
+#: ("ramp": a 429 `ramp_limit_exceeded`, with retry-after).
+SYNC_FAULTS: Final = ("429", "529", "500", "drop", "ramp")
+
+#: Account states the simulator can answer with (`account_state`): name -> (error type, error_code,
+#: message). The error type sets the status (400, 429, 402); `spend_limit` is the 400 a spend limit you
+#: set answers, which the API sends with no error_code, only its words.
+ACCOUNT_STATES: Final = {
+    "organization_on_hold": (
+        "invalid_request_error",
+        "organization_on_hold",
+        "This organization has been disabled.",
+    ),
+    "spend_limit": (
+        "invalid_request_error",
+        None,
+        "You have reached your specified API usage limits. You will regain access on 2027-01-01 at 00:00 UTC.",
+    ),
+    "enforced_spend_limit_reached": (
+        "rate_limit_error",
+        "enforced_spend_limit_reached",
+        "Your organization has reached its monthly usage limit. Access resumes on 2027-01-01 at 00:00 UTC.",
+    ),
+    "contract_spend_limit_reached": (
+        "rate_limit_error",
+        "contract_spend_limit_reached",
+        "Your organization has reached the spend limit of its contract.",
+    ),
+    "linked_organization_spend_limit_reached": (
+        "billing_error",
+        "linked_organization_spend_limit_reached",
+        "The linked organization has reached its spend limit.",
+    ),
+    "linked_organization_billing_unavailable": (
+        "billing_error",
+        "linked_organization_billing_unavailable",
+        "Billing is unavailable for the linked organization.",
+    ),
+}
+
+#: Where an `account_state` answers: sync messages, batch creates, the lines of batches that end.
+ACCOUNT_STATE_WHERE: Final = frozenset({"messages", "creates", "lines"})
+
+#: Refusal categories the API names (`anthropic/types/refusal_stop_details.py`); None names none.
+REFUSAL_CATEGORIES: Final = ("cyber", "bio", "frontier_llm", "reasoning_extraction", "general_harms")
 
 #: Faults a `POST /v1/messages/batches` can be given by `create_faults`.
 CREATE_FAULTS: Final = (
@@ -203,6 +247,30 @@ class Scenario:
     #: the bounds the schema's description states: the API enforces only the subset it accepts, so a
     #: model may miss a bound the SDK's transform moved into a description.
     out_of_range_rate: float = attrs.field(default=0.0, validator=_probability)
+
+    # --- today's API: refusals, account states, slow bodies -----------------------------------
+    #: Share of answers (by content, seeded) that are refusals: `stop_reason: "refusal"`, with
+    #: `stop_details` naming `refusal_category`, on both routes (a `[[sim:refusal]]` marker forces one).
+    refusal_rate: float = attrs.field(default=0.0, validator=_probability)
+    refusal_category: str | None = attrs.field(
+        default="cyber", validator=attrs.validators.optional(attrs.validators.in_(REFUSAL_CATEGORIES))
+    )
+    #: A refusal carries the first part of the answer it would have given (else no content at all).
+    refusal_partial: bool = False
+    #: The API refuses the account (a name of `ACCOUNT_STATES`) where `account_state_where` says, with
+    #: its error_code in `error.details`. Change it at runtime (`Simulator.scenario = evolve(...)`) to
+    #: fix the account between runs.
+    account_state: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(tuple(ACCOUNT_STATES)))
+    )
+    account_state_where: frozenset[str] = attrs.field(
+        default=ACCOUNT_STATE_WHERE,
+        converter=frozenset,
+        validator=attrs.validators.deep_iterable(attrs.validators.in_(ACCOUNT_STATE_WHERE)),
+    )
+    #: A batch create whose body is larger than this many bytes is a 400 `request_body_timeout` (the body
+    #: did not arrive in time); None: never.
+    body_timeout_above: int | None = attrs.field(default=None, validator=_non_negative)
 
     # --- prompt cache ------------------------------------------------------------------------------
     min_cacheable_tokens: int = 1024

@@ -130,10 +130,12 @@ def line_chunks(body: bytes, lines_per_chunk: int) -> Iterator[bytes]:
         yield body[start:]
 
 
-def error_body(error_type: str, message: str, request_id: str | None) -> dict[str, object]:
-    """The standard error envelope."""
-    return {
-        "type": "error",
-        "error": {"type": error_type, "message": message},
-        "request_id": request_id,
-    }
+def error_body(
+    error_type: str, message: str, request_id: str | None, error_code: str | None = None
+) -> dict[str, object]:
+    """The standard error envelope; an `error_code` goes in `error.details` (where the SDK's
+    `extract_error_code` reads it)."""
+    error: dict[str, object] = {"type": error_type, "message": message}
+    if error_code is not None:
+        error["details"] = {"error_code": error_code}
+    return {"type": "error", "error": error, "request_id": request_id}

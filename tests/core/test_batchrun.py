@@ -22,12 +22,14 @@ from judgecore.batchrun import (
     Begin,
     Checkpoint,
     Create,
+    Created,
     CreateFailed,
     Done,
     Harvested,
     Listed,
     Reconcile,
     Record,
+    Snapshot,
     SubView,
 )
 from judgecore.harvesting import Gate, Held
@@ -177,3 +179,78 @@ def test_the_gate_drops_invalid_lines_once_tripped_and_lets_the_rest_through() -
     assert () == out
     gate, out = gate.take(Held("d", GOOD, 1, "b"))
     assert ["d"] == [h.custom_id for h in out]
+
+
+ON_HOLD = RawResult(
+    kind="http_error",
+    status=400,
+    error_type="invalid_request_error",
+    message="This organization has been disabled.",
+    error_code="organization_on_hold",
+)
+
+
+def _says(actions) -> list[str]:  # type: ignore[no-untyped-def]
+    return [a.text for a in actions if type(a).__name__ == "Say"]
+
+
+def test_a_create_refused_with_an_account_state_stops_the_run_its_ids_pending() -> None:
+    reqs = requests(6)
+    settings = BatchSettings(max_batch_requests=2, concurrency=1)
+    run = BatchRun.start(Checkpoint(), requests=reqs, settings=settings, now=T0)
+    run, _ = run.advance(T0)
+    run = run.on(CreateFailed(1, ON_HOLD, T0 + 1, 0.5))
+    run, actions = run.advance(T0 + 1)
+    assert [] == [a for a in actions if isinstance(a, Create)], "no further sub-batch created"
+    assert [] == _says(actions), "the caller's last line is the one line naming it"
+    done = actions[-1]
+    assert isinstance(done, Done) and 4 == done.exit_status
+    assert done.reason is not None and done.reason.startswith(
+        "the API refused the account: organization_on_hold"
+    )
+    assert 6 == run.pending() and frozenset() == run.final, "nothing quarantined"
+
+
+def test_a_request_body_timeout_splits_the_create_in_halves() -> None:
+    reqs = requests(4)
+    run = BatchRun.start(Checkpoint(), requests=reqs, settings=BatchSettings(), now=T0)
+    run, _ = run.advance(T0)
+    slow = attrs.evolve(ON_HOLD, message="not received in time", error_code="request_body_timeout")
+    run = run.on(CreateFailed(1, slow, T0 + 1, 0.5))
+    run, actions = run.advance(T0 + 1)
+    assert [2, 2] == [len(a.requests) for a in actions if isinstance(a, Create)]
+    assert any("request_body_timeout" in text for text in _says(actions))
+
+
+def test_a_harvested_line_with_an_account_state_stops_the_run_after_the_harvest() -> None:
+    reqs = requests(4)
+    run = BatchRun.start(Checkpoint(), requests=reqs, settings=BatchSettings(), now=T0)
+    run, _ = run.advance(T0)
+    snap = BatchSnapshot(
+        id="msgbatch_1", status="ended", created_at=T0, expires_at=T0 + 86_400, ended_at=T0 + 1
+    )
+    run = run.on(Created(1, snap, T0 + 1))
+    run, actions = run.advance(T0 + 1)
+    assert ["Record", "Poll"] == kinds(actions)
+    run = run.on(Snapshot(1, snap, T0 + 1))
+    run, actions = run.advance(T0 + 1)
+    assert ["Harvest"] == kinds(actions)
+    ids = [r.custom_id for r in reqs]
+    on_hold = classify(attrs.evolve(ON_HOLD, kind="errored", status=None))
+    harvested = Harvested(
+        1,
+        at=T0 + 2,
+        u=0.5,
+        breaker=run.breaker,
+        held=(),
+        open=frozenset(ids[1:]),
+        fatal=on_hold,
+        fatal_where="x",
+    )
+    run = run.on(harvested)
+    run, actions = run.advance(T0 + 2)
+    assert [] == [a for a in actions if isinstance(a, Begin | Create)], "no new round, no new sub-batch"
+    assert [] == _says(actions)
+    done = actions[-1]
+    assert isinstance(done, Done) and 4 == done.exit_status
+    assert frozenset(ids[:1]) == run.final and 3 == run.pending(), "the errored lines stay pending"

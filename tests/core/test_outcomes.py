@@ -7,6 +7,9 @@ from hypothesis import given
 from strategies import raw_results, succeeded_results
 
 from judgecore import FailureClass, RawResult, Status, Usage, classify
+from judgecore.backoff import BackoffPolicy
+from judgecore.batching import Fatal, RetryCreate, Split, after_create_error
+from judgecore.outcomes import ACCOUNT_REFUSED, StopDetails, stop_line
 
 F = FailureClass
 USAGE = Usage(input_tokens=10, output_tokens=5)
@@ -20,10 +23,33 @@ def errored(error_type, message=None, retry_after=None):
     return RawResult(kind="errored", error_type=error_type, message=message, retry_after=retry_after)
 
 
-def http(status, message=None, error_type=None, retry_after=None):
+def http(status, message=None, error_type=None, retry_after=None, code=None):
     return RawResult(
-        kind="http_error", status=status, message=message, error_type=error_type, retry_after=retry_after
+        kind="http_error",
+        status=status,
+        message=message,
+        error_type=error_type,
+        retry_after=retry_after,
+        error_code=code,
     )
+
+
+def coded(error_type, code, message="m"):
+    """A batch line errored with an error_code in `error.details`."""
+    return RawResult(kind="errored", error_type=error_type, message=message, error_code=code)
+
+
+def refusal(category="cyber", text=None):
+    details = StopDetails(category=category, explanation="declined" if category else None)
+    return RawResult(
+        kind="succeeded", text=text, stop_reason="refusal", model="m", usage=USAGE, stop_details=details
+    )
+
+
+SPEND_400 = (
+    "You have reached your specified API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."
+)
+OVERFLOW = "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length"
 
 
 CONTEXT_MSG = "prompt is too long: 212345 tokens > 200000 maximum"
@@ -115,6 +141,94 @@ TAXONOMY = [
     ),
     ("errored: authentication_error", errored("authentication_error"), Status.FATAL, F.FATAL_CONFIG),
     ("errored: not_found_error", errored("not_found_error"), Status.FATAL, F.FATAL_CONFIG),
+    # today's API: stop_reason "refusal", and error.details.error_code before the status
+    ("refusal with a category", refusal(), Status.MISS, F.MODEL_REFUSAL),
+    ("refusal, no category, partial text", refusal(None, "Score"), Status.MISS, F.MODEL_REFUSAL),
+    (
+        "sync 400 organization_on_hold",
+        http(400, "disabled", "invalid_request_error", code="organization_on_hold"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    ("sync 400 spend limit you set (words only)", http(400, SPEND_400), Status.FATAL, F.ACCOUNT_STATE),
+    (
+        "errored: spend limit you set (words only)",
+        errored("invalid_request_error", SPEND_400),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "sync 429 enforced_spend_limit_reached",
+        http(429, "monthly cap", "rate_limit_error", code="enforced_spend_limit_reached"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "sync 429 contract_spend_limit_reached",
+        http(429, "contract", "rate_limit_error", code="contract_spend_limit_reached"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "sync 402 linked_organization_spend_limit_reached",
+        http(402, "linked", "billing_error", code="linked_organization_spend_limit_reached"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "sync 402 linked_organization_billing_unavailable",
+        http(402, "linked", "billing_error", code="linked_organization_billing_unavailable"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "sync 402 billing_error, no code",
+        http(402, "credit balance", "billing_error"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "errored: organization_on_hold",
+        coded("invalid_request_error", "organization_on_hold"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "errored: enforced_spend_limit_reached",
+        coded("rate_limit_error", "enforced_spend_limit_reached"),
+        Status.FATAL,
+        F.ACCOUNT_STATE,
+    ),
+    (
+        "sync 400 request_body_timeout",
+        http(400, "body not received in time", "invalid_request_error", code="request_body_timeout"),
+        Status.RETRY,
+        F.INFRA_TRANSIENT,
+    ),
+    (
+        "sync 429 ramp_limit_exceeded",
+        http(429, "ramp", "rate_limit_error", retry_after=2.0, code="ramp_limit_exceeded"),
+        Status.RETRY,
+        F.RATE_LIMIT,
+    ),
+    (
+        "sync 400 input length and max_tokens exceed context limit",
+        http(400, OVERFLOW),
+        Status.MISS,
+        F.MODEL_CONTEXT,
+    ),
+    (
+        "errored: input length and max_tokens exceed context limit",
+        errored("invalid_request_error", OVERFLOW.replace("`", "")),
+        Status.MISS,
+        F.MODEL_CONTEXT,
+    ),
+    (
+        "an unknown error_code is read as its bare status",
+        http(400, "whatever", "invalid_request_error", code="brand_new_code"),
+        Status.QUARANTINED,
+        F.INVALID_REQUEST,
+    ),
 ]
 
 
@@ -176,3 +290,90 @@ def test_errors_keep_type_and_message_for_inspection(raw):
     outcome = classify(raw)
     if raw.kind != "succeeded":
         assert (raw.error_type or raw.kind, raw.message) == (outcome.error_type, outcome.error_message)
+
+
+def test_a_refusal_keeps_its_text_and_stop_details_and_names_its_category():
+    outcome = classify(refusal("bio", "Score: 3 but"))
+    assert ("Score: 3 but", "refusal", "bio", "declined") == (
+        outcome.text,
+        outcome.stop_reason,
+        outcome.error_type,
+        outcome.error_message,
+    )
+    assert StopDetails(category="bio", explanation="declined") == outcome.stop_details
+    assert outcome.final and USAGE == outcome.usage  # an answer: billed and final, never resent
+
+
+def test_a_refusal_without_a_category_is_of_type_refusal():
+    assert "refusal" == classify(refusal(None)).error_type
+
+
+def test_the_error_code_is_read_before_the_status():
+    """The same 429 is a rate limit without a code and an account state with a spend-limit code."""
+    plain = classify(http(429, "slow down", "rate_limit_error", retry_after=5.0))
+    spend = classify(
+        http(429, "slow down", "rate_limit_error", retry_after=5.0, code="contract_spend_limit_reached")
+    )
+    assert (F.RATE_LIMIT, F.ACCOUNT_STATE) == (plain.failure, spend.failure)
+    assert "contract_spend_limit_reached" == spend.error_code and spend.account_state
+    assert None is spend.retry_after  # not a wait: the run stops
+
+
+def test_ramp_limit_keeps_its_retry_after_hint():
+    assert (
+        2.0
+        == classify(
+            http(429, "ramp", "rate_limit_error", retry_after=2.0, code="ramp_limit_exceeded")
+        ).retry_after
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "cause"),
+    [
+        (http(400, "disabled", "invalid_request_error", code="organization_on_hold"), "organization_on_hold"),
+        (http(400, SPEND_400), "spend_limit_reached"),
+        (
+            coded("billing_error", "linked_organization_billing_unavailable"),
+            "linked_organization_billing_unavailable",
+        ),
+    ],
+)
+def test_an_account_state_stops_with_one_line_naming_its_cause(raw, cause):
+    line = stop_line(classify(raw), "creating sub-batch 1")
+    assert line.startswith(f"{ACCOUNT_REFUSED}: {cause}: ")
+    assert line.endswith("; nothing was quarantined; rerun once the account is fixed") and "\n" not in line
+
+
+POLICY = BackoffPolicy()
+
+
+def test_request_body_timeout_splits_a_create_and_retries_a_lone_request():
+    timeout = http(400, "not in time", "invalid_request_error", code="request_body_timeout")
+    big = after_create_error(timeout, attempt=0, n=100, max_attempts=5, policy=POLICY, u=0.5)
+    lone = after_create_error(timeout, attempt=0, n=1, max_attempts=5, policy=POLICY, u=0.5)
+    assert isinstance(big, Split) and isinstance(lone, RetryCreate)
+
+
+def test_a_create_refused_with_an_account_state_stops_the_run():
+    hold = http(400, "disabled", "invalid_request_error", code="organization_on_hold")
+    decision = after_create_error(hold, attempt=0, n=100, max_attempts=5, policy=POLICY, u=0.5)
+    assert isinstance(decision, Fatal) and decision.outcome.account_state
+
+
+@given(raw_results)
+def test_an_account_state_stops_the_run_and_is_never_final(raw):
+    """Whatever its status or type, an account-state code is fatal for the run and nothing for the item."""
+    outcome = classify(raw)
+    if outcome.account_state:
+        assert (Status.FATAL, False, None) == (outcome.status, outcome.final, outcome.retry_after)
+
+
+@given(succeeded_results)
+def test_every_refusal_is_a_final_miss_keeping_its_answer(raw):
+    outcome = classify(raw)
+    if raw.stop_reason == "refusal":
+        assert (Status.MISS, F.MODEL_REFUSAL) == (outcome.status, outcome.failure)
+        assert (raw.text, raw.stop_details, raw.usage) == (outcome.text, outcome.stop_details, outcome.usage)
+    else:
+        assert F.MODEL_REFUSAL is not outcome.failure

@@ -44,7 +44,9 @@ def test_output_line_has_the_contract_shape(item, raw, route, attempts):
     line = output_line(record)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     parsed = orjson.loads(line)
-    assert KEYS == list(parsed)
+    # a line carries stop_details only when the answer had them (a refusal): others keep their shape
+    with_details = outcome is not None and outcome.stop_details is not None
+    assert KEYS + (["stop_details"] if with_details else []) == list(parsed)
     expected_status = str(outcome.status) if outcome is not None and outcome.final else "pending"
     assert expected_status == parsed["status"]
     assert (None if item.metadata_json is None else orjson.loads(item.metadata_json)) == parsed["metadata"]

@@ -1,4 +1,5 @@
-"""The summary as a value: scored, unscored and missing partition the items; the score is over scored only."""
+"""The summary as a value: scored, unscored, refused and missing partition the items; the score is over
+scored only."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ STATUS_CLASS = {
     "truncated": "MODEL_TRUNCATION",
     "quarantined": "INVALID_REQUEST",
     "pending": "PENDING",
+    "refused": "MODEL_REFUSAL",
 }
 
 
 def record(kind: str, score: object, model: str, gold: object) -> dict:
-    status = {"unparsed": "miss", "truncated": "miss"}.get(kind, kind)
+    status = {"unparsed": "miss", "truncated": "miss", "refused": "miss"}.get(kind, kind)
     cls = STATUS_CLASS[kind]
     return {
         "status": status,
@@ -42,10 +44,11 @@ records = st.lists(
 
 
 @given(records)
-def test_scored_unscored_and_missing_partition_the_items_and_the_mean_is_over_scored_only(rows):
+def test_scored_unscored_refused_and_missing_partition_the_items_and_the_mean_is_over_scored_only(rows):
     s = summarize(rows, score_field="score", by="model", reference="gold")
     o = s.overall
-    assert len(rows) == o.n == o.scored + o.unscored + o.missing
+    assert len(rows) == o.n == o.scored + o.unscored + o.refusals + o.missing
+    assert sum(1 for r in rows if r["error"] and r["error"]["class"] == "MODEL_REFUSAL") == o.refusals
     scored = [r["verdict"]["score"] for r in rows if r["verdict"]]
     assert len(scored) == o.scored
     if scored:
@@ -58,7 +61,9 @@ def test_scored_unscored_and_missing_partition_the_items_and_the_mean_is_over_sc
     assert o.n == sum(g.n for _, g in s.groups) and o.scored == sum(g.scored for _, g in s.groups)
     assert sum(1 for r in rows if r["verdict"] and r["metadata"]["gold"] is not None) == o.reference.n  # type: ignore[union-attr]
     text = render_summary(s)
-    assert f"scored {o.scored:,}, unscored {o.unscored:,}, missing {o.missing:,}" in text
+    refused = f", refused {o.refusals:,}" if o.refusals else ""
+    assert f"scored {o.scored:,}, unscored {o.unscored:,}{refused}, missing {o.missing:,}" in text
+    assert s.to_json()["refusals"] == o.refusals
 
 
 def test_labels_get_shares_with_intervals_and_an_unweighted_kappa():

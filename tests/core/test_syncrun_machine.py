@@ -39,6 +39,14 @@ ANSWERS = {
     "dropped": RawResult(kind="connection_error", message="Server disconnected"),
     "unreachable": RawResult(kind="connection_error", error_type=CONNECT_FAILED, message="cannot connect"),
     "fatal": RawResult(kind="http_error", status=401, error_type="authentication_error", message="bad key"),
+    # a 429 that is a spend limit, not a rate: the run stops, nothing is recorded for the item
+    "account": RawResult(
+        kind="http_error",
+        status=429,
+        error_type="rate_limit_error",
+        message="monthly cap",
+        error_code="enforced_spend_limit_reached",
+    ),
 }
 KINDS = sorted([*ANSWERS, "rate_limited"])
 
@@ -160,7 +168,7 @@ class SyncRunLife(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.sampled_from(KINDS), retry_after=st.sampled_from([None, 0.5, 3.0]))
     def answer(self, data: st.DataObject, kind: str, retry_after: float | None) -> None:
         cid = data.draw(st.sampled_from(sorted(self.flying)))
-        if kind == "fatal" and data.draw(st.integers(0, 3)):
+        if kind in ("fatal", "account") and data.draw(st.integers(0, 3)):
             kind = "success"  # fatal ends the run: keep it rare
         raw = rate_limited(retry_after or 1.0) if kind == "rate_limited" else ANSWERS[kind]
         self.deliver(cid, raw, data.draw(st.floats(0.0, 1.0, exclude_max=True)))
@@ -181,9 +189,12 @@ class SyncRunLife(RuleBasedStateMachine):
             exhausted = True
         if cid == self.warm and exhausted:
             self.warm_resolved = True
+        stopped = self.run.stopped
         self.run = self.run.on(
             Answered(custom_id=cid, outcome=outcome, reading=RateLimitReading(), now=self.now, u=u)
         )
+        if outcome.account_state and not stopped:  # the first stop names the account state
+            assert self.run.stop is not None and self.run.stop.startswith("the API refused the account")
 
     @rule(seconds=st.sampled_from([0.01, 0.5, 2.0, 10.0]))
     def advance(self, seconds: float) -> None:
@@ -212,6 +223,12 @@ class SyncRunLife(RuleBasedStateMachine):
     def no_final_id_is_waiting_to_be_sent(self) -> None:
         finals = self.finals()
         assert not {t.custom_id for t in self.run.todos[self.run.fresh :]} & finals
+
+    @invariant()
+    def an_account_state_is_never_recorded_final(self) -> None:
+        """The API refused the account, not the item: the item stays pending, nothing quarantined."""
+        account = [r for r in self.recorded if r.outcome.failure is FailureClass.ACCOUNT_STATE]
+        assert not [r for r in account if r.outcome.final]
 
     @invariant()
     def a_tripped_breaker_recorded_no_invalid_request(self) -> None:

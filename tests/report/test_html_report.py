@@ -65,7 +65,8 @@ def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, set[str]]:
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory) -> Path:
-    """A finished job's checkpoint: a pattern verdict, three groups, unparseable answers, truncations."""
+    """A finished job's checkpoint: a pattern verdict, three groups, unparseable answers, truncations,
+    refusals."""
     import anthropic
 
     from adapters.job import JobSettings, ajudge, items_from_objects
@@ -75,7 +76,9 @@ def job(tmp_path_factory) -> Path:
     rows = [
         {
             "id": f"i{k}",
-            "prompt": f"answer #{k}" + (" [[sim:max_tokens]]" if k % 29 == 0 else ""),
+            "prompt": f"answer #{k}"
+            + (" [[sim:max_tokens]]" if k % 29 == 0 else "")
+            + (" [[sim:refusal]]" if k % 31 == 7 else ""),
             "metadata": {"model": ["alpha", "beta", "gamma"][k % 3], "gold": 1 + k % 5},
         }
         for k in range(90)
@@ -121,6 +124,8 @@ def test_the_report_is_one_file_with_inline_plots_and_nothing_to_fetch(job, tmp_
     assert [] == re.findall(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
     assert [] == [x for x in ("<script", "<link", "@import") if x in page]
     assert "VERDICT_UNPARSED" in page and "model=alpha" in page
+    # refusals are counted apart from other misses: a column of the items table, a class of their own
+    assert "<th>refused</th>" in page and "MODEL_REFUSAL" in page
 
 
 @needs_chromium
