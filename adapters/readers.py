@@ -251,7 +251,7 @@ def frame_lines(frame: Any) -> Iterator[bytes]:
     try:
         _check_columns(columns, 1)
     except InputError as exc:
-        raise InputError(1, f"the DataFrame has {exc.reason[3:]}") from None
+        raise InputError(1, f"the DataFrame has {exc.reason}") from None
     rows = (
         dict(zip(columns, (_native(v) for v in values), strict=True))
         for values in frame.itertuples(index=False, name=None)
