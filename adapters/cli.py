@@ -63,9 +63,11 @@ RUN_EPILOG = """\
 input (JSONL, one object a line, blank lines ignored):
   {"id": "q17-s3", "prompt": "text of the user turn"}
   {"id": "q18-s1", "messages": [{"role": "user", "content": "..."}], "max_tokens": 512, "metadata": {...}}
+  also .jsonl.gz, .csv, .parquet, a datasets save_to_disk directory (columns id, prompt or messages,
+  max_tokens; every other column is metadata), or --from-inspect LOG (an inspect_ai eval log)
 
-output (JSONL, one line per item, input order; default STATE/output.jsonl): id, custom_id,
-  status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
+output (one line per item, input order; default STATE/output.jsonl; .csv or .parquet by --out's
+  extension): id, custom_id, status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
   batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
   of class VERDICT_UNPARSED, its text kept)
 

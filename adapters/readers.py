@@ -208,12 +208,12 @@ def _parquet_lines(path: Path) -> Iterator[bytes]:
     pq = need("pyarrow.parquet", "data", path=path, what="reading Parquet")
     pa = need("pyarrow", "data", path=path, what="reading Parquet")
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, memory_map=True)
     except (pa.ArrowInvalid, OSError) as exc:
         raise UsageError(f"{path}: not a Parquet file ({exc})") from None
     _check_columns(pf.schema_arrow.names, 1)
     n = 1
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS):
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
         rows = batch.to_pylist()
         yield from rows_as_lines(rows, first=n)
         n += len(rows)
