@@ -383,11 +383,13 @@ def _input_of(ns: argparse.Namespace) -> Any:
     becomes `ns.input`); exit 2 unless exactly one of INPUT and `--from-inspect` is given."""
     if ns.from_inspect is not None:
         if ns.input is not None:
-            raise UsageError("give INPUT or --from-inspect LOG, not both")
+            raise UsageError("give INPUT or --from-inspect LOG, not both (see `judgecore run --help`)")
         ns.input = ns.from_inspect
         return "inspect"
     if ns.input is None:
-        raise UsageError("INPUT is required (or --from-inspect LOG)")
+        raise UsageError(
+            "the following arguments are required: INPUT (or --from-inspect LOG) (see `judgecore run --help`)"
+        )
     return None
 
 
@@ -502,7 +504,11 @@ def _run(
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
     """Every path `run` will read or write, checked before anything is read, created or sent."""
     flag = "--from-inspect" if ns.from_inspect is not None else "INPUT"
-    problem = None if ns.input.is_dir() else input_problem(ns.input, flag)  # a dir: a saved dataset?
+    if ns.input.is_dir():  # a saved dataset, or exit 2 before the state dir is made
+        from adapters.readers import input_kind
+
+        input_kind(ns.input)
+    problem = None if ns.input.is_dir() else input_problem(ns.input, flag)
     if problem is None and ns.rubric is not None:
         problem = input_problem(ns.rubric, "--rubric")
     if problem is None and ns.state is not None:

@@ -63,7 +63,7 @@ def input_kind(path: Path) -> InputKind:
         if any((path / mark).is_file() for mark in _DATASET_MARKS):
             return "dataset"
         raise UsageError(
-            f"{path}: a directory, but not one written by datasets' save_to_disk (INPUT is {KNOWN})"
+            f"{path}: is a directory, but not one written by datasets' save_to_disk (INPUT is {KNOWN})"
         )
     name = path.name.lower()
     for suffix, kind in sorted(SUFFIXES.items(), key=lambda kv: -len(kv[0])):

@@ -56,7 +56,7 @@ def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
 
     match output_kind(path):
         case "jsonl":
-            write_output_atomic(path, (output_line(dict(r)) for r in records))
+            write_output_atomic(path, (output_line(r if type(r) is dict else dict(r)) for r in records))
         case "csv":
             write_output_atomic(path, csv_lines(records))
         case "parquet":

@@ -76,7 +76,7 @@ def test_an_unknown_extension_is_named(tmp_path, name, message):
 
 
 def test_a_directory_not_written_by_datasets_is_refused(tmp_path):
-    with pytest.raises(UsageError, match="not one written by datasets' save_to_disk"):
+    with pytest.raises(UsageError, match="is a directory, but not one written by datasets' save_to_disk"):
         input_kind(tmp_path)
 
 
