@@ -63,9 +63,11 @@ RUN_EPILOG = """\
 input (JSONL, one object a line, blank lines ignored):
   {"id": "q17-s3", "prompt": "text of the user turn"}
   {"id": "q18-s1", "messages": [{"role": "user", "content": "..."}], "max_tokens": 512, "metadata": {...}}
+  also .jsonl.gz, .csv, .parquet, a datasets save_to_disk directory (columns id, prompt or messages,
+  max_tokens; every other column is metadata), or --from-inspect LOG (an inspect_ai eval log)
 
-output (JSONL, one line per item, input order; default STATE/output.jsonl): id, custom_id,
-  status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
+output (one line per item, input order; default STATE/output.jsonl; .csv or .parquet by --out's
+  extension): id, custom_id, status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
   batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
   of class VERDICT_UNPARSED, its text kept); a refusal is a miss of class MODEL_REFUSAL, never
   scored, its line carrying stop_details (the refusal's category and explanation)
@@ -146,7 +148,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("input", type=Path, metavar="INPUT.jsonl", help="the items to judge")
+    run.add_argument(
+        "input",
+        type=Path,
+        nargs="?",
+        metavar="INPUT",
+        help="the items to judge: .jsonl, .jsonl.gz, .csv, .parquet, or a datasets save_to_disk directory",
+    )
+    run.add_argument(
+        "--from-inspect",
+        type=Path,
+        metavar="LOG",
+        help="judge the samples of an inspect_ai eval log (.eval or .json) instead of INPUT",
+    )
     run.add_argument(
         "--state", type=Path, metavar="DIR", help="checkpoint directory (required unless --dry-run)"
     )
@@ -168,7 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="send the `thinking` parameter: adaptive, off (disabled), or a budget of N >= 1024 tokens "
         "below --max-tokens, where the model takes it (default: omitted, the model's own default)",
     )
-    run.add_argument("--out", type=Path, metavar="FILE", help="output JSONL (default: STATE/output.jsonl)")
+    run.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="output .jsonl, .csv or .parquet (default: STATE/output.jsonl)",
+    )
     g = run.add_argument_group("planning")
     g.add_argument(
         "--dry-run", action="store_true", help="print the plan and its estimated cost; send nothing at all"
@@ -242,6 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="one JSON object")
 
     _add_summary_parser(sub)
+    ex = sub.add_parser(
+        "export",
+        help="write a job's verdicts back as an inspect_ai log (no API call)",
+        description="Write the inspect_ai log a job was read from (--from-inspect) with one `judgecore` "
+        "score per sample, for `inspect view`. Reads the checkpoint only; no API call.",
+    )
+    ex.add_argument("--state", type=Path, required=True, metavar="DIR")
+    ex.add_argument(
+        "--to-inspect", type=Path, required=True, metavar="OUT", help="the log to write (.eval or .json)"
+    )
+    ex.add_argument(
+        "--from-inspect",
+        type=Path,
+        metavar="LOG",
+        help="the log the job was read from (default: the one it remembers)",
+    )
 
     ca = sub.add_parser(
         "cancel",
@@ -318,6 +353,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     from adapters.job import load_items
     from adapters.messages import boxed
 
+    kind = _input_of(ns)
     try:
         settings = _settings(ns)
     except ValueError as exc:
@@ -335,11 +371,49 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 
     digests = not ns.dry_run or Store.exists(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job))
+    items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job, kind=kind))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state
+    if kind == "inspect":
+        _remember_inspect_log(ns.state, ns.input)
     return _run(ns, argv, items, rubric, settings, out)
+
+
+def _input_of(ns: argparse.Namespace) -> Any:
+    """The input's format when it is not told by its name (`"inspect"` for `--from-inspect LOG`, which
+    becomes `ns.input`); exit 2 unless exactly one of INPUT and `--from-inspect` is given."""
+    if ns.from_inspect is not None:
+        if ns.input is not None:
+            raise UsageError("give INPUT or --from-inspect LOG, not both (see `judgecore run --help`)")
+        ns.input = ns.from_inspect
+        return "inspect"
+    if ns.input is None:
+        raise UsageError(
+            "the following arguments are required: INPUT (or --from-inspect LOG) (see `judgecore run --help`)"
+        )
+    return None
+
+
+def _remember_inspect_log(state: Path, log: Path) -> None:
+    """Keep the log's path in the checkpoint, for `judgecore export --to-inspect` to write it back."""
+    from adapters.store import Store
+
+    store = Store.open(state)
+    try:
+        store.set_meta("inspect_log", str(log.resolve()))
+    finally:
+        store.close()
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from adapters.inspect_log import export_to_inspect
+
+    if problem := existing_state_problem(ns.state):
+        raise UsageError(problem)
+    scored, n = export_to_inspect(ns.state, ns.to_inspect, log_path=ns.from_inspect)
+    print(f"{ns.to_inspect}: {n:,} sample(s), {scored:,} with a numeric judgecore score", file=sys.stderr)
+    return EXIT_OK
 
 
 def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
@@ -434,7 +508,12 @@ def _run(
 
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
     """Every path `run` will read or write, checked before anything is read, created or sent."""
-    problem = input_problem(ns.input, "INPUT")
+    flag = "--from-inspect" if ns.from_inspect is not None else "INPUT"
+    if ns.input.is_dir():  # a saved dataset, or exit 2 before the state dir is made
+        from adapters.readers import input_kind
+
+        input_kind(ns.input)
+    problem = None if ns.input.is_dir() else input_problem(ns.input, flag)
     if problem is None and ns.rubric is not None:
         problem = input_problem(ns.rubric, "--rubric")
     if problem is None and ns.state is not None:
@@ -442,6 +521,10 @@ def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
     if problem is None and out is not None and not ns.dry_run:
         inputs = (ns.input,) + ((ns.rubric,) if ns.rubric is not None else ())
         problem = out_problem(out, inputs=inputs, state=ns.state)
+    if problem is None and out is not None and not ns.dry_run:
+        from adapters.writers import output_problem
+
+        problem = output_problem(out)  # a Parquet output whose extra is missing
     if problem:
         raise UsageError(problem)
 
@@ -497,16 +580,16 @@ def command_line(argv: Sequence[str]) -> str:
 
 def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = None) -> None:
     """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
-    from adapters.job import collect_records, write_output_atomic
+    from adapters.job import collect_records
     from adapters.store import Store
-    from judgecore import output_line
+    from adapters.writers import write_records
 
     store = Store.open(state)
     try:
         records = collect_records(store, items, verdict)
     finally:
         store.close()
-    write_output_atomic(out, (output_line(r) for r in records.values()))
+    write_records(out, records.values())
 
 
 def _existing_state(state: Path) -> None:
@@ -755,6 +838,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return cmd_cancel(ns)
             case "summary":
                 return cmd_summary(ns)
+            case "export":
+                return cmd_export(ns)
             case "demo":
                 from adapters.demo import run_demo
 

@@ -52,7 +52,7 @@ from judgecore.models import (
 from judgecore.models import price_for as _table_price
 from judgecore.outcomes import ACCOUNT_REFUSED
 from judgecore.planning import DEFAULT_PRICES, JobPlan, ModelPrice, Plan, plan, plan_job
-from judgecore.report import output_line, record_for  # per output line: not imported in the loop
+from judgecore.report import record_for  # per output line: not imported in the loop
 from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
     from adapters.clock import Clock
     from adapters.events import Emit
+    from adapters.readers import InputKind
     from adapters.sync import SyncSettings
     from judgecore.resume import JobState
     from judgecore.spend import Budget
@@ -219,6 +220,12 @@ class JudgeResult:
     all_sync_usd: float | None = None
     estimate_usd: float | None = None
 
+    def to_pandas(self) -> Any:
+        """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""
+        from adapters.writers import records_frame
+
+        return records_frame(self.records.values())
+
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
     """The one place `FILE:LINE: reason` is assembled (`line N: reason` with no file)."""
@@ -242,42 +249,58 @@ def _bulk_allocation() -> Iterator[None]:
 
 
 def load_items(
-    path: Path, *, hold_messages: bool = True, digests: bool = True, job: str | None = None
+    path: Path,
+    *,
+    hold_messages: bool = True,
+    digests: bool = True,
+    job: str | None = None,
+    kind: InputKind | None = None,
 ) -> Items:
-    """Parse a JSONL input file; `UsageError` with `FILE:LINE: reason` on the first bad line.
+    """Parse an input file (JSONL, CSV, Parquet, a saved dataset, an inspect_ai log: `kind`, else by
+    its name; see `adapters.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
 
     `hold_messages=False` (the CLI's run): the items keep each message's size and digest, not the
     messages; the run reads them from `path` again to keep them in its checkpoint
     (`adapters.messages.InputMessages`), so no run holds its whole input in memory. `digests=False`
     as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the job key of the
     custom_ids (`adapters.store.ids_job_for`)."""
+    from adapters.readers import input_kind, input_lines
     from judgecore import parse_items
 
+    kind = kind or input_kind(path)
     try:
-        with path.open("rb") as f, _bulk_allocation():
-            items = parse_items(f, hold_messages=hold_messages, digests=digests, job=job)
+        with contextlib.closing(input_lines(path, kind)) as lines, _bulk_allocation():
+            items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except (InputError, DuplicateIdError) as exc:
         raise input_error(path, exc.line, exc.reason) from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    if not items:
+        raise UsageError(f"{path}: the input has no items")
     if hold_messages:
         return items
     from adapters.messages import InputMessages
 
-    return items.with_message_column(InputMessages(path, len(items)))
+    return items.with_message_column(InputMessages(path, len(items), kind=kind))
 
 
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
-    """Items from Python objects shaped like input lines (or `Item`s), validated as the CLI would."""
+    """Items from Python objects shaped like input lines (or `Item`s), or from the rows of a pandas
+    DataFrame (`adapters.readers.row_object`), validated as the CLI would."""
+    from adapters.readers import frame_lines, is_frame
+
     out: list[Item] = []
     try:
-        for n, obj in enumerate(objects, start=1):
+        rows: Iterable[Mapping[str, Any] | Item | bytes] = (
+            frame_lines(objects) if is_frame(objects) else objects
+        )
+        for n, obj in enumerate(rows, start=1):
             if isinstance(obj, Item):
                 out.append(obj)
                 continue
-            item = parse_item(n, orjson.dumps(dict(obj)))
+            item = parse_item(n, obj if isinstance(obj, bytes) else orjson.dumps(dict(obj)))
             if item is not None:
                 out.append(item)
         check_unique([i.id for i in out], [i.custom_id for i in out], [i.line for i in out])
@@ -404,18 +427,20 @@ def _write_output(
     counts = dict.fromkeys(TALLY, 0)
     records: dict[str, dict[str, Any]] = {}
 
-    def lines() -> Iterator[bytes]:
+    def rows() -> Iterator[dict[str, Any]]:
         for r in iter_records(store, items, verdict):
             counts[r["status"]] += 1
             if keep:
                 records[r["id"]] = r
-            yield output_line(r)
+            yield r
 
     if out is not None:
-        write_output_atomic(out, lines())
+        from adapters.writers import write_records
+
+        write_records(out, rows())  # in the format of its extension
         store.set_meta("output", {"stamp": _output_stamp(store, items, out, verdict), "counts": counts})
     else:
-        for _ in lines():
+        for _ in rows():
             pass
     return _Written(counts=counts, records=records)
 
@@ -567,8 +592,10 @@ async def _run(
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
     rng = random.Random(settings.seed)
+    from adapters.writers import output_problem
+
     problem = state_problem(state_dir, create=True) or (
-        out_problem(Path(out), state=state_dir) if out is not None else None
+        (out_problem(Path(out), state=state_dir) or output_problem(Path(out))) if out is not None else None
     )
     if problem:
         raise UsageError(problem)

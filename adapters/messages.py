@@ -9,6 +9,7 @@ its ids and sizes, whatever its prompts' length.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, overload
 from judgecore.items import Items, Request, Requests, Unheld, iter_line_messages, raw_digest
 
 if TYPE_CHECKING:
+    from adapters.readers import InputKind
     from adapters.store import Store
     from judgecore.planning import JobPlan
 
@@ -56,17 +58,20 @@ class InputMessages(MessageBox):
     hold_messages=False)`): released from the start; `pairs` reads them from the file again, each
     checked against the digest taken when the file was parsed."""
 
-    __slots__ = ("path",)
+    __slots__ = ("kind", "path")
 
-    def __init__(self, path: Path, n: int) -> None:
+    def __init__(self, path: Path, n: int, *, kind: InputKind | None = None) -> None:
         super().__init__(Unheld(n))
         self.path = path
+        self.kind = kind  # the input's format (`adapters.readers`): read again through the same reader
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`(custom_id, messages_json)` of the items in `want` (all: None), read from the file again;
         `InputChangedError` at the first line that no longer holds the item parsed from it."""
         k = -1
-        with self.path.open("rb") as f:
+        from adapters.readers import input_lines
+
+        with contextlib.closing(input_lines(self.path, self.kind)) as f:
             for k, (line, item_id, messages, max_tokens) in enumerate(iter_line_messages(f)):
                 if (
                     k >= len(items)

@@ -1,0 +1,277 @@
+"""Input readers: every format judgecore reads, turned into the JSON lines the core already parses.
+
+Theory of operation. The core has one parser (`judgecore.items.parse_items`): one JSON object a line,
+each line numbered from 1 as it is read. Every reader here yields exactly such lines, one per row of
+its format, so every rule (ids, `prompt` / `messages`, `max_tokens`, nesting, duplicates) and every
+error message stays one implementation, and the number in `FILE:N: reason` is the row's place:
+
+| format | N is |
+| --- | --- |
+| `.jsonl`, `.jsonl.gz` | the line (blank lines count and are skipped) |
+| `.csv` | the CSV row, the header being row 1 (the line, unless a quoted cell spans lines) |
+| `.parquet`, a `datasets.save_to_disk` directory | the row, the first being row 1 |
+| an inspect_ai log (`--from-inspect`) | the sample's place in the log, epochs in order |
+
+A reader yields `b""` for a row that is not an item (the CSV header, a blank CSV line): the parser
+skips blank lines, so the numbering stays the format's own. A tabular row becomes an input object by
+one function, `row_object` (the `--template` design will replace it there). Readers stream: a
+Parquet file is read a row group slice at a time, a saved dataset through its memory map.
+
+The second read of a run (`adapters.messages.InputMessages`, which keeps the messages in the
+checkpoint) goes through `input_lines` again, so both reads see the same rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import importlib
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import orjson
+
+from adapters.usage import UsageError
+from judgecore.errors import InputError
+
+InputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet", "dataset", "inspect"]
+
+#: how INPUT's name ends -> its format
+SUFFIXES: Mapping[str, InputKind] = {
+    ".jsonl": "jsonl",
+    ".jsonl.gz": "jsonl.gz",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
+#: the file every `datasets.save_to_disk` directory holds (a `DatasetDict` holds `dataset_dict.json`)
+_DATASET_MARKS = ("state.json", "dataset_dict.json")
+#: the columns of a tabular row that are fields of the item; every other column is its metadata
+ITEM_COLUMNS = ("id", "prompt", "messages", "max_tokens")
+#: rows converted to Python at a time from a Parquet file or a dataset (bounds the memory of a read)
+BATCH_ROWS = 2048
+
+KNOWN = ".jsonl, .jsonl.gz, .csv, .parquet, or a directory written by datasets' save_to_disk"
+
+
+def input_kind(path: Path) -> InputKind:
+    """The format of INPUT `path`, by its name (a directory: a saved dataset); `UsageError` for
+    any other."""
+    if path.is_dir():
+        if any((path / mark).is_file() for mark in _DATASET_MARKS):
+            return "dataset"
+        raise UsageError(
+            f"{path}: is a directory, but not one written by datasets' save_to_disk (INPUT is {KNOWN})"
+        )
+    name = path.name.lower()
+    for suffix, kind in sorted(SUFFIXES.items(), key=lambda kv: -len(kv[0])):
+        if name.endswith(suffix):
+            return kind
+    shown = "".join(path.suffixes[-2:]) or "no extension"
+    raise UsageError(f"{path}: unknown input format ({shown}); INPUT is {KNOWN}")
+
+
+def need(module: str, extra: str, *, path: Path | str | None, what: str) -> ModuleType:
+    """`module` imported, or `UsageError` naming the optional extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        where = f"{path}: " if path is not None else ""
+        raise UsageError(
+            f"{where}{what} needs the optional extra '{extra}' ({module} is not installed): "
+            f"pip install 'judgecore[{extra}]'"
+        ) from None
+
+
+def input_lines(path: Path, kind: InputKind | None = None) -> Iterator[bytes]:
+    """INPUT `path` as JSON lines, one per row of its format, numbered as the module docstring says.
+    `InputError` names a bad row; `UsageError` a file that cannot be read at all."""
+    kind = kind or input_kind(path)
+    match kind:
+        case "jsonl":
+            with path.open("rb") as f:
+                yield from f
+        case "jsonl.gz":
+            with gzip.open(path, "rb") as f:
+                try:
+                    yield from f
+                except (gzip.BadGzipFile, EOFError) as exc:
+                    raise UsageError(f"{path}: not a gzip file, or a truncated one ({exc})") from None
+        case "csv":
+            yield from _csv_lines(path)
+        case "parquet":
+            yield from _parquet_lines(path)
+        case "dataset":
+            yield from _dataset_lines(path)
+        case "inspect":
+            from adapters.inspect_log import inspect_lines
+
+            yield from inspect_lines(path)
+
+
+def row_object(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The input object of one tabular row (CSV, Parquet, a dataset, a DataFrame): the columns `id`,
+    `prompt`, `messages` (JSON text, or a list) and `max_tokens` are the item's fields, every other
+    column goes into its `metadata` under its own name. An empty or null `prompt`, `messages` or
+    `max_tokens` cell is absent; an integer id is its decimal text; `max_tokens` text of digits is
+    its number. What is left wrong is the parser's to reject (with the row's number)."""
+    obj: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for key, value in row.items():
+        if key not in ITEM_COLUMNS:
+            metadata[str(key)] = None if _is_nan(value) else value
+        elif key == "id":
+            obj["id"] = str(value) if type(value) is int else value
+        elif value is None or value == "" or _is_nan(value):
+            continue
+        elif key == "messages" and isinstance(value, str):
+            try:
+                obj["messages"] = orjson.loads(value)
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"the 'messages' cell is not valid JSON ({exc})") from None
+        elif key == "max_tokens":
+            obj["max_tokens"] = _whole_number(value)
+        else:
+            obj[key] = value
+    if metadata:
+        obj["metadata"] = metadata
+    return obj
+
+
+def object_line(obj: Mapping[str, Any]) -> bytes:
+    """The JSON line of an input object (a value JSON lacks, a date or a decimal, as its text)."""
+    return orjson.dumps(obj, default=str, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def rows_as_lines(rows: Iterable[Mapping[str, Any]], *, first: int = 1) -> Iterator[bytes]:
+    """Tabular rows (numbered from `first`) as JSON lines; `InputError` naming a bad cell's row."""
+    for n, row in enumerate(rows, start=first):
+        try:
+            yield object_line(row_object(row))
+        except (ValueError, TypeError, orjson.JSONEncodeError) as exc:
+            raise InputError(n, str(exc)) from None
+
+
+def _whole_number(value: Any) -> Any:
+    """`max_tokens` from a cell: digits (CSV text) or an integral float (a pandas column with gaps)
+    become an int; anything else is left for the parser to reject."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _check_columns(names: Iterable[str], line: int) -> None:
+    """A table needs an `id` column and a `prompt` or `messages` one (`InputError` at `line`)."""
+    have = list(names)
+    listed = ", ".join(map(repr, have)) or "none"
+    if "id" not in have:
+        raise InputError(line, f"no 'id' column (the columns are {listed})")
+    if "prompt" not in have and "messages" not in have:
+        raise InputError(line, f"no 'prompt' or 'messages' column (the columns are {listed})")
+
+
+def _csv_lines(path: Path) -> Iterator[bytes]:
+    """A CSV file (header row, UTF-8, a byte order mark and CRLF accepted; every cell text)."""
+    with path.open("r", encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, strict=True)
+        try:
+            header = next(reader, None)
+            if header is None:
+                return
+            _check_columns(header, 1)
+            if len(set(header)) != len(header):
+                dup = sorted({h for h in header if header.count(h) > 1})
+                raise InputError(1, f"the header repeats column(s) {', '.join(map(repr, dup))}")
+            yield b""  # the header is row 1
+            width = len(header)
+            for n, cells in enumerate(reader, start=2):
+                if not cells:
+                    yield b""  # a blank line, skipped and counted
+                    continue
+                if len(cells) != width:
+                    raise InputError(n, f"the row has {len(cells)} cells; the header has {width}")
+                yield from rows_as_lines((dict(zip(header, cells, strict=True)),), first=n)
+        except csv.Error as exc:
+            raise InputError(reader.line_num, f"not valid CSV ({exc})") from None
+
+
+def _parquet_lines(path: Path) -> Iterator[bytes]:
+    """A Parquet file, `BATCH_ROWS` rows converted at a time."""
+    pq = need("pyarrow.parquet", "data", path=path, what="reading Parquet")
+    pa = need("pyarrow", "data", path=path, what="reading Parquet")
+    try:
+        pf = pq.ParquetFile(path, memory_map=True)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise UsageError(f"{path}: not a Parquet file ({exc})") from None
+    _check_columns(pf.schema_arrow.names, 1)
+    n = 1
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
+        rows = batch.to_pylist()
+        yield from rows_as_lines(rows, first=n)
+        n += len(rows)
+
+
+def _dataset_lines(path: Path) -> Iterator[bytes]:
+    """A directory written by `datasets.Dataset.save_to_disk` (one split), read through its memory map."""
+    datasets = need("datasets", "data", path=path, what="reading a saved dataset")
+    state = path / "state.json"
+    if state.is_file() and orjson.loads(state.read_bytes()).get("_data_files") == []:
+        return  # a dataset of no rows has no data file (and `load_from_disk` fails on it)
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        raise UsageError(f"{path}: not a dataset written by save_to_disk ({exc})") from None
+    if isinstance(ds, datasets.DatasetDict):
+        splits = ", ".join(ds.keys())
+        raise UsageError(
+            f"{path}: holds several splits ({splits}); give one split's directory, e.g. {path}/<split>"
+        )
+    _check_columns(ds.column_names, 1)
+    if not ds.num_rows:
+        return  # (`Dataset.iter` fails on an empty dataset)
+    n = 1
+    for batch in ds.iter(batch_size=BATCH_ROWS):
+        names = list(batch)
+        rows = [dict(zip(names, values, strict=True)) for values in zip(*batch.values(), strict=True)]
+        yield from rows_as_lines(rows, first=n)
+        n += len(rows)
+
+
+def frame_lines(frame: Any) -> Iterator[bytes]:
+    """The JSON lines of a pandas DataFrame's rows (`row_object` of each; row 1 is the first)."""
+    columns = [str(c) for c in frame.columns]
+    try:
+        _check_columns(columns, 1)
+    except InputError as exc:
+        raise InputError(1, f"the DataFrame has {exc.reason}") from None
+    rows = (
+        dict(zip(columns, (_native(v) for v in values), strict=True))
+        for values in frame.itertuples(index=False, name=None)
+    )
+    yield from rows_as_lines(rows)
+
+
+def _native(value: Any) -> Any:
+    """A pandas / numpy scalar as the Python value (`pd.NA` and `NaT` as None)."""
+    item = getattr(value, "item", None)
+    if callable(item) and type(value).__module__.startswith("numpy"):
+        value = item()
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    return value
+
+
+def is_frame(obj: object) -> bool:
+    """Whether `obj` is a pandas DataFrame (without importing pandas when it is not loaded)."""
+    import sys
+
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(obj, pd.DataFrame)

@@ -1,0 +1,139 @@
+"""Output writers: the output records as JSON Lines, CSV or Parquet, chosen by `--out`'s extension.
+
+Every writer is atomic as the JSONL one always was (`adapters.job.write_output_atomic`: a temp file
+in the same directory, fsync, rename), and writes the same records (CONTRACT.md's output shape), in
+input order, one row per item:
+
+- `.jsonl` (and any other name, as before): one JSON object a line.
+- `.csv`: a header of the record's fields; a nested field (`usage`, `error`, `metadata`, `verdict`)
+  is its JSON text, a null an empty cell, a number or a boolean its JSON text.
+- `.parquet`: one column per field; nested fields are structs (lists stay lists). A column whose
+  values have no one Arrow type (a metadata key holding a number in one row and text in another),
+  or an empty object Parquet cannot store, is written as JSON text instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+OutputKind = Literal["jsonl", "csv", "parquet"]
+
+
+def output_kind(path: Path) -> OutputKind:
+    """The format `--out path` is written in, by its extension (JSONL unless `.csv` or `.parquet`)."""
+    name = path.name.lower()
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "jsonl"
+
+
+def output_problem(path: Path) -> str | None:
+    """Why `--out path` cannot be written by this install (its format's extra is missing), or None;
+    checked before anything is sent."""
+    from adapters.readers import need
+    from adapters.usage import UsageError
+
+    if output_kind(path) == "parquet":
+        try:
+            need("pyarrow", "data", path=f"--out {path}", what="writing Parquet")
+        except UsageError as exc:
+            return str(exc)
+    return None
+
+
+def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Write the output `records` to `path` atomically, in the format of its extension."""
+    from adapters.job import write_output_atomic
+    from judgecore.report import output_line
+
+    match output_kind(path):
+        case "jsonl":
+            write_output_atomic(path, (output_line(r if type(r) is dict else dict(r)) for r in records))
+        case "csv":
+            write_output_atomic(path, csv_lines(records))
+        case "parquet":
+            write_output_atomic(path, [parquet_bytes(records)])
+
+
+def cell(value: Any) -> str:
+    """One CSV cell of an output field: text as it is, null empty, anything else its JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def csv_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    """The records as UTF-8 CSV (CRLF line ends, as the csv module and spreadsheets write), streamed:
+    the header is the first record's fields."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    fields: list[str] | None = None
+    for r in records:
+        if fields is None:
+            fields = list(r)
+            writer.writerow(fields)
+        elif list(r) != fields:
+            raise ValueError(f"record {r.get('id')!r} has fields {list(r)}, not {fields}")
+        writer.writerow([cell(r[f]) for f in fields])
+        yield buf.getvalue().encode()
+        buf.seek(0)
+        buf.truncate()
+
+
+def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
+    """The records as a `pyarrow.Table`: one column per field, nested fields as structs (see the
+    module docstring for the columns written as JSON text)."""
+    from adapters.readers import need
+
+    pa = need("pyarrow", "data", path=None, what="writing Parquet")
+    rows = list(records)
+    fields = list(rows[0]) if rows else []
+    columns = {}
+    for f in fields:
+        values = [r.get(f) for r in rows]
+        try:
+            arr = pa.array(values)
+            if not _storable(arr.type, pa):
+                raise TypeError(f"{f}: {arr.type} cannot be stored in Parquet")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            arr = pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
+        columns[f] = arr
+    return pa.table(columns)
+
+
+def parquet_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """The records as the bytes of a Parquet file."""
+    from adapters.readers import need
+
+    pq = need("pyarrow.parquet", "data", path=None, what="writing Parquet")
+    buf = io.BytesIO()
+    pq.write_table(records_table(records), buf)
+    return buf.getvalue()
+
+
+def _storable(t: Any, pa: Any) -> bool:
+    """Whether Parquet can store Arrow type `t` (not a struct without fields, at any depth)."""
+    if pa.types.is_struct(t):
+        return t.num_fields > 0 and all(_storable(t.field(k).type, pa) for k in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _storable(t.value_type, pa)
+    return True
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
+    """The records as a pandas DataFrame, one row per item, nested fields as Python dicts."""
+    from adapters.readers import need
+
+    pd = need("pandas", "data", path=None, what="JudgeResult.to_pandas()")
+    rows = [dict(r) for r in records]
+    return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)

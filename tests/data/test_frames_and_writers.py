@@ -1,0 +1,140 @@
+"""`judge()` on a pandas DataFrame, `JudgeResult.to_pandas()`, and the CSV and Parquet writers."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from adapters.job import JobSettings, UsageError, items_from_objects, judge, judge_dry_run
+from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.writers import csv_lines, output_kind, parquet_bytes, records_table, write_records
+from tests.data.tables import flat, rows
+
+
+def test_a_dataframe_is_the_same_items_as_its_rows_as_jsonl():
+    items = rows(30)
+    frame = pd.DataFrame([flat(r) for r in items])  # max_tokens has gaps: a float column with NaN
+    assert "float64" == str(frame["max_tokens"].dtype)
+    expected = items_from_objects({k: v for k, v in r.items()} for r in items)
+    assert expected == items_from_objects(frame)
+    assert [i.metadata_json for i in expected] == [i.metadata_json for i in items_from_objects(frame)]
+
+
+def test_a_dataframe_without_an_id_column_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match=r"line 1: the DataFrame has no 'id' column"):
+        judge_dry_run(pd.DataFrame({"prompt": ["a"]}), rubric=None, state_dir=tmp_path / "s")
+
+
+def test_judge_takes_a_dataframe_and_gives_one_back(tmp_path):
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "prompt": ["x", "y", "z"], "model": ["m1", "m2", "m1"]})
+    sim = Simulator(Scenario(seed=4))
+    result = judge(frame, rubric=None, state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+    assert 0 == result.exit_code
+    out = result.to_pandas()
+    assert ["a", "b", "c"] == list(out["id"])
+    assert list(result.records["a"]) == list(out.columns)
+    assert [{"model": "m1"}, {"model": "m2"}, {"model": "m1"}] == list(out["metadata"])
+    assert {"succeeded"} == set(out["status"])
+
+
+RECORDS = [
+    {
+        "id": "a",
+        "n": 1,
+        "text": 'say "hi",\nthen go',
+        "usage": {"input_tokens": 3},
+        "metadata": {"k": "00042"},
+        "verdict": {"score": 4},
+        "error": None,
+        "ok": True,
+    },
+    {
+        "id": "b",
+        "n": 2,
+        "text": None,
+        "usage": None,
+        "metadata": {"k": 7},
+        "verdict": None,
+        "error": {"class": "X", "type": None},
+        "ok": False,
+    },
+]
+
+
+def test_csv_writes_nested_fields_as_json_text_and_null_as_an_empty_cell():
+    text = b"".join(csv_lines(RECORDS)).decode()
+    got = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert ["id", "n", "text", "usage", "metadata", "verdict", "error", "ok"] == list(got[0])
+    assert {
+        "id": "a",
+        "n": "1",
+        "text": 'say "hi",\nthen go',
+        "usage": '{"input_tokens":3}',
+        "metadata": '{"k":"00042"}',
+        "verdict": '{"score":4}',
+        "error": "",
+        "ok": "true",
+    } == got[0]
+    assert "" == got[1]["text"] and '{"class":"X","type":null}' == got[1]["error"]
+
+
+def test_parquet_writes_nested_fields_as_structs_and_a_column_of_mixed_types_as_json_text():
+    table = records_table(RECORDS)
+    assert pa.types.is_struct(table.schema.field("usage").type)
+    assert pa.types.is_struct(table.schema.field("verdict").type)
+    assert pa.string() == table.schema.field("metadata").type  # "00042" in one row, 7 in the other
+    back = pq.read_table(pa.BufferReader(parquet_bytes(RECORDS))).to_pylist()
+    assert {"input_tokens": 3} == back[0]["usage"] and back[1]["usage"] is None
+    assert ['{"k":"00042"}', '{"k":7}'] == [r["metadata"] for r in back]
+    assert [True, False] == [r["ok"] for r in back]
+
+
+def test_parquet_stores_an_empty_object_as_json_text():
+    table = records_table([{"id": "a", "metadata": {}}, {"id": "b", "metadata": {}}])
+    assert ["{}", "{}"] == table.column("metadata").to_pylist()
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [("o.jsonl", "jsonl"), ("o.csv", "csv"), ("O.PARQUET", "parquet"), ("o.txt", "jsonl")]
+)
+def test_the_output_format_is_chosen_by_the_extension(tmp_path, name, kind):
+    assert kind == output_kind(tmp_path / name)
+    write_records(tmp_path / name, RECORDS)
+    assert (tmp_path / name).stat().st_size > 0
+    assert [name] == [p.name for p in tmp_path.iterdir()]  # no temp file left
+
+
+def test_a_failed_write_leaves_the_old_output_and_no_temp_file(tmp_path):
+    out = tmp_path / "o.csv"
+    out.write_text("old")
+
+    def broken():
+        yield RECORDS[0]
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(RuntimeError):
+        write_records(out, broken())
+    assert "old" == out.read_text()
+    assert ["o.csv"] == [p.name for p in tmp_path.iterdir()]
+
+
+def test_judge_writes_the_out_format_of_its_extension(tmp_path):
+    sim = Simulator(Scenario(seed=5))
+    out = tmp_path / "scores.parquet"
+    settings = JobSettings(force="sync")
+    judge(
+        rows(5),
+        rubric=None,
+        state_dir=tmp_path / "s",
+        client=sim_client(sim, max_retries=0),
+        out=out,
+        settings=settings,
+    )
+    back = pq.read_table(out).to_pylist()
+    assert [r["id"] for r in rows(5)] == [r["id"] for r in back]
+    assert {"topic": "t1", "code": "0001", "note": ""} == back[1]["metadata"]
