@@ -589,11 +589,15 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     from adapters.clock import RealClock
     from adapters.job import _default_client
     from adapters.progress import PlainProgress, plural
+    from adapters.statelock import StateLockedError
     from adapters.store import Store
 
     _existing_state(ns.state)
     client = _default_client(os.environ)
-    store = Store.open(ns.state)
+    try:
+        store = Store.open(ns.state, exclusive="cancel")  # not while a run uses the state dir
+    except StateLockedError as exc:
+        raise UsageError(str(exc)) from None
     try:
         canceled = asyncio.run(
             cancel_job(store=store, api=AnthropicBatchApi(client), clock=RealClock(), emit=PlainProgress())

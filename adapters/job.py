@@ -572,7 +572,12 @@ async def _run(
     )
     if problem:
         raise UsageError(problem)
-    store = Store.open(state_dir)
+    from adapters.statelock import StateLockedError
+
+    try:
+        store = Store.open(state_dir, exclusive="run")  # one run per state dir, until it closes
+    except StateLockedError as exc:
+        raise UsageError(str(exc)) from None
     try:
         from adapters.store import ContentConflictError, StateMismatchError
 
