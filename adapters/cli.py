@@ -421,6 +421,8 @@ def _run(
     if result.cache_hit_rate is not None:
         print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
     print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
+    if warning := _unreadable_after_run(ns.state):
+        print(f"warning: {warning}", file=sys.stderr)
     if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
         print(f"judgecore: {result.fatal}", file=sys.stderr)
         return EXIT_FATAL
@@ -713,6 +715,20 @@ def _spend_line(spend: float | None, all_sync: float | None, estimate: float | N
     )
 
 
+def _unreadable_after_run(state: Path) -> str | None:
+    """The warning `unreadable_warning` gives for the job's answers as its kept verdict spec reads them."""
+    from adapters.store import Store
+    from adapters.summary import unread_verdicts
+    from judgecore.summary import unreadable_warning
+
+    store = Store.open_readonly(state)
+    try:
+        counts = unread_verdicts(store)
+    finally:
+        store.close()
+    return unreadable_warning(*counts) if counts is not None else None
+
+
 def _counts_with_verdicts(store: Any) -> dict[str, int]:
     from adapters.summary import counts_with_verdicts
 
@@ -728,9 +744,13 @@ def _spend_json(store: Any) -> dict[str, float | None]:
 
 def cmd_summary(ns: argparse.Namespace) -> int:
     from adapters.summary import job_report, summary_json
-    from judgecore.summary import render_summary
+    from judgecore.summary import render_summary, unreadable_warning
 
     report = job_report(ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference)
+    overall = report.summary.overall
+    unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
+    if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):
+        print(f"warning: {warning}", file=sys.stderr)
     if ns.json:
         sys.stdout.write(summary_json(report).decode() + "\n")
     else:
