@@ -414,6 +414,15 @@ def _run(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
                 file=sys.stderr,
             )
+            if live := _live_batches(ns.state):
+                shown = ", ".join(live[:3]) + (f" and {len(live) - 3:,} more" if len(live) > 3 else "")
+                print(
+                    f"{plural(len(live), 'batch', 'batches')} {'keeps' if len(live) == 1 else 'keep'} "
+                    f"running on the API side, billed as {'it finishes' if len(live) == 1 else 'they finish'} "
+                    f"({shown}); the resume harvests what ended, or stop the rest with:\n"
+                    f"  {command_line(['cancel', '--state', str(ns.state)])}",
+                    file=sys.stderr,
+                )
             return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
@@ -713,6 +722,17 @@ def _spend_line(spend: float | None, all_sync: float | None, estimate: float | N
     return (
         f"spend so far {_usd(spend)} (all-sync would have cost {_usd(all_sync)}; estimated {_usd(estimate)})"
     )
+
+
+def _live_batches(state: Path) -> list[str]:
+    """The ids of the job's batches still running on the API side, from the checkpoint."""
+    from adapters.store import Store
+
+    store = Store.open_readonly(state)
+    try:
+        return [r.batch_id for r in store.sub_batches() if r.state == "live" and r.batch_id]
+    finally:
+        store.close()
 
 
 def _unreadable_after_run(state: Path) -> str | None:
