@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         nargs="?",
         metavar="INPUT",
-        help="the items to judge: .jsonl, .jsonl.gz, .csv, .parquet, or a datasets save_to_disk directory",
+        help="the items to judge: .jsonl, .jsonl.gz, .csv, .parquet, or a datasets save_to_disk directory "
+        "(a rerun with --state may leave it out: the state dir remembers it)",
     )
     run.add_argument(
         "--from-inspect",
@@ -349,10 +350,121 @@ def _read_rubric(path: Path | None) -> str | None:
     return text
 
 
+#: `run` flags never remembered: what this one command does, not how the job was started
+_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json"})
+#: the manifest's fields, by the flag that sets them (a field that differs names its flag)
+_FLAG_OF = {
+    "model": "--model",
+    "max_tokens": "--max-tokens",
+    "rubric_sha256": "--rubric",
+    "verdict_schema_sha256": "--verdict",
+    "thinking": "--thinking",
+}
+
+
+def _holds_checkpoint(state: Path | None) -> bool:
+    """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
+    from adapters.store import Store
+
+    try:
+        return state is not None and Store.exists(state)
+    except OSError:
+        return False
+
+
+def _run_flags_given(argv: Sequence[str]) -> set[str]:
+    """The dests of the `run` options this command line gives (a flag left out is never a default)."""
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
+    by_option = run._option_string_actions
+    given = set()
+    for word in argv:
+        if word == "--":
+            break
+        action = by_option.get(word.split("=", 1)[0]) if word.startswith("--") else None
+        if action is not None:
+            given.add(action.dest)
+    return given
+
+
+def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] | None:
+    """Fill `ns` from how the job in `--state` was started: INPUT, `--out` and every flag this command
+    leaves out take the remembered values (never their defaults); the flags it gives apply. Returns the
+    job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
+    from adapters.store import Store
+
+    kept = None
+    if _holds_checkpoint(ns.state):
+        store = Store.open_readonly(ns.state)
+        try:
+            kept = store.get_meta("invocation")
+        finally:
+            store.close()
+    if kept is None:
+        if ns.input is None and getattr(ns, "from_inspect", None) is None:
+            where = f"--state {ns.state} holds no job started by this judgecore" if ns.state else "no --state"
+            raise UsageError(
+                f"INPUT is required, or --from-inspect LOG ({where} to resume without it); "
+                "see: judgecore run --help"
+            )
+        return None
+    given = _run_flags_given(argv)
+    if given & {"force_sync", "force_batch"}:  # one given anew replaces the remembered other
+        given |= {"force_sync", "force_batch"}
+    for dest, value in kept["flags"].items():
+        if dest not in given and dest not in _NOT_REMEMBERED and hasattr(ns, dest):
+            path = dest in ("rubric", "verdict", "from_inspect") and value is not None
+            setattr(ns, dest, Path(value) if path else value)
+    if ns.input is None and getattr(ns, "from_inspect", None) is None:
+        ns.input = Path(kept["input"])
+    if "out" not in given and kept.get("out"):
+        ns.out = Path(kept["out"])
+    return kept
+
+
+def _invocation(ns: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """How this run was started, to remember in the checkpoint: absolute paths, every flag's value."""
+    flags = {}
+    for dest, value in vars(ns).items():
+        if dest in _NOT_REMEMBERED:
+            continue
+        flags[dest] = str(value.resolve()) if isinstance(value, Path) else value
+    return {"input": str(ns.input.resolve()), "out": str(out.resolve()), "flags": flags}
+
+
+def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any]) -> None:
+    """A flag that shapes what a request asks and differs from how the job was started is exit 2,
+    naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
+    from adapters.store import Store
+
+    if not _holds_checkpoint(ns.state):
+        return
+    store = Store.open_readonly(ns.state)
+    try:
+        old = store.get_meta("manifest")
+    finally:
+        store.close()
+    if old is None or old == manifest:
+        return
+    key = next(k for k in (*_FLAG_OF, *sorted(set(old) | set(manifest))) if old.get(k) != manifest.get(k))
+    flag = _FLAG_OF.get(key, key)
+    flags = (kept or {}).get("flags", {})
+    dest = {"--rubric": "rubric", "--verdict": "verdict"}.get(flag)
+    was = flags.get(dest) if dest else None
+    old_v = f"{was} ({key} {old.get(key)})" if was else old.get(key)
+    new_v = f"{getattr(ns, dest, None)} ({key} {manifest.get(key)})" if dest else manifest.get(key)
+    raise UsageError(
+        f"{flag}: the job in {ns.state} was started with {old_v}, this run asks {new_v}: that is "
+        f"another job. Leave {flag} out to resume the job as it was started, or point --state at a "
+        "new directory to start a new job (nothing was sent)"
+    )
+
+
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     from adapters.job import load_items
     from adapters.messages import boxed
 
+    kept = _remembered(ns, argv)
     kind = _input_of(ns)
     try:
         settings = _settings(ns)
@@ -365,6 +477,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
+    _check_manifest(ns, kept, settings.manifest(rubric))
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests only to check an existing checkpoint.
     from adapters.store import Store, ids_job_for
@@ -468,6 +581,7 @@ def _run(
                 out=out,
                 progress=emit,
                 keep_records=False,  # the output file has them; 90,000 in memory cost ~100 MB
+                invocation=_invocation(ns, out),  # `run --state DIR` alone resumes it as it was
             )
         except asyncio.CancelledError:
             if terminated:
@@ -488,6 +602,15 @@ def _run(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
                 file=sys.stderr,
             )
+            if live := _live_batches(ns.state):
+                shown = ", ".join(live[:3]) + (f" and {len(live) - 3:,} more" if len(live) > 3 else "")
+                print(
+                    f"{plural(len(live), 'batch', 'batches')} {'keeps' if len(live) == 1 else 'keep'} "
+                    f"running on the API side, billed as {'it finishes' if len(live) == 1 else 'they finish'} "
+                    f"({shown}); the resume harvests what ended, or stop the rest with:\n"
+                    f"  {command_line(['cancel', '--state', str(ns.state)])}",
+                    file=sys.stderr,
+                )
             return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
@@ -495,6 +618,8 @@ def _run(
     if result.cache_hit_rate is not None:
         print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
     print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
+    if warning := _unreadable_after_run(ns.state):
+        print(f"warning: {warning}", file=sys.stderr)
     if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
         print(f"judgecore: {result.fatal}", file=sys.stderr)
         return EXIT_FATAL
@@ -616,6 +741,9 @@ def cmd_status(ns: argparse.Namespace) -> int:
             "manifest": store.get_meta("manifest"),
             "route": store.get_meta("route"),
             "rate_limits": store.get_meta("rate_limits"),
+            "resume": command_line(["run", "--state", str(ns.state)])
+            if store.get_meta("invocation")
+            else None,
             "counts": _counts_with_verdicts(store),
             **_spend_json(store),
             "sub_batches": [
@@ -660,6 +788,8 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 lines.append(
                     f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
                 )
+    if info["resume"] and c.get("pending"):
+        lines.append(f"  resume with: {info['resume']}")
     print("\n".join(lines))
     return code
 
@@ -672,11 +802,15 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     from adapters.clock import RealClock
     from adapters.job import _default_client
     from adapters.progress import PlainProgress, plural
+    from adapters.statelock import StateLockedError
     from adapters.store import Store
 
     _existing_state(ns.state)
     client = _default_client(os.environ)
-    store = Store.open(ns.state)
+    try:
+        store = Store.open(ns.state, exclusive="cancel")  # not while a run uses the state dir
+    except StateLockedError as exc:
+        raise UsageError(str(exc)) from None
     try:
         canceled = asyncio.run(
             cancel_job(store=store, api=AnthropicBatchApi(client), clock=RealClock(), emit=PlainProgress())
@@ -792,6 +926,31 @@ def _spend_line(spend: float | None, all_sync: float | None, estimate: float | N
     )
 
 
+def _live_batches(state: Path) -> list[str]:
+    """The ids of the job's batches still running on the API side, from the checkpoint."""
+    from adapters.store import Store
+
+    store = Store.open_readonly(state)
+    try:
+        return [r.batch_id for r in store.sub_batches() if r.state == "live" and r.batch_id]
+    finally:
+        store.close()
+
+
+def _unreadable_after_run(state: Path) -> str | None:
+    """The warning `unreadable_warning` gives for the job's answers as its kept verdict spec reads them."""
+    from adapters.store import Store
+    from adapters.summary import unread_verdicts
+    from judgecore.summary import unreadable_warning
+
+    store = Store.open_readonly(state)
+    try:
+        counts = unread_verdicts(store)
+    finally:
+        store.close()
+    return unreadable_warning(*counts) if counts is not None else None
+
+
 def _counts_with_verdicts(store: Any) -> dict[str, int]:
     from adapters.summary import counts_with_verdicts
 
@@ -807,9 +966,13 @@ def _spend_json(store: Any) -> dict[str, float | None]:
 
 def cmd_summary(ns: argparse.Namespace) -> int:
     from adapters.summary import job_report, summary_json
-    from judgecore.summary import render_summary
+    from judgecore.summary import render_summary, unreadable_warning
 
     report = job_report(ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference)
+    overall = report.summary.overall
+    unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
+    if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):
+        print(f"warning: {warning}", file=sys.stderr)
     if ns.json:
         sys.stdout.write(summary_json(report).decode() + "\n")
     else:

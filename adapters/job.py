@@ -538,8 +538,10 @@ async def ajudge(
     progress: Emit | None = None,
     environ: Mapping[str, str] | None = None,
     keep_records: bool = True,
+    invocation: Mapping[str, Any] | None = None,
 ) -> JudgeResult:
-    """Run (or resume) a judge job; see `judge` for the arguments."""
+    """Run (or resume) a judge job; see `judge` for the arguments. `invocation`: how the CLI started
+    it, kept in the checkpoint once the job is bound (`judgecore run --state DIR` alone resumes it)."""
     state_dir = Path(state_dir)
     job = _job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
     if dry_run:
@@ -563,6 +565,7 @@ async def ajudge(
             emit=progress if progress is not None else discard,
             environ=environ,
             keep_records=keep_records,
+            invocation=invocation,
         )
     finally:
         if frozen_here:
@@ -581,6 +584,7 @@ async def _run(
     emit: Emit,
     environ: Mapping[str, str] | None,
     keep_records: bool,
+    invocation: Mapping[str, Any] | None = None,
 ) -> JudgeResult:
     """The run itself: bind the job, keep or decide its route, run it, write the output."""
     import random
@@ -599,7 +603,12 @@ async def _run(
     )
     if problem:
         raise UsageError(problem)
-    store = Store.open(state_dir)
+    from adapters.statelock import StateLockedError
+
+    try:
+        store = Store.open(state_dir, exclusive="run")  # one run per state dir, until it closes
+    except StateLockedError as exc:
+        raise UsageError(str(exc)) from None
     try:
         from adapters.store import ContentConflictError, StateMismatchError
 
@@ -607,6 +616,8 @@ async def _run(
             store.bind_job(settings.manifest(rubric), items.bindings(), ids_job=items.job)
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
+        if invocation is not None:
+            store.set_meta("invocation", dict(invocation))
         _record_for_summary(store, job, settings)
         history = _History.read(store)
         ran = _Ran()

@@ -38,7 +38,9 @@ from judgecore.subbatch import IN_FLIGHT, SubState
 if TYPE_CHECKING:
     import sqlite3
 
+    from adapters.statelock import StateLock
     from judgecore.batchrun import Checkpoint
+    from judgecore.filesystems import CheckpointMode
     from judgecore.planning import ModelPrice
 
 # sqlite3, the batch run's view and the spend rule are imported where they are used: a dry run on a
@@ -163,6 +165,32 @@ def _create_private(path: Path) -> None:
     path.chmod(0o600)
 
 
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem holding `path` (Linux: from /proc/self/mountinfo; None elsewhere).
+
+    `JUDGECORE_FS_TYPE` overrides it, for a network filesystem the mount table does not show as one
+    (a FUSE mount of a cluster store, say): `JUDGECORE_FS_TYPE=nfs` makes the checkpoint safe there."""
+    from judgecore.filesystems import fs_type_of
+
+    if override := os.environ.get("JUDGECORE_FS_TYPE", "").strip():
+        return override
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return fs_type_of(str(path.resolve()), mountinfo)
+
+
+def _is_wal(db: Path) -> bool:
+    """The database file's header says WAL (bytes 18-19 are 2: sqlite.org/fileformat.html)."""
+    try:
+        with db.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return True
+    return len(header) < 20 or header[18:20] == b"\x02\x02"
+
+
 def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
     """The job key a job's custom_ids are derived with (`judgecore.ids`), read before its input is.
 
@@ -196,30 +224,59 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
 class Store:
     """The checkpoint of one job. Open with `Store.open(state_dir)`; close when done."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        *,
+        mode: CheckpointMode | None = None,
+        lock: StateLock | None = None,
+    ) -> None:
         self._conn = conn
         self.path = path
+        #: the journal the checkpoint uses where it lives (`judgecore.filesystems`); None: read-only
+        self.mode = mode
+        self._lock = lock
 
     @classmethod
-    def open(cls, state_dir: Path | str) -> Store:
+    def open(
+        cls, state_dir: Path | str, *, exclusive: str | None = None, fs_type: str | None = None
+    ) -> Store:
+        """Open (or create) the checkpoint of `state_dir` for writing.
+
+        `exclusive` names the command (`"run"`, `"cancel"`) that holds the state dir's lock until
+        `close()`: a second one is `StateLockedError` naming the holder. The journal follows the
+        filesystem (`judgecore.filesystems.checkpoint_mode`): WAL on a local one, the rollback journal
+        on a network one; `fs_type` overrides the detected type (tests)."""
         import sqlite3
+
+        from adapters.statelock import StateLock
+        from judgecore.filesystems import checkpoint_mode
 
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        db = state_dir / DB_NAME
-        for suffix in ("", "-wal", "-shm"):
-            _create_private(db.with_name(db.name + suffix))
-        conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        mode = checkpoint_mode(fs_type if fs_type is not None else filesystem_type(state_dir))
+        lock = StateLock.take(state_dir, exclusive) if exclusive is not None else None
+        try:
+            db = state_dir / DB_NAME
+            suffixes = ("", "-wal", "-shm") if mode.journal_mode == "wal" else ("",)
+            for suffix in suffixes:
+                _create_private(db.with_name(db.name + suffix))
+            conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        conn.execute("PRAGMA busy_timeout=10000")
+        conn.execute(f"PRAGMA journal_mode={mode.journal_mode.upper()}")
         conn.execute("PRAGMA synchronous=FULL")
         # Checkpoint the WAL into the database every ~80 MB instead of every 4 MB: a checkpoint inside a
         # harvest's commit costs more than the commit itself (bench/harvest.py); durability is the WAL's.
         conn.execute("PRAGMA wal_autocheckpoint=20000")
-        conn.execute("PRAGMA busy_timeout=10000")
         conn.executescript(_SCHEMA)
         _migrate(conn)
         _add_outcome_columns(conn)
-        return cls(conn, db)
+        return cls(conn, db, mode=mode, lock=lock)
 
     @classmethod
     def open_readonly(cls, state_dir: Path | str) -> Store:
@@ -233,7 +290,9 @@ class Store:
 
         db = Path(state_dir) / DB_NAME
         wal = db.with_name(db.name + "-wal")
-        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        # immutable (no locks, no files made) only for a WAL database closed cleanly; a rollback-journal
+        # one (a network filesystem) may be written by a run meanwhile, so it is read under its locks
+        mode = "mode=ro&immutable=1" if _is_wal(db) and not wal.exists() else "mode=ro"
         conn = sqlite3.connect(f"{db.resolve().as_uri()}?{mode}", uri=True, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=10000")
         return cls(conn, db)
@@ -244,6 +303,9 @@ class Store:
 
     def close(self) -> None:
         self._conn.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -63,6 +63,22 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
     return Budget(cap=cap, spent=store.spent_usd(price) if price is not None else 0.0)
 
 
+def unread_verdicts(store: Store) -> tuple[int, int] | None:
+    """`(unread, read)`: the succeeded answers whose verdict the kept spec cannot read, and those it
+    reads; None for a job without a verdict spec."""
+    kept = store.get_meta("verdict")
+    if not kept:
+        return None
+    spec = spec_from_json(kept, sendable=False)
+    unread = read = 0
+    for text in store.succeeded_texts():
+        if isinstance(parse_verdict(text, spec), Unscored):
+            unread += 1
+        else:
+            read += 1
+    return unread, read
+
+
 def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:
     """`counts` (by stored status) with the kept verdict spec applied, as the output reports them: a
     succeeded answer whose verdict cannot be read counts as a miss. Unchanged for a job without one."""
@@ -110,7 +126,7 @@ def job_report(
     state_dir: Path, *, verdict_path: Path | None = None, by: str | None = None, reference: str | None = None
 ) -> JobReport:
     """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec."""
-    from judgecore.summary import summarize
+    from judgecore.summary import metadata_key_problem, summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
     if not Store.exists(state_dir):
@@ -121,6 +137,9 @@ def job_report(
             kept = store.get_meta("verdict")
             spec = spec_from_json(kept, sendable=False) if kept else None
         records = records_from_store(store, spec)
+        for flag, key in (("--by", by), ("--reference", reference)):
+            if key is not None and (problem := metadata_key_problem(records, key, flag)):
+                raise UsageError(problem)
         summary = summarize(
             records,
             score_field=spec.score if spec else None,

@@ -202,6 +202,33 @@ def group_of(
     )
 
 
+def metadata_key_problem(records: Sequence[Mapping[str, Any]], key: str, flag: str) -> str | None:
+    """Why `flag KEY` (`--by`, `--reference`) cannot be right: no item's metadata has `key`; the line
+    names the keys that exist (a typo such as `--by modle` would otherwise print a table of one
+    `(none)` row, exit 0). None when some item has it."""
+    seen: dict[str, None] = {}
+    for r in records:
+        meta = r.get("metadata")
+        if type(meta) is dict:
+            if key in meta:
+                return None
+            seen.update(dict.fromkeys(k for k in meta if k not in seen))
+    have = ", ".join(sorted(seen)[:20]) if seen else "none: the items carry no metadata"
+    return f"{flag} {key}: no item's metadata has the key {key!r} (keys in the metadata: {have})"
+
+
+def unreadable_warning(unparsed: int, scored: int) -> str | None:
+    """A warning line when most answers came back but had no readable verdict (the verdict spec and the
+    rubric's answer format disagree); None when most were read (or there were none)."""
+    answered = scored + unparsed
+    if answered == 0 or unparsed * 2 <= answered:
+        return None
+    return (
+        f"{unparsed:,} of {answered:,} answers have no readable verdict (VERDICT_UNPARSED): the --verdict "
+        "spec does not match what the judge writes; check it against a few answers' text"
+    )
+
+
 def summarize(
     records: Iterable[Mapping[str, Any]],
     *,

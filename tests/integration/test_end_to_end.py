@@ -190,6 +190,9 @@ def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path
         raise AssertionError(f"the CLI ignored signal {sig!r}:\n{err}") from None
     assert code == proc.returncode, err
     assert "Resume with:" in err and "--state" in err
+    (batch_id,) = [b.id for b in srv.sim.batches]
+    assert f"1 batch keeps running on the API side, billed as it finishes ({batch_id})" in err
+    assert f"cancel --state {tmp_path / 's'}" in err  # the command that stops it
     assert {"pending"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
     srv.sim.scenario = Scenario(seed=7, batch_seconds=0.5)
     res = srv.cli(args, timeout=60)

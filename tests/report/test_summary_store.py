@@ -112,3 +112,32 @@ def test_a_kept_schema_the_transform_refuses_still_reads_the_answers_of_an_old_c
     assert (1, 0) == (overall.scored, overall.unscored)
     with pytest.raises(VerdictSpecError, match="cannot be sent"):  # a new run could not send it
         spec_from_json({"schema": schema})
+
+
+@pytest.mark.parametrize(("flag", "key"), [("--by", "modle"), ("--reference", "humanscore")])
+def test_a_metadata_key_no_item_has_is_exit_2_listing_the_keys_there_are(tmp_path, capsys, flag, key):
+    """`--by modle` used to print a one-row `(none)` table, and `--reference humanscore` an agreement of
+    `-`, both exit 0: a typo of a key is now exit 2 naming the keys the metadata holds."""
+    from adapters.cli import main
+
+    state = _checkpoint(tmp_path)
+    assert 2 == main(["summary", "--state", str(state), flag, key])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [f"error: {flag} {key}: no item's metadata has the key {key!r} (keys in the metadata: m)"] == err
+    assert 0 == main(["summary", "--state", str(state), flag, "m"])  # a key some item has is fine
+
+
+def test_most_answers_unreadable_is_a_warning_at_the_top_of_summary(tmp_path, capsys):
+    from adapters.cli import main
+    from judgecore.summary import unreadable_warning
+
+    state = _checkpoint(tmp_path)  # one answer of two is readable: no warning
+    assert 0 == main(["summary", "--state", str(state)])
+    assert "warning" not in capsys.readouterr().err
+    store = Store.open(state)
+    store.set_meta("verdict", {"pattern": r"Verdict: (?P<score>\w+)", "score": "score"})  # reads neither
+    store.close()
+    assert 0 == main(["summary", "--state", str(state)])
+    err = capsys.readouterr().err
+    assert "warning: 2 of 2 answers have no readable verdict (VERDICT_UNPARSED)" in err
+    assert unreadable_warning(1, 1) is None and unreadable_warning(0, 0) is None

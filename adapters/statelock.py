@@ -1,0 +1,80 @@
+"""One run per state dir: an exclusive lock on `judgecore.lock`, held for a whole run (and a cancel).
+
+Two processes writing one checkpoint would poll the same batch, harvest it twice and rewrite each
+other's output. The lock is the kernel's (`flock`, which Linux maps onto POSIX locks over NFS), so a
+process that dies, by kill -9 or a power cut of its node, holds nothing: the next run takes it over
+with no stale-lock guessing. The file names its holder (host, pid, command, since when) for the one
+line that refuses a second run; nothing in it is secret. It is created mode 0600, and no other code
+opens it (closing any other descriptor of the file would drop a POSIX lock on NFS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import os
+import socket
+from pathlib import Path
+
+import orjson
+
+LOCK_NAME = "judgecore.lock"
+
+
+class StateLockedError(Exception):
+    """Another process holds the state dir."""
+
+
+class StateLock:
+    """An exclusive lock on a state dir; `release()` (or process exit) gives it up."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    @classmethod
+    def take(cls, state_dir: Path, command: str) -> StateLock:
+        """Take the lock without waiting; `StateLockedError` naming the holder when it is held."""
+        path = state_dir / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise StateLockedError(
+                f"--state {state_dir}: another judgecore {holder} is using this state dir; "
+                "wait for it to finish (or stop it) and run again: two runs on one checkpoint would "
+                "harvest the same batches twice"
+            ) from None
+        stamp = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "command": command,
+            "since": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, orjson.dumps(stamp) + b"\n", 0)
+        return cls(fd, path)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing the descriptor drops the lock
+            self._fd = None
+
+
+def _holder(fd: int) -> str:
+    """`run (pid 4242 on node17, since 2026-12-01T10:00:00+00:00)`, from the lock file's stamp."""
+    try:
+        stamp = orjson.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, orjson.JSONDecodeError):
+        stamp = {}
+    if not isinstance(stamp, dict) or "pid" not in stamp:
+        return "process"
+    return (
+        f"{stamp.get('command', 'run')} (pid {stamp['pid']} on {stamp.get('host', '?')}, "
+        f"since {stamp.get('since', '?')})"
+    )
