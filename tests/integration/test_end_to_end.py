@@ -29,7 +29,7 @@ def _rubric(tmp_path: Path) -> Path:
 
 
 def test_examples_smoke_run_completes_on_the_sync_path(served, tmp_path):
-    """The README's real smoke-run command, pointed at the simulator, judges all 20 examples."""
+    """The real smoke-run command of docs/install.md, pointed at the simulator, judges all 20 examples."""
     srv = served(Scenario(seed=1))
     out = tmp_path / "smoke.jsonl"
     res = srv.cli(
