@@ -30,6 +30,39 @@ _RESTORE_SIGINT_THEN_RUN_CLI = (
 )
 
 
+def cli_in_process(
+    args: Sequence[str], *, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`adapters.cli.main(args)` run to its end in this process as a child would run it: with exactly
+    `env` as its environment, the clone as its working directory, and its own stdout and stderr,
+    returned as a `CompletedProcess`. A run still going after `timeout` seconds fails the test."""
+    from adapters.cli import main
+
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError(f"the CLI did not end within {timeout} s")
+
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(ROOT)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's own errors
+                code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["judgecore", *args], code, out.getvalue(), err.getvalue())
+
+
 class Served:
     def __init__(self, sim: Simulator, base_url: str) -> None:
         self.sim = sim
@@ -48,7 +81,7 @@ class Served:
         process, for a test of what only a process boundary shows (how it was started, its exit by a
         signal, its imports on a fresh interpreter)."""
         if not process:
-            return self._cli_in_process(args, key=key, timeout=timeout)
+            return cli_in_process(args, env=self.env(key), timeout=timeout)
         return subprocess.run(
             [sys.executable, "-m", "adapters.cli", *args],
             cwd=ROOT,
@@ -58,35 +91,6 @@ class Served:
             timeout=timeout,
             check=False,
         )
-
-    def _cli_in_process(
-        self, args: Sequence[str], *, key: str, timeout: float
-    ) -> subprocess.CompletedProcess[str]:
-        from adapters.cli import main
-
-        def hung(signum: int, frame: object) -> None:
-            raise AssertionError(f"the CLI did not end within {timeout} s")
-
-        saved_env, saved_cwd = dict(os.environ), Path.cwd()
-        out, err = io.StringIO(), io.StringIO()
-        os.environ.clear()
-        os.environ.update(self.env(key))
-        os.chdir(ROOT)
-        previous = signal.signal(signal.SIGALRM, hung)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = main(list(args))
-                except SystemExit as exc:  # argparse's own errors
-                    code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-            os.chdir(saved_cwd)
-            os.environ.clear()
-            os.environ.update(saved_env)
-        return subprocess.CompletedProcess(["judgecore", *args], code, out.getvalue(), err.getvalue())
 
     def spawn(self, args: Sequence[str], *, key: str = "sk-test") -> subprocess.Popen[str]:
         """The CLI in the background, with SIGINT handled as in a terminal's foreground job.
