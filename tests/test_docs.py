@@ -57,3 +57,13 @@ def test_every_relative_link_resolves(page: Path):
         if missing or (fragment and (dest.suffix != ".md" or fragment not in anchors(dest))):
             broken.append(target)
     assert [] == broken
+
+
+def test_the_readmes_first_commands_are_the_demo_and_the_test_command_ci_runs():
+    """The quick start is `uv run judgecore demo` and `uv run pytest`, the command `.ci/run` runs."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = FENCE.search(readme)
+    assert first_block is not None
+    assert ["uv run judgecore demo", "uv run pytest"] == first_block.group(0).splitlines()[1:-1]
+    ci = (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
+    assert '"${uv[@]}" run pytest' in ci
