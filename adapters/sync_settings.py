@@ -11,7 +11,7 @@ from judgecore import BackoffPolicy
 from judgecore.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
 from judgecore.syncrun import SyncPolicy
 
-#: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in the README.
+#: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in docs/knobs.md.
 #: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.
 ENV_VARS: Mapping[str, tuple[str, type]] = {
     "JUDGECORE_MAX_CONCURRENCY": ("concurrency", int),

@@ -1,4 +1,7 @@
-"""judgecore.stats against well-kept libraries as oracles (scipy, scikit-learn, statistics)."""
+"""judgecore.stats against well-kept libraries as oracles (scipy, scikit-learn, statistics).
+
+scipy and scikit-learn are imported inside the tests that use them (about 2 s of imports), so that a
+run of any other test does not pay for them at collection."""
 
 from __future__ import annotations
 
@@ -8,8 +11,6 @@ import warnings
 
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy import stats as sps
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from judgecore.stats import (
     cohen_kappa,
@@ -32,11 +33,15 @@ reals = st.lists(st.floats(-100, 100, allow_nan=False).map(lambda x: round(x, 3)
 
 @given(st.floats(0.51, 0.9999), st.integers(1, 400))
 def test_t_quantile_agrees_with_scipy(p, df):
+    from scipy import stats as sps
+
     assert math.isclose(sps.t.ppf(p, df), t_quantile(p, df), rel_tol=1e-8)
 
 
 @given(reals)
 def test_mean_interval_agrees_with_scipy_t_interval(values):
+    from scipy import stats as sps
+
     got = mean_ci95(values)
     if statistics.stdev(values) == 0:
         assert got is not None and close(got[0], got[1])
@@ -63,6 +68,8 @@ def test_a_rating_scale_gets_one_bin_per_value():
 
 @given(st.integers(0, 200), st.integers(1, 200))
 def test_wilson_interval_agrees_with_scipy(k, n):
+    from scipy import stats as sps
+
     k = min(k, n)
     ci = sps.binomtest(k, n).proportion_ci(0.95, method="wilson")
     got = wilson_ci95(k, n)
@@ -81,6 +88,8 @@ def test_label_shares_count_every_value(values):
 
 @given(st.data())
 def test_unweighted_kappa_agrees_with_sklearn(data):
+    from sklearn.metrics import cohen_kappa_score
+
     a = data.draw(st.lists(st.sampled_from("abc"), min_size=2, max_size=50))
     b = data.draw(st.lists(st.sampled_from("abc"), min_size=len(a), max_size=len(a)))
     with warnings.catch_warnings():
@@ -92,6 +101,8 @@ def test_unweighted_kappa_agrees_with_sklearn(data):
 
 @given(st.data())
 def test_quadratic_kappa_on_values_agrees_with_sklearn_over_the_full_scale(data):
+    from sklearn.metrics import cohen_kappa_score
+
     a = data.draw(scores)
     b = data.draw(st.lists(st.integers(1, 5), min_size=len(a), max_size=len(a)))
     lo, hi = min(a + b), max(a + b)
@@ -104,6 +115,8 @@ def test_quadratic_kappa_on_values_agrees_with_sklearn_over_the_full_scale(data)
 
 @given(st.data())
 def test_confusion_matrix_agrees_with_sklearn(data):
+    from sklearn.metrics import confusion_matrix
+
     a = data.draw(scores)
     b = data.draw(st.lists(st.integers(1, 5), min_size=len(a), max_size=len(a)))
     labels, matrix = confusion(a, b)
@@ -115,6 +128,8 @@ def test_confusion_matrix_agrees_with_sklearn(data):
 
 @given(st.data())
 def test_correlations_agree_with_scipy(data):
+    from scipy import stats as sps
+
     x = data.draw(reals)
     y = data.draw(st.lists(st.integers(0, 10).map(float), min_size=len(x), max_size=len(x)))
     if len(set(x)) < 2 or len(set(y)) < 2:

@@ -1,4 +1,4 @@
-"""Integration fixtures: the simulator served over real loopback HTTP, and the CLI in a subprocess.
+"""Integration fixtures: the simulator served over real loopback HTTP, and the CLI run against it.
 
 The simulator lives in the test process, so its request log survives a kill -9 of the CLI and the
 tests assert on exactly what was sent.
@@ -6,7 +6,10 @@ tests assert on exactly what was sent.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +30,39 @@ _RESTORE_SIGINT_THEN_RUN_CLI = (
 )
 
 
+def cli_in_process(
+    args: Sequence[str], *, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`adapters.cli.main(args)` run to its end in this process as a child would run it: with exactly
+    `env` as its environment, the clone as its working directory, and its own stdout and stderr,
+    returned as a `CompletedProcess`. A run still going after `timeout` seconds fails the test."""
+    from adapters.cli import main
+
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError(f"the CLI did not end within {timeout} s")
+
+    saved_env, saved_cwd = dict(os.environ), Path.cwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(ROOT)
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's own errors
+                code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["judgecore", *args], code, out.getvalue(), err.getvalue())
+
+
 class Served:
     def __init__(self, sim: Simulator, base_url: str) -> None:
         self.sim = sim
@@ -38,8 +74,14 @@ class Served:
         return env
 
     def cli(
-        self, args: Sequence[str], *, key: str = "sk-test", timeout: float = 120
+        self, args: Sequence[str], *, key: str = "sk-test", timeout: float = 120, process: bool = False
     ) -> subprocess.CompletedProcess[str]:
+        """The CLI run to its end: in this process (`adapters.cli.main`, with the environment, working
+        directory and standard streams it would have as a child), or, with `process=True`, as a child
+        process, for a test of what only a process boundary shows (how it was started, its exit by a
+        signal, its imports on a fresh interpreter)."""
+        if not process:
+            return cli_in_process(args, env=self.env(key), timeout=timeout)
         return subprocess.run(
             [sys.executable, "-m", "adapters.cli", *args],
             cwd=ROOT,

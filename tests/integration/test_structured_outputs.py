@@ -1,6 +1,6 @@
 """Structured outputs end to end against the strict simulator: the CLI and the real SDK over HTTP.
 
-The README's own verdict schema (bounds, no `additionalProperties`) is refused by the API as written;
+The verdict schema example of docs/scores.md (bounds, no `additionalProperties`) is refused by the API as written;
 judgecore sends the SDK's transform of it, so nothing is refused, and validates each answer against the
 schema as the user wrote it, so a score the API let through outside 1..5 is `VERDICT_UNPARSED`."""
 
@@ -22,11 +22,11 @@ ROUTES = [pytest.param("--force-sync", id="sync"), pytest.param("--force-batch",
 RUBRIC = "Grade the candidate on a 1-5 scale; give a score and a short rationale.\n" * 40
 
 
-def readme_schema_spec() -> dict:
-    """The schema example of the README's "Scores" section, as the README prints it."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"The verdict file is JSON, one of:\n\n```\n(.*?)\n```", readme, re.S)
-    assert block is not None, "the README's verdict file example moved"
+def docs_schema_spec() -> dict:
+    """The schema example of docs/scores.md, as that page prints it."""
+    scores = (ROOT / "docs/scores.md").read_text(encoding="utf-8")
+    block = re.search(r"The verdict file is JSON, one of:\n\n```\n(.*?)\n```", scores, re.S)
+    assert block is not None, "the verdict file example of docs/scores.md moved"
     spec_text = block.group(1).split('\n{"pattern"')[0]
     spec = orjson.loads(spec_text)
     assert "minimum" in orjson.dumps(spec).decode()  # the example still has bounds the API refuses
@@ -46,7 +46,7 @@ def _job(tmp_path: Path, n: int) -> tuple[Path, Path, Path]:
     rubric = tmp_path / "rubric.txt"
     rubric.write_text(RUBRIC)
     verdict = tmp_path / "verdict.json"
-    verdict.write_bytes(orjson.dumps(readme_schema_spec()))
+    verdict.write_bytes(orjson.dumps(docs_schema_spec()))
     return items, rubric, verdict
 
 
@@ -61,7 +61,7 @@ def test_the_readme_schema_is_never_refused_and_a_score_outside_its_bounds_is_ve
     res = srv.cli([*args, force, "--poll-interval", "0.1"])
     assert 0 == res.returncode, res.stderr
 
-    sent = as_sent(readme_schema_spec()["schema"])
+    sent = as_sent(docs_schema_spec()["schema"])
     refused = [e for e in srv.sim.message_requests() if e.status == 400]
     errored = [r for b in srv.sim.batches for r in b.results or () if r["result"]["type"] == "errored"]
     assert ([], []) == (refused, errored)
@@ -87,7 +87,7 @@ def test_the_dry_run_shows_the_schema_as_sent(served, tmp_path):
     )
     assert 0 == res.returncode, res.stderr
     plan = orjson.loads(res.stdout)
-    assert as_sent(readme_schema_spec()["schema"]) == plan["output_schema"]
+    assert as_sent(docs_schema_spec()["schema"]) == plan["output_schema"]
     text = srv.cli(["run", str(items), "--rubric", str(rubric), "--verdict", str(verdict), "--dry-run"])
     assert "schema sent in the API's subset" in text.stdout
     assert () == srv.sim.log

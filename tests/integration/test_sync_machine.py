@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from adapters.simulator import Scenario
-from tests.integration.conftest import ROOT, RUBRIC, read_output, write_items
+from tests.integration.conftest import RUBRIC, cli_in_process, read_output, write_items
 
 pytestmark = pytest.mark.integration
 
@@ -80,15 +78,7 @@ def test_an_unreachable_endpoint_stops_the_run_within_seconds_naming_it(tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-test")
     started = time.monotonic()
-    res = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", "run", str(items), "--state", str(tmp_path / "s"), *flags],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    res = cli_in_process(["run", str(items), "--state", str(tmp_path / "s"), *flags], env=env, timeout=60)
     assert 4 == res.returncode, res.stderr
     assert time.monotonic() - started < 20
     assert url in res.stderr
