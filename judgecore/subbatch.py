@@ -12,10 +12,19 @@ Those states hold their (not yet harvested) ids *in flight*: never resent while 
 with none are terminal: `HARVESTED` (every line recorded), and those whose batch never existed or can
 no longer answer (`FAILED`, `ORPHAN_RESUBMITTED`, `SPLIT`, `REJECTED`, `GONE`); their ids without an
 outcome are free to send again.
+
+A second, smaller machine lives here too: the *phase*, what this run is doing with a sub-batch now
+(creating it, listing batches to find it, polling it, harvesting it, or leaving it for a rerun). It is
+never persisted: a run rebuilds it from the state (`Phase.born`). Every change is a trigger looked up in
+`PHASES[(phase, trigger)] -> next phase`; a move it does not hold raises `IllegalMove` too. `BUSY`, the
+phases with an operation handed out and not yet answered, is derived from the table: those a send
+enters. The run's one law over phases, "no create is in flight while a listing runs" (a sibling's
+fresh batch is never taken for an orphan), is `no_create_while_listing`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
 
@@ -81,15 +90,110 @@ IN_FLIGHT: frozenset[SubState] = frozenset(state for state, _ in TRANSITIONS)
 TERMINAL: frozenset[SubState] = frozenset(SubState) - IN_FLIGHT
 
 
-class IllegalMove(Exception):
-    """A sub-batch was asked to make a move the table does not allow (a bug in the caller)."""
+class Phase(StrEnum):
+    """What this run is doing with a sub-batch (not persisted; see the module docstring)."""
 
-    def __init__(self, state: SubState, event: SubEvent) -> None:
-        allowed = sorted(e.value for (s, e) in TRANSITIONS if s is state)
+    CREATING = "creating"  # its create is handed out (a sub-batch planned by this run is born here)
+    UNSURE = "unsure"  # a create may have made a batch (or an earlier run's intent): list batches at `due`
+    LISTING = "listing"  # in a reconciliation's listing
+    LISTING_PARKED = "listing_parked"  # parked unconfirmed, listed beside the others (a batch that fits
+    # two intents is never handed to one alone)
+    RESEND = "resend"  # a listing proved no batch was made: send the same intent again
+    WAITING = "waiting"  # its batch is live: poll it at `due`
+    POLLING = "polling"  # a retrieve is handed out
+    HARVEST_DUE = "harvest_due"  # its batch ended: harvest it at `due`
+    HARVESTING = "harvesting"  # a results stream is handed out
+    PARKED = "parked"  # in flight, but this run does nothing more with it (stuck, unconfirmed, cut,
+    # stopped, or waiting for the rest of its orphan group)
+    SETTLED = "settled"  # its state is terminal
+
+    @classmethod
+    def born(cls, state: SubState, *, grouped: bool) -> Phase:
+        """The phase of a sub-batch a run reads from the checkpoint in `state`."""
+        if state in TERMINAL:
+            return cls.SETTLED
+        if state is S.GROUP_HARVESTED or (state is S.INTENT and grouped):
+            return cls.PARKED  # waits for the rest of its orphan group
+        if state is S.INTENT:
+            return cls.UNSURE  # its create may have made a batch
+        return cls.HARVEST_DUE if state is S.ENDED else cls.WAITING
+
+
+class Trigger(StrEnum):
+    CREATE_SENT = "create_sent"
+    CREATED = "created"  # the create returned the batch
+    MAYBE_MADE = "maybe_made"  # the create failed in a way that may have made a batch
+    LIST_SENT = "list_sent"
+    ADOPTED = "adopted"  # the listing found its batch
+    GROUPED = "grouped"  # waits for its orphan group's batches (a batchless member, or one harvested)
+    ABSENT = "absent"  # the listing proved no batch was made, and it may be sent again
+    UNCONFIRMED = "unconfirmed"  # the listing could not settle it: list again later
+    GAVE_UP = "gave_up"  # out of tries (creates and listings, or streams): left for a rerun
+    POLL_SENT = "poll_sent"
+    STILL_LIVE = "still_live"
+    ENDED = "ended"
+    OVERDUE = "overdue"  # still not ended at its deadline: stuck
+    HARVEST_SENT = "harvest_sent"
+    CUT = "cut"  # the results stream was cut: stream again later
+    STOPPED = "stopped"  # a fatal answer stopped the run
+    SETTLED = "settled"  # its state became terminal
+
+
+P, T = Phase, Trigger
+
+PHASES: dict[tuple[Phase, Trigger], Phase] = {
+    (P.RESEND, T.CREATE_SENT): P.CREATING,
+    (P.CREATING, T.CREATED): P.WAITING,
+    (P.CREATING, T.MAYBE_MADE): P.UNSURE,
+    (P.UNSURE, T.LIST_SENT): P.LISTING,
+    (P.PARKED, T.LIST_SENT): P.LISTING_PARKED,
+    (P.LISTING, T.ADOPTED): P.WAITING,
+    (P.LISTING_PARKED, T.ADOPTED): P.WAITING,
+    (P.LISTING, T.GROUPED): P.PARKED,
+    (P.LISTING_PARKED, T.GROUPED): P.PARKED,
+    (P.LISTING, T.ABSENT): P.RESEND,
+    (P.LISTING, T.UNCONFIRMED): P.UNSURE,
+    (P.LISTING_PARKED, T.UNCONFIRMED): P.PARKED,  # already left for a rerun (and said so)
+    (P.LISTING, T.GAVE_UP): P.PARKED,
+    (P.WAITING, T.POLL_SENT): P.POLLING,
+    (P.POLLING, T.STILL_LIVE): P.WAITING,
+    (P.POLLING, T.ENDED): P.HARVEST_DUE,
+    (P.POLLING, T.OVERDUE): P.PARKED,
+    (P.POLLING, T.STOPPED): P.PARKED,
+    (P.HARVEST_DUE, T.HARVEST_SENT): P.HARVESTING,
+    (P.HARVESTING, T.CUT): P.HARVEST_DUE,
+    (P.HARVESTING, T.GAVE_UP): P.PARKED,
+    (P.HARVESTING, T.GROUPED): P.PARKED,
+    (P.HARVESTING, T.STOPPED): P.PARKED,
+    **{
+        (p, T.SETTLED): P.SETTLED
+        for p in (P.CREATING, P.LISTING, P.LISTING_PARKED, P.RESEND, P.POLLING, P.HARVESTING, P.PARKED)
+    },
+}
+
+_SENDS = frozenset({T.CREATE_SENT, T.LIST_SENT, T.POLL_SENT, T.HARVEST_SENT})
+#: Phases with an operation handed out and not yet answered: those a send enters.
+BUSY: frozenset[Phase] = frozenset(to for (_, trigger), to in PHASES.items() if trigger in _SENDS)
+
+
+def no_create_while_listing(phases: Iterable[Phase]) -> bool:
+    """The run's law: never a create in flight while a listing runs."""
+    seen = frozenset(phases)
+    return not (P.CREATING in seen and P.LISTING in seen)
+
+
+class IllegalMove(Exception):
+    """A sub-batch was asked to make a move its table does not allow (a bug in the caller): a state
+    and an event not in `TRANSITIONS`, or a phase and a trigger not in `PHASES`."""
+
+    def __init__(self, state: SubState | Phase, event: SubEvent | Trigger) -> None:
+        table: Mapping[tuple[StrEnum, StrEnum], StrEnum] = PHASES if isinstance(state, Phase) else TRANSITIONS
+        word, move = ("phase", "trigger") if isinstance(state, Phase) else ("state", "event")
+        allowed = sorted(e.value for (s, e) in table if s is state)
         hint = (
             f"; from {state.value} only: {', '.join(allowed)}" if allowed else f"; {state.value} is terminal"
         )
-        super().__init__(f"a sub-batch in state {state.value!r} cannot take event {event.value!r}{hint}")
+        super().__init__(f"a sub-batch in {word} {state.value!r} cannot take {move} {event.value!r}{hint}")
         self.state = state
         self.event = event
 
@@ -100,3 +204,11 @@ def next_state(state: SubState, event: SubEvent) -> SubState:
         return TRANSITIONS[(state, event)]
     except KeyError:
         raise IllegalMove(state, event) from None
+
+
+def next_phase(phase: Phase, trigger: Trigger) -> Phase:
+    """The phase after `trigger`, or `IllegalMove`."""
+    try:
+        return PHASES[(phase, trigger)]
+    except KeyError:
+        raise IllegalMove(phase, trigger) from None

@@ -40,6 +40,7 @@ from judgecore.batchrun import (
     Say,
     Sleep,
 )
+from judgecore.subbatch import TERMINAL, Phase
 
 from .fakes import RESULTS, TEMPLATE, bind, make_requests
 
@@ -378,10 +379,17 @@ class BatchLife(RuleBasedStateMachine):
     @invariant()
     def no_create_is_in_flight_while_listing(self) -> None:
         """A reconciliation never runs beside a create (a sibling's batch is never taken for an orphan)."""
-        ops = getattr(self, "ops", [])
-        assert not (
-            any(isinstance(o, Create) for o, _ in ops) and any(isinstance(o, Reconcile) for o, _ in ops)
-        )
+        phases = self.run.phases
+        assert not (Phase.CREATING in phases and Phase.LISTING in phases)
+        # and what the shell has in flight agrees with the phases: a create or a listing handed out and
+        # not yet answered is a sub-batch creating or listing
+        kinds = {type(o) for o, _ in self.ops}
+        assert (Create in kinds) == (Phase.CREATING in phases)
+        assert (Reconcile in kinds) == (Phase.LISTING in phases)
+
+    @invariant()
+    def a_sub_batch_is_settled_exactly_when_its_state_is_terminal(self) -> None:
+        assert all((s.phase is Phase.SETTLED) == (s.state in TERMINAL) for s in self.run.subs.values())
 
     @invariant()
     def no_custom_id_sits_in_two_live_batches(self) -> None:

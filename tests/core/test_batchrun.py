@@ -25,6 +25,7 @@ from judgecore.batchrun import (
     Created,
     CreateFailed,
     Done,
+    Harvest,
     Harvested,
     Listed,
     Reconcile,
@@ -110,22 +111,24 @@ def test_a_held_line_released_while_harvesting_part_of_an_orphan_group_is_final_
     reqs = requests(3)
     a, b, c = (r.custom_id for r in reqs)
 
-    def live(sub_id: int, cid: str, group: int | None) -> SubView:
+    def live(sub_id: int, cid: str, group: int | None, state: SubState = SubState.LIVE) -> SubView:
         return SubView(
             sub_id=sub_id,
             round=1,
             n=1,
             intent_at=T0,
-            state=SubState.LIVE,
+            state=state,
             batch_id=f"b{sub_id}",
             group=group,
             ids=(cid,),
         )
 
-    view = Checkpoint(subs=(live(1, a, None), live(2, b, 2), live(3, c, 2)))
+    view = Checkpoint(subs=(live(1, a, None), live(2, b, 2, SubState.ENDED), live(3, c, 2)))
     run = BatchRun.start(view, requests=reqs, settings=BatchSettings(max_attempts=2), now=T0)
     quarantined = classify(RawResult(kind="errored", error_type="invalid_request_error"))
     run = attrs.evolve(run, held=(Held(a, quarantined, 1, "b1"),))  # sub-batch 1's line, held by the breaker
+    run, actions = run.advance(T0)
+    assert [2] == [x.sub_id for x in actions if isinstance(x, Harvest)]
     # sub-batch 2's stream (part of group 2) let it through: the shell recorded it
     run = run.on(Harvested(2, at=T0 + 1, u=0.0, breaker=run.breaker, held=()))
     assert a in run.final

@@ -61,7 +61,7 @@ from judgecore.batchrun import (
 )
 from judgecore.harvesting import MISSING, Gate, Held
 from judgecore.outcomes import FINAL_STATUSES, Outcome
-from judgecore.subbatch import IN_FLIGHT, SubEvent, SubState
+from judgecore.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState
 
 
 @attrs.define
@@ -330,6 +330,15 @@ class JobLife(RuleBasedStateMachine):
         diff = diff_resume(self.ids, self._state())
         sets = [set(diff.submit), diff.poll, diff.final, diff.exhausted]
         assert len(self.ids) == sum(len(s) for s in sets)
+
+    @invariant()
+    def no_create_is_in_flight_while_listing(self):
+        phases = self.run.phases
+        assert not (Phase.CREATING in phases and Phase.LISTING in phases)
+
+    @invariant()
+    def a_sub_batch_is_settled_exactly_when_its_state_is_terminal(self):
+        assert all((s.phase is Phase.SETTLED) == (s.state in TERMINAL) for s in self.run.subs.values())
 
     @invariant()
     def live_batches_never_share_an_id(self):

@@ -1,0 +1,264 @@
+"""Creating sub-batches: handing out creates within the concurrency and the budget, and taking their
+answers; reconciling the intents whose create may have made a batch (listing recent batches, adopting
+the orphans found, grouping those a batch may hold, resending those proven absent)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from judgecore.batching import (
+    Fatal,
+    GiveUp,
+    Intent,
+    RetryCreate,
+    Split,
+    after_create_error,
+    match_orphans,
+    orphan_groups,
+)
+from judgecore.batching import Reject as RejectDecision
+from judgecore.batchrun._sub import Sub
+from judgecore.batchrun._vocab import (
+    Create,
+    Created,
+    CreateFailed,
+    Listed,
+    ListFailed,
+    Operation,
+    Release,
+    Say,
+)
+from judgecore.harvesting import Held
+from judgecore.items import Request, custom_ids_of, item_ids_of
+from judgecore.outcomes import classify
+from judgecore.polling import BatchSnapshot, Wait, next_poll_action
+from judgecore.subbatch import Phase, SubEvent, SubState, Trigger
+
+if TYPE_CHECKING:
+    from judgecore.batchrun._machine import BatchRun
+
+E, T = SubEvent, Trigger
+
+
+def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int) -> BatchRun:
+    """Hand out creates while fewer than `concurrency` are in flight: the intents a listing proved were
+    never made first, then the queue's next sub-batches, each cut to what the budget can cover."""
+    room = run.settings.concurrency - creating
+    if room <= 0 or run.stop is not None or run.stop_creating:
+        return run
+    for s in sorted(run.subs.values(), key=lambda s: s.sub_id):
+        if room <= 0:
+            return run
+        if s.phase is Phase.RESEND and s.due <= now:
+            # a reconciliation proved no batch was made: send it again, its intent stamped anew
+            ops.append(Create(s.sub_id, s.round, s.requests, now, written=True))
+            run = run._step(s, T.CREATE_SENT, tries=s.tries + 1, intent_at=now)
+            room -= 1
+    queue = list(run.queue)
+    while room > 0 and queue:
+        reqs = queue.pop(0)
+        bounds = tuple(map(run._bound, custom_ids_of(reqs))) if run.price is not None else ()
+        cut: tuple[Sequence[Request], ...] = ()
+        if bounds:
+            fit = run.budget.fit(bounds)
+            if fit == 0:  # nothing more fits: stop creating; what is live is harvested
+                return _out_of_budget(run, (reqs, *queue))
+            if fit < len(reqs):  # cut to what fits; the budget stops the run's creates after it
+                cut, queue = (reqs[fit:], *queue), []
+            reqs, bounds = reqs[:fit], bounds[:fit]
+            run = attrs.evolve(run, budget=run.budget.reserve(sum(bounds)))
+        sub = Sub(
+            sub_id=run.next_sub,
+            round=run.last_round,
+            n=len(reqs),
+            intent_at=now,
+            state=SubState.INTENT,
+            phase=Phase.CREATING,  # born with its create handed out
+            ids=custom_ids_of(reqs),
+            requests=reqs,
+            tries=1,
+            bound=sum(bounds),
+        )
+        ops.append(Create(sub.sub_id, sub.round, reqs, now))
+        run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + 1)
+        room -= 1
+        if cut:
+            return _out_of_budget(run, cut)
+    return attrs.evolve(run, queue=tuple(queue))
+
+
+def _out_of_budget(run: BatchRun, unsent: tuple[Sequence[Request], ...]) -> BatchRun:
+    need = sum(run._bound(c) for reqs in unsent for c in custom_ids_of(reqs))
+    n = sum(len(reqs) for reqs in unsent)
+    assert run.budget.cap is not None
+    more = need - max(0.0, run.budget.left)
+    text = (
+        f"budget: ${run.budget.cap:,.2f} cannot cover the {n:,} {'request' if n == 1 else 'requests'} not sent (up to ${need:,.2f} "
+        f"at most; ${run.budget.spent:,.2f} spent, ${run.budget.reserved:,.2f} in flight); they stay "
+        f"pending: rerun with a --budget at least ${more:,.2f} larger to send them"
+    )
+    return attrs.evolve(run, queue=(), stop_creating=True)._emit(Say("warning", text))
+
+
+def on_created(run: BatchRun, event: Created) -> BatchRun:
+    sub = run.subs[event.sub_id]
+    run = attrs.evolve(run, answered=True, claimed=run.claimed | {event.batch.id}, sent=run.sent + sub.n)
+    return _created(run, sub, event.batch, event.at, adopted=False)
+
+
+def _created(
+    run: BatchRun, sub: Sub, batch: BatchSnapshot, at: float, *, adopted: bool, group: int | None = None
+) -> BatchRun:
+    note = None
+    if adopted:
+        note = "adopted orphan" if group is None else f"adopted orphan of group {group}"
+    action = next_poll_action(at, batch, run.settings.poll)
+    due = at + action.seconds if isinstance(action, Wait) else at
+    event, trigger = (E.ADOPTED, T.ADOPTED) if adopted else (E.CREATED, T.CREATED)
+    run = run._move(sub, event, trigger, note, snap=batch, due=due, group=group, tries=0)
+    if adopted:
+        extra = " (as one of a group: lines go to the sub-batch owning their id)" if group is not None else ""
+        run = attrs.evolve(run, adopted=(*run.adopted, batch.id))._emit(
+            Say(
+                "warning",
+                f"sub-batch {sub.sub_id}: adopted orphan batch {batch.id}, created before its id was recorded{extra}",
+            )
+        )
+    return run
+
+
+def on_create_failed(run: BatchRun, event: CreateFailed) -> BatchRun:
+    sub, error, at = run.subs[event.sub_id], event.error, event.at
+    if (halted := run._first_contact(error, f"creating sub-batch {sub.sub_id}")) is not None:
+        return halted._move(sub, E.REFUSED, T.SETTLED, "not sent: the endpoint cannot be reached")
+    decision = after_create_error(
+        error,
+        attempt=sub.tries - 1,
+        n=sub.n,
+        max_attempts=run.settings.create_attempts,
+        policy=run.settings.backoff,
+        u=event.u,
+    )
+    if error.kind != "connection_error":
+        run = attrs.evolve(run, answered=True)
+    match decision:
+        case Split(reason):
+            first, second = sub.requests[: sub.n // 2], sub.requests[sub.n // 2 :]
+            run = run._move(sub, E.TOO_LARGE, T.SETTLED, reason)
+            run = attrs.evolve(run, queue=(first, second, *run.queue))
+            limit = f"--max-batch-bytes {run.settings.max_batch_bytes:,}"
+            tail = f" ({limit}); the size estimate was wrong" if error.status == 413 else f" ({limit})"
+            return run._emit(Say("warning", f"sub-batch {sub.sub_id}: {reason}{tail}"))
+        case RejectDecision(outcome):
+            cid, item_id = custom_ids_of(sub.requests)[0], item_ids_of(sub.requests)[0]
+            run = run._emit(Release((Held(cid, outcome, sub.sub_id, None),)))
+            run = run._move(sub, E.REJECTED, T.SETTLED, outcome.reason)
+            run = attrs.evolve(run, final=run.final | {cid})
+            return run._emit(Say("warning", f"item {item_id!r}: too large for any batch: quarantined"))
+        case Fatal(outcome):
+            run = run._fatal(outcome, f"creating sub-batch {sub.sub_id}")
+            return run._move(sub, E.REFUSED, T.SETTLED, outcome.reason)
+        case RetryCreate(delay, reason):
+            run = run._step(sub, T.MAYBE_MADE, due=at + delay)
+            return run._emit(
+                Say(
+                    "info",
+                    f"sub-batch {sub.sub_id}: create failed ({reason}); checking for it, then retrying",
+                )
+            )
+        case GiveUp(reason, maybe_created):
+            if maybe_created:  # settle it by one last reconciliation
+                return run._step(sub, T.MAYBE_MADE, due=at, tries=run.settings.create_attempts)
+            run = run._move(sub, E.REFUSED, T.SETTLED, "create refused")
+            return run._emit(
+                Say("warning", f"sub-batch {sub.sub_id}: {reason}; its {sub.n:,} ids stay pending")
+            )
+    raise AssertionError(decision)  # pragma: no cover
+
+
+def _listing(run: BatchRun) -> list[Sub]:
+    return [s for s in run.subs.values() if s.phase in (Phase.LISTING, Phase.LISTING_PARKED)]
+
+
+def on_listed(run: BatchRun, event: Listed) -> BatchRun:
+    run = attrs.evolve(run, answered=True)
+    listing = _listing(run)
+    intents = [Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in listing]
+    window = run.settings.orphan_window
+    foreign = _foreign(listing, event.first_ids)
+    batches, claimed = event.batches, run.claimed
+    adoptions = match_orphans(intents, batches, claimed=claimed, window=window, foreign=foreign)
+    groups = orphan_groups(intents, batches, claimed=claimed, window=window, foreign=foreign)
+    for bid in sorted({b for ids in foreign.values() for b in ids} - claimed):
+        if all(bid in ids for ids in foreign.values()):
+            run = run._emit(Say("info", f"batch {bid} holds another job's requests: not adopted"))
+    for a in adoptions:
+        run = attrs.evolve(run, claimed=run.claimed | {a.batch.id})
+        run = _created(run, run.subs[a.sub_id], a.batch, event.at, adopted=True, group=a.group)
+    adopted = {a.sub_id for a in adoptions}
+    for s in listing:
+        if s.sub_id in adopted:
+            continue
+        s = run.subs[s.sub_id]
+        if s.sub_id in groups:  # one of its group's batches may hold its ids: settled with them
+            group = groups[s.sub_id]
+            note = f"no batch of its own; settled with orphan group {group}"
+            run = run._move(s, E.GROUPED, T.GROUPED, note, group=group)
+        elif event.conclusive and s.recovered:
+            run = run._move(s, E.ABSENT, T.SETTLED, "no batch matched its intent")
+            run = run._emit(
+                Say("info", f"sub-batch {s.sub_id}: no batch was created for it; its {s.n:,} ids are resent")
+            )
+        elif event.conclusive and s.tries >= run.settings.create_attempts:
+            run = run._move(s, E.REFUSED, T.SETTLED, "create failed; no batch was made")
+            run = run._emit(
+                Say("warning", f"sub-batch {s.sub_id}: create failed {s.tries} times; ids left for a retry")
+            )
+        elif event.conclusive:  # proven absent: send the same intent again
+            run = run._step(s, T.ABSENT)
+        else:
+            run = _unconfirmed(run, s, event.at, 0.0, "could not list every batch that may be its own")
+    return run
+
+
+def on_list_failed(run: BatchRun, event: ListFailed) -> BatchRun:
+    error = event.error
+    run = run._first_contact(error, "listing batches") or run
+    if error.kind != "connection_error":
+        run = attrs.evolve(run, answered=True)
+    run = run._emit(Say("warning", f"listing batches to find orphans failed: {classify(error).reason}"))
+    for s in _listing(run):
+        run = _unconfirmed(run, run.subs[s.sub_id], event.at, event.u, "listing batches failed")
+    return run
+
+
+def _unconfirmed(run: BatchRun, s: Sub, at: float, u: float, why: str) -> BatchRun:
+    """A listing could not settle intent `s`: try again later, or leave it for a rerun."""
+    if s.phase is Phase.LISTING_PARKED:  # already left for a rerun (and said so)
+        return run._step(s, T.UNCONFIRMED)
+    tries = s.tries + 1
+    if s.recovered or tries >= run.settings.create_attempts or run.halted:
+        run = run._step(s, T.GAVE_UP, tries=tries)
+        return run._emit(
+            Say(
+                "warning",
+                f"sub-batch {s.sub_id}: create not confirmed ({why}); its {s.n:,} ids stay pending "
+                "(rerun to reconcile)",
+            )
+        )
+    return run._step(s, T.UNCONFIRMED, tries=tries, due=at + run._delay(tries, u))
+
+
+def _foreign(subs: Sequence[Sub], first_ids: tuple[tuple[str, str], ...]) -> dict[int, frozenset[str]]:
+    """`{sub_id: batches}`: the listed batches whose results' first custom_id is none of the sub-batch's
+    (they hold another job's requests, or another sub-batch's: never this one's)."""
+    if not first_ids:
+        return {}
+    out: dict[int, frozenset[str]] = {}
+    for s in subs:
+        ours = set(s.ids) | set(custom_ids_of(s.requests))  # an earlier run's intent: its ids only
+        out[s.sub_id] = frozenset(bid for bid, cid in first_ids if cid not in ours)
+    return out

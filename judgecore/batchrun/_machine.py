@@ -1,0 +1,386 @@
+"""`BatchRun`: the machine's value, how it is built from the checkpoint, what it does next (`advance`)
+and how it takes an answer (`on`, a table of handlers by event type)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import attrs
+
+from judgecore.backoff import backoff
+from judgecore.batching import Intent
+from judgecore.batchrun import _creating, _harvesting
+from judgecore.batchrun._sub import Sub, bounder
+from judgecore.batchrun._vocab import (
+    EXIT_FATAL,
+    EXIT_OK,
+    EXIT_PENDING,
+    Action,
+    BatchSettings,
+    Begin,
+    Checkpoint,
+    Created,
+    CreateFailed,
+    Done,
+    Effect,
+    Event,
+    Harvested,
+    Listed,
+    ListFailed,
+    Operation,
+    Poll,
+    PollFailed,
+    Reconcile,
+    Record,
+    Release,
+    Say,
+    Sleep,
+    Snapshot,
+)
+from judgecore.breaker import Breaker
+from judgecore.chunking import chunk
+from judgecore.harvesting import Held
+from judgecore.items import Request, RequestIndex
+from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
+from judgecore.planning import ModelPrice
+from judgecore.polling import BatchSnapshot
+from judgecore.resume import JobState, diff_resume
+from judgecore.spend import Budget
+from judgecore.subbatch import (
+    BUSY,
+    IN_FLIGHT,
+    TERMINAL,
+    Phase,
+    SubEvent,
+    SubState,
+    Trigger,
+    next_phase,
+    next_state,
+)
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _frozen(m: Mapping[_K, _V]) -> Mapping[_K, _V]:
+    """A read-only copy of `m`; one already read-only is kept as it is (every `attrs.evolve` passes the
+    field through this again: wrapping a proxy in a proxy nested one level per evolve, so a long run
+    paid for the depth on each read and at about a thousand hit RecursionError)."""
+    return m if isinstance(m, MappingProxyType) else MappingProxyType(dict(m))
+
+
+@attrs.frozen(kw_only=True)
+class BatchRun:
+    """The batch run of one job (see the package docstring); build it with `BatchRun.start`."""
+
+    settings: BatchSettings
+    ids: tuple[str, ...]
+    requests: RequestIndex = attrs.field(converter=RequestIndex.of, eq=False, repr=False)
+    subs: Mapping[int, Sub] = attrs.field(converter=_frozen, repr=False)
+    final: frozenset[str] = attrs.field(repr=False)
+    offers: Mapping[str, int] = attrs.field(converter=_frozen, repr=False, factory=dict)
+    breaker: Breaker
+    held: tuple[Held, ...] = ()
+    queue: tuple[Sequence[Request], ...] = ()  # planned sub-batches, not yet intents
+    rounds: int = 0  # rounds begun by this run
+    last_round: int = 0  # the job's highest round number
+    next_sub: int = 1
+    claimed: frozenset[str] = frozenset()  # every batch id the job knows
+    answered: bool = False  # the API has answered this run at least once
+    stop: str | None = None  # why the run ends with exit 4
+    halted: bool = False  # stop everything at once (stop is set)
+    pending_effects: tuple[Effect, ...] = ()
+    stuck: tuple[str, ...] = ()
+    adopted: tuple[str, ...] = ()
+    sent: int = 0
+    budget: Budget = attrs.field(factory=lambda: Budget(cap=None))
+    stop_creating: bool = False  # the budget cannot cover the next sub-batch
+    price: ModelPrice | None = None
+    cached_bytes: int = 0  # the part of each request billed at the cache-write rate at most (the rubric)
+
+    # -- building ----------------------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        checkpoint: Checkpoint,
+        *,
+        requests: Sequence[Request],
+        settings: BatchSettings,
+        now: float,
+        total: int | None = None,
+        budget: Budget | None = None,
+        price: ModelPrice | None = None,
+        cached_bytes: int = 0,
+    ) -> BatchRun:
+        """The run of `requests` (the job's, in input order) from what `checkpoint` holds. `total`: the
+        job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the model's
+        `price` and each request's `cached_bytes`): the hard cap, its `spent` the job's spend so far; the
+        bounds of the sub-batches in flight are reserved in it."""
+        by_id = RequestIndex.of(requests)
+        if budget is not None and budget.cap is not None and price is None:
+            raise ValueError("a budget needs the model's price")
+        bound = bounder(price, cached_bytes, by_id)
+        subs: dict[int, Sub] = {}
+        for v in checkpoint.subs:
+            if v.state not in IN_FLIGHT:
+                continue
+            snap = None
+            if v.batch_id is not None:
+                snap = BatchSnapshot(
+                    id=v.batch_id,
+                    status="ended" if v.state is SubState.ENDED else "in_progress",
+                    created_at=v.created_at if v.created_at is not None else v.intent_at,
+                    expires_at=v.expires_at if v.expires_at is not None else v.intent_at + 86_400.0,
+                )
+            subs[v.sub_id] = Sub(
+                sub_id=v.sub_id,
+                round=v.round,
+                n=v.n,
+                intent_at=v.intent_at,
+                state=v.state,
+                phase=Phase.born(v.state, grouped=v.group is not None),
+                ids=v.ids,
+                group=v.group,
+                snap=snap,
+                due=now,
+                bound=sum(bound(c) for c in v.ids),
+            )
+        claimed = frozenset(v.batch_id for v in checkpoint.subs if v.batch_id is not None)
+        breaker = Breaker.start(
+            len(by_id) if total is None else total, checkpoint.first_final, settings.breaker
+        )
+        budget = budget or Budget(cap=None)
+        budget = budget.reserve(sum(s.bound for s in subs.values()))
+        return cls(
+            settings=settings,
+            ids=tuple(by_id),
+            requests=by_id,
+            subs=subs,
+            final=checkpoint.final,
+            breaker=breaker,
+            last_round=max((v.round for v in checkpoint.subs), default=0),
+            next_sub=max((v.sub_id for v in checkpoint.subs), default=0) + 1,
+            claimed=claimed,
+            stop=breaker.reason() if breaker.tripped else None,
+            budget=budget,
+            price=price,
+            cached_bytes=cached_bytes,
+        )
+
+    # -- queries -------------------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> frozenset[str]:
+        """Ids in sub-batches that may still answer for them: never offered again while there."""
+        return frozenset(c for s in self.subs.values() if s.state in IN_FLIGHT for c in s.ids)
+
+    @property
+    def phases(self) -> tuple[Phase, ...]:
+        """The phase of every sub-batch of the run, by sub_id."""
+        return tuple(self.subs[i].phase for i in sorted(self.subs))
+
+    def pending(self) -> int:
+        return sum(1 for c in self.ids if c not in self.final)
+
+    # -- small helpers (shared by the handlers) ------------------------------------------------------
+
+    def _put(self, sub: Sub, **changes: object) -> BatchRun:
+        return attrs.evolve(self, subs={**self.subs, sub.sub_id: attrs.evolve(sub, **changes)})  # type: ignore[arg-type]
+
+    def _step(self, sub: Sub, trigger: Trigger, **changes: object) -> BatchRun:
+        """Move `sub` to its next phase (`IllegalMove` if the phase table has no such move)."""
+        return self._put(sub, phase=next_phase(sub.phase, trigger), **changes)
+
+    def _emit(self, *effects: Effect) -> BatchRun:
+        return attrs.evolve(self, pending_effects=self.pending_effects + effects)
+
+    def _move(
+        self, sub: Sub, event: SubEvent, trigger: Trigger, note: str | None = None, **changes: object
+    ) -> BatchRun:
+        """Move `sub`'s state by `event` and its phase by `trigger`, and record the move."""
+        state = next_state(sub.state, event)
+        if (state in TERMINAL) != (trigger is Trigger.SETTLED):
+            raise AssertionError(f"{state.value} with trigger {trigger.value}")  # a bug in the caller
+        run = self._step(sub, trigger, state=state, **changes)
+        if state in TERMINAL and state is not SubState.HARVESTED:  # no batch, or none that can bill: free
+            run = attrs.evolve(run, budget=run.budget.release(sub.bound))._put(
+                run.subs[sub.sub_id], bound=0.0
+            )
+        new = run.subs[sub.sub_id]
+        return run._emit(Record(sub.sub_id, event, state, note, new.snap, new.n, new.group))
+
+    def _halt(self, reason: str, *, say: bool = True) -> BatchRun:
+        if self.stop is not None and self.halted:
+            return self
+        run = attrs.evolve(self, stop=self.stop or reason, halted=True)
+        return run._emit(Say("warning", reason)) if self.stop is None and say else run
+
+    def _fatal(self, outcome: Outcome, where: str) -> BatchRun:
+        """Stop at once. An account state is said once, by the caller's last line (`stop_line`): its
+        items stay pending, nothing was quarantined."""
+        if outcome.account_state:
+            return self._halt(stop_line(outcome), say=False)
+        return self._halt(stop_line(outcome, where))
+
+    def _first_contact(self, error: RawResult, where: str) -> BatchRun | None:
+        """The run's first contact could not connect at all: stop (exit 4), naming the endpoint."""
+        if self.answered or error.error_type != CONNECT_FAILED:
+            return None
+        return self._halt(
+            f"FATAL_CONFIG: cannot reach the API ({where}): {error.message or 'connection failed'}"
+        )
+
+    def _bound(self, custom_id: str) -> float:
+        return bounder(self.price, self.cached_bytes, self.requests)(custom_id)
+
+    def _delay(self, attempt: int, u: float, retry_after: float | None = None) -> float:
+        return backoff(attempt, retry_after, self.settings.backoff, u)
+
+    # -- advance: what to do now ---------------------------------------------------------------------
+
+    def advance(self, now: float) -> tuple[BatchRun, tuple[Action, ...]]:
+        """The effects to perform now, then the operations to start (marked busy in the value returned),
+        then `Sleep` or `Done` when nothing more can start now."""
+        run = self
+        if not run.halted:
+            run = run._plan_round()
+        ops: list[Operation] = []
+        run = run._start_ops(now, ops)
+        effects = run.pending_effects
+        run = attrs.evolve(run, pending_effects=())
+        busy = any(s.phase in BUSY for s in run.subs.values())
+        tail: list[Action] = []
+        if not ops and not busy:
+            wake = run._next_wake(now)
+            if wake is None:
+                run, final = run._finish()
+                effects += final
+                tail.append(Done(run._exit_status(), run.stop))
+            else:
+                tail.append(Sleep(wake))
+        elif not ops:
+            wake = run._next_wake(now)
+            if wake is not None:
+                tail.append(Sleep(wake))
+        return run, (*effects, *ops, *tail)
+
+    def _active(self) -> list[Sub]:
+        return [s for s in self.subs.values() if s.state in IN_FLIGHT and s.phase is not Phase.PARKED]
+
+    def _plan_round(self) -> BatchRun:
+        """Begin the next round once everything of the run is settled or parked."""
+        if self.stop is not None or self.stop_creating or self.queue or self._active():
+            return self
+        if self.rounds >= self.settings.max_attempts:
+            return self
+        held = frozenset(h.custom_id for h in self.held)  # awaiting the breaker: not resent meanwhile
+        state = JobState(final=self.final, in_flight=self.in_flight | held, attempts=self.offers)
+        submit = diff_resume(self.ids, state, max_attempts=self.settings.max_attempts).submit
+        if not submit:
+            return self
+        planned = chunk(
+            self.requests.select(submit),
+            max_requests=self.settings.max_batch_requests,
+            max_bytes=self.settings.max_batch_bytes,
+        )
+        offers = dict(self.offers)
+        for c in submit:
+            offers[c] = offers.get(c, 0) + 1
+        number = self.last_round + 1
+        run = attrs.evolve(
+            self,
+            queue=tuple(sb.requests for sb in planned),
+            rounds=self.rounds + 1,
+            last_round=number,
+            offers=offers,
+        )
+        return run._emit(Begin(number, len(submit), len(planned)))
+
+    def _start_ops(self, now: float, ops: list[Operation]) -> BatchRun:
+        if self.halted:
+            return self
+        run = self
+        subs = sorted(run.subs.values(), key=lambda s: s.sub_id)
+        creating = sum(1 for s in subs if s.phase is Phase.CREATING)
+        listing = any(s.phase is Phase.LISTING for s in subs)
+        harvesting = any(s.phase is Phase.HARVESTING for s in subs)
+        # reconcile every intent whose create may have made a batch, once no create is in flight; while
+        # one is due, no new create starts
+        due = any(s.phase is Phase.UNSURE and s.due <= now for s in subs)
+        if due and not creating and not listing:
+            # every intent that may own a listed batch takes part, those parked unconfirmed too: a batch
+            # that fits two of them is never handed to one alone (see `batching.orphan_groups`)
+            unsure = [
+                s
+                for s in subs
+                if s.state is SubState.INTENT and s.group is None and s.phase in (Phase.UNSURE, Phase.PARKED)
+            ]
+            window = run.settings.orphan_window
+            found = tuple(Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in unsure)
+            ops.append(Reconcile(found, window.oldest(found), run.settings.list_scan_limit, window))
+            for s in unsure:
+                run = run._step(s, Trigger.LIST_SENT)
+            listing = True
+        if not listing and not due:
+            run = _creating.start_creates(run, now, ops, creating)
+        for s in subs:
+            s = run.subs[s.sub_id]
+            if s.phase not in (Phase.WAITING, Phase.HARVEST_DUE) or s.due > now:
+                continue
+            assert s.snap is not None
+            if s.phase is Phase.HARVEST_DUE:
+                if harvesting:
+                    continue
+                ops.append(_harvesting.harvest_op(run, s))
+                run = run._step(s, Trigger.HARVEST_SENT)
+                harvesting = True
+            else:
+                ops.append(Poll(s.sub_id, s.snap.id))
+                run = run._step(s, Trigger.POLL_SENT)
+        return run
+
+    def _next_wake(self, now: float) -> float | None:
+        """The earliest time something not busy may start (what is due now waits on a busy one)."""
+        if self.halted:
+            return None
+        dues = [s.due for s in self._active() if s.phase not in BUSY and s.due > now]
+        return min(dues) if dues else None
+
+    def _finish(self) -> tuple[BatchRun, tuple[Effect, ...]]:
+        """The run ends: intents never sent are refused; held quarantines are recorded unless tripped."""
+        run = self
+        for s in list(run.subs.values()):
+            if s.phase is Phase.RESEND:
+                run = run._move(s, SubEvent.REFUSED, Trigger.SETTLED, "not sent: the run stopped")
+        if run.held and not run.breaker.tripped:
+            run = run._emit(Release(run.held))
+            run = attrs.evolve(run, final=run.final | {h.custom_id for h in run.held}, held=())
+        effects = run.pending_effects
+        return attrs.evolve(run, pending_effects=()), effects
+
+    def _exit_status(self) -> int:
+        if self.stop is not None:
+            return EXIT_FATAL
+        return EXIT_PENDING if self.pending() else EXIT_OK
+
+    # -- on: taking an event --------------------------------------------------------------------------
+
+    def on(self, event: Event) -> BatchRun:
+        """The run after `event` (see the package docstring); an event of no known type is a KeyError."""
+        return _HANDLERS[type(event)](self, event)
+
+
+_HANDLERS: Mapping[type, Callable[[BatchRun, Any], BatchRun]] = MappingProxyType(
+    {
+        Created: _creating.on_created,
+        CreateFailed: _creating.on_create_failed,
+        Listed: _creating.on_listed,
+        ListFailed: _creating.on_list_failed,
+        Snapshot: _harvesting.on_snapshot,
+        PollFailed: _harvesting.on_poll_failed,
+        Harvested: _harvesting.on_harvested,
+    }
+)
