@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import attrs
 
@@ -61,6 +61,7 @@ from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, chunk
 from judgecore.harvesting import Held
 from judgecore.items import Request, RequestIndex, custom_ids_of, item_ids_of
+from judgecore.machine import Done, ExitStatus, Say
 from judgecore.outcomes import (
     CONNECT_FAILED,
     FailureClass,
@@ -86,7 +87,7 @@ from judgecore.resume import JobState, diff_resume
 from judgecore.spend import Budget, answer_cost, request_bound
 from judgecore.subbatch import IN_FLIGHT, TERMINAL, SubEvent, SubState, next_state
 
-EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 3, 4
+EXIT_OK, EXIT_PENDING, EXIT_FATAL = ExitStatus.OK, ExitStatus.PENDING, ExitStatus.FATAL
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -191,12 +192,6 @@ class Begin:
 
 
 @attrs.frozen
-class Say:
-    level: Literal["warning", "info"]
-    text: str
-
-
-@attrs.frozen
 class Create:
     """Write the intent stamped `at` (re-stamp it when `written`: a resend after a reconciliation proved
     no batch was made), then POST the sub-batch's create once."""
@@ -248,12 +243,6 @@ class Harvest:
 @attrs.frozen
 class Sleep:
     until: float
-
-
-@attrs.frozen
-class Done:
-    exit_status: int
-    reason: str | None
 
 
 Effect = Record | Release | Begin | Say
