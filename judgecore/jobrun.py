@@ -302,12 +302,12 @@ class JobRun:
     def _begin(self) -> tuple[JobRun, tuple[Action, ...]]:
         if self.finished:
             say = Say("info", "every item is final already: nothing to send")
-            return attrs.evolve(self, phase=Phase.OUTPUT, route=self.history.stored), (say,)
+            return _then((say,), attrs.evolve(self, phase=Phase.OUTPUT, route=self.history.stored)._next())
         out: list[Action] = [Connect()]
         match self._decision():
             case KeepRoute(route=kept):
                 out.append(Estimate(kept))
-                return attrs.evolve(self, phase=Phase.RUNNING, route=kept), tuple(out)
+                return _then(tuple(out), attrs.evolve(self, phase=Phase.RUNNING, route=kept)._run_parts())
             case DecideRoute(why=why):
                 if self.history.stored is not None:
                     out.append(Say("info", f"route decided again: {why}"))
@@ -316,7 +316,9 @@ class JobRun:
             out.append(Probe(first))
             return attrs.evolve(self, phase=Phase.PROBING, probing=first), tuple(out)
         chosen = self.route_now(self.history.otpm_read)
-        return attrs.evolve(self, phase=Phase.RUNNING, route=chosen), (*out, *_decided(chosen))
+        return _then(
+            (*out, *_decided(chosen)), attrs.evolve(self, phase=Phase.RUNNING, route=chosen)._run_parts()
+        )
 
     def _run_parts(self) -> tuple[JobRun, tuple[Action, ...]]:
         assert self.route is not None
@@ -374,6 +376,13 @@ class JobRun:
             spent=self.probing if event.status is Status.RETRY else None,
             queued=(Say("info", f"probe: {event.item_id} {what}; {tier}"), *_decided(chosen)),
         )
+
+
+def _then(
+    first: tuple[Action, ...], step: tuple[JobRun, tuple[Action, ...]]
+) -> tuple[JobRun, tuple[Action, ...]]:
+    run, actions = step
+    return run, first + actions
 
 
 def _decided(chosen: Route) -> tuple[Action, ...]:
