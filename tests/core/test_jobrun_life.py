@@ -186,9 +186,9 @@ class JobRunLife(RuleBasedStateMachine):
     def an_assumed_route_nothing_was_answered_on_is_not_kept_once_a_tier_is_read(self) -> None:
         h = self.history
         stale = h.stored is not None and h.stored.otpm_source == "assumed" and not h.stored.forced
-        if stale and h.otpm_read is not None and not h.answered and self.policy.force is None:
-            if self.run.route is not None:
-                assert self.run.route.otpm_source != "assumed"
+        decided = self.run.route is not None
+        if stale and decided and h.otpm_read is not None and not h.answered and self.policy.force is None:
+            assert self.run.route.otpm_source != "assumed"
 
     @invariant()
     def the_dry_run_plans_what_the_run_does(self) -> None:
