@@ -108,13 +108,6 @@ class JudgeResult:
     estimate_usd: float | None = None
 
 
-def exit_code_for(counts: Mapping[str, int], fatal: Fatal | None) -> int:
-    """The exit status of a run that wrote `counts` (`judgecore.jobrun.exit_status`)."""
-    from judgecore.jobrun import exit_status
-
-    return int(exit_status(fatal.reason if fatal is not None else None, counts.get("pending", 0)))
-
-
 def _machine(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
     policy = JobPolicy(force=settings.force, otpm=settings.otpm, route_policy=settings.route_policy)
     return JobRun.start(tuple(job.requests.custom_ids), history, policy)
