@@ -28,6 +28,7 @@ from adapters.messages import Hydrating
 from adapters.store import OutcomeRow, Store
 from judgecore import BatchSnapshot, ModelPrice, Outcome, RequestTemplate, Status, classify
 from judgecore import batchrun as br
+from judgecore.batching import after_cancel_error
 from judgecore.batchrun import BatchSettings
 from judgecore.chunking import body_size, create_body
 from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
@@ -440,12 +441,10 @@ async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -
         try:
             await api.cancel(r.batch_id)
         except BatchApiError as exc:
-            if exc.raw.status in (400, 409):
-                ended = next_state(state, SubEvent.ALREADY_ENDED)
-                store.set_state(r.sub_id, ended, "ended before the cancel; the next run harvests it")
-                say("info", f"batch {r.batch_id} had already ended; the next run harvests it")
-            else:
-                say("warning", f"batch {r.batch_id}: cancel failed: {exc}")
+            answer = after_cancel_error(state, r.batch_id, exc.raw.status, str(exc))
+            if answer.state is not None:
+                store.set_state(r.sub_id, answer.state, answer.note)
+            say(answer.level, answer.text)
             continue
         note = f"cancel requested at {clock.now():.0f}"
         store.set_state(r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), note)

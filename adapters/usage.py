@@ -12,6 +12,8 @@ DEFAULT_MAX_TOKENS = 1024
 #: The default max_tokens where the model thinks (`judgecore.models.THINKING_MAX_TOKENS`, for `--help`).
 THINKING_MAX_TOKENS = 16_000
 
+#: `judgecore.machine.ExitStatus`'s values, as plain ints: `--help` imports no core and no attrs
+#: (tests/cli/test_start_up.py); tests/core/test_machine.py holds the two equal.
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_PENDING = 3

@@ -12,6 +12,9 @@ call and the write of its batch id). Both decisions are pure functions of values
   `Reject` (413 on a single request: it can never fit; quarantined), `Fatal` (authentication,
   permission, unknown model, an account state: stop the run, its ids pending), `RetryCreate(delay)` (429, 5xx, connection:
   reconcile, then re-send), or `GiveUp` (the create was refused, or the attempt budget is spent).
+- `after_cancel_error(state, batch_id, status, error)` -> the `Cancel` answer to a refused cancel: a
+  400 or 409 means the batch had already ended (moved to be harvested by the next run); anything else
+  is a warning, the batch's state untouched.
 - `match_orphans(intents, listed, claimed=..., window=..., foreign=...)` -> the adoptions, never two
   intents on one batch, never a batch another sub-batch owns, never one whose results were read and
   carry none of the intent's custom_ids.
@@ -28,12 +31,41 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Literal
 
 import attrs
 
 from judgecore.backoff import BackoffPolicy, backoff
 from judgecore.outcomes import REQUEST_BODY_TIMEOUT, Outcome, RawResult, Status, classify
 from judgecore.polling import BatchSnapshot
+from judgecore.subbatch import SubEvent, SubState, next_state
+
+# -- after a refused cancel --------------------------------------------------------------------
+
+#: The HTTP statuses a cancel of a batch that has already ended is refused with.
+ALREADY_ENDED_STATUSES = frozenset({400, 409})
+
+
+@attrs.frozen
+class Cancel:
+    """What to record after a cancel was refused: the sub-batch's move (None: none) with its note,
+    and one line for the user."""
+
+    state: SubState | None
+    note: str
+    level: Literal["info", "warning"]
+    text: str
+
+
+def after_cancel_error(state: SubState, batch_id: str, status: int | None, error: str) -> Cancel:
+    """A cancel refused with 400 or 409: the batch had already ended, and the next run harvests it;
+    any other refusal leaves the batch as it is, with a warning."""
+    if status in ALREADY_ENDED_STATUSES:
+        ended = next_state(state, SubEvent.ALREADY_ENDED)
+        note = "ended before the cancel; the next run harvests it"
+        return Cancel(ended, note, "info", f"batch {batch_id} had already ended; the next run harvests it")
+    return Cancel(None, "", "warning", f"batch {batch_id}: cancel failed: {error}")
+
 
 # -- after a failed create ---------------------------------------------------------------------
 

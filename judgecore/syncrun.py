@@ -42,6 +42,7 @@ import attrs
 
 from judgecore.backoff import BackoffPolicy, backoff
 from judgecore.breaker import Breaker
+from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, PacingPolicy, RateLimitReading
@@ -54,9 +55,9 @@ MIN_WAIT: Final = 0.001
 #: A retry wait this long (seconds) or longer is worth a note.
 NOTE_WAIT: Final = 30.0
 
-EXIT_OK: Final = 0
-EXIT_PENDING: Final = 3
-EXIT_FATAL: Final = 4
+EXIT_OK: Final = ExitStatus.OK
+EXIT_PENDING: Final = ExitStatus.PENDING
+EXIT_FATAL: Final = ExitStatus.FATAL
 
 
 def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None:

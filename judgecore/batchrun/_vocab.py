@@ -4,7 +4,6 @@ hands the shell and the events the shell answers with (in the manner of h11's `_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import attrs
 
@@ -14,11 +13,12 @@ from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.harvesting import Held
 from judgecore.items import Request
+from judgecore.machine import Done, ExitStatus, Say
 from judgecore.outcomes import FailureClass, Outcome, RawResult, Usage
 from judgecore.polling import BatchSnapshot, PollPolicy
 from judgecore.subbatch import SubEvent, SubState
 
-EXIT_OK, EXIT_PENDING, EXIT_FATAL = 0, 3, 4
+EXIT_OK, EXIT_PENDING, EXIT_FATAL = ExitStatus.OK, ExitStatus.PENDING, ExitStatus.FATAL
 
 
 @attrs.frozen(kw_only=True)
@@ -120,12 +120,6 @@ class Begin:
 
 
 @attrs.frozen
-class Say:
-    level: Literal["warning", "info"]
-    text: str
-
-
-@attrs.frozen
 class Create:
     """Write the intent stamped `at` (re-stamp it when `written`: a resend after a reconciliation proved
     no batch was made), then POST the sub-batch's create once."""
@@ -177,12 +171,6 @@ class Harvest:
 @attrs.frozen
 class Sleep:
     until: float
-
-
-@attrs.frozen
-class Done:
-    exit_status: int
-    reason: str | None
 
 
 Effect = Record | Release | Begin | Say

@@ -1,0 +1,166 @@
+"""A job's items in: an input file or Python objects parsed into items (`FILE:LINE: reason` on the
+first bad one), checked against the settings, and the job's plan built from them."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from adapters.settings import JobSettings
+from adapters.store import Store
+from adapters.usage import UsageError
+from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
+from judgecore.ids import check_unique
+from judgecore.items import Item, Items, parse_item
+from judgecore.models import max_tokens_problem, thinking_problem
+from judgecore.planning import JobPlan, plan_job
+
+if TYPE_CHECKING:
+    from adapters.readers import InputKind
+
+
+def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
+    """The one place `FILE:LINE: reason` is assembled (`line N: reason` with no file)."""
+    if line is None:
+        return UsageError(f"{source}: {reason}" if source is not None else reason)
+    return UsageError(f"{source}:{line}: {reason}" if source is not None else f"line {line}: {reason}")
+
+
+@contextlib.contextmanager
+def bulk_allocation() -> Iterator[None]:
+    """No cyclic garbage collection while a job's items and requests are built: they are hundreds of
+    thousands of acyclic objects, and each collection pass would walk all those made so far (about a
+    third of the time of parsing 100,000 lines)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def load_items(
+    path: Path,
+    *,
+    hold_messages: bool = True,
+    digests: bool = True,
+    job: str | None = None,
+    kind: InputKind | None = None,
+) -> Items:
+    """Parse an input file (JSONL, CSV, Parquet, a saved dataset, an inspect_ai log: `kind`, else by
+    its name; see `adapters.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
+
+    `hold_messages=False` (the CLI's run): the items keep each message's size and digest, not the
+    messages; the run reads them from `path` again to keep them in its checkpoint
+    (`adapters.messages.InputMessages`), so no run holds its whole input in memory. `digests=False`
+    as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the job key of the
+    custom_ids (`adapters.store.ids_job_for`)."""
+    from adapters.readers import input_kind, input_lines
+    from judgecore import parse_items
+
+    kind = kind or input_kind(path)
+    try:
+        with contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
+            items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (InputError, DuplicateIdError) as exc:
+        raise input_error(path, exc.line, exc.reason) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    if not items:
+        raise UsageError(f"{path}: the input has no items")
+    if hold_messages:
+        return items
+    from adapters.messages import InputMessages
+
+    return items.with_message_column(InputMessages(path, len(items), kind=kind))
+
+
+def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
+    """Items from Python objects shaped like input lines (or `Item`s), or from the rows of a pandas
+    DataFrame (`adapters.readers.row_object`), validated as the CLI would."""
+    from adapters.readers import frame_lines, is_frame
+
+    out: list[Item] = []
+    try:
+        rows: Iterable[Mapping[str, Any] | Item | bytes] = (
+            frame_lines(objects) if is_frame(objects) else objects
+        )
+        for n, obj in enumerate(rows, start=1):
+            if isinstance(obj, Item):
+                out.append(obj)
+                continue
+            item = parse_item(n, obj if isinstance(obj, bytes) else orjson.dumps(dict(obj)))
+            if item is not None:
+                out.append(item)
+        check_unique([i.id for i in out], [i.custom_id for i in out], [i.line for i in out])
+    except (InputError, DuplicateIdError) as exc:
+        raise input_error(None, exc.line, exc.reason) from None
+    return tuple(out)
+
+
+def job_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    *,
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+) -> JobPlan:
+    """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
+    holds (or of a new one), and its plan, built once (a run and a dry run)."""
+    if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
+        items = items_from_objects(items)  # type: ignore[arg-type]
+    from adapters.messages import boxed
+    from adapters.store import ids_job_for
+
+    items = Items.of(items)
+    if items.job is None or Store.exists(state_dir):  # the CLI derived a new dir's key already
+        try:
+            items = items.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
+        except DuplicateIdError as exc:
+            raise input_error(None, exc.line, exc.reason) from None
+    items = boxed(items)  # a run hands the messages to its checkpoint (adapters.messages)
+    if not items:
+        raise UsageError("the input has no items")
+    warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
+    for k, mt in enumerate(items.max_tokens):
+        if mt is not None and (problem := max_tokens_problem(settings.model, mt)):
+            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+        if (
+            mt is not None
+            and settings.thinking is not None
+            and (problem := thinking_problem(settings.model, settings.thinking, mt))
+        ):
+            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    with bulk_allocation():
+        return plan_the_job(items, rubric=rubric, settings=settings)
+
+
+def plan_the_job(items: Sequence[Item], *, rubric: str | None, settings: JobSettings) -> JobPlan:
+    """The job's plan, once; an item too large for any sub-batch (when batches are possible) is a
+    `UsageError` naming its line, before anything is sent."""
+    try:
+        return plan_job(
+            items,
+            model=settings.model,
+            max_tokens=settings.max_tokens,
+            rubric=rubric,
+            max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
+            output_config=settings.verdict.output_config() if settings.verdict is not None else None,
+            thinking=settings.thinking,
+        )
+    except RequestTooLargeError as exc:
+        raise input_error(None, exc.line, exc.reason) from None
+
+
+__all__ = ["bulk_allocation", "input_error", "items_from_objects", "job_of", "load_items", "plan_the_job"]

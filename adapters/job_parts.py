@@ -1,0 +1,199 @@
+"""What each operation of the job's machine does (`judgecore.jobrun`): connect, probe, run the batch
+part, run the sync part; and the checkpoint's `History` the machine starts from. Each part returns its
+event; none decides anything the machine did not say."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from adapters.settings import JobSettings, budget_now, price_of, sync_settings_for
+from adapters.store import Store
+from adapters.usage import UsageError
+from judgecore.jobrun import BatchRan, History, Probed, RunSync, SyncRan
+from judgecore.planning import JobPlan
+from judgecore.routing import Route
+
+if TYPE_CHECKING:
+    import random
+
+    from adapters.clock import Clock
+    from adapters.events import Emit
+    from adapters.sync import SyncSettings
+
+
+def history_from_store(store: Store) -> History:
+    """What the checkpoint says about the job before this run acts."""
+    raw = store.get_meta("route")
+    reading = store.get_meta("rate_limits") or {}
+    limit = reading.get("output_tokens_limit")
+    state = store.job_state()
+    return History(
+        stored=Route(**raw) if raw else None,
+        otpm_read=int(limit) if limit else None,
+        final=state.final,
+        in_flight=state.in_flight,
+        any_batch=bool(store.sub_batches()),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Ports:
+    """What a part of the run needs from the shell, built once the machine says the run will send."""
+
+    store: Store
+    job: JobPlan
+    settings: JobSettings
+    sync_settings: SyncSettings
+    client: Any
+    clock: Clock
+    emit: Emit
+    rng: random.Random
+
+
+def connect(
+    store: Store,
+    job: JobPlan,
+    settings: JobSettings,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
+    rng: random.Random,
+    environ: Mapping[str, str],
+) -> Ports:
+    """The run will send: its sync knobs, its client, and the messages handed to the checkpoint (the
+    run reads back what it sends: none held in memory)."""
+    from adapters.messages import InputChangedError, hand_to_checkpoint
+
+    try:
+        sync_settings = sync_settings_for(settings, environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    client = client or default_client(environ)
+    try:
+        hand_to_checkpoint(store, job)
+    except InputChangedError as exc:
+        raise UsageError(str(exc)) from None
+    return Ports(
+        store=store,
+        job=job,
+        settings=settings,
+        sync_settings=sync_settings,
+        client=client,
+        clock=clock,
+        emit=emit,
+        rng=rng,
+    )
+
+
+async def probe_one(p: Ports, custom_id: str) -> Probed:
+    """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
+    of its rate-limit headers kept."""
+    from adapters.messages import hydrate
+    from adapters.sync import probe
+    from adapters.sync_api import AnthropicMessagesApi
+
+    first = hydrate(p.store, p.job.requests.select([custom_id]))[0]
+    result = await probe(
+        store=p.store,
+        api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
+        request=first,
+        template=p.job.sync_template,
+        clock=p.clock,
+        settings=p.sync_settings,
+        emit=p.emit,
+        rng=p.rng,
+        budget=budget_now(p.store, p.settings),
+        price=price_of(p.settings),
+    )
+    p.store.set_meta("rate_limits", result.reading.to_json())
+    outcome = result.outcome
+    if result.fatal is not None or outcome is None:
+        return Probed(item_id=first.item_id, fatal=result.fatal)
+    otpm = result.reading.otpm
+    return Probed(
+        item_id=first.item_id,
+        status=outcome.status,
+        reason=outcome.reason,
+        otpm=int(otpm) if otpm else None,
+    )
+
+
+async def run_batch_part(p: Ports, ids: frozenset[str]) -> BatchRan:
+    """The batch machine over `ids` of the job."""
+    from adapters.batch import BatchSettings, run_batch
+    from adapters.batch_api import AnthropicBatchApi
+    from judgecore.polling import PollPolicy
+
+    s = p.settings
+    res = await run_batch(
+        store=p.store,
+        requests=p.job.requests.only(ids),
+        template=p.job.batch_template,
+        api=AnthropicBatchApi(p.client),
+        clock=p.clock,
+        settings=BatchSettings(
+            max_batch_requests=s.max_batch_requests,
+            max_batch_bytes=s.max_batch_bytes,
+            poll=PollPolicy(interval=s.poll_interval, grace=s.grace),
+            max_attempts=s.max_attempts,
+        ),
+        emit=p.emit,
+        rng=p.rng,
+        total=len(p.job.requests),
+        budget=budget_now(p.store, s),
+        price=price_of(s),
+    )
+    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck))
+
+
+async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
+    """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
+    from adapters.messages import hydrate
+    from adapters.sync import run_sync
+    from adapters.sync_api import AnthropicMessagesApi
+    from judgecore.ratelimit import RateLimitReading
+
+    raw = p.store.get_meta("rate_limits")
+    reading = RateLimitReading.from_json(raw) if raw else None
+    if reading is None and action.otpm is not None:
+        reading = RateLimitReading.for_otpm(action.otpm)
+    res = await run_sync(
+        store=p.store,
+        requests=tuple(hydrate(p.store, p.job.requests.only(action.ids))),
+        template=p.job.sync_template,
+        api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
+        clock=p.clock,
+        settings=p.sync_settings,
+        emit=p.emit,
+        rng=p.rng,
+        reading=reading,
+        warm_up=action.warm_up,
+        contacted=action.contacted,
+        budget=budget_now(p.store, p.settings),
+        price=price_of(p.settings),
+    )
+    return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate)
+
+
+def default_client(environ: Mapping[str, str]) -> Any:
+    import anthropic
+
+    if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
+        raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
+    # Our own loops own every retry (see adapters/sync_api.py and adapters/batch_api.py); the SDK's
+    # retries are set per call there, so the client default does not matter for correctness.
+    return anthropic.AsyncAnthropic(max_retries=0)
+
+
+__all__ = [
+    "Ports",
+    "connect",
+    "default_client",
+    "history_from_store",
+    "probe_one",
+    "run_batch_part",
+    "run_sync_part",
+]

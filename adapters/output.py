@@ -1,0 +1,244 @@
+"""What a run writes besides its outcomes: the output file, streamed from the checkpoint in input order
+and written atomically, the records for the Python API, and what `summary` and `status` read later
+(the items' metadata, the verdict spec, the dry-run's estimate of the job on its route)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from adapters.settings import JobSettings
+from adapters.store import TALLY, Store
+from judgecore.chunking import chunk
+from judgecore.items import Item, Items, Request
+from judgecore.planning import DEFAULT_PRICES, JobPlan, Plan, plan
+from judgecore.report import record_for  # per output line: not imported in the loop
+from judgecore.routing import Route
+
+if TYPE_CHECKING:
+    from judgecore.verdicts import VerdictSpec
+
+
+def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
+    """Write JSONL to a temp file in the same directory, fsync, then rename over `path`."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            for line in lines:
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def iter_records(
+    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every item's output object from the checkpoint, in input order, streamed in one pass.
+
+    The checkpoint lists a job's items in the order they were first bound, which is the input's on
+    every rerun of the same file; a row out of that order (items added or moved in the input) waits
+    in a small buffer until its item comes. An item with no outcome yet is reported on the job's
+    route (sync before one is decided); one that sits in a live batch names it. `verdict` reads each
+    succeeded answer's verdict.
+    """
+    default_route = (store.get_meta("route") or {}).get("path", "sync")
+    waiting = store.waiting_batches()
+    cols = Items.of(items)  # its columns: the messages (perhaps in the checkpoint only) are not read
+    wanted = set(cols.custom_ids)
+    early: dict[str, tuple[Any, ...]] = {}
+    rows = store.latest()
+    for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
+        row = early.pop(cid, None)
+        while row is None:
+            got = next(rows, None)
+            if got is None:
+                row = (None, None, None, 0)
+            elif got[0] == cid:
+                row = tuple(got[1:])
+            elif got[0] in wanted:
+                early[got[0]] = tuple(got[1:])
+        yield stored_record(
+            item_id,
+            cid,
+            metadata_json,
+            row,
+            default_route=default_route,
+            waiting=waiting,
+            verdict=verdict,
+        )
+
+
+def stored_record(
+    item_id: str,
+    custom_id: str,
+    metadata_json: bytes | None,
+    row: Sequence[Any],
+    *,
+    default_route: str,
+    waiting: Mapping[str, str],
+    verdict: VerdictSpec | None,
+) -> dict[str, Any]:
+    """One output object from the checkpoint's row for an item (`Store.latest()`'s outcome, route,
+    batch id and attempts); an item not final yet names the live batch it waits in, if any."""
+    outcome, route_used, batch_id, attempts = row
+    return record_for(
+        item_id,
+        custom_id,
+        metadata_json,
+        outcome,
+        route=route_used or default_route,
+        batch_id=batch_id,
+        attempts=attempts,
+        verdict_spec=verdict,
+        waiting_in=waiting.get(custom_id) if outcome is None or not outcome.final else None,
+    )
+
+
+def collect_records(
+    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every item's output object, from the checkpoint, keyed by item id (input order kept)."""
+    return {r["id"]: r for r in iter_records(store, items, verdict)}
+
+
+@attrs.frozen(kw_only=True)
+class Written:
+    counts: Mapping[str, int]
+    records: Mapping[str, dict[str, Any]]
+
+
+def write_output(
+    store: Store,
+    items: Sequence[Item],
+    out: Path | None,
+    *,
+    keep: bool,
+    verdict: VerdictSpec | None = None,
+    reuse: bool = False,
+) -> Written:
+    """Stream the checkpoint into the output file (when `out`), counting statuses; keep the records
+    in memory only when asked (the Python API returns them; the CLI has the file).
+
+    With `reuse` (a job whose items were all final before this run) an output file that is exactly
+    the one the last run wrote from this checkpoint is left as it is: same path, size and mtime, no
+    outcome recorded since, the items in the same order, the same verdict spec (see `_output_stamp`).
+    """
+    if reuse and not keep and out is not None:
+        kept = store.get_meta("output") or {}
+        if kept.get("stamp") is not None and kept["stamp"] == _output_stamp(store, items, out, verdict):
+            return Written(counts=kept["counts"], records={})
+    counts = dict.fromkeys(TALLY, 0)
+    records: dict[str, dict[str, Any]] = {}
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for r in iter_records(store, items, verdict):
+            counts[r["status"]] += 1
+            if keep:
+                records[r["id"]] = r
+            yield r
+
+    if out is not None:
+        from adapters.writers import write_records
+
+        write_records(out, rows())  # in the format of its extension
+        store.set_meta("output", {"stamp": _output_stamp(store, items, out, verdict), "counts": counts})
+    else:
+        for _ in rows():
+            pass
+    return Written(counts=counts, records=records)
+
+
+def _output_stamp(
+    store: Store, items: Sequence[Item], out: Path, verdict: VerdictSpec | None
+) -> dict[str, Any] | None:
+    """What an output file written from this checkpoint depends on, and the file as it stands; None
+    when there is no file."""
+    try:
+        st = out.stat()
+    except OSError:
+        return None
+    order = hashlib.blake2b("\n".join(Items.of(items).custom_ids).encode(), digest_size=16).hexdigest()
+    return {
+        "out": str(out.resolve()),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "rows": store.last_outcome_row(),
+        "order": order,
+        "verdict": verdict.to_json() if verdict is not None else None,
+    }
+
+
+def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
+    """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
+    spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
+    store.record_metadata(zip(job.items.custom_ids, job.items.metadata_json, strict=True))
+    store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
+
+
+def record_estimate(
+    store: Store, job: JobPlan, chosen: Route, rubric: str | None, settings: JobSettings
+) -> None:
+    """Keep the dry-run's estimate of the whole job on its route, for `status` and `summary` to show
+    beside what was spent."""
+    p = plan_of(job, job.requests, chosen, rubric, settings)
+    store.set_meta(
+        "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
+    )
+
+
+def plan_of(
+    job: JobPlan,
+    requests: Sequence[Request],
+    chosen: Route,
+    rubric: str | None,
+    settings: JobSettings,
+    *,
+    final: int = 0,
+    live: int = 0,
+) -> Plan:
+    """The plan of sending `requests` of `job` on `chosen` (chunked into sub-batches on the batch
+    route), with `final` and `live` items counted, not sent: what the dry run prints and a run's
+    estimate."""
+    subs = (
+        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        if chosen.path == "batch"
+        else ()
+    )
+    return plan(
+        requests,
+        route=chosen,
+        sub_batches=subs,
+        template=job.template(chosen.path),
+        rubric=rubric,
+        max_batch_requests=settings.max_batch_requests,
+        max_batch_bytes=settings.max_batch_bytes,
+        prices=DEFAULT_PRICES,
+        final=final,
+        live=live,
+        thinking=settings.thinking,
+        warnings=settings.warnings(),
+    )
+
+
+__all__ = [
+    "collect_records",
+    "iter_records",
+    "plan_of",
+    "record_estimate",
+    "record_for_summary",
+    "stored_record",
+    "write_output",
+    "write_output_atomic",
+]

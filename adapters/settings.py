@@ -1,0 +1,193 @@
+"""A run's knobs: `JobSettings` (the defaults of CONTRACT.md and their checks), the sync path's
+settings drawn from it and the environment, and the budget as it stands in the checkpoint."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from adapters.usage import DEFAULT_MODEL, UsageError
+from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
+from judgecore.items import RoutePath
+from judgecore.models import (
+    Deprecated,
+    Retired,
+    Thinking,
+    default_max_tokens,
+    max_tokens_problem,
+    standing,
+    thinking_problem,
+    thinking_room_problem,
+)
+from judgecore.models import price_for as _table_price
+from judgecore.outcomes import ACCOUNT_REFUSED
+from judgecore.routing import RoutePolicy
+
+if TYPE_CHECKING:
+    from adapters.store import Store
+    from adapters.sync import SyncSettings
+    from judgecore.planning import ModelPrice
+    from judgecore.spend import Budget
+    from judgecore.verdicts import VerdictSpec
+
+
+@attrs.frozen(kw_only=True)
+class JobSettings:
+    """Every knob of a run, with the defaults of CONTRACT.md."""
+
+    model: str = DEFAULT_MODEL
+    #: `--thinking adaptive|off|N` (a `Thinking`, or the flag's text, or N as an int); None: the
+    #: request omits `thinking` and the model does what it does by default.
+    thinking: Thinking | None = attrs.field(default=None, converter=attrs.converters.optional(Thinking.parse))
+    #: Default: 1,024, or room for thinking (16,000) where the model thinks (`default_max_tokens`).
+    max_tokens: int = attrs.field(
+        default=attrs.Factory(lambda self: default_max_tokens(self.model, self.thinking), takes_self=True)
+    )
+    force: RoutePath | None = None
+    sync_threshold: int = 2000
+    otpm: int | None = None
+    max_batch_requests: int = MAX_REQUESTS
+    max_batch_bytes: int = MAX_BYTES
+    poll_interval: float = 60.0
+    grace: float = 1800.0
+    concurrency: int | None = None
+    max_attempts: int = 3
+    seed: int | None = None
+    #: How answers are read into verdicts (`--verdict FILE`); None: no verdicts.
+    verdict: VerdictSpec | None = None
+    #: A hard cap in US dollars (`--budget USD`); None: no cap.
+    budget: float | None = None
+    #: The date deprecations and retirements are judged on; None: today's UTC date, read by the shell
+    #: when the job is planned. Never part of the manifest.
+    today: datetime.date | None = attrs.field(default=None, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        max_tokens = max_tokens_problem(self.model, self.max_tokens) if self.max_tokens >= 1 else None
+        thinking = (
+            thinking_problem(self.model, self.thinking, self.max_tokens)
+            if self.thinking is not None
+            else None
+        )
+        checks = [
+            (bool(self.model.strip()), "--model must be a non-empty model id"),
+            (self.max_tokens >= 1, "--max-tokens must be >= 1"),
+            (max_tokens is None, f"--max-tokens: {max_tokens}"),
+            (thinking is None, f"--thinking: {thinking}"),
+            (self.sync_threshold >= 1, "--sync-threshold must be >= 1"),
+            (self.sync_threshold <= 10**9, "--sync-threshold must be at most 1,000,000,000"),
+            (self.otpm is None or self.otpm >= 1, "--otpm must be >= 1"),
+            (self.otpm is None or self.otpm <= 10**9, "--otpm must be at most 1,000,000,000"),
+            (1 <= self.max_batch_requests <= 100_000, "--max-batch-requests must be in 1..100000"),
+            (1_000 <= self.max_batch_bytes <= 256_000_000, "--max-batch-bytes must be in 1000..256000000"),
+            (math.isfinite(self.poll_interval), "--poll-interval must be a finite number of seconds"),
+            (self.poll_interval > 0, "--poll-interval must be > 0"),
+            (self.poll_interval <= 86_400, "--poll-interval must be at most 86400 seconds (a day)"),
+            (math.isfinite(self.grace), "--grace must be a finite number of seconds"),
+            (self.grace >= 0, "--grace must be >= 0"),
+            (self.grace <= 604_800, "--grace must be at most 604800 seconds (a week)"),
+            (self.concurrency is None or self.concurrency >= 1, "--concurrency must be >= 1"),
+            (self.concurrency is None or self.concurrency <= 10_000, "--concurrency must be at most 10000"),
+            (self.max_attempts >= 1, "--max-attempts must be >= 1"),
+            (
+                self.budget is None or (math.isfinite(self.budget) and self.budget > 0),
+                "--budget must be a finite amount of US dollars > 0",
+            ),
+            (
+                self.budget is None or _table_price(self.model) is not None,
+                f"--budget needs the model's prices, and judgecore has none for {self.model!r}",
+            ),
+            (self.max_attempts <= 100, "--max-attempts must be at most 100"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    @property
+    def route_policy(self) -> RoutePolicy:
+        return RoutePolicy(base_threshold=self.sync_threshold)
+
+    def manifest(self, rubric: str | None) -> dict[str, Any]:
+        """What makes two runs the same job: anything that changes what a request asks."""
+        digest = hashlib.sha256(rubric.encode()).hexdigest()[:32] if rubric else None
+        manifest: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "rubric_sha256": digest,
+        }
+        schema = self.verdict.schema_digest if self.verdict is not None else None
+        if schema is not None:  # only when set, so checkpoints made before verdicts existed still match
+            manifest["verdict_schema_sha256"] = schema
+        if self.thinking is not None:  # likewise: only when set
+            manifest["thinking"] = self.thinking.param()
+        return manifest
+
+    def on_date(self) -> datetime.date:
+        """The date the job's model is judged on: `today`, or the shell's UTC date now."""
+        return self.today or datetime.datetime.now(datetime.UTC).date()
+
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know before anything is sent (a deprecated model, too little room for
+        thinking); a retired model is a `UsageError` instead (exit 2, naming the replacement)."""
+        out: list[str] = []
+        match standing(self.model, self.on_date()):
+            case Retired() as retired:
+                raise UsageError(f"--model: {retired}")
+            case Deprecated() as deprecated:
+                out.append(str(deprecated))
+            case None:
+                pass
+        room = thinking_room_problem(self.model, self.thinking, self.max_tokens)
+        if room is not None:
+            out.append(room)
+        return tuple(out)
+
+
+@attrs.frozen
+class Fatal:
+    """Why a run stopped early (exit 4): a fatal API configuration, or an account state (the API
+    refused the account: on hold, a spend limit, billing; nothing quarantined). One line for the user."""
+
+    reason: str
+
+    @property
+    def account(self) -> bool:
+        """The API refused the account (`judgecore.outcomes.stop_line`): the items stay pending."""
+        return self.reason.startswith(ACCOUNT_REFUSED)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
+    """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags."""
+    from adapters.sync import SyncSettings
+
+    overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
+    if settings.concurrency:
+        overrides["concurrency"] = settings.concurrency
+    return SyncSettings.from_env(environ, **overrides)
+
+
+def budget_now(store: Store, settings: JobSettings) -> Budget | None:
+    """The `--budget` cap as it stands now: the job's spend so far in the checkpoint (earlier runs and
+    this run's earlier phases, the probe included) against the cap; None without a cap."""
+    if settings.budget is None:
+        return None
+    from adapters.summary import budget_from_store
+
+    return budget_from_store(store, settings.budget)
+
+
+def price_of(settings: JobSettings) -> ModelPrice | None:
+    """The model's prices when a budget needs them (`JobSettings` refuses a budget without them)."""
+    from judgecore.spend import price_for
+
+    return price_for(settings.model) if settings.budget is not None else None
+
+
+__all__ = ["Fatal", "JobSettings", "budget_now", "price_of", "sync_settings_for"]

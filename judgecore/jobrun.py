@@ -1,0 +1,425 @@
+"""The whole job as a machine: probe, keep or decide the route, run the batch part, run the sync part,
+write the output, done.
+
+Theory of operation. `JobRun.start(custom_ids, history, policy)` takes the job's custom_ids (input
+order), what the checkpoint said before this run acted (`History`) and this run's flags
+(`JobPolicy`). The shell then loops: `advance()` returns the machine and the actions to perform now;
+an operation (`Probe`, `RunBatch`, `RunSync`, `WriteOutput`) is answered with its event through
+`on(event)`; the effects (`RecordRoute`, `Estimate`, `Connect`, `Say`) are performed in the order
+given, before the operation that follows them. The loop ends at `Done`.
+
+The phases, as a table (`MOVES`: a missing key is an illegal move):
+
+    START ──advance──> PROBING ──Probed──> RUNNING     (decided again, no tier known: probe first)
+    START ──advance──> RUNNING                          (kept, or decided from a force, --otpm or a reading)
+    START ──advance──> OUTPUT                           (every item final: nothing to send)
+    RUNNING ──advance──> BATCH ──BatchRan──> RUNNING    (the batch part: the batch route, or live batches)
+    RUNNING ──advance──> SYNC ──SyncRan──> OUTPUT       (the sync route, unless the batch part stopped)
+    OUTPUT ──advance──> WRITING ──Wrote──> DONE
+
+The decisions it makes, each once for the run and the dry run alike: when to probe (neither a force
+nor `--otpm`, no reading stored, the route decided again); route precedence (force > `--otpm` >
+the tier read > the tier assumed); which ids go to which part (the batch route sends every id; the
+sync route polls the ids live in batches first and sends the rest); the probe's send (a probe that
+came back retriable spent its item's send for this run: the sync part leaves it out); the warm-up
+(not when the probe's answer wrote the prompt cache); and the exit status (4 on a stop, 3 when items
+are left pending, else 0).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import assert_never
+
+import attrs
+
+from judgecore.items import RoutePath
+from judgecore.machine import Done, ExitStatus, Say
+from judgecore.outcomes import FINAL_STATUSES, Status
+from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
+
+
+@attrs.frozen(kw_only=True)
+class History:
+    """What the checkpoint says about a job before this run acts: its stored route, the tier last
+    read (output tokens per minute), the final ids, the ids live in batches, and whether any batch
+    of the job was created."""
+
+    stored: Route | None = None
+    otpm_read: int | None = None
+    final: frozenset[str] = frozenset()
+    in_flight: frozenset[str] = frozenset()
+    any_batch: bool = False
+
+    @property
+    def answered(self) -> bool:
+        """Something of the job was answered (a final outcome) or may be (a batch was created)."""
+        return bool(self.final) or self.any_batch
+
+
+@attrs.frozen(kw_only=True)
+class JobPolicy:
+    """This run's flags that bear on the route: `--force-*`, `--otpm`, `--sync-threshold`."""
+
+    force: RoutePath | None = None
+    otpm: int | None = None
+    route_policy: RoutePolicy = attrs.Factory(RoutePolicy)
+
+
+# -- actions -----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Connect:
+    """The run will send: build the client and hand the messages to the checkpoint."""
+
+
+@attrs.frozen
+class RecordRoute:
+    """Store the route decided in this run (a kept route is not written again)."""
+
+    route: Route
+
+
+@attrs.frozen
+class Estimate:
+    """Keep the dry-run's estimate of the whole job on this route."""
+
+    route: Route
+
+
+@attrs.frozen
+class Probe:
+    """Send this item alone (the sync machine limited to it); answer with `Probed`."""
+
+    custom_id: str
+
+
+@attrs.frozen
+class RunBatch:
+    """Run the batch machine over these ids; answer with `BatchRan`."""
+
+    ids: frozenset[str]
+
+
+@attrs.frozen(kw_only=True)
+class RunSync:
+    """Run the sync machine over these ids (those final already are skipped by it); answer with
+    `SyncRan`. `otpm`: the tier to pace by when no reading is stored (`--otpm`, or None)."""
+
+    ids: frozenset[str]
+    warm_up: bool
+    contacted: bool
+    otpm: int | None
+
+
+@attrs.frozen
+class WriteOutput:
+    """Write the output from the checkpoint; `reuse`: an output file the last run wrote from this
+    same checkpoint may be left as it is. Answer with `Wrote`."""
+
+    reuse: bool
+
+
+Effect = Connect | RecordRoute | Estimate | Say
+Operation = Probe | RunBatch | RunSync | WriteOutput
+Action = Effect | Operation | Done
+
+
+# -- events ------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Probed:
+    """What the probe found: a stop (`fatal`), or its outcome's status, reason and the tier read."""
+
+    item_id: str = ""
+    status: Status | None = None
+    reason: str | None = None
+    otpm: int | None = None
+    fatal: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BatchRan:
+    fatal: str | None = None
+    stuck: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class SyncRan:
+    fatal: str | None = None
+    cache_hit_rate: float | None = None
+
+
+@attrs.frozen
+class Wrote:
+    """The output was written: this many items are still pending."""
+
+    pending: int
+
+
+Event = Probed | BatchRan | SyncRan | Wrote
+
+
+class Phase(enum.StrEnum):
+    START = "start"
+    PROBING = "probing"
+    RUNNING = "running"
+    BATCH = "batch"
+    SYNC = "sync"
+    OUTPUT = "output"
+    WRITING = "writing"
+    DONE = "done"
+
+
+#: `(phase, event type) -> phase`: what answers each operation; anything else is a bug.
+MOVES: dict[tuple[Phase, type], Phase] = {
+    (Phase.PROBING, Probed): Phase.RUNNING,
+    (Phase.BATCH, BatchRan): Phase.RUNNING,
+    (Phase.SYNC, SyncRan): Phase.OUTPUT,
+    (Phase.WRITING, Wrote): Phase.DONE,
+}
+#: The phases an operation is out in: `advance` has nothing to do until its event comes.
+AWAITING = frozenset(phase for phase, _ in MOVES)
+
+
+class IllegalJobMove(Exception):
+    """An event the machine was not waiting for (a bug of the interpreter)."""
+
+
+@attrs.frozen(kw_only=True)
+class DryRunPlan:
+    """What the run would do, as the dry run tells it: the route, the ids left to send, and how many
+    items are final or live in a batch (counted, not sent)."""
+
+    route: Route
+    left: frozenset[str]
+    final: int
+    live: int
+
+
+@attrs.frozen(kw_only=True)
+class JobRun:
+    """The job's run; see the module docstring."""
+
+    custom_ids: tuple[str, ...]
+    history: History
+    policy: JobPolicy
+    phase: Phase = Phase.START
+    route: Route | None = None
+    fatal: str | None = None
+    stuck: tuple[str, ...] = ()
+    cache_hit_rate: float | None = None
+    batch_ran: bool = False
+    #: this run's probe was answered and wrote the prompt cache; the API was contacted; the id whose
+    #: per-run send the probe spent (it came back retriable).
+    warmed: bool = False
+    contacted: bool = False
+    spent: str | None = None
+    exit_status: ExitStatus | None = None
+    #: the id the probe is out with; effects the last event queued for the next `advance`.
+    probing: str | None = None
+    queued: tuple[Action, ...] = ()
+
+    @classmethod
+    def start(cls, custom_ids: tuple[str, ...], history: History, policy: JobPolicy) -> JobRun:
+        return cls(custom_ids=tuple(custom_ids), history=history, policy=policy)
+
+    # -- the decisions, shared by the run and the dry run ---------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Every item final and no batch of the job still live: nothing to send or poll."""
+        h = self.history
+        return not h.in_flight and all(c in h.final for c in self.custom_ids)
+
+    def _decision(self) -> KeepRoute | DecideRoute:
+        h = self.history
+        return keep_or_redecide(
+            h.stored, n=len(self.custom_ids), force=self.policy.force, answered=h.answered
+        )
+
+    def route_now(self, otpm_read: int | None) -> Route:
+        """A route decided in this run: forced, from `--otpm`, or from the tier read; with none of
+        them, on the assumed tier."""
+        p, n = self.policy, len(self.custom_ids)
+        if p.force is not None:
+            return route(n, policy=p.route_policy, force=p.force, otpm=p.otpm, otpm_source="flag")
+        if p.otpm is not None:
+            return route(n, policy=p.route_policy, otpm=p.otpm, otpm_source="flag")
+        return route(n, policy=p.route_policy, otpm=otpm_read)
+
+    def probe_id(self) -> str | None:
+        """The item the probe sends, when this run decides its route with no tier known: the first
+        one not final."""
+        p, h = self.policy, self.history
+        if p.force is not None or p.otpm is not None or h.otpm_read is not None:
+            return None
+        return next((c for c in self.custom_ids if c not in h.final), None)
+
+    def dry_run(self) -> DryRunPlan:
+        """The plan the run would follow, never probing: the route kept, or decided from a force,
+        `--otpm`, the reading stored or the assumed tier; what is left to send."""
+        match self._decision():
+            case KeepRoute(route=kept):
+                chosen = kept
+            case DecideRoute():
+                chosen = self.route_now(self.history.otpm_read)
+        final, live = self.history.final, self.history.in_flight
+        return DryRunPlan(
+            route=chosen,
+            left=frozenset(c for c in self.custom_ids if c not in final and c not in live),
+            final=sum(1 for c in self.custom_ids if c in final),
+            live=sum(1 for c in self.custom_ids if c in live and c not in final),
+        )
+
+    # -- the machine ----------------------------------------------------------------------------
+
+    def advance(self, now: float = 0.0) -> tuple[JobRun, tuple[Action, ...]]:
+        """What to do now: the effects queued by the last event, then the next operation (`now` is
+        unused today: no part of the job's own plan waits on the clock)."""
+        del now
+        run, actions = attrs.evolve(self, queued=())._next()
+        return run, self.queued + actions
+
+    def _next(self) -> tuple[JobRun, tuple[Action, ...]]:
+        match self.phase:
+            case Phase.START:
+                return self._begin()
+            case Phase.RUNNING:
+                return self._run_parts()
+            case Phase.OUTPUT:
+                return attrs.evolve(self, phase=Phase.WRITING), (WriteOutput(reuse=self.finished),)
+            case Phase.DONE:
+                assert self.exit_status is not None
+                return self, (Done(self.exit_status, self.fatal),)
+            case Phase.PROBING | Phase.BATCH | Phase.SYNC | Phase.WRITING:
+                return self, ()  # an operation is out: its event comes first
+            case _:  # pragma: no cover
+                assert_never(self.phase)
+
+    def _begin(self) -> tuple[JobRun, tuple[Action, ...]]:
+        if self.finished:
+            say = Say("info", "every item is final already: nothing to send")
+            return _then((say,), attrs.evolve(self, phase=Phase.OUTPUT, route=self.history.stored)._next())
+        out: list[Action] = [Connect()]
+        match self._decision():
+            case KeepRoute(route=kept):
+                out.append(Estimate(kept))
+                return _then(tuple(out), attrs.evolve(self, phase=Phase.RUNNING, route=kept)._run_parts())
+            case DecideRoute(why=why):
+                if self.history.stored is not None:
+                    out.append(Say("info", f"route decided again: {why}"))
+        first = self.probe_id()
+        if first is not None:
+            out.append(Probe(first))
+            return attrs.evolve(self, phase=Phase.PROBING, probing=first), tuple(out)
+        chosen = self.route_now(self.history.otpm_read)
+        return _then(
+            (*out, *_decided(chosen)), attrs.evolve(self, phase=Phase.RUNNING, route=chosen)._run_parts()
+        )
+
+    def _run_parts(self) -> tuple[JobRun, tuple[Action, ...]]:
+        assert self.route is not None
+        if self.fatal is not None:
+            return attrs.evolve(self, phase=Phase.OUTPUT)._next()
+        sync = self.route.path == "sync"
+        if not self.batch_ran:
+            live = self.history.in_flight
+            ids = frozenset(c for c in self.custom_ids if c in live) if sync else frozenset(self.custom_ids)
+            if ids:
+                return attrs.evolve(self, phase=Phase.BATCH, batch_ran=True), (RunBatch(ids),)
+        if not sync:
+            return attrs.evolve(self, phase=Phase.OUTPUT)._next()
+        ids = frozenset(self.custom_ids) - ({self.spent} if self.spent is not None else set())
+        run_sync = RunSync(ids=ids, warm_up=not self.warmed, contacted=self.contacted, otpm=self.policy.otpm)
+        return attrs.evolve(self, phase=Phase.SYNC, batch_ran=True), (run_sync,)
+
+    def on(self, event: Event) -> JobRun:
+        """The answer to the operation out; see `MOVES`."""
+        nxt = MOVES.get((self.phase, type(event)))
+        if nxt is None:
+            raise IllegalJobMove(f"{type(event).__name__} while {self.phase}: no operation awaits it")
+        run = attrs.evolve(self, phase=nxt)
+        match event:
+            case Probed():
+                return run._probed(event)
+            case BatchRan(fatal=fatal, stuck=stuck):
+                return attrs.evolve(run, fatal=fatal, stuck=stuck)
+            case SyncRan(fatal=fatal, cache_hit_rate=rate):
+                return attrs.evolve(run, fatal=fatal, cache_hit_rate=rate)
+            case Wrote(pending=pending):
+                return attrs.evolve(run, exit_status=exit_status(run.fatal, pending))
+            case _:  # pragma: no cover
+                assert_never(event)
+
+    def _probed(self, event: Probed) -> JobRun:
+        """The probe's answer decides the route, on the tier it read (or the assumed one). A stop
+        still records the route, on the assumed tier, and the run goes to its output."""
+        if event.fatal is not None or event.status is None:
+            chosen = self.route_now(None)
+            return attrs.evolve(self, route=chosen, fatal=event.fatal, queued=_decided(chosen))
+        what = (
+            "answered"
+            if event.status in FINAL_STATUSES
+            else f"came back {event.reason}; it will be sent again"
+        )
+        otpm = event.otpm or None
+        tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"
+        chosen = self.route_now(otpm)
+        return attrs.evolve(
+            self,
+            route=chosen,
+            warmed=event.status is Status.SUCCEEDED,
+            contacted=True,
+            spent=self.probing if event.status is Status.RETRY else None,
+            queued=(Say("info", f"probe: {event.item_id} {what}; {tier}"), *_decided(chosen)),
+        )
+
+
+def _then(
+    first: tuple[Action, ...], step: tuple[JobRun, tuple[Action, ...]]
+) -> tuple[JobRun, tuple[Action, ...]]:
+    run, actions = step
+    return run, first + actions
+
+
+def _decided(chosen: Route) -> tuple[Action, ...]:
+    """What a route decided in this run asks: say it, record it, keep its estimate."""
+    return (Say("info", f"route: {chosen.path} ({chosen.reason})"), RecordRoute(chosen), Estimate(chosen))
+
+
+def exit_status(fatal: str | None, pending: int) -> ExitStatus:
+    """4 on a stop, 3 when items are left pending, else 0."""
+    if fatal is not None:
+        return ExitStatus.FATAL
+    return ExitStatus.PENDING if pending else ExitStatus.OK
+
+
+__all__ = [
+    "AWAITING",
+    "MOVES",
+    "Action",
+    "BatchRan",
+    "Connect",
+    "Done",
+    "DryRunPlan",
+    "Estimate",
+    "Event",
+    "History",
+    "IllegalJobMove",
+    "JobPolicy",
+    "JobRun",
+    "Phase",
+    "Probe",
+    "Probed",
+    "RecordRoute",
+    "RunBatch",
+    "RunSync",
+    "Say",
+    "SyncRan",
+    "WriteOutput",
+    "Wrote",
+    "exit_status",
+]

@@ -1,0 +1,33 @@
+"""One exit status per idea: the shell's plain ints (kept apart so `--help` imports no core) are the
+core's `ExitStatus`, and every machine ends with the one `Done`."""
+
+from __future__ import annotations
+
+from adapters import cli, usage
+from judgecore import batchrun, jobrun, syncrun
+from judgecore.machine import Done, ExitStatus, Say
+
+
+def test_the_shells_exit_statuses_are_the_cores():
+    assert {
+        "OK": usage.EXIT_OK,
+        "USAGE": usage.EXIT_USAGE,
+        "PENDING": usage.EXIT_PENDING,
+        "FATAL": usage.EXIT_FATAL,
+        "INTERRUPTED": cli.EXIT_INTERRUPTED,
+        "TERMINATED": cli.EXIT_TERMINATED,
+    } == {s.name: int(s) for s in ExitStatus}
+
+
+def test_the_run_machines_name_the_same_exit_statuses():
+    for module in (batchrun, syncrun):
+        assert (ExitStatus.OK, ExitStatus.PENDING, ExitStatus.FATAL) == (
+            module.EXIT_OK,
+            module.EXIT_PENDING,
+            module.EXIT_FATAL,
+        )
+
+
+def test_the_batch_and_job_machines_share_done_and_say():
+    assert batchrun.Done is Done is jobrun.Done
+    assert batchrun.Say is Say is jobrun.Say
