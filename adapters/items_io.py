@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -84,6 +85,17 @@ def load_items(
     return items.with_message_column(InputMessages(path, len(items), kind=kind))
 
 
+def _line_of(n: int, obj: object) -> bytes:
+    """Item `n` (1-based) as the JSON line the parser reads; numpy scalars and arrays (what a
+    DataFrame's cells hold) are numbers and lists. `InputError` for an object no line could be."""
+    if not isinstance(obj, Mapping):
+        raise InputError(n, f"expected a dict shaped like an input line, got {type(obj).__name__}")
+    try:
+        return orjson.dumps(dict(obj), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    except TypeError as exc:
+        raise InputError(n, f"not JSON-serializable: {exc}") from None
+
+
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
     """Items from Python objects shaped like input lines (or `Item`s), or from the rows of a pandas
     DataFrame (`adapters.readers.row_object`), validated as the CLI would."""
@@ -98,7 +110,7 @@ def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Ite
             if isinstance(obj, Item):
                 out.append(obj)
                 continue
-            item = parse_item(n, obj if isinstance(obj, bytes) else orjson.dumps(dict(obj)))
+            item = parse_item(n, obj if isinstance(obj, bytes) else _line_of(n, obj))
             if item is not None:
                 out.append(item)
         check_unique([i.id for i in out], [i.custom_id for i in out], [i.line for i in out])
@@ -116,6 +128,8 @@ def job_of(
 ) -> JobPlan:
     """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
     holds (or of a new one), and its plan, built once (a run and a dry run)."""
+    if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
+        items = load_items(Path(items))
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     from adapters.messages import boxed

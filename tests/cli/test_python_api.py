@@ -104,3 +104,34 @@ def test_judge_dry_run_plans_as_judge_does_and_needs_no_event_loop(tmp_path):
     assert expected == actual
     assert (12, 3) == (actual.plan.n, len(actual.plan.sub_batches))
     assert not (tmp_path / "s").exists()
+
+
+def test_judge_takes_a_path_and_reads_it_as_the_cli_does(tmp_path):
+    """A path (str or Path) given to the Python API was a raw ValueError traceback; it is the file's
+    items, read and checked as `judgecore run` reads them."""
+    from pathlib import Path as _Path
+
+    from adapters.job import judge_dry_run
+
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n')
+    for given in (str(path), _Path(path)):
+        result = judge_dry_run(given, rubric=None, state_dir=tmp_path / "s")
+        assert result.plan is not None and 2 == result.plan.n
+
+
+def test_numpy_values_in_metadata_are_numbers_and_a_non_dict_row_names_its_position(tmp_path):
+    """A numpy integer in metadata (what a DataFrame holds) was a raw TypeError; a row that is not a
+    dict was a raw ValueError. The first is a number, the second a UsageError naming the row."""
+    import numpy as np
+
+    from adapters.job import UsageError, judge_dry_run
+
+    rows = [{"id": "a", "prompt": "x", "metadata": {"n": np.int64(3), "v": np.float32(0.5)}}]
+    result = judge_dry_run(rows, rubric=None, state_dir=tmp_path / "s")
+    assert result.plan is not None and 1 == result.plan.n
+    from adapters.items_io import items_from_objects
+
+    assert b'{"n":3,"v":0.5}' == items_from_objects(rows)[0].metadata_json
+    with pytest.raises(UsageError, match=r"line 2: expected a dict shaped like an input line, got str"):
+        judge_dry_run([{"id": "a", "prompt": "x"}, "just a string"], rubric=None, state_dir=tmp_path / "t")
