@@ -618,7 +618,11 @@ def _run(
     if result.cache_hit_rate is not None:
         print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
     print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
-    if warning := _unreadable_after_run(ns.state):
+    from judgecore.summary import unreadable_warning
+
+    if settings.verdict is not None and (
+        warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0))
+    ):
         print(f"warning: {warning}", file=sys.stderr)
     if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
         print(f"judgecore: {result.fatal}", file=sys.stderr)
@@ -935,20 +939,6 @@ def _live_batches(state: Path) -> list[str]:
         return [r.batch_id for r in store.sub_batches() if r.state == "live" and r.batch_id]
     finally:
         store.close()
-
-
-def _unreadable_after_run(state: Path) -> str | None:
-    """The warning `unreadable_warning` gives for the job's answers as its kept verdict spec reads them."""
-    from adapters.store import Store
-    from adapters.summary import unread_verdicts
-    from judgecore.summary import unreadable_warning
-
-    store = Store.open_readonly(state)
-    try:
-        counts = unread_verdicts(store)
-    finally:
-        store.close()
-    return unreadable_warning(*counts) if counts is not None else None
 
 
 def _counts_with_verdicts(store: Any) -> dict[str, int]:

@@ -106,6 +106,8 @@ class JudgeResult:
     spend_usd: float | None = None
     all_sync_usd: float | None = None
     estimate_usd: float | None = None
+    #: succeeded answers whose verdict could not be read (`VERDICT_UNPARSED`), as the output counts them
+    unparsed: int = 0
 
     def to_pandas(self) -> Any:
         """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""
@@ -272,6 +274,7 @@ async def _run(
                             spend_usd=money.spend_usd,
                             all_sync_usd=money.all_sync_usd,
                             estimate_usd=money.estimate_usd,
+                            unparsed=written.unparsed,
                         )
                     case _:  # pragma: no cover
                         assert_never(action)

@@ -117,6 +117,8 @@ def collect_records(
 class Written:
     counts: Mapping[str, int]
     records: Mapping[str, dict[str, Any]]
+    #: the answers the verdict spec could not read (`VERDICT_UNPARSED` misses)
+    unparsed: int = 0
 
 
 def write_output(
@@ -138,13 +140,17 @@ def write_output(
     if reuse and not keep and out is not None:
         kept = store.get_meta("output") or {}
         if kept.get("stamp") is not None and kept["stamp"] == _output_stamp(store, items, out, verdict):
-            return Written(counts=kept["counts"], records={})
+            return Written(counts=kept["counts"], records={}, unparsed=kept.get("unparsed", 0))
     counts = dict.fromkeys(TALLY, 0)
     records: dict[str, dict[str, Any]] = {}
+    unparsed = 0
 
     def rows() -> Iterator[dict[str, Any]]:
+        nonlocal unparsed
         for r in iter_records(store, items, verdict):
             counts[r["status"]] += 1
+            if r["error"] is not None and r["error"]["class"] == "VERDICT_UNPARSED":
+                unparsed += 1
             if keep:
                 records[r["id"]] = r
             yield r
@@ -153,11 +159,12 @@ def write_output(
         from adapters.writers import write_records
 
         write_records(out, rows())  # in the format of its extension
-        store.set_meta("output", {"stamp": _output_stamp(store, items, out, verdict), "counts": counts})
+        stamp = _output_stamp(store, items, out, verdict)
+        store.set_meta("output", {"stamp": stamp, "counts": counts, "unparsed": unparsed})
     else:
         for _ in rows():
             pass
-    return Written(counts=counts, records=records)
+    return Written(counts=counts, records=records, unparsed=unparsed)
 
 
 def _output_stamp(

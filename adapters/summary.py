@@ -63,22 +63,6 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
     return Budget(cap=cap, spent=store.spent_usd(price) if price is not None else 0.0)
 
 
-def unread_verdicts(store: Store) -> tuple[int, int] | None:
-    """`(unread, read)`: the succeeded answers whose verdict the kept spec cannot read, and those it
-    reads; None for a job without a verdict spec."""
-    kept = store.get_meta("verdict")
-    if not kept:
-        return None
-    spec = spec_from_json(kept, sendable=False)
-    unread = read = 0
-    for text in store.succeeded_texts():
-        if isinstance(parse_verdict(text, spec), Unscored):
-            unread += 1
-        else:
-            read += 1
-    return unread, read
-
-
 def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:
     """`counts` (by stored status) with the kept verdict spec applied, as the output reports them: a
     succeeded answer whose verdict cannot be read counts as a miss. Unchanged for a job without one."""
