@@ -109,8 +109,8 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float] | None:
     return (m - half, m + half)
 
 
-def wilson_ci95(k: int, n: int) -> tuple[float, float] | None:
-    """The 95% Wilson score interval of a share k/n; None when n is 0."""
+def wilson_ci95(k: float, n: int) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of a share k/n (k may be fractional: a tie counts half); None when n is 0."""
     if n == 0:
         return None
     p = k / n

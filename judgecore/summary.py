@@ -18,7 +18,12 @@ from typing import Any
 
 import attrs
 
+from judgecore import figures as fig
+from judgecore.compare import Difference, differences
+from judgecore.figures import FORMATS
+from judgecore.headline import headline_lines
 from judgecore.outcomes import FailureClass
+from judgecore.reliability import Designs, designs_of
 from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
 from judgecore.stats import (
     LabelStats,
@@ -105,6 +110,10 @@ class Summary:
     groups: tuple[tuple[Any, Group], ...]
     reference_key: str | None
     money: Money
+    #: with `--by` and two or more groups: every pair's difference (`judgecore.compare`)
+    differences: tuple[Difference, ...] = ()
+    #: what the judge designs the records carry buy (`judgecore.reliability`)
+    designs: Designs = attrs.field(factory=Designs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +125,9 @@ class Summary:
             "spend_usd": self.money.spend_usd,
             "all_sync_usd": self.money.all_sync_usd,
             "estimate_usd": self.money.estimate_usd,
+            "differences": [d.to_json() for d in self.differences] if self.by else None,
+            **self.designs.to_json(),
+            "formats": FORMATS,
         }
 
 
@@ -241,6 +253,7 @@ def summarize(
     """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored)."""
     rows = list(records)
     groups: list[tuple[Any, Group]] = []
+    scored_by: list[tuple[Any, list[Any], int]] = []
     if by is not None:
         buckets: dict[str, tuple[Any, list[Mapping[str, Any]]]] = {}
         for r in rows:
@@ -250,28 +263,31 @@ def summarize(
         for key in sorted(buckets, key=lambda k: (k == NO_VALUE, k)):
             value, members = buckets[key]
             groups.append((value, group_of(members, score_field=score_field, reference=reference)))
+            if key != NO_VALUE:
+                values = [s for r in members if (s := _score(r, score_field)) is not None]
+                scored_by.append((value, values, len(members)))
+    overall = group_of(rows, score_field=score_field, reference=reference)
+    numeric = isinstance(overall.score, NumericStats)
+    if not numeric:
+        scored_by = [(g, [_label(v) for v in vs], n) for g, vs, n in scored_by]
     return Summary(
-        overall=group_of(rows, score_field=score_field, reference=reference),
+        overall=overall,
         score_field=score_field,
         verdict_kind=verdict_kind,
         by=by,
         groups=tuple(groups),
         reference_key=reference,
         money=money,
+        differences=differences(scored_by, numeric=numeric) if len(scored_by) >= 2 else (),
+        designs=designs_of(rows, score_field),
     )
 
 
 # -- text ----------------------------------------------------------------------------------------------
 
 
-def _f(x: float | None, digits: int = 2) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.{digits}f}" if not float(x).is_integer() else f"{int(x)}"
-
-
-def _usd(x: float | None) -> str:
-    return "unknown" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+_f = fig.score  # the one rule for every figure (`judgecore.figures`)
+_usd = fig.usd
 
 
 def _score_line(stats: NumericStats | LabelStats | None) -> str:
@@ -286,7 +302,9 @@ def _score_line(stats: NumericStats | LabelStats | None) -> str:
     parts = []
     for label, c in stats.counts:
         ci = wilson_ci95(c, stats.n)
-        parts.append(f"{label} {c} ({c / stats.n:.1%}, 95% CI {ci[0]:.1%} to {ci[1]:.1%})" if ci else label)
+        parts.append(
+            f"{label} {c} ({fig.share(c / stats.n)}, 95% CI {fig.interval(ci, 'share')})" if ci else label
+        )
     return ", ".join(parts)
 
 
@@ -333,8 +351,12 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
         weights = " (quadratic-weighted)" if r.kappa_weights else ""
         lines.append(
             f"  reference {s.reference_key!r}: {r.n:,} scored items have one; agreement "
-            f"{'-' if r.agreement is None else f'{r.agreement:.1%}'}, kappa {_f(r.kappa, 3)}{weights}"
-            + (f", pearson {_f(r.pearson, 3)}, spearman {_f(r.spearman, 3)}" if r.kappa_weights else "")
+            f"{fig.share(r.agreement)}, kappa {fig.coefficient(r.kappa)}{weights}"
+            + (
+                f", pearson {fig.coefficient(r.pearson)}, spearman {fig.coefficient(r.spearman)}"
+                if r.kappa_weights
+                else ""
+            )
         )
         if r.labels:
             lines.append("    confusion (rows: reference, columns: judge)")
@@ -342,6 +364,7 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             lines.append(f"    {'':>10}{head}")
             for v, row in zip(r.labels, r.matrix, strict=True):
                 lines.append(f"    {_label(v)[:10]:>10}" + "".join(f"{c:>9,}" for c in row))
+    lines.extend(headline_lines(s))
     m = s.money
     lines.append(
         f"  spend        {_usd(m.spend_usd)} (all-sync would have cost {_usd(m.all_sync_usd)}; "
