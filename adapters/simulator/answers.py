@@ -22,6 +22,7 @@ import attrs
 import orjson
 
 from .subset import output_config_problem
+from .verdict_lines import answer_lines, format_lines
 from .wire import unit_float
 
 #: Marker name -> batch outcome name (see scenario.BATCH_OUTCOMES).
@@ -512,6 +513,14 @@ def answer(
         value = _instance(schema, "", draw, stray)
         text = orjson.dumps(value).decode()
         score = next(iter(drawn.values()), "")
+    elif (lines := format_lines(system_text(params))) is not None:  # the rubric's answer lines, each
+
+        def pick(candidates: Sequence[str], field: str) -> str:
+            first = field == next(x.field for x in lines if x.kind != "text")
+            u = unit_float(seed, "score", digest) if first else unit_float(seed, "line", digest, field)
+            return _pick(candidates, weights if first else {}, n if first else int(u * 2**32), u)
+
+        text, score = answer_lines(lines, pick=pick, rationale=f"{rationale.capitalize()}.")
     else:
         fmt = judge_format(system_text(params))
         picked = _pick(fmt.candidates(), weights, n, unit_float(seed, "score", digest))
