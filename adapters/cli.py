@@ -859,6 +859,7 @@ examples:
   judgecore summary --state runs/j1
   judgecore summary --state runs/j1 --by model --reference gold --html report.html
   judgecore summary --state runs/j1 --verdict new-pattern.json --json     # re-read the answers
+  judgecore summary --state runs/j1 --by model --markdown                 # tables to paste
 """
 
 
@@ -909,6 +910,9 @@ def _add_summary_parser(sub: Any) -> None:
         "--reference", metavar="KEY", help="compare the score with metadata[KEY] (agreement, kappa)"
     )
     su.add_argument("--json", action="store_true", help="one JSON object")
+    su.add_argument(
+        "--markdown", action="store_true", help="the headline tables as Markdown (for a paper draft or a PR)"
+    )
     su.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report")
 
 
@@ -958,13 +962,21 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     from adapters.summary import job_report, summary_json
     from judgecore.summary import render_summary, unreadable_warning
 
-    report = job_report(ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference)
+    if ns.json and ns.markdown:
+        raise UsageError("--json and --markdown: choose one")
+    report = job_report(
+        ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference, full=ns.html is not None
+    )
     overall = report.summary.overall
     unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
     if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):
         print(f"warning: {warning}", file=sys.stderr)
     if ns.json:
         sys.stdout.write(summary_json(report).decode() + "\n")
+    elif ns.markdown:
+        from judgecore.headline import render_markdown
+
+        sys.stdout.write(render_markdown(report.summary, title=f"job in {ns.state}"))
     else:
         sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
     if ns.html is not None:

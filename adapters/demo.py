@@ -91,7 +91,26 @@ def _cache_tokens(records: dict[str, dict[str, Any]]) -> tuple[int, int]:
     )
 
 
-async def _run_job(base_url: str, items: Any, root: Path, name: str, settings: JobSettings, emit: Any) -> Any:
+def _invocation(root: Path, fname: str, name: str, flags: dict[str, Any]) -> dict[str, Any]:
+    """How the CLI would have started this job (kept in its checkpoint, as `run` keeps its own): the
+    report's reproduce command, and `judgecore run --state DIR` resumes it."""
+    common = {"rubric": str(root / "rubric.txt"), "verdict": str(root / "verdict.json")}
+    return {
+        "input": str(root / fname),
+        "out": str(root / f"{name}_output.jsonl"),
+        "flags": {**common, **flags},
+    }
+
+
+async def _run_job(
+    base_url: str,
+    items: Any,
+    root: Path,
+    name: str,
+    settings: JobSettings,
+    emit: Any,
+    invocation: dict[str, Any] | None = None,
+) -> Any:
     import anthropic
 
     # One client per event loop: an async client's connection pool belongs to the loop it ran on.
@@ -104,6 +123,7 @@ async def _run_job(base_url: str, items: Any, root: Path, name: str, settings: J
             client=client,
             out=root / f"{name}_output.jsonl",
             progress=emit,
+            invocation=invocation,
         )
 
 
@@ -121,6 +141,7 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="judgecore-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     (root / "rubric.txt").write_text(RUBRIC)
+    (root / "verdict.json").write_bytes(orjson.dumps(VERDICT.to_json()))
     _write_jsonl(root / "batch_items.jsonl", _items(n, "essay", faults=True))
     _write_jsonl(root / "sync_items.jsonl", _items(40, "critical", faults=False))
     model = "claude-sonnet-4-6"
@@ -129,6 +150,10 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     print(f"judgecore demo: simulator on loopback, job files in {root}", file=sys.stderr)
     results = {}
     with serve(Simulator(scenario)) as server:
+        batch_flags = {"model": model, "otpm": 400_000, "poll_interval": 0.25, "max_batch_requests": 1000}
+        if n < 2000:
+            batch_flags["force_batch"] = True
+        flags = {"batch": batch_flags, "sync": {"model": model, "concurrency": 8}}
         jobs = [
             (
                 "batch",
@@ -149,7 +174,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             print(f"\n== {name} job: {plural(len(items), 'item')} ==", file=sys.stderr)
             with contextlib.ExitStack() as stack:
                 emit = stderr_progress(stack)
-                result = asyncio.run(_run_job(server.base_url, items, root, name, settings, emit))
+                invocation = _invocation(root, fname, name, flags[name])
+                result = asyncio.run(_run_job(server.base_url, items, root, name, settings, emit, invocation))
             results[name] = result
     elapsed = time.monotonic() - started
     print("\n== summary ==")

@@ -226,6 +226,9 @@ async def _run(
             raise UsageError(str(exc)) from None
         if invocation is not None:
             store.set_meta("invocation", dict(invocation))
+        store.set_meta(
+            "rubric", {"text": rubric}
+        )  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
         run = _machine(job, history_from_store(store), settings)
         ports: Ports | None = None

@@ -23,6 +23,7 @@ memory file are created mode 0600 in a directory of mode 0700; no credential is 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -448,6 +449,36 @@ class Store:
             )
             for r in self._conn.execute(q)
         ]
+
+    def usage_by_model(self) -> list[tuple[str | None, str, Usage]]:
+        """Every billed answer's usage summed per answering model and route (a panel's spend per judge)."""
+        q = (
+            "SELECT model, route, SUM(json_extract(usage, '$.input_tokens')), "
+            "SUM(json_extract(usage, '$.output_tokens')), SUM(json_extract(usage, '$.cache_creation_input_tokens')), "
+            "SUM(json_extract(usage, '$.cache_read_input_tokens')) FROM outcomes WHERE usage IS NOT NULL "
+            "GROUP BY model, route ORDER BY model, route"
+        )
+        return [
+            (
+                r[0],
+                r[1],
+                Usage(
+                    input_tokens=r[2],
+                    output_tokens=r[3],
+                    cache_creation_input_tokens=r[4],
+                    cache_read_input_tokens=r[5],
+                ),
+            )
+            for r in self._conn.execute(q)
+        ]
+
+    def items_digest(self) -> str:
+        """One SHA-256 over every item's id and content digest, in input order: what the job judged,
+        whatever file it was read from."""
+        h = hashlib.sha256()
+        for item_id, digest in self._conn.execute("SELECT item_id, digest FROM items ORDER BY seq"):
+            h.update(f"{item_id}\x00{digest}\n".encode())
+        return h.hexdigest()
 
     def timeline(self) -> list[tuple[float, str, int | None, str]]:
         """`(at, route, sub_id, status)` of every recorded outcome, oldest first (the report's timeline)."""

@@ -22,6 +22,8 @@ from judgecore.spend import Budget, Money, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
 if TYPE_CHECKING:
+    from adapters.report.gather import Example, Provenance
+    from judgecore.examples import ExampleGroup
     from judgecore.summary import Summary
 
 # The statistics (`judgecore.summary`, `statistics`) and the output records (`adapters.job`) are
@@ -104,12 +106,28 @@ class JobReport:
     route: Mapping[str, Any] | None
     timeline: tuple[tuple[float, str, int | None, str], ...]
     sub_batches: tuple[SubBatchRow, ...]
+    #: what the HTML report adds: who judged how (`adapters.report.gather`), and the judge's own words
+    provenance: Provenance | None = None
+    examples: tuple[tuple[ExampleGroup, tuple[Example, ...]], ...] = ()
+    #: items sent more than once (a retry, a resumed run)
+    retried: int = 0
 
 
 def job_report(
-    state_dir: Path, *, verdict_path: Path | None = None, by: str | None = None, reference: str | None = None
+    state_dir: Path,
+    *,
+    verdict_path: Path | None = None,
+    by: str | None = None,
+    reference: str | None = None,
+    now: float | None = None,
+    full: bool = True,
 ) -> JobReport:
-    """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec."""
+    """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec.
+    `full`: also what only the HTML report shows (provenance, examples); `now`: the report's date
+    (default: the clock now)."""
+    import time
+
+    from adapters.report.gather import examples, provenance
     from judgecore.summary import metadata_key_problem, summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
@@ -139,6 +157,11 @@ def job_report(
             route=store.get_meta("route"),
             timeline=tuple(store.timeline()),
             sub_batches=tuple(store.sub_batches()),
+            provenance=provenance(store, state_dir, records, time.time() if now is None else now)
+            if full
+            else None,
+            examples=examples(store, records, spec.score if spec else None) if full else (),
+            retried=sum(1 for r in records if (r.get("attempts") or 0) > 1),
         )
     finally:
         store.close()

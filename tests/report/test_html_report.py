@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import orjson
 import pytest
 
 from adapters.simulator import Scenario, Simulator, serve
-from tests.integration.conftest import ROOT
+from tests.integration.conftest import ROOT, cli_in_process
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium)")
@@ -110,39 +111,67 @@ def job(tmp_path_factory) -> Path:
 
 def _write_report(state: Path, out: Path) -> subprocess.CompletedProcess[str]:
     args = ["summary", "--state", str(state), "--by", "model", "--reference", "gold", "--html", str(out)]
-    return subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *args], cwd=ROOT, capture_output=True, text=True, check=False
-    )
+    return cli_in_process(args, env={k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")})
 
 
-def test_the_report_is_one_file_with_inline_plots_and_nothing_to_fetch(job, tmp_path):
-    out = tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def report(job, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.html"
     res = _write_report(job, out)
     assert 0 == res.returncode, res.stderr
-    page = out.read_text()
-    assert 4 <= page.count("<svg")
+    return out
+
+
+def test_the_report_is_one_file_with_inline_plots_and_nothing_to_fetch(report):
+    page = report.read_text()
+    assert 6 <= page.count("<svg")
     assert [] == re.findall(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
     assert [] == [x for x in ("<script", "<link", "@import") if x in page]
-    assert "VERDICT_UNPARSED" in page and "model=alpha" in page
+    assert "VERDICT_UNPARSED" in page and "<td>alpha</td>" in page
     # refusals are counted apart from other misses: a column of the items table, a class of their own
     assert "<th>refused</th>" in page and "MODEL_REFUSAL" in page
 
 
+# The test's own probe, added to a copy of the page (the report has no script): every <details> opened,
+# then the page's width against the window's, each element whose content is wider than its box (cut
+# off, or behind a scrollbar), and the section headings, logged as one console line.
+PROBE = """<script>
+document.querySelectorAll("details").forEach((d) => { d.open = true; });
+const cut = [...document.querySelectorAll("body *")]
+  .filter((e) => !(e instanceof SVGElement) && e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
+  .map((e) => e.tagName + "." + e.className);
+console.log("JUDGECORE-PROBE " + JSON.stringify({
+  sw: document.documentElement.scrollWidth, iw: window.innerWidth, cut: cut,
+  h2: [...document.querySelectorAll("h2")].map((h) => h.textContent)}));
+</script></body>"""
+
+SECTIONS = ["Results", "The judge's own words", "Provenance", "Run health"]
+
+
 @needs_chromium
-def test_the_report_renders_offline_in_headless_chromium_with_its_plots(job, tmp_path):
-    out = tmp_path / "report.html"
-    assert 0 == _write_report(job, out).returncode
-    dom, console, tried = _chromium(out, tmp_path)
-    assert "" == console
-    assert set() == {u for u in tried if u in out.read_text()}
-    svgs = re.findall(r"<svg\b.*?</svg>", dom, flags=re.S)
-    assert 4 <= len(svgs) and all("<path" in s for s in svgs)
+@pytest.mark.parametrize("width", [1280, 800])
+def test_the_report_renders_offline_at_1280_and_800_px_with_nothing_cut_off(report, tmp_path, width):
+    """One render per width: no console message, no horizontal scroll, nothing cut off, every section."""
+    probed = tmp_path / "probed.html"
+    probed.write_text(report.read_text().replace("</body>", PROBE))
     shot = tmp_path / "report.png"
-    _chromium(out, tmp_path, "--window-size=1100,3600", f"--screenshot={shot}")
+    _, console, tried = _chromium(probed, tmp_path, f"--window-size={width},900", f"--screenshot={shot}")
+    lines = console.splitlines()
+    probe = [line for line in lines if "JUDGECORE-PROBE" in line]
+    assert [] == [line for line in lines if "JUDGECORE-PROBE" not in line]
+    assert 1 == len(probe)
+    seen = orjson.loads(
+        re.search(r'JUDGECORE-PROBE (\{.*\})", source', probe[0]).group(1).replace('\\"', '"')
+    )
+    assert width == seen["iw"]
+    assert seen["sw"] <= width, f"horizontal scroll: the page is {seen['sw']} px wide"
+    assert [] == seen["cut"]
+    assert SECTIONS == seen["h2"]
+    assert set() == {u for u in tried if u in report.read_text()}
     assert shot.stat().st_size > 10_000
     keep = ROOT / ".screenshots"
     if keep.is_dir():  # `mkdir .screenshots` to look at the last one
-        shutil.copy(shot, keep / "report.png")
+        shutil.copy(shot, keep / f"report-{width}.png")
 
 
 @needs_chromium
@@ -185,9 +214,8 @@ def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
         JobReport(state_dir=Path("s"), summary=summary, model=None, route=None, timeline=(), sub_batches=())
     )
     assert "No answer recorded yet." in page and "a&lt;b&gt;" in page and "a<b>" not in page
-    assert 2 == page.count(
-        "<svg"
-    )  # where the items went, and the labels (overall and per group); no spend plot
+    # the score panel, the distributions, the confusion heatmap, where the items went; no spend plot
+    assert 4 == page.count("<svg")
     empty = summarize([rec("pending", None, None)], score_field=None)
     assert "<svg" in render_html(
         JobReport(state_dir=Path("s"), summary=empty, model=None, route=None, timeline=(), sub_batches=())

@@ -1,0 +1,200 @@
+"""What the report reads from a checkpoint besides the summary: provenance, spend per model, examples.
+
+Everything here comes from the checkpoint (the rubric, the manifest, the remembered invocation, the
+items' kept messages and answers) and from the installed packages' versions; the input file is read only
+to take its digest, and only when it is still where the job read it. The API key is never in the
+checkpoint, so it cannot reach the report.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib.metadata
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from adapters.store import Store
+from judgecore.examples import ExampleGroup, choose_examples, excerpt, prompt_of
+from judgecore.spend import price_for, spend_of
+
+
+@attrs.frozen(kw_only=True)
+class Example:
+    custom_id: str
+    item_id: str
+    prompt: str
+    text: str
+    verdict: Any
+    status: str
+    error_class: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ModelSpend:
+    model: str
+    answers_usd: float | None
+    all_sync_usd: float | None
+
+
+@attrs.frozen(kw_only=True)
+class Provenance:
+    generated: str
+    first_answer: str | None
+    last_answer: str | None
+    judgecore_version: str
+    sdk_version: str
+    models: tuple[str, ...]
+    manifest: Mapping[str, Any]
+    rubric: str | None
+    verdict_spec: Mapping[str, Any] | None
+    settings: tuple[tuple[str, Any], ...]
+    input_path: str | None
+    input_sha256: str | None
+    items_sha256: str
+    reproduce: str | None
+    resume: str
+    spend_by_model: tuple[ModelSpend, ...]
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _when(at: float | None) -> str | None:
+    if at is None:
+        return None
+    return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _file_sha256(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        with Path(path).open("rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+#: Flags that shape what a request asks, shown as the job's settings (operational flags are not).
+_SHAPING = (
+    "model",
+    "max_tokens",
+    "thinking",
+    "template",
+    "samples",
+    "pairwise",
+    "judge",
+    "rubric",
+    "verdict",
+)
+_SKIP = frozenset({"command", "state", "input", "out", "json", "dry_run"})
+
+
+def _reproduce(invocation: Mapping[str, Any] | None, state: Path) -> str | None:
+    """The command line that starts this job again (a new `--state` to run it afresh)."""
+    if not invocation:
+        return None
+    args = ["judgecore", "run", str(invocation.get("input")), "--state", str(state)]
+    if invocation.get("out"):
+        args += ["--out", str(invocation["out"])]
+    for dest, value in sorted((invocation.get("flags") or {}).items()):
+        if dest in _SKIP or value is None or value is False or value == []:
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, list):
+            for v in value:
+                args += [flag, str(v)]
+        else:
+            args += [flag, str(value)]
+    return shlex.join(args)
+
+
+def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], now: float) -> Provenance:
+    manifest = store.get_meta("manifest") or {}
+    invocation = store.get_meta("invocation")
+    flags = (invocation or {}).get("flags") or {}
+    times = [t[0] for t in store.timeline()]
+    models = tuple(
+        sorted({str(r["model"]) for r in records if r.get("model")} or {str(manifest.get("model"))})
+    )
+    spend = []
+    by_model: dict[str, list[Any]] = {}
+    for model, route, usage in store.usage_by_model():
+        by_model.setdefault(str(model or manifest.get("model")), []).append((route, usage))
+    for model, answers in sorted(by_model.items()):
+        price = price_for(model)
+        s = spend_of(answers, price) if price is not None else None
+        spend.append(
+            ModelSpend(
+                model=model, answers_usd=s.spent if s else None, all_sync_usd=s.all_sync if s else None
+            )
+        )
+    settings = [(k, manifest[k]) for k in manifest if not k.endswith("sha256")]
+    settings += [
+        (k, flags[k]) for k in _SHAPING if k not in manifest and flags.get(k) not in (None, False, [])
+    ]
+    input_path = str(invocation["input"]) if invocation and invocation.get("input") else None
+    return Provenance(
+        generated=_when(now) or "",
+        first_answer=_when(min(times)) if times else None,
+        last_answer=_when(max(times)) if times else None,
+        judgecore_version=_version("judgecore"),
+        sdk_version=_version("anthropic"),
+        models=models,
+        manifest=manifest,
+        rubric=(store.get_meta("rubric") or {}).get("text"),
+        verdict_spec=store.get_meta("verdict"),
+        settings=tuple(settings),
+        input_path=input_path,
+        input_sha256=_file_sha256(input_path),
+        items_sha256=store.items_digest(),
+        reproduce=_reproduce(invocation, state),
+        resume=shlex.join(["judgecore", "run", "--state", str(state)]),
+        spend_by_model=tuple(spend),
+    )
+
+
+def examples(
+    store: Store, records: Sequence[Mapping[str, Any]], score_field: str | None
+) -> tuple[tuple[ExampleGroup, tuple[Example, ...]], ...]:
+    """A few items per score value and failure class, seeded by the job's own key (the same checkpoint
+    always shows the same ones), each with its prompt as sent, the judge's text and the verdict."""
+    seed = str(store.get_meta("custom_id_job") or orjson.dumps(store.get_meta("manifest") or {}).decode())
+    groups = choose_examples(records, score_field=score_field, seed=seed)
+    by_id = {r["custom_id"]: r for r in records}
+    out = []
+    for g in groups:
+        shown = []
+        for cid in g.custom_ids:
+            r = by_id[cid]
+            try:
+                (raw,) = store.messages_of([cid])
+                messages = orjson.loads(raw)
+                prompt = prompt_of(messages if isinstance(messages, list) else [])
+            except (KeyError, orjson.JSONDecodeError):
+                prompt = ""
+            shown.append(
+                Example(
+                    custom_id=cid,
+                    item_id=str(r.get("id")),
+                    prompt=excerpt(prompt),
+                    text=excerpt(r.get("text"), 900),
+                    verdict=r.get("verdict"),
+                    status=str(r.get("status")),
+                    error_class=(r.get("error") or {}).get("class"),
+                )
+            )
+        out.append((g, tuple(shown)))
+    return tuple(out)
