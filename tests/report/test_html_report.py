@@ -64,6 +64,10 @@ def _chromium(page: Path, tmp: Path, *extra: str) -> tuple[str, str, set[str]]:
     return res.stdout, "\n".join(console), tried
 
 
+#: The job's API key: never in the checkpoint, so never in a report or an example.
+KEY = "sk-ant-api03-NEVER-IN-A-REPORT-4242"
+
+
 @pytest.fixture(scope="module")
 def job(tmp_path_factory) -> Path:
     """A finished job's checkpoint: a pattern verdict, three groups, unparseable answers, truncations,
@@ -95,7 +99,7 @@ def job(tmp_path_factory) -> Path:
     )
 
     async def run(base_url: str) -> None:
-        async with anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-t", max_retries=0) as client:
+        async with anthropic.AsyncAnthropic(base_url=base_url, api_key=KEY, max_retries=0) as client:
             await ajudge(
                 items_from_objects(rows),
                 rubric="Grade on a 1-5 scale; end with 'Score: N'.",
@@ -220,3 +224,155 @@ def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
     assert "<svg" in render_html(
         JobReport(state_dir=Path("s"), summary=empty, model=None, route=None, timeline=(), sub_batches=())
     )
+
+
+def test_examples_are_the_same_for_the_same_checkpoint_and_quote_only_the_checkpoint(job, report):
+    """Seeded by the job's own key: two reports show the same items, each quoting the item's own prompt
+    and answer; the API key is in neither the page nor the checkpoint."""
+    from adapters.store import Store
+    from adapters.summary import job_report, records_from_store
+    from judgecore import spec_from_json
+
+    first, second = job_report(job, by="model"), job_report(job, by="model")
+    assert first.examples == second.examples
+    groups = {g.key for g, _ in first.examples}
+    assert {"VERDICT_UNPARSED", "MODEL_REFUSAL", "MODEL_TRUNCATION"} <= groups
+    store = Store.open_readonly(job)
+    try:
+        records = {
+            r["custom_id"]: r
+            for r in records_from_store(store, spec_from_json({"pattern": r"^Score: (?P<score>\d+)"}))
+        }
+    finally:
+        store.close()
+    for g, shown in first.examples:
+        assert 1 <= len(shown) <= 2
+        for e in shown:
+            r = records[e.custom_id]
+            assert (r["text"] or "").startswith(e.text.removesuffix(" …"))
+            assert e.prompt.startswith(f"answer #{r['id'][1:]}")
+            if g.kind == "score":
+                assert g.key == str(r["verdict"]["score"])
+            else:
+                assert g.key == r["error"]["class"]
+    page = report.read_text()
+    assert KEY not in page
+    assert all(KEY.encode() not in f.read_bytes() for f in job.rglob("*") if f.is_file())
+
+
+def test_provenance_names_the_rubric_versions_and_what_was_judged(job, report):
+    import importlib.metadata
+
+    from adapters.store import Store
+
+    page = report.read_text()
+    assert "Grade on a 1-5 scale; end with &#x27;Score: N&#x27;." in page
+    assert importlib.metadata.version("anthropic") in page and "anthropic SDK" in page
+    store = Store.open_readonly(job)
+    try:
+        assert store.items_digest() in page
+    finally:
+        store.close()
+    assert "judgecore run --state" in page  # the resume command
+    assert "(started from the Python API)" in page  # no invocation to reproduce from
+
+
+def test_one_number_format_for_a_figure_across_text_markdown_json_and_the_page(job, report):
+    from adapters.summary import job_report, summary_json
+    from judgecore import figures
+    from judgecore.headline import render_markdown
+    from judgecore.summary import render_summary
+
+    r = job_report(job, by="model", reference="gold", full=False)
+    mean = figures.score(r.summary.overall.score.mean)
+    agreement = figures.share(r.summary.overall.reference.agreement)
+    for text in (render_summary(r.summary), render_markdown(r.summary), report.read_text()):
+        assert mean in text and agreement in text
+    data = orjson.loads(summary_json(r))
+    assert figures.FORMATS == data["formats"]
+    assert 3 == len(data["differences"])  # alpha-beta, alpha-gamma, beta-gamma
+    assert all(k not in data for k in ("samples", "pairwise", "panel"))  # a job without judge designs
+
+
+def test_summary_markdown_prints_the_headline_tables(job):
+    res = cli_in_process(
+        ["summary", "--state", str(job), "--by", "model", "--reference", "gold", "--markdown"], env={}
+    )
+    assert 0 == res.returncode, res.stderr
+    assert res.stdout.startswith("### job in ")
+    assert "| model | items | scored | score | 95% CI |" in res.stdout
+    assert "| beta - alpha |" in res.stdout and "Agreement with the reference `gold`" in res.stdout
+    both = cli_in_process(["summary", "--state", str(job), "--json", "--markdown"], env={})
+    assert 2 == both.returncode and "choose one" in both.stderr
+
+
+def _design_records():
+    rows = []
+    for k in range(12):
+        a, b = ("x", "y")
+        first, second = ("x", "x") if k % 3 else ("x", "y")  # every third item: the orders disagree
+        winner = first if first == second else "tie"
+        rows.append(
+            {
+                "id": f"i{k}",
+                "custom_id": f"c{k}",
+                "status": "succeeded",
+                "error": None,
+                "text": "Winner: A",
+                "metadata": {"m": "p" if k % 2 else "q"},
+                "verdict": {
+                    "score": winner,
+                    "winner": winner,
+                    "consistent": first == second,
+                    "orders": [{"first": a, "choice": first}, {"first": b, "choice": second}],
+                },
+                "samples": [
+                    {"status": "succeeded", "text": "t", "verdict": {"score": v}}
+                    for v in (k % 5, k % 5, (k + 1) % 5)
+                ],
+                "agreement": 2 / 3,
+                "judges": {
+                    "m-one": {"score": k % 5},
+                    "m-two": {"score": (k * 2) % 5},
+                    "m-three": {"score": k % 4},
+                },
+            }
+        )
+    return rows
+
+
+def test_design_figures_appear_in_the_text_markdown_and_page_only_when_the_records_carry_them():
+    from adapters.html_report import render_html
+    from adapters.summary import JobReport
+    from judgecore.headline import render_markdown
+    from judgecore.summary import render_summary, summarize
+
+    s = summarize(_design_records(), score_field="score", verdict_kind="pattern", by="m")
+    p = s.designs.pairwise
+    assert ("x", "y", 12, 8) == (p.a, p.b, p.items, p.consistent)
+    assert pytest.approx((8 + 4 / 2) / 12) == p.win_rate_a
+    text, markdown = render_summary(s), render_markdown(s)
+    page = render_html(
+        JobReport(state_dir=Path("s"), summary=s, model=None, route=None, timeline=(), sub_batches=())
+    )
+    for out in (text, markdown, page):
+        assert "win rate of x over y (ties split)" in out and "position consistency" in out
+        assert "Krippendorff" in out and "score by m-two" in out
+    assert "<h2>Judge designs</h2>" in page
+    plain = summarize(
+        [{**r, "samples": None, "judges": None, "verdict": {"score": 3}} for r in _design_records()],
+        score_field="score",
+    )
+    assert not plain.designs.any
+    assert "Judge designs" not in render_html(
+        JobReport(state_dir=Path("s"), summary=plain, model=None, route=None, timeline=(), sub_batches=())
+    )
+
+
+def test_a_sync_only_timeline_is_shown_only_when_it_says_something():
+    from judgecore.health import timeline_says_something
+
+    assert not timeline_says_something(sub_batches=0, answered_at=[1.0, 2.0, 3.0], retried=0)
+    assert timeline_says_something(sub_batches=0, answered_at=[1.0, 2.0, 3.0], retried=1)
+    assert timeline_says_something(sub_batches=0, answered_at=[1.0, 200.0], retried=0)  # stopped, resumed
+    assert timeline_says_something(sub_batches=2, answered_at=[], retried=0)
