@@ -101,6 +101,12 @@ def headline(report: JobReport) -> str:
     return "".join(out)
 
 
+def _span(first: str | None, last: str | None) -> str:
+    if first is None:
+        return "-"
+    return first if first == last else f"{first} to {last}"
+
+
 def who(report: JobReport) -> str:
     """Who judged it how: a short box beside the headline."""
     p = report.provenance
@@ -111,7 +117,7 @@ def who(report: JobReport) -> str:
         ("judge", models),
         ("verdict", f"{spec}, score field {s.score_field}" if s.score_field else spec),
         ("route", str((report.route or {}).get("path", "-"))),
-        ("answered", f"{p.first_answer} to {p.last_answer}" if p and p.first_answer else "-"),
+        ("answered", _span(p.first_answer, p.last_answer) if p else "-"),
         ("spend", fig.usd(s.money.spend_usd)),
     ]
     if p and p.rubric:
@@ -248,11 +254,23 @@ def examples(report: JobReport) -> str:
 
 
 def first_quote(report: JobReport) -> str:
-    """One answer, quoted above the fold: the most frequent score's first example."""
+    """One answer, quoted above the fold: the first example of the score nearest the median (a
+    typical answer), or of the most frequent label."""
     scored = [(g, shown) for g, shown in report.examples if g.kind == "score" and shown]
     if not scored:
         return ""
-    g, shown = max(scored, key=lambda gs: gs[0].total)
+    stats = report.summary.overall.score
+    if isinstance(stats, NumericStats):
+
+        def off(gs: tuple[Any, Any]) -> float:
+            try:
+                return abs(float(gs[0].key) - stats.median)
+            except ValueError:
+                return float("inf")
+
+        g, shown = min(scored, key=off)
+    else:
+        g, shown = max(scored, key=lambda gs: gs[0].total)
     e = shown[0]
     return (
         f"<div class=quote><h3>What the judge wrote (item {esc(e.item_id)}, score {esc(g.key)})</h3>"
@@ -268,7 +286,7 @@ def provenance(report: JobReport) -> str:
     m = report.summary.money
     rows = [
         ("report written", p.generated),
-        ("answers recorded", f"{p.first_answer} to {p.last_answer}" if p.first_answer else "-"),
+        ("answers recorded", _span(p.first_answer, p.last_answer)),
         ("judgecore", p.judgecore_version),
         ("anthropic SDK", p.sdk_version),
         ("model(s)", ", ".join(p.models)),
