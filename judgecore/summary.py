@@ -145,10 +145,14 @@ def _label(v: Any) -> str:
 
 
 def _score(record: Mapping[str, Any], field: str | None) -> Any:
+    """The item's score: `verdict[field]`; for a pairwise verdict without it, the winner (a label)."""
     verdict = record.get("verdict")
     if field is None or verdict is None:
         return None
-    return verdict.get(field)
+    value = verdict.get(field)
+    if value is None and "winner" in verdict and "orders" in verdict:
+        return verdict["winner"]
+    return value
 
 
 def _metadata(record: Mapping[str, Any], key: str) -> Any:

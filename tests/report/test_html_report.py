@@ -359,6 +359,12 @@ def test_design_figures_appear_in_the_text_markdown_and_page_only_when_the_recor
         assert "win rate of x over y (ties split)" in out and "position consistency" in out
         assert "Krippendorff" in out and "score by m-two" in out
     assert "<h2>Judge designs</h2>" in page
+    # a pairwise verdict without the score field is scored by its winner, a label
+    bare = [
+        {**r, "verdict": {k: v for k, v in r["verdict"].items() if k != "score"}} for r in _design_records()
+    ]
+    labels = summarize(bare, score_field="score").overall.score
+    assert {"x": 8, "tie": 4} == dict(labels.counts)
     plain = summarize(
         [{**r, "samples": None, "judges": None, "verdict": {"score": 3}} for r in _design_records()],
         score_field="score",
