@@ -46,6 +46,7 @@ nav { font-size: 0.92em; margin: 0.3em 0 0.8em; } nav a { margin-right: 0.9em; }
   body { max-width: none; margin: 0; font-size: 11px; } nav { display: none; }
   h2 { break-after: avoid; } figure, table, .ex, .who, .quote { break-inside: avoid; }
   details { border: none; padding: 0; } summary { list-style: none; }
+  details::details-content { content-visibility: visible; display: block; }  /* printed open */
   pre { font-size: 9.5px; }
 }
 """
