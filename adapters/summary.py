@@ -56,6 +56,20 @@ def spend_from_store(store: Store) -> Money:
     return Money(spend_usd=spend.spent, all_sync_usd=spend.all_sync, estimate_usd=estimate)
 
 
+def spend_by_model(store: Store) -> list[tuple[str, float | None]]:
+    """US dollars per answering model (a panel's judges), from every billed answer in the checkpoint;
+    None for a model with no price. An answer with no model recorded counts for the job's model."""
+    manifest = store.get_meta("manifest") or {}
+    answers: dict[str, list[Any]] = {}
+    for model, route, usage in store.usage_by_model():
+        answers.setdefault(str(model or manifest.get("model")), []).append((route, usage))
+    out: list[tuple[str, float | None]] = []
+    for model, rows in sorted(answers.items()):
+        price = price_for(model)
+        out.append((model, spend_of(rows, price).spent if price is not None else None))
+    return out
+
+
 def budget_from_store(store: Store, cap: float | None) -> Budget:
     """A run's `Budget`, seeded with the job's spend so far (every billed answer in the checkpoint,
     earlier runs included). Without a price for the job's model only `cap=None` makes sense (the CLI
@@ -149,6 +163,7 @@ def job_report(
             by=by,
             reference=reference,
             money=spend_from_store(store),
+            spend_by_model=spend_by_model(store),
         )
         return JobReport(
             state_dir=state_dir,

@@ -46,8 +46,11 @@ def score_text(stats: NumericStats | LabelStats | None) -> tuple[str, str]:
     return fig.MISSING, fig.MISSING
 
 
-def design_rows(d: Designs) -> list[tuple[str, str, str, str]]:
-    """(design, figure, value, 95% interval or detail) for every design the records carry."""
+def design_rows(
+    d: Designs, spend: Sequence[tuple[str, float | None]] = ()
+) -> list[tuple[str, str, str, str]]:
+    """(design, figure, value, 95% interval or detail) for every design the records carry; `spend`:
+    US dollars per model, shown per judge of a panel."""
     rows: list[tuple[str, str, str, str]] = []
     if (s := d.samples) is not None:
         rows.append(
@@ -87,9 +90,12 @@ def design_rows(d: Designs) -> list[tuple[str, str, str, str]]:
             )
         )
     if (q := d.panel) is not None:
+        spent = dict(spend)
         for j in q.judges:
             value, ci = score_text(j.score)
             rows.append(("panel", f"score by {j.model}", value, ci))
+            if j.model in spent:
+                rows.append(("panel", f"spend by {j.model}", fig.usd(spent[j.model]), f"{j.n:,} verdicts"))
         name = (
             "Cohen's kappa" + (" (quadratic)" if q.weights else "")
             if q.statistic == "cohen_kappa"
@@ -126,7 +132,7 @@ def headline_lines(s: Summary) -> list[str]:
                 f"    {name[:20]:<20} agreement {fig.share(r.agreement)} "
                 f"(95% CI {fig.interval(r.agreement_ci95, 'share')}), kappa {fig.coefficient(r.kappa)}, n {r.n:,}"
             )
-    for design, what, value, detail in design_rows(s.designs):
+    for design, what, value, detail in design_rows(s.designs, s.spend_by_model):
         lines.append(f"  {design:<12} {what}: {value} ({detail})")
     return lines
 
@@ -178,7 +184,7 @@ def render_markdown(s: Summary, *, title: str = "judgecore summary") -> str:
                 ]
             )
         out += _md_table(["group", "pairs", "agreement", "95% CI", "kappa"], body)
-    if design := design_rows(s.designs):
+    if design := design_rows(s.designs, s.spend_by_model):
         out += ["", "Judge designs:", ""]
         out += _md_table(["design", "figure", "value", "95% CI / n"], [list(r) for r in design])
     m = s.money

@@ -114,6 +114,8 @@ class Summary:
     differences: tuple[Difference, ...] = ()
     #: what the judge designs the records carry buy (`judgecore.reliability`)
     designs: Designs = attrs.field(factory=Designs)
+    #: US dollars per answering model (None: no price), as the checkpoint bills them: a panel's spend per judge
+    spend_by_model: tuple[tuple[str, float | None], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,9 +128,17 @@ class Summary:
             "all_sync_usd": self.money.all_sync_usd,
             "estimate_usd": self.money.estimate_usd,
             "differences": [d.to_json() for d in self.differences] if self.by else None,
-            **self.designs.to_json(),
+            **self._designs_json(),
             "formats": FORMATS,
         }
+
+    def _designs_json(self) -> dict[str, Any]:
+        out = self.designs.to_json()
+        if "panel" in out:
+            spend = dict(self.spend_by_model)
+            for judge in out["panel"]["judges"]:
+                judge["spend_usd"] = spend.get(judge["model"])
+        return out
 
 
 def _number(v: Any) -> bool:
@@ -253,6 +263,7 @@ def summarize(
     by: str | None = None,
     reference: str | None = None,
     money: Money = _UNKNOWN_MONEY,
+    spend_by_model: Iterable[tuple[str, float | None]] = (),
 ) -> Summary:
     """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored)."""
     rows = list(records)
@@ -284,6 +295,7 @@ def summarize(
         money=money,
         differences=differences(scored_by, numeric=numeric) if len(scored_by) >= 2 else (),
         designs=designs_of(rows, score_field),
+        spend_by_model=tuple(spend_by_model),
     )
 
 

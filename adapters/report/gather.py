@@ -21,7 +21,6 @@ import orjson
 
 from adapters.store import Store
 from judgecore.examples import ExampleGroup, choose_examples, excerpt, prompt_of
-from judgecore.spend import price_for, spend_of
 
 
 @attrs.frozen(kw_only=True)
@@ -33,13 +32,6 @@ class Example:
     verdict: Any
     status: str
     error_class: str | None
-
-
-@attrs.frozen(kw_only=True)
-class ModelSpend:
-    model: str
-    answers_usd: float | None
-    all_sync_usd: float | None
 
 
 @attrs.frozen(kw_only=True)
@@ -59,7 +51,6 @@ class Provenance:
     items_sha256: str
     reproduce: str | None
     resume: str
-    spend_by_model: tuple[ModelSpend, ...]
 
 
 def _version(dist: str) -> str:
@@ -129,18 +120,6 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
     models = tuple(
         sorted({str(r["model"]) for r in records if r.get("model")} or {str(manifest.get("model"))})
     )
-    spend = []
-    by_model: dict[str, list[Any]] = {}
-    for model, route, usage in store.usage_by_model():
-        by_model.setdefault(str(model or manifest.get("model")), []).append((route, usage))
-    for model, answers in sorted(by_model.items()):
-        price = price_for(model)
-        s = spend_of(answers, price) if price is not None else None
-        spend.append(
-            ModelSpend(
-                model=model, answers_usd=s.spent if s else None, all_sync_usd=s.all_sync if s else None
-            )
-        )
     settings = [(k, manifest[k]) for k in manifest if not k.endswith("sha256")]
     settings += [
         (k, flags[k]) for k in _SHAPING if k not in manifest and flags.get(k) not in (None, False, [])
@@ -162,7 +141,6 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
         items_sha256=store.items_digest(),
         reproduce=_reproduce(invocation, state),
         resume=shlex.join(["judgecore", "run", "--state", str(state)]),
-        spend_by_model=tuple(spend),
     )
 
 

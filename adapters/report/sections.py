@@ -206,19 +206,10 @@ def results_more(report: JobReport) -> str:
 
 
 def designs(report: JobReport) -> str | None:
-    rows = design_rows(report.summary.designs)
+    rows = design_rows(report.summary.designs, report.summary.spend_by_model)
     if not rows:
         return None
     out = [table(["design", "figure", "value", "95% CI / n"], [list(r) for r in rows])]
-    p = report.provenance
-    if report.summary.designs.panel is not None and p and p.spend_by_model:
-        out.append("<h3>Spend per judge</h3>")
-        out.append(
-            table(
-                ["model", "spent", "all-sync"],
-                [[m.model, fig.usd(m.answers_usd), fig.usd(m.all_sync_usd)] for m in p.spend_by_model],
-            )
-        )
     return "".join(out)
 
 
@@ -303,7 +294,7 @@ def provenance(report: JobReport) -> str:
             "spend",
             f"{fig.usd(m.spend_usd)} (all-sync {fig.usd(m.all_sync_usd)}; estimated {fig.usd(m.estimate_usd)})",
         ),
-        *((f"spend: {x.model}", fig.usd(x.answers_usd)) for x in p.spend_by_model),
+        *((f"spend: {model}", fig.usd(usd)) for model, usd in report.summary.spend_by_model),
     ]
     body = "".join(f"<tr><th>{esc(k)}</th><td><code>{esc(v)}</code></td></tr>" for k, v in rows)
     rubric = (

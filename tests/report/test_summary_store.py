@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
 
 from adapters.store import OutcomeRow, Store
@@ -141,3 +142,56 @@ def test_most_answers_unreadable_is_a_warning_at_the_top_of_summary(tmp_path, ca
     err = capsys.readouterr().err
     assert "warning: 2 of 2 answers have no readable verdict (VERDICT_UNPARSED)" in err
     assert unreadable_warning(1, 1) is None and unreadable_warning(0, 0) is None
+
+
+def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reaches_the_json(tmp_path):
+    """Each answer is billed at the price of the model that answered; `summary --json` gives each
+    judge of a panel its spend."""
+    import orjson
+
+    from adapters.summary import spend_by_model, summary_json
+
+    state = tmp_path / "s"
+    store = Store.open(state)
+    store.bind_job({"model": "claude-sonnet-4-6"}, [("c1", "a", "d"), ("c2", "b", "d")])
+    store.set_meta("verdict", {"pattern": r"Score: (?P<score>\d)", "score": "score"})
+
+    def answer(model, tokens):
+        usage = Usage(input_tokens=tokens, output_tokens=tokens // 10)
+        return Outcome(
+            status=Status.SUCCEEDED, failure=None, reason="ok", text="Score: 3", usage=usage, model=model
+        )
+
+    store.record_outcomes(
+        [
+            OutcomeRow(custom_id="c1", outcome=answer("claude-sonnet-4-6", 1000), route="sync", at=1.0),
+            OutcomeRow(custom_id="c2", outcome=answer("claude-haiku-4-5", 3000), route="sync", at=2.0),
+        ]
+    )
+    try:
+        per_model = dict(spend_by_model(store))
+    finally:
+        store.close()
+    assert {"claude-haiku-4-5", "claude-sonnet-4-6"} == set(per_model)
+    haiku = spend_of(
+        [("sync", Usage(input_tokens=3000, output_tokens=300))], DEFAULT_PRICES["claude-haiku-4-5"]
+    )
+    assert pytest.approx(haiku.spent) == per_model["claude-haiku-4-5"]
+    sonnet = spend_of([("sync", Usage(input_tokens=1000, output_tokens=100))], SONNET)
+    assert pytest.approx(sonnet.spent) == per_model["claude-sonnet-4-6"]
+    report = job_report(state, full=False)
+    assert dict(report.summary.spend_by_model) == per_model
+    # a panel's records: the JSON gives each judge its spend
+    from judgecore.summary import summarize
+
+    rows = [
+        {
+            "status": "succeeded",
+            "error": None,
+            "verdict": {"score": 3},
+            "judges": {m: {"score": 3} for m in per_model},
+        }
+    ]
+    s = summarize(rows, score_field="score", spend_by_model=per_model.items())
+    data = orjson.loads(summary_json(attrs.evolve(report, summary=s)))
+    assert per_model == {j["model"]: j["spend_usd"] for j in data["panel"]["judges"]}
