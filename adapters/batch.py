@@ -310,6 +310,7 @@ class BatchShell:
             fatal=fatal[0][1] if fatal else None,
             fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",
             usage=usage_sum(usages),
+            answers=sum(1 for u in usages if u is not None),
         )
 
     def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> list[str]:
