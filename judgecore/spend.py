@@ -111,8 +111,10 @@ class Budget:
         return attrs.evolve(self, reserved=self.reserved + bound)
 
     def settle(self, bound: float, cost: float) -> Budget:
-        """An answer came back: release its bound, add what it really cost."""
-        return attrs.evolve(self, reserved=max(0.0, self.reserved - bound), spent=self.spent + cost)
+        """An answer came back: release its bound, add what it really cost. What is left reserved under
+        a nano-dollar is the rounding of float sums, not a request in flight: it is dropped."""
+        reserved = self.reserved - bound
+        return attrs.evolve(self, reserved=reserved if reserved > 1e-9 else 0.0, spent=self.spent + cost)
 
     def release(self, bound: float) -> Budget:
         """A send answered nothing billable (or a batch line never ran): release its bound."""
