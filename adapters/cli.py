@@ -898,7 +898,8 @@ def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
         "--budget",
         type=_budget,
         metavar="USD",
-        help="a hard cap on what the job spends, in US dollars (needs a model with known prices)",
+        help="a hard cap on what the job spends, in US dollars (needs a model with known prices): sent in "
+        "rounds as real costs replace the bounds; with --dry-run, whether the estimate fits",
     )
 
 

@@ -80,3 +80,54 @@ def test_a_budget_that_cannot_cover_the_job_is_spent_to_90_percent_and_never_mor
     assert total == pytest.approx(cost, rel=0.05), "the capped job and its rerun cost the whole job, once"
     out = [orjson.loads(line) for line in (state / "output.jsonl").read_bytes().splitlines()]
     assert N == len(out) and all(1 == r["attempts"] for r in out), "each item sent once over both runs"
+
+
+def test_dry_run_with_a_budget_says_whether_the_estimate_fits_and_learns_from_the_checkpoint(
+    served, tmp_path
+):
+    """`--dry-run --budget`: a fresh job's estimate against the budget; after a capped run, the plan of
+    what is left is learned from its answers and lands within 25% of what the rerun costs."""
+    srv = served(Scenario(seed=19, batch_seconds=0.05))
+    args = _job(tmp_path, "sync")
+    state = tmp_path / "s"
+    plan = srv.cli([*args, "--state", str(state), "--dry-run", "--json", "--budget", "0.001"])
+    assert 0 == plan.returncode, plan.stderr
+    fresh = orjson.loads(plan.stdout)
+    assert ("assumed", False) == (fresh["estimate_basis"], fresh["budget"]["fits"])
+    assert 0 <= fresh["budget"]["covers"] < N
+    assert [] == list(srv.sim.billed), "a dry run sends nothing"
+
+    first = srv.cli([*args, "--state", str(state), "--budget", "0.02"])
+    assert 3 == first.returncode, first.stderr
+    learned = orjson.loads(srv.cli([*args, "--state", str(state), "--dry-run", "--json"]).stdout)
+    assert learned["estimate_basis"].startswith("learned from ")
+    mark = len(srv.sim.billed)
+    again = srv.cli(["run", "--state", str(state), "--budget", "10"])
+    assert 0 == again.returncode, again.stderr
+    rerun = sum(
+        answer_cost(Usage(**{k: u.get(k) or 0 for k in _USAGE}), price_for(MODEL), r)  # type: ignore[arg-type]
+        for r, u in srv.sim.billed[mark:]
+    )
+    assert learned["estimated_cost_usd"] == pytest.approx(rerun, rel=0.25)
+    text = srv.cli([*args, "--state", str(state), "--dry-run", "--budget", "10"]).stdout
+    assert "budget       $10.00 covers the estimate" in text
+
+
+def test_dry_run_count_tokens_counts_one_prompt_through_the_api_and_bills_nothing(served, tmp_path):
+    srv = served(Scenario(seed=19))
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("Grade the answer from 1 to 5. End with 'Score: N'.\n" * 30)
+    args = [*_job(tmp_path, "batch"), "--rubric", str(rubric), "--state", str(tmp_path / "s"), "--dry-run"]
+    plain = orjson.loads(srv.cli([*args, "--json"]).stdout)
+    counted = srv.cli([*args, "--json", "--count-tokens"])
+    assert 0 == counted.returncode, counted.stderr
+    out = orjson.loads(counted.stdout)
+    asked = [e for e in srv.sim.log if e.path == "/v1/messages/count_tokens"]
+    assert 1 == len(asked), "one prompt shape, counted once"
+    assert [] == list(srv.sim.billed) and not srv.sim.batches, "counting sends no message"
+    assert out["estimated_tokens"]["counted_prompt"] > plain["estimated_tokens"]["rubric_per_request"]
+    assert out["estimate_basis"] == "input from count_tokens; answers assumed"
+    no_key = srv.cli([*args, "--count-tokens"], key="")
+    assert 2 == no_key.returncode and "ANTHROPIC_API_KEY" in no_key.stderr
+    refused = srv.cli([*_job(tmp_path, "batch"), "--state", str(tmp_path / "s"), "--count-tokens"])
+    assert 2 == refused.returncode and "--count-tokens goes with --dry-run" in refused.stderr
