@@ -510,7 +510,7 @@ def render_plan(p: Plan) -> str:
             f"{c.min_tokens:,}-token minimum for {p.model}"
         )
     answers = (
-        f"answers of {p.output_per_answer:,} tokens as {p.basis[len('learned from ') :]} averaged"
+        f"answers of {p.output_per_answer:,} tokens, the mean of {p.basis[len('learned from ') :]} so far"
         if p.basis.startswith("learned")
         else f"answers of about {p.output_per_answer:,} tokens"
     )
