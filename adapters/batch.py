@@ -33,7 +33,7 @@ from judgecore.batchrun import BatchSettings
 from judgecore.chunking import body_size, create_body
 from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
 from judgecore.items import Request, Requests, custom_ids_of
-from judgecore.spend import Budget
+from judgecore.spend import Budget, Expect
 from judgecore.subbatch import SubEvent, SubState, next_state
 
 __all__ = [
@@ -310,6 +310,7 @@ class BatchShell:
             fatal=fatal[0][1] if fatal else None,
             fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",
             usage=usage_sum(usages),
+            answers=sum(1 for u in usages if u is not None),
         )
 
     def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> list[str]:
@@ -345,12 +346,14 @@ async def run_batch(
     total: int | None = None,
     budget: Budget | None = None,
     price: ModelPrice | None = None,
+    expect: Expect | None = None,
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
     `requests` are the job's requests to run on the batch path (ids already final are skipped);
     `total` is the job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the
-    model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint.
+    model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint;
+    `expect` (what one request is expected to cost) is the figure its last line starts from.
     """
     capped = budget is not None and budget.cap is not None
     if budget is not None and capped:
@@ -367,6 +370,7 @@ async def run_batch(
         budget=budget,
         price=price if capped else None,
         cached_bytes=len(template.system_json or b""),
+        expect=expect,
     )
     tasks: dict[asyncio.Task[br.Event], int] = {}
     seq = 0

@@ -194,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan and its estimated cost; send nothing at all"
     )
     g.add_argument("--json", action="store_true", help="with --dry-run: print the plan as one JSON object")
+    g.add_argument(
+        "--count-tokens",
+        action="store_true",
+        help="with --dry-run: ask the API to count one prompt's input tokens (messages.count_tokens: "
+        "free, no message sent; needs ANTHROPIC_API_KEY) and scale the estimate by it",
+    )
     force = g.add_mutually_exclusive_group()
     force.add_argument("--force-sync", action="store_true", help="use the Messages API whatever the size")
     force.add_argument(
@@ -351,7 +357,7 @@ def _read_rubric(path: Path | None) -> str | None:
 
 
 #: `run` flags never remembered: what this one command does, not how the job was started
-_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json"})
+_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json", "count_tokens"})
 #: the manifest's fields, by the flag that sets them (a field that differs names its flag)
 _FLAG_OF = {
     "model": "--model",
@@ -472,6 +478,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError(str(exc)) from None
     if ns.json and not ns.dry_run:
         raise UsageError("--json goes with --dry-run (the output file is JSONL already)")
+    if ns.count_tokens and not ns.dry_run:
+        raise UsageError("--count-tokens goes with --dry-run (a run learns from its answers)")
     if ns.state is None and not ns.dry_run:
         raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
@@ -484,7 +492,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 
     digests = not ns.dry_run or Store.exists(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job, kind=kind))
+    held = bool(ns.dry_run and ns.count_tokens)  # one prompt is counted: the messages are needed
+    items = boxed(load_items(ns.input, hold_messages=held, digests=digests, job=ids_job, kind=kind))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state
@@ -534,7 +543,9 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
     from adapters.job import judge_dry_run
     from judgecore.planning import plan_json, render_plan
 
-    result = judge_dry_run(items, rubric=rubric, state_dir=ns.state or Path(), settings=settings)
+    result = judge_dry_run(
+        items, rubric=rubric, state_dir=ns.state or Path(), settings=settings, count_tokens=ns.count_tokens
+    )
     assert result.plan is not None
     if ns.json:
         import orjson
@@ -887,7 +898,8 @@ def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
         "--budget",
         type=_budget,
         metavar="USD",
-        help="a hard cap on what the job spends, in US dollars (needs a model with known prices)",
+        help="a hard cap on what the job spends, in US dollars (needs a model with known prices): sent in "
+        "rounds as real costs replace the bounds; with --dry-run, whether the estimate fits",
     )
 
 

@@ -16,7 +16,7 @@ from adapters.settings import JobSettings
 from adapters.store import TALLY, Store
 from judgecore.chunking import chunk
 from judgecore.items import Item, Items, Request
-from judgecore.planning import DEFAULT_PRICES, JobPlan, Plan, plan
+from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
 from judgecore.report import record_for  # per output line: not imported in the loop
 from judgecore.routing import Route
 
@@ -197,9 +197,11 @@ def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> Non
 def record_estimate(
     store: Store, job: JobPlan, chosen: Route, rubric: str | None, settings: JobSettings
 ) -> None:
-    """Keep the dry-run's estimate of the whole job on its route, for `status` and `summary` to show
-    beside what was spent."""
-    p = plan_of(job, job.requests, chosen, rubric, settings)
+    """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
+    was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
+    from adapters.summary import learned_from_store
+
+    p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
     store.set_meta(
         "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
     )
@@ -214,13 +216,17 @@ def plan_of(
     *,
     final: int = 0,
     live: int = 0,
+    learned: Learned | None = None,
+    spent: float = 0.0,
+    chunked: bool = True,
 ) -> Plan:
     """The plan of sending `requests` of `job` on `chosen` (chunked into sub-batches on the batch
-    route), with `final` and `live` items counted, not sent: what the dry run prints and a run's
-    estimate."""
+    route, unless `chunked` is False), with `final` and `live` items counted, not sent: what the dry
+    run prints and a run's estimate. `learned` (the checkpoint's answers, a counted prompt) teaches
+    the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
     subs = (
         chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
-        if chosen.path == "batch"
+        if chosen.path == "batch" and chunked
         else ()
     )
     return plan(
@@ -236,6 +242,9 @@ def plan_of(
         live=live,
         thinking=settings.thinking,
         warnings=settings.warnings(),
+        learned=learned,
+        budget=settings.budget,
+        spent=spent,
     )
 
 

@@ -449,6 +449,11 @@ class Store:
             for r in self._conn.execute(q)
         ]
 
+    def billed_answers(self) -> int:
+        """How many answers the API billed (recorded outcomes with usage; an item answered twice counts
+        twice), for the mean usage per answer."""
+        return int(self._conn.execute("SELECT COUNT(*) FROM outcomes WHERE usage IS NOT NULL").fetchone()[0])
+
     def timeline(self) -> list[tuple[float, str, int | None, str]]:
         """`(at, route, sub_id, status)` of every recorded outcome, oldest first (the report's timeline)."""
         q = "SELECT at, route, sub_id, status FROM outcomes ORDER BY at"

@@ -18,6 +18,8 @@ import orjson
 
 from adapters.store import Store, SubBatchRow
 from adapters.usage import UsageError
+from judgecore.outcomes import Usage
+from judgecore.planning import Learned
 from judgecore.spend import Budget, Money, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
@@ -52,6 +54,19 @@ def spend_from_store(store: Store) -> Money:
         return Money(estimate_usd=estimate)
     spend = spend_of(store.usage_by_route(), price)
     return Money(spend_usd=spend.spent, all_sync_usd=spend.all_sync, estimate_usd=estimate)
+
+
+def learned_from_store(store: Store) -> Learned:
+    """What the checkpoint's answers say about the rest of the job (`judgecore.planning.Learned`):
+    how many were billed and their usage summed, over both routes."""
+    sums = [u for _route, u in store.usage_by_route()]
+    total = Usage(
+        input_tokens=sum(u.input_tokens or 0 for u in sums),
+        output_tokens=sum(u.output_tokens or 0 for u in sums),
+        cache_creation_input_tokens=sum(u.cache_creation_input_tokens or 0 for u in sums),
+        cache_read_input_tokens=sum(u.cache_read_input_tokens or 0 for u in sums),
+    )
+    return Learned(answers=store.billed_answers() if sums else 0, usage=total)
 
 
 def budget_from_store(store: Store, cap: float | None) -> Budget:

@@ -53,6 +53,24 @@ _BATCH_PATH: Final = re.compile(r"^/v1/messages/batches/([^/]+)$")
 _BATCH_ACTION: Final = re.compile(r"^/v1/messages/batches/([^/]+)/(cancel|results)$")
 
 
+#: The body fields `messages.count_tokens` takes (the SDK's `MessageCountTokensParams`).
+COUNT_TOKENS_PARAMS = frozenset(
+    {
+        "messages",
+        "model",
+        "cache_control",
+        "output_config",
+        "speed",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "user_profile_id",
+        "workspace_id",
+    }
+)
+
+
 @attrs.frozen(kw_only=True)
 class LogEntry:
     """One handled request. `status` is 0 when the connection was dropped without an answer."""
@@ -432,6 +450,12 @@ class Simulator:
         params = ctx.json_body()
         if not isinstance(params, dict) or not isinstance(params.get("messages"), list):
             return ctx.error("invalid_request_error", "messages: Field required")
+        if "model" not in params:
+            return ctx.error("invalid_request_error", "model: Field required")
+        # the SDK's `MessageCountTokensParams`: no max_tokens, no stream, no metadata, ...
+        extra = sorted(set(params) - COUNT_TOKENS_PARAMS)
+        if extra:
+            return ctx.error("invalid_request_error", f"{extra[0]}: Extra inputs are not permitted")
         if params.get("model") not in self.scenario.models:
             return ctx.error("not_found_error", f"model: {params.get('model')}")
         return ctx.ok({"input_tokens": answers.count_input_tokens(params)})
