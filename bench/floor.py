@@ -79,8 +79,9 @@ with open(out_path, "wb") as out:
     for batch_id in batches:
         while (b := call("GET", f"/v1/messages/batches/{batch_id}"))["processing_status"] != "ended":
             time.sleep(0.2)
-        conn.request("GET", urllib.parse.urlsplit(b["results_url"]).path, headers=headers)
-        r = conn.getresponse()
+        results = http.client.HTTPConnection(url.hostname, url.port)  # read to its end, then closed
+        results.request("GET", urllib.parse.urlsplit(b["results_url"]).path, headers=headers)
+        r = results.getresponse()
         for line in r:
             if not line.strip():
                 continue
@@ -90,6 +91,7 @@ with open(out_path, "wb") as out:
             if res["type"] == "succeeded":
                 text = "".join(c["text"] for c in res["message"]["content"] if c["type"] == "text")
             out.write(orjson.dumps({"custom_id": rec["custom_id"], "status": res["type"], "text": text}) + b"\n")
+        results.close()
 """
 
 
