@@ -33,6 +33,7 @@ from adapters.usage import (
 )
 
 if TYPE_CHECKING:
+    from adapters import finished
     from adapters.job import JobSettings, JudgeResult
     from judgecore.items import Items
 
@@ -486,6 +487,18 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
     _check_manifest(ns, kept, settings.manifest(rubric))
+    done = None
+    if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
+        from adapters import finished
+
+        assert out is not None
+        flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
+        done = finished.key(_invocation(ns, out), [ns.input, *finished.files_of(flags)])
+        if done is not None and (lines := finished.lines_if_finished(ns.state, done, out)) is not None:
+            print("every item is final already: nothing to send, nothing read again", file=sys.stderr)
+            for line in lines:
+                print(line, file=sys.stderr)
+            return EXIT_OK
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests only to check an existing checkpoint.
     from adapters.store import Store, ids_job_for
@@ -499,7 +512,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     assert out is not None  # a run has a --state
     if kind == "inspect":
         _remember_inspect_log(ns.state, ns.input)
-    return _run(ns, argv, items, rubric, settings, out)
+    return _run(ns, argv, items, rubric, settings, out, done)
 
 
 def _input_of(ns: argparse.Namespace) -> Any:
@@ -563,12 +576,15 @@ def _run(
     rubric: str | None,
     settings: JobSettings,
     out: Path,
+    done: finished.FinishedKey | None = None,
 ) -> int:
-    """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe."""
+    """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe;
+    a run that finishes the job keeps the finished-job record `done` (`adapters.finished`)."""
     import asyncio
     import contextlib
     import signal
 
+    from adapters import finished
     from adapters.job import ajudge
     from adapters.progress import plural, stderr_progress
 
@@ -601,6 +617,7 @@ def _run(
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
 
+    finished.clear(ns.state)
     with contextlib.ExitStack() as stack:
         emit = stderr_progress(stack)
         try:
@@ -625,16 +642,20 @@ def _run(
             return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
-    print(f"{summary}; output: {out}", file=sys.stderr)
+    closing = [f"{summary}; output: {out}"]
     if result.cache_hit_rate is not None:
-        print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
-    print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
+        closing.append(f"prompt cache hit rate: {result.cache_hit_rate:.1%}")
+    closing.append(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd))
     from judgecore.summary import unreadable_warning
 
     if settings.verdict is not None and (
         warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0))
     ):
-        print(f"warning: {warning}", file=sys.stderr)
+        closing.append(f"warning: {warning}")
+    for line in closing:
+        print(line, file=sys.stderr)
+    if done is not None and not result.fatal and result.exit_code == EXIT_OK and not c.get("pending"):
+        finished.remember(ns.state, done, out, closing)
     if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
         print(f"judgecore: {result.fatal}", file=sys.stderr)
         return EXIT_FATAL

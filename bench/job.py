@@ -50,12 +50,16 @@ print(code, wall, u.ru_utime + u.ru_stime, u.ru_maxrss)
 """
 
 
-def run(python: str, root: Path, args: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One `judgecore` process: wall, CPU (user + system) and its own peak RSS."""
+def run(
+    python: str, root: Path, args: list[str], env: dict[str, str], module: str | None = "adapters.cli"
+) -> dict[str, float]:
+    """One `judgecore` process (`python -m module args`, or `python args` when `module` is None): wall,
+    CPU (user + system) and its own peak RSS."""
+    head = [python, "-m", module] if module is not None else [python]
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         res = subprocess.run(
-            [sys.executable, "-c", _MEASURE, out, err, python, "-m", "adapters.cli", *args],
+            [sys.executable, "-c", _MEASURE, out, err, *head, *args],
             cwd=root,
             env=env,
             capture_output=True,

@@ -11,6 +11,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `subbatch`: a sub-batch's lifecycle, as a table of legal moves; which states hold ids in flight
 - `batchrun`: the batch run as a machine: given the checkpoint, what to do next, and what each answer means
 - `harvesting`: which of a batch's result lines are ours, and what the breaker lets through
+- `harvestfold`: one harvest as a fold: what each result line means, and what of it to record
 - `polling`: how long to wait for a batch, and when to stop waiting
 - `outcomes`: what one result means
 - `backoff`: how long to wait before a retry
