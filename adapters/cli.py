@@ -252,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="sends per item per run before it stays pending; a rerun gives it a fresh budget (default: %(default)s)",
     )
     _add_scoring_arguments(run)
+    _add_design_arguments(run)
 
     st = sub.add_parser(
         "status",
@@ -333,6 +334,10 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         max_attempts=ns.max_attempts,
         verdict=_verdict_spec(ns.verdict),
         budget=ns.budget,
+        template=_read_template(ns.template),
+        samples=ns.samples,
+        pairwise=tuple(ns.pairwise) if ns.pairwise else None,
+        judges=tuple(ns.judges or ()),
     )
 
 
@@ -359,6 +364,10 @@ _FLAG_OF = {
     "rubric_sha256": "--rubric",
     "verdict_schema_sha256": "--verdict",
     "thinking": "--thinking",
+    "template_sha256": "--template",
+    "samples": "--samples",
+    "pairwise": "--pairwise",
+    "judges": "--judge",
 }
 
 
@@ -413,7 +422,7 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
         given |= {"force_sync", "force_batch"}
     for dest, value in kept["flags"].items():
         if dest not in given and dest not in _NOT_REMEMBERED and hasattr(ns, dest):
-            path = dest in ("rubric", "verdict", "from_inspect") and value is not None
+            path = dest in ("rubric", "verdict", "from_inspect", "template") and value is not None
             setattr(ns, dest, Path(value) if path else value)
     if ns.input is None and getattr(ns, "from_inspect", None) is None:
         ns.input = Path(kept["input"])
@@ -449,7 +458,7 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     key = next(k for k in (*_FLAG_OF, *sorted(set(old) | set(manifest))) if old.get(k) != manifest.get(k))
     flag = _FLAG_OF.get(key, key)
     flags = (kept or {}).get("flags", {})
-    dest = {"--rubric": "rubric", "--verdict": "verdict"}.get(flag)
+    dest = {"--rubric": "rubric", "--verdict": "verdict", "--template": "template"}.get(flag)
     was = flags.get(dest) if dest else None
     old_v = f"{was} ({key} {old.get(key)})" if was else old.get(key)
     new_v = f"{getattr(ns, dest, None)} ({key} {manifest.get(key)})" if dest else manifest.get(key)
@@ -484,7 +493,13 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 
     digests = not ns.dry_run or Store.exists(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job, kind=kind))
+    design = settings.design
+    if design.single and design.template is None:
+        items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job, kind=kind))
+    else:  # each row expanded into its requests (judgecore.designs), their messages built and held
+        from adapters.items_io import load_design_items
+
+        items = boxed(load_design_items(ns.input, design, job=ids_job, kind=kind))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state
@@ -596,7 +611,7 @@ def _run(
             result = asyncio.run(judged())
         except (KeyboardInterrupt, _Terminated):
             stack.close()
-            _write_after_interrupt(items, ns.state, out, settings.verdict)
+            _write_after_interrupt(items, ns.state, out, settings.verdict, settings.design)
             what = "terminated" if terminated else "interrupted"
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
@@ -707,7 +722,9 @@ def command_line(argv: Sequence[str]) -> str:
     return shlex.join([*words, *argv])
 
 
-def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = None) -> None:
+def _write_after_interrupt(
+    items: Any, state: Path, out: Path, verdict: Any = None, design: Any = None
+) -> None:
     """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
     from adapters.job import collect_records
     from adapters.store import Store
@@ -715,7 +732,7 @@ def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = No
 
     store = Store.open(state)
     try:
-        records = collect_records(store, items, verdict)
+        records = collect_records(store, items, verdict, design)
     finally:
         store.close()
     write_records(out, records.values())
@@ -889,6 +906,69 @@ def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
         metavar="USD",
         help="a hard cap on what the job spends, in US dollars (needs a model with known prices)",
     )
+
+
+def _pairwise_flag(text: str) -> tuple[str, str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected two field names A,B, got {text!r}")
+    return (parts[0], parts[1])
+
+
+def _add_design_arguments(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group(
+        "judge designs (docs/designs.md)",
+        "An item may ask more than one request: each is checkpointed, resumed, routed, budgeted and "
+        "billed on its own, and the output folds them back into one line per item.",
+    )
+    g.add_argument(
+        "--template",
+        type=Path,
+        metavar="FILE",
+        help="the user turn: a text file with {field} placeholders filled from each row (Python format "
+        "syntax, {{ for a brace); a row is then `id` plus any fields, the unused ones its metadata",
+    )
+    g.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K requests per item (1..20); the verdict is the majority label or the median number, "
+        "with `samples` and `agreement` in the output (default: %(default)s)",
+    )
+    g.add_argument(
+        "--pairwise",
+        type=_pairwise_flag,
+        metavar="A,B",
+        help="the row's fields A and B are two answers, named {first} and {second} in the template; "
+        "each item is judged in both orders and a win counts only when they agree",
+    )
+    g.add_argument(
+        "--judge",
+        dest="judges",
+        action="append",
+        metavar="MODEL",
+        help="a panel: repeat for each judge model; every item is judged by each, `judges` maps each "
+        "model to its verdict and the verdict is the panel's majority (or median)",
+    )
+
+
+def _read_template(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc} (--template)") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    from judgecore.designs import DesignError, template_fields
+
+    try:
+        template_fields(text)
+    except DesignError as exc:
+        raise UsageError(f"{path}: {exc} (--template)") from None
+    return text
 
 
 def _add_summary_parser(sub: Any) -> None:

@@ -32,6 +32,7 @@ import attrs
 import orjson
 
 from . import answers
+from . import designs as sim_designs
 from .cache import PromptCache
 from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
@@ -384,6 +385,15 @@ class Simulator:
             thinks=answers.thinking_on(params, _thinking(params)[0]),
             out_of_range_rate=s.out_of_range_rate,
         )
+        if s.position_bias or s.sample_spread or "Assistant A's Answer]" in answers.last_user_text(params):
+            reply = sim_designs.shape(
+                reply,
+                params,
+                seed=s.seed,
+                position_bias=s.position_bias,
+                sample_spread=s.sample_spread,
+                salt=salt,
+            )
         content: list[dict[str, Any]] = []
         if reply.thinking is not None:  # the thinking block comes first, before the text
             sig = make_id("sig_", s.seed, "thinking", tier, *salt)
