@@ -259,6 +259,69 @@ def plan_of(
         if chosen.path == "batch"
         else ()
     )
+    design = settings.design
+    if not design.single:
+        whole = _plan(job, requests, chosen, subs, rubric, settings, final=final, live=live)
+        by_judge: list[tuple[str, float | None]] = []
+        sync_costs: list[float | None] = []
+        if design.judges:
+            template = job.template(chosen.path)
+            models = [r.model for r in requests] if len(requests) else []
+            for judge in design.judges:
+                mine = [r for r, m in zip(requests, models, strict=True) if m == judge]
+                p = plan(
+                    mine,
+                    route=chosen,
+                    sub_batches=(),
+                    template=template.with_model(judge),
+                    rubric=rubric,
+                    max_batch_requests=settings.max_batch_requests,
+                    max_batch_bytes=settings.max_batch_bytes,
+                    prices=DEFAULT_PRICES,
+                    thinking=settings.thinking,
+                )
+                by_judge.append((judge, p.estimated_cost_usd))
+                sync_costs.append(p.all_sync_cost_usd)
+            known = [c for _, c in by_judge]
+            cost = None if any(c is None for c in known) else sum(c for c in known if c is not None)
+            all_sync = (
+                None if any(c is None for c in sync_costs) else sum(c for c in sync_costs if c is not None)
+            )
+            whole = attrs.evolve(
+                whole, estimated_cost_usd=cost, all_sync_cost_usd=all_sync, model=", ".join(design.judges)
+            )
+        return attrs.evolve(
+            whole,
+            items=len(job.items) // design.per_item,
+            per_item=design.per_item,
+            design=_design_words(design),
+            cost_by_judge=tuple(by_judge),
+        )
+    return _plan(job, requests, chosen, subs, rubric, settings, final=final, live=live)
+
+
+def _design_words(design: Design) -> str:
+    parts = []
+    if design.samples > 1:
+        parts.append(f"{design.samples} samples")
+    if design.pairwise is not None:
+        parts.append(f"{design.pairwise[0]} vs {design.pairwise[1]} in both orders")
+    if design.judges:
+        parts.append(f"a panel of {len(design.judges)} judges")
+    return " x ".join(parts) or "one request"
+
+
+def _plan(
+    job: JobPlan,
+    requests: Sequence[Request],
+    chosen: Route,
+    subs: Any,
+    rubric: str | None,
+    settings: JobSettings,
+    *,
+    final: int,
+    live: int,
+) -> Plan:
     return plan(
         requests,
         route=chosen,
