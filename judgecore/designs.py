@@ -485,6 +485,8 @@ def fold(
         status = "succeeded"
     else:
         status = next((st for st in statuses if st != "succeeded"), "miss")
+    if status == "pending":  # nothing is decided until every request of the item is final
+        overall, per_judge = None, dict.fromkeys(judges)
     lead = next((r for r in rs if r["status"] == status), first) if status != "succeeded" else first
     error = None if status == "succeeded" else lead["error"]
     if status == "miss" and error is None:
