@@ -15,7 +15,7 @@ import attrs
 from adapters.settings import JobSettings
 from adapters.store import TALLY, Store
 from judgecore.chunking import chunk
-from judgecore.items import Item, Items, Request
+from judgecore.items import Item, Items, Request, Requests
 from judgecore.planning import DEFAULT_PRICES, JobPlan, Plan, plan
 from judgecore.report import record_for  # per output line: not imported in the loop
 from judgecore.routing import Route
@@ -266,9 +266,12 @@ def plan_of(
         sync_costs: list[float | None] = []
         if design.judges:
             template = job.template(chosen.path)
-            models = [r.model for r in requests] if len(requests) else []
+            cols = Requests.of(requests)
+            models = cols.models
             for judge in design.judges:
-                mine = [r for r, m in zip(requests, models, strict=True) if m == judge]
+                mine = cols.only(
+                    frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
+                )
                 p = plan(
                     mine,
                     route=chosen,

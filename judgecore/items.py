@@ -663,6 +663,13 @@ class Requests(Sequence[Request]):
         return self._column(self._ids)
 
     @property
+    def models(self) -> Sequence[str | None]:
+        """Each request's model (a panel's judge; None: the template's), from the column."""
+        if self._models is None:
+            return [None] * len(self)
+        return self._column(self._models)
+
+    @property
     def message_sizes(self) -> Sequence[int]:
         """The byte length of each request's serialized messages."""
         return self._column(self._msg_sizes)

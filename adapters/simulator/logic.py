@@ -155,6 +155,7 @@ class Simulator:
         self._n_messages = 0
         self._n_creates = 0
         self._billed: list[tuple[str, dict[str, Any]]] = []
+        self._billed_models: list[str] = []  # the model of each entry of `_billed`
 
     # ------------------------------------------------------------------ queries for tests
     @property
@@ -168,6 +169,12 @@ class Simulator:
         batch request that produced a message (billed when its batch ends, fetched or not)."""
         with self._lock:
             return tuple(self._billed)
+
+    @property
+    def billed_by_model(self) -> tuple[tuple[str, str, dict[str, Any]], ...]:
+        """`(model, route, usage)` of every answer billed (`billed`, with the model each was asked of)."""
+        with self._lock:
+            return tuple((m, r, u) for m, (r, u) in zip(self._billed_models, self._billed, strict=True))
 
     @property
     def batches(self) -> tuple[BatchView, ...]:
@@ -324,6 +331,7 @@ class Simulator:
         )
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
         self._billed.append(("sync", message["usage"]))
+        self._billed_models.append(str(params["model"]))
         if stream:
             return ctx.sse(message, extra=self._ratelimit_headers(ctx))
         return ctx.ok(message, extra=self._ratelimit_headers(ctx))
@@ -715,6 +723,7 @@ class Simulator:
                     refuse=outcome == "refusal",
                 )
                 self._billed.append(("batch", message["usage"]))
+                self._billed_models.append(str(params["model"]))
                 return {"type": "succeeded", "message": message}
             case "invalid_request":
                 return errored("invalid_request_error", "messages: simulated invalid request")
