@@ -132,7 +132,11 @@ def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _
         raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
     if not obj.keys() <= _ITEM_KEYS:
         unknown = sorted(set(obj) - _ITEM_KEYS)
-        raise _fail(line, f"unknown field(s) {', '.join(unknown)}; extra data belongs under 'metadata'")
+        raise _fail(
+            line,
+            f"unknown field(s) {', '.join(unknown)}; extra data belongs under 'metadata', "
+            "or give --template FILE to build the prompt from the row's fields",
+        )
     item_id = obj.get("id")
     if type(item_id) is not str or not item_id:
         raise _fail(line, "'id' must be a non-empty string")
