@@ -70,7 +70,8 @@ output (one line per item, input order; default STATE/output.jsonl; .csv or .par
   extension): id, custom_id, status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
   batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
   of class VERDICT_UNPARSED, its text kept); a refusal is a miss of class MODEL_REFUSAL, never
-  scored, its line carrying stop_details (the refusal's category and explanation)
+  scored, its line carrying stop_details (the refusal's category and explanation); with a judge
+  design, samples, agreement (--samples) and judges (--judge), one line per item still
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
@@ -91,6 +92,9 @@ examples:
   judgecore status --state runs/j1
   judgecore run items.jsonl --state runs/j2 --rubric rubric.txt --verdict verdict.json   # with scores
   judgecore summary --state runs/j2 --html report.html                             # scores and spend
+  judgecore run answers.jsonl --state runs/p --template pairwise.txt --pairwise answer_a,answer_b
+  judgecore run answers.jsonl --state runs/p3 --template grade.txt --verdict score.json \\
+      --judge claude-haiku-4-5 --judge claude-sonnet-4-6 --judge claude-opus-4-6 --samples 3   # a panel
 """
 
 
