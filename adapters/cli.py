@@ -770,6 +770,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             if store.get_meta("invocation")
             else None,
             "counts": _counts_with_verdicts(store),
+            "design": store.get_meta("design"),
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -794,8 +795,11 @@ def cmd_status(ns: argparse.Namespace) -> int:
         return code
     total = sum(c.values())
     route = info["route"] or {}
+    design = info["design"]
+    per = _per_item(design)
+    head = f"{total // per:,} items, {total:,} requests (counted below)" if design else f"{total:,} items"
     lines = [
-        f"job in {ns.state}: {total:,} items",
+        f"job in {ns.state}: {head}",
         "  " + ", ".join(f"{k} {v:,}" for k, v in c.items()),
         f"  route: {route.get('path', 'not decided yet')}" + (f" ({route.get('reason')})" if route else ""),
     ]
@@ -817,6 +821,15 @@ def cmd_status(ns: argparse.Namespace) -> int:
         lines.append(f"  resume with: {info['resume']}")
     print("\n".join(lines))
     return code
+
+
+def _per_item(design: dict[str, Any] | None) -> int:
+    """Requests per item of a checkpoint's kept design (1 without one)."""
+    if not design:
+        return 1
+    from judgecore.designs import Design
+
+    return Design.from_json(design).per_item
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
