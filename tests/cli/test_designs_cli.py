@@ -164,3 +164,22 @@ def test_judge_refuses_a_row_missing_a_templated_field_before_sending(tmp_path: 
             client=sim_client(sim),
         )
     assert 0 == len(sim.billed)
+
+
+def test_a_panels_budget_is_never_exceeded_at_each_judges_prices(tmp_path: Path) -> None:
+    """The cap bounds every request at the dearest judge's rates; the spend is each answer at its own."""
+    sim = Simulator(Scenario())
+    rows = [{"id": f"r{i}", "question": f"{i}?", "response": "yes " * 200} for i in range(40)]
+    settings = JobSettings(
+        template="Q: {question}\nA: {response}\nScore: N, 1-10.",
+        judges=("claude-haiku-4-5", "claude-opus-4-6"),
+        force="sync",
+        concurrency=4,
+        budget=0.05,
+    )
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 3 == result.exit_code  # stopped by the budget, the rest pending
+    assert result.spend_usd is not None and 0 < result.spend_usd <= 0.05
+    assert result.counts["pending"] > 0
+    billed = {m for m, _, _ in sim.billed_by_model}
+    assert billed <= {"claude-haiku-4-5", "claude-opus-4-6"}
