@@ -267,7 +267,13 @@ async def _run(
                     case WriteOutput(reuse=reuse):
                         v = settings.verdict
                         written = write_output(
-                            store, job.items, out_path, keep=keep_records, verdict=v, reuse=reuse
+                            store,
+                            job.items,
+                            out_path,
+                            keep=keep_records,
+                            verdict=v,
+                            reuse=reuse,
+                            design=settings.design,
                         )
                         run = run.on(Wrote(pending=written.counts.get("pending", 0)))
                     case Done(exit_status=status, reason=reason):

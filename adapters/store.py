@@ -454,6 +454,30 @@ class Store:
         twice), for the mean usage per answer."""
         return int(self._conn.execute("SELECT COUNT(*) FROM outcomes WHERE usage IS NOT NULL").fetchone()[0])
 
+    def usage_by_judge(self, judges: Sequence[str]) -> dict[str, list[tuple[str, Usage]]]:
+        """A panel's billed usage summed per judge and route. A request's judge is the first part of
+        the tag after the last `#` of its item id (`judgecore.designs`): the model an answer names may
+        be a dated id of the alias it was sent to."""
+        order = sorted(judges, key=len, reverse=True)  # the longest judge id that fits the tag
+        sums: dict[tuple[str, str], list[int]] = {}
+        q = (
+            "SELECT i.item_id, o.route, o.usage FROM outcomes o JOIN items i ON i.custom_id = o.custom_id "
+            "WHERE o.usage IS NOT NULL"
+        )
+        for item_id, route, raw in self._conn.execute(q):
+            tag = item_id.rpartition("#")[2]
+            judge = next((j for j in order if tag == j or tag.startswith(j + ".")), None)
+            if judge is None:
+                continue
+            u = orjson.loads(raw)
+            acc = sums.setdefault((judge, route), [0, 0, 0, 0])
+            for k, name in enumerate(_USAGE_FIELDS):
+                acc[k] += int(u.get(name) or 0)
+        out: dict[str, list[tuple[str, Usage]]] = {j: [] for j in judges}
+        for (judge, route), acc in sums.items():
+            out[judge].append((route, Usage(**dict(zip(_USAGE_FIELDS, acc, strict=True)))))
+        return out
+
     def timeline(self) -> list[tuple[float, str, int | None, str]]:
         """`(at, route, sub_id, status)` of every recorded outcome, oldest first (the report's timeline)."""
         q = "SELECT at, route, sub_id, status FROM outcomes ORDER BY at"
@@ -795,6 +819,8 @@ class Store:
             return "o.error_code, o.stop_details"
         return "NULL, NULL"
 
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 _FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
 

@@ -20,7 +20,7 @@ from adapters.store import Store, SubBatchRow
 from adapters.usage import UsageError
 from judgecore.outcomes import Usage
 from judgecore.planning import Learned
-from judgecore.spend import Budget, Money, price_for, spend_of
+from judgecore.spend import Budget, Money, Spend, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
 if TYPE_CHECKING:
@@ -49,6 +49,13 @@ def spend_from_store(store: Store) -> Money:
     """Spend so far (every billed answer in the checkpoint), all-sync, and the kept estimate."""
     manifest = store.get_meta("manifest") or {}
     estimate = (store.get_meta("estimate") or {}).get("estimated_cost_usd")
+    if manifest.get("judges"):  # a panel: each answer at its own judge's prices
+        by_judge = spend_by_judge(store)
+        if any(v is None for v in by_judge.values()):
+            return Money(estimate_usd=estimate)
+        spent = sum(v.spent for v in by_judge.values() if v is not None)
+        all_sync = sum(v.all_sync for v in by_judge.values() if v is not None)
+        return Money(spend_usd=spent, all_sync_usd=all_sync, estimate_usd=estimate)
     price = price_for(str(manifest.get("model", "")))
     if price is None:
         return Money(estimate_usd=estimate)
@@ -69,11 +76,26 @@ def learned_from_store(store: Store) -> Learned:
     return Learned(answers=store.billed_answers() if sums else 0, usage=total)
 
 
+def spend_by_judge(store: Store) -> dict[str, Spend | None]:
+    """A panel's spend per judge (each answer at the prices of the judge it was sent to; None for a
+    judge without prices), every judge of the job listed; an empty dict for a job without a panel."""
+    manifest = store.get_meta("manifest") or {}
+    judges = list(manifest.get("judges") or ())
+    usage = store.usage_by_judge(judges)
+    out: dict[str, Spend | None] = {}
+    for judge in judges:
+        price = price_for(judge)
+        out[judge] = spend_of(usage.get(judge, []), price) if price is not None else None
+    return out
+
+
 def budget_from_store(store: Store, cap: float | None) -> Budget:
     """A run's `Budget`, seeded with the job's spend so far (every billed answer in the checkpoint,
     earlier runs included). Without a price for the job's model only `cap=None` makes sense (the CLI
     refuses `--budget` then), and the spend so far counts as 0."""
     manifest = store.get_meta("manifest") or {}
+    if manifest.get("judges"):
+        return Budget(cap=cap, spent=spend_from_store(store).spend_usd or 0.0)
     price = price_for(str(manifest.get("model", "")))
     return Budget(cap=cap, spent=store.spent_usd(price) if price is not None else 0.0)
 
@@ -106,6 +128,12 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
                 item_id, cid, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict
             )
         )
+    kept = store.get_meta("design")
+    if kept:  # a multi-request job: each item's requests folded into its line, as the output has it
+        from adapters.output import fold_records
+        from judgecore.designs import Design
+
+        return list(fold_records(out, Design.from_json(kept), verdict))
     return out
 
 

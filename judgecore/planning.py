@@ -261,6 +261,14 @@ class Plan:
             return None
         return self.estimated_cost_usd / self.to_send
 
+    #: a judge design asking more than one request per item (`judgecore.designs`): the items, the
+    #: requests each asks, the design in words, and a panel's estimated cost per judge (`n` and the
+    #: rest of the plan count requests)
+    items: int | None = None
+    per_item: int = 1
+    design: str | None = None
+    cost_by_judge: tuple[tuple[str, float | None], ...] = ()
+
     @property
     def output_schema(self) -> dict[str, Any] | None:
         return None if self.output_schema_json is None else orjson.loads(self.output_schema_json)
@@ -464,6 +472,12 @@ def plan_json(p: Plan) -> dict[str, Any]:
             "fits": p.budget.fits,
             "covers": p.budget.covers,
         }
+    if p.design is not None:
+        out["items"] = p.items
+        out["requests_per_item"] = p.per_item
+        out["design"] = p.design
+        if p.cost_by_judge:
+            out["estimated_cost_by_judge_usd"] = dict(p.cost_by_judge)
     return out
 
 
@@ -484,6 +498,16 @@ def render_plan(p: Plan) -> str:
         f"  route        {p.route.path}: {p.route.reason}",
         f"  model        {p.model} (max_tokens {p.max_tokens:,} unless an item sets its own)",
     ]
+    if p.design is not None:
+        lines[1] = f"  requests     {p.n:,}" + lines[1][len(f"  items        {p.n:,}") :]
+        lines.insert(1, f"  items        {p.items or 0:,}, {p.per_item:,} request(s) each: {p.design}")
+        if p.cost_by_judge:
+            lines.append(
+                "  judges       "
+                + ", ".join(
+                    f"{m} (est ${c:,.2f})" if c is not None else f"{m} (no price)" for m, c in p.cost_by_judge
+                )
+            )
     if p.thinking is not None or p.thinks:
         how = f"--thinking {p.thinking}" if p.thinking is not None else "the model's default"
         state = "on" if p.thinks else "off"

@@ -32,6 +32,7 @@ import attrs
 import orjson
 
 from . import answers
+from . import designs as sim_designs
 from .cache import PromptCache
 from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
@@ -172,6 +173,7 @@ class Simulator:
         self._n_messages = 0
         self._n_creates = 0
         self._billed: list[tuple[str, dict[str, Any]]] = []
+        self._billed_models: list[str] = []  # the model of each entry of `_billed`
 
     # ------------------------------------------------------------------ queries for tests
     @property
@@ -185,6 +187,12 @@ class Simulator:
         batch request that produced a message (billed when its batch ends, fetched or not)."""
         with self._lock:
             return tuple(self._billed)
+
+    @property
+    def billed_by_model(self) -> tuple[tuple[str, str, dict[str, Any]], ...]:
+        """`(model, route, usage)` of every answer billed (`billed`, with the model each was asked of)."""
+        with self._lock:
+            return tuple((m, r, u) for m, (r, u) in zip(self._billed_models, self._billed, strict=True))
 
     @property
     def batches(self) -> tuple[BatchView, ...]:
@@ -341,6 +349,7 @@ class Simulator:
         )
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
         self._billed.append(("sync", message["usage"]))
+        self._billed_models.append(str(params["model"]))
         if stream:
             return ctx.sse(message, extra=self._ratelimit_headers(ctx))
         return ctx.ok(message, extra=self._ratelimit_headers(ctx))
@@ -402,6 +411,15 @@ class Simulator:
             thinks=answers.thinking_on(params, _thinking(params)[0]),
             out_of_range_rate=s.out_of_range_rate,
         )
+        if s.position_bias or s.sample_spread or "Assistant A's Answer]" in answers.last_user_text(params):
+            reply = sim_designs.shape(
+                reply,
+                params,
+                seed=s.seed,
+                position_bias=s.position_bias,
+                sample_spread=s.sample_spread,
+                salt=salt,
+            )
         content: list[dict[str, Any]] = []
         if reply.thinking is not None:  # the thinking block comes first, before the text
             sig = make_id("sig_", s.seed, "thinking", tier, *salt)
@@ -729,6 +747,7 @@ class Simulator:
                     refuse=outcome == "refusal",
                 )
                 self._billed.append(("batch", message["usage"]))
+                self._billed_models.append(str(params["model"]))
                 return {"type": "succeeded", "message": message}
             case "invalid_request":
                 return errored("invalid_request_error", "messages: simulated invalid request")
