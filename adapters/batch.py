@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import assert_never
 
@@ -26,14 +25,15 @@ from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.messages import Hydrating
 from adapters.store import OutcomeRow, Store
-from judgecore import BatchSnapshot, ModelPrice, Outcome, RequestTemplate, Status, classify
+from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
 from judgecore import batchrun as br
 from judgecore.batching import after_cancel_error
 from judgecore.batchrun import BatchSettings
 from judgecore.chunking import body_size, create_body
-from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
+from judgecore.harvestfold import HarvestFold
+from judgecore.harvesting import IdSet
 from judgecore.items import Request, Requests, custom_ids_of
-from judgecore.spend import Budget
+from judgecore.spend import Budget, Expect
 from judgecore.subbatch import SubEvent, SubState, next_state
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
     "run_batch",
 ]
 
-_SHOWN = 5  # per batch, this many unknown / duplicate lines are named on stderr; the rest are counted
+_GROUP = 256  # result lines handed to the harvest's fold at a time
 
 
 @attrs.frozen(kw_only=True)
@@ -217,116 +217,61 @@ class BatchShell:
         return None
 
     async def harvest(self, action: br.Harvest) -> br.Event:
-        """Stream an ended batch's lines into the store, each through the breaker; one `Harvested`."""
+        """Stream an ended batch's lines into the store through the core's `HarvestFold`, a group of
+        lines at a time; record the rows it lets through, say what it says; one `Harvested`."""
         store, batch_id, sub_id, clock = self.store, action.batch_id, action.sub_id, self.clock
         owners = [(m, store.iter_sub_batch_ids(m)) for m in action.group]  # an orphan group's
         ids = IdSet(store.iter_sub_batch_ids(sub_id) if not owners else (), owners)
-        seen = ids.fresh_seen()
-        tally: Counter[Status] = Counter()
-        opened: dict[Status, list[tuple[str, Outcome]]] = {Status.RETRY: [], Status.FATAL: []}  # not final
-        gate = Gate(action.breaker, action.held)
-        deciding = not gate.closed
-        swallowed: list[str] = []  # lines the breaker held or dropped (`passed`: let through after all)
-        passed: set[str] = set()
-        priced, usages = self.priced, []
-        unknown = duplicate = 0
-        error = None
+        fold = HarvestFold.start(
+            sub_id=sub_id,
+            batch_id=batch_id,
+            ids=ids,
+            breaker=action.breaker,
+            held=action.held,
+            settle=action.settle,
+            priced=self.priced,
+        )
         with store.writer(self.settings.write_group, refetchable=True) as writer:
+
+            def take(lines: list[tuple[str, RawResult]]) -> HarvestFold:
+                folded, rows, say = fold.take(lines)
+                at = clock.now()
+                for cid, o, owner, bid in rows:
+                    writer.add_outcome(cid, o, route="batch", at=at, sub_id=owner, batch_id=bid)
+                for text in say:
+                    self._warn(text)
+                return folded
+
+            group: list[tuple[str, RawResult]] = []
+            size = max(1, min(_GROUP, self.settings.write_group))  # none waits past a group commit
             try:
                 async with contextlib.aclosing(self.api.results(batch_id)) as stream:
-                    async for custom_id, raw in stream:
-                        i = ids.index(custom_id)
-                        if i < 0 and not tally and not swallowed and not unknown:
-                            # the first line is none of ours: the batch (adopted while it ran) holds
-                            # another job's requests. Nothing of it is recorded; its ids are resent.
-                            self._warn(
-                                f"batch {batch_id} holds another job's requests (its first result line is "
-                                f"{custom_id!r}, none of sub-batch {sub_id}'s): nothing recorded from it; "
-                                "its requests are sent again"
-                            )
-                            break
-                        if i < 0:
-                            unknown += 1
-                            if unknown <= _SHOWN:
-                                self._warn(
-                                    f"batch {batch_id}: result line for unknown custom_id {custom_id!r} ignored"
-                                )
-                            continue
-                        byte, bit = divmod(i, 8)
-                        if seen[byte] >> bit & 1:
-                            duplicate += 1
-                            if duplicate <= _SHOWN:
-                                self._warn(
-                                    f"batch {batch_id}: duplicate result line for {custom_id!r}; first one kept"
-                                )
-                            continue
-                        seen[byte] |= 1 << bit
-                        outcome = classify(raw)
-                        if deciding:  # the breaker decides (or has tripped): lines go through its gate
-                            gate, lines = gate.take(Held(custom_id, outcome, ids.owner(i, sub_id), batch_id))
-                            deciding = not gate.closed
-                            swallowed += [] if lines else [custom_id]
-                            passed.update(c for c, *_ in lines)
-                        else:  # the hot path
-                            lines = ((custom_id, outcome, ids.owner(i, sub_id), batch_id),)
-                        for cid, o, owner, bid in lines:
-                            writer.add_outcome(
-                                cid, o, route="batch", at=clock.now(), sub_id=owner, batch_id=bid
-                            )
-                            tally[o.status] += 1
-                            if priced:
-                                usages.append(o.usage)
-                            sink = opened.get(o.status)
-                            if sink is not None:
-                                sink.append((cid, o))
+                    async for line in stream:
+                        group.append(line)
+                        if len(group) >= size:
+                            fold, group = take(group), []
+                            if fold.stopped:
+                                break
             except BatchApiError as exc:
-                error = exc.raw
-        if unknown > _SHOWN or duplicate > _SHOWN:
-            self._warn(
-                f"batch {batch_id}: {unknown:,} unknown and {duplicate:,} duplicate result line(s) in all"
-            )
-        missing: list[str] = []
-        if error is None:
-            waiting = set(swallowed)  # held or dropped: they had a line, so they are not missing
-            for m in action.settle:
-                missing += self._settle(m, batch_id, waiting)
-            tally[Status.RETRY] += len(missing)
-            self.emit(
-                BatchHarvested(
-                    sub_id=sub_id, batch_id=batch_id, counts={str(k): v for k, v in tally.items() if v}
-                )
-            )
-        fatal = opened[Status.FATAL]
-        return br.Harvested(
-            sub_id,
+                fold = take(group).cut(exc.raw)
+            else:
+                fold = take(group)
+        end = fold.finish(
+            {m: store.unharvested_ids(m) for m in action.settle} if fold.error is None else {},
             at=clock.now(),
             u=self.rng.random(),
-            breaker=gate.breaker,
-            held=gate.held,
-            open=frozenset(c for lines in opened.values() for c, _ in lines)
-            | frozenset(missing)
-            | (frozenset(swallowed) - passed - {h.custom_id for h in gate.held}),  # dropped: tripped
-            error=error,
-            fatal=fatal[0][1] if fatal else None,
-            fatal_where=f"result of {fatal[0][0]} in batch {batch_id}" if fatal else "",
-            usage=usage_sum(usages),
         )
-
-    def _settle(self, sub_id: int, batch_id: str, held: set[str]) -> list[str]:
-        """Ids of a fully harvested sub-batch with no result line (and none held) did not run."""
-        missing = [c for c in self.store.unharvested_ids(sub_id) if c not in held]
-        if missing:
-            self._warn(
-                f"batch {batch_id}: no result line for {len(missing):,} request(s), e.g. {missing[0]}; resent"
+        for text in end.say:
+            self._warn(text)
+        if end.rows:
+            now = clock.now()
+            store.record_outcomes(
+                OutcomeRow(custom_id=c, outcome=o, route="batch", at=now, sub_id=m, batch_id=b)
+                for c, o, m, b in end.rows
             )
-            now = self.clock.now()
-            self.store.record_outcomes(
-                OutcomeRow(
-                    custom_id=c, outcome=MISSING, route="batch", at=now, sub_id=sub_id, batch_id=batch_id
-                )
-                for c in missing
-            )
-        return missing
+        if end.counts is not None:
+            self.emit(BatchHarvested(sub_id=sub_id, batch_id=batch_id, counts=end.counts))
+        return end.event
 
     def _warn(self, message: str) -> None:
         self.emit(Notice(level="warning", message=message))
@@ -345,12 +290,14 @@ async def run_batch(
     total: int | None = None,
     budget: Budget | None = None,
     price: ModelPrice | None = None,
+    expect: Expect | None = None,
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
     `requests` are the job's requests to run on the batch path (ids already final are skipped);
     `total` is the job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the
-    model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint.
+    model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint;
+    `expect` (what one request is expected to cost) is the figure its last line starts from.
     """
     capped = budget is not None and budget.cap is not None
     if budget is not None and capped:
@@ -367,6 +314,7 @@ async def run_batch(
         budget=budget,
         price=price if capped else None,
         cached_bytes=len(template.system_json or b""),
+        expect=expect,
     )
     tasks: dict[asyncio.Task[br.Event], int] = {}
     seq = 0

@@ -33,6 +33,7 @@ from adapters.usage import (
 )
 
 if TYPE_CHECKING:
+    from adapters import finished
     from adapters.job import JobSettings, JudgeResult
     from judgecore.items import Items
 
@@ -70,7 +71,8 @@ output (one line per item, input order; default STATE/output.jsonl; .csv or .par
   extension): id, custom_id, status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
   batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
   of class VERDICT_UNPARSED, its text kept); a refusal is a miss of class MODEL_REFUSAL, never
-  scored, its line carrying stop_details (the refusal's category and explanation)
+  scored, its line carrying stop_details (the refusal's category and explanation); with a judge
+  design, samples, agreement (--samples) and judges (--judge), one line per item still
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
@@ -91,6 +93,9 @@ examples:
   judgecore status --state runs/j1
   judgecore run items.jsonl --state runs/j2 --rubric rubric.txt --verdict verdict.json   # with scores
   judgecore summary --state runs/j2 --html report.html                             # scores and spend
+  judgecore run answers.jsonl --state runs/p --template pairwise.txt --pairwise answer_a,answer_b
+  judgecore run answers.jsonl --state runs/p3 --template grade.txt --verdict score.json \\
+      --judge claude-haiku-4-5 --judge claude-sonnet-4-6 --judge claude-opus-4-6 --samples 3   # a panel
 """
 
 
@@ -194,6 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan and its estimated cost; send nothing at all"
     )
     g.add_argument("--json", action="store_true", help="with --dry-run: print the plan as one JSON object")
+    g.add_argument(
+        "--count-tokens",
+        action="store_true",
+        help="with --dry-run: ask the API to count one prompt's input tokens (messages.count_tokens: "
+        "free, no message sent; needs ANTHROPIC_API_KEY) and scale the estimate by it",
+    )
     force = g.add_mutually_exclusive_group()
     force.add_argument("--force-sync", action="store_true", help="use the Messages API whatever the size")
     force.add_argument(
@@ -252,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="sends per item per run before it stays pending; a rerun gives it a fresh budget (default: %(default)s)",
     )
     _add_scoring_arguments(run)
+    _add_design_arguments(run)
 
     st = sub.add_parser(
         "status",
@@ -333,6 +345,10 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         max_attempts=ns.max_attempts,
         verdict=_verdict_spec(ns.verdict),
         budget=ns.budget,
+        template=_read_template(ns.template),
+        samples=ns.samples,
+        pairwise=tuple(ns.pairwise) if ns.pairwise else None,
+        judges=tuple(ns.judges or ()),
     )
 
 
@@ -351,7 +367,7 @@ def _read_rubric(path: Path | None) -> str | None:
 
 
 #: `run` flags never remembered: what this one command does, not how the job was started
-_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json"})
+_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json", "count_tokens"})
 #: the manifest's fields, by the flag that sets them (a field that differs names its flag)
 _FLAG_OF = {
     "model": "--model",
@@ -359,6 +375,10 @@ _FLAG_OF = {
     "rubric_sha256": "--rubric",
     "verdict_schema_sha256": "--verdict",
     "thinking": "--thinking",
+    "template_sha256": "--template",
+    "samples": "--samples",
+    "pairwise": "--pairwise",
+    "judges": "--judge",
 }
 
 
@@ -413,7 +433,7 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
         given |= {"force_sync", "force_batch"}
     for dest, value in kept["flags"].items():
         if dest not in given and dest not in _NOT_REMEMBERED and hasattr(ns, dest):
-            path = dest in ("rubric", "verdict", "from_inspect") and value is not None
+            path = dest in ("rubric", "verdict", "from_inspect", "template") and value is not None
             setattr(ns, dest, Path(value) if path else value)
     if ns.input is None and getattr(ns, "from_inspect", None) is None:
         ns.input = Path(kept["input"])
@@ -449,7 +469,7 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     key = next(k for k in (*_FLAG_OF, *sorted(set(old) | set(manifest))) if old.get(k) != manifest.get(k))
     flag = _FLAG_OF.get(key, key)
     flags = (kept or {}).get("flags", {})
-    dest = {"--rubric": "rubric", "--verdict": "verdict"}.get(flag)
+    dest = {"--rubric": "rubric", "--verdict": "verdict", "--template": "template"}.get(flag)
     was = flags.get(dest) if dest else None
     old_v = f"{was} ({key} {old.get(key)})" if was else old.get(key)
     new_v = f"{getattr(ns, dest, None)} ({key} {manifest.get(key)})" if dest else manifest.get(key)
@@ -472,25 +492,46 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError(str(exc)) from None
     if ns.json and not ns.dry_run:
         raise UsageError("--json goes with --dry-run (the output file is JSONL already)")
+    if ns.count_tokens and not ns.dry_run:
+        raise UsageError("--count-tokens goes with --dry-run (a run learns from its answers)")
     if ns.state is None and not ns.dry_run:
         raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
     _check_manifest(ns, kept, settings.manifest(rubric))
+    done = None
+    if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
+        from adapters import finished
+
+        assert out is not None
+        flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
+        done = finished.key(_invocation(ns, out), [ns.input, *finished.files_of(flags)])
+        if done is not None and (lines := finished.lines_if_finished(ns.state, done, out)) is not None:
+            print("every item is final already: nothing to send, nothing read again", file=sys.stderr)
+            for line in lines:
+                print(line, file=sys.stderr)
+            return EXIT_OK
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests only to check an existing checkpoint.
     from adapters.store import Store, ids_job_for
 
     digests = not ns.dry_run or Store.exists(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    items = boxed(load_items(ns.input, hold_messages=False, digests=digests, job=ids_job, kind=kind))
+    design = settings.design
+    if design.single and design.template is None:
+        held = bool(ns.dry_run and ns.count_tokens)  # one prompt is counted: the messages are needed
+        items = boxed(load_items(ns.input, hold_messages=held, digests=digests, job=ids_job, kind=kind))
+    else:  # each row expanded into its requests (judgecore.designs), their messages built and held
+        from adapters.items_io import load_design_items
+
+        items = boxed(load_design_items(ns.input, design, job=ids_job, kind=kind))
     if ns.dry_run:
         return _dry_run(ns, items, rubric, settings)
     assert out is not None  # a run has a --state
     if kind == "inspect":
         _remember_inspect_log(ns.state, ns.input)
-    return _run(ns, argv, items, rubric, settings, out)
+    return _run(ns, argv, items, rubric, settings, out, done)
 
 
 def _input_of(ns: argparse.Namespace) -> Any:
@@ -534,7 +575,9 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
     from adapters.job import judge_dry_run
     from judgecore.planning import plan_json, render_plan
 
-    result = judge_dry_run(items, rubric=rubric, state_dir=ns.state or Path(), settings=settings)
+    result = judge_dry_run(
+        items, rubric=rubric, state_dir=ns.state or Path(), settings=settings, count_tokens=ns.count_tokens
+    )
     assert result.plan is not None
     if ns.json:
         import orjson
@@ -552,12 +595,15 @@ def _run(
     rubric: str | None,
     settings: JobSettings,
     out: Path,
+    done: finished.FinishedKey | None = None,
 ) -> int:
-    """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe."""
+    """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe;
+    a run that finishes the job keeps the finished-job record `done` (`adapters.finished`)."""
     import asyncio
     import contextlib
     import signal
 
+    from adapters import finished
     from adapters.job import ajudge
     from adapters.progress import plural, stderr_progress
 
@@ -590,13 +636,14 @@ def _run(
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
 
+    finished.clear(ns.state)
     with contextlib.ExitStack() as stack:
         emit = stderr_progress(stack)
         try:
             result = asyncio.run(judged())
         except (KeyboardInterrupt, _Terminated):
             stack.close()
-            _write_after_interrupt(items, ns.state, out, settings.verdict)
+            _write_after_interrupt(items, ns.state, out, settings.verdict, settings.design)
             what = "terminated" if terminated else "interrupted"
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
@@ -614,16 +661,20 @@ def _run(
             return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
-    print(f"{summary}; output: {out}", file=sys.stderr)
+    closing = [f"{summary}; output: {out}"]
     if result.cache_hit_rate is not None:
-        print(f"prompt cache hit rate: {result.cache_hit_rate:.1%}", file=sys.stderr)
-    print(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd), file=sys.stderr)
+        closing.append(f"prompt cache hit rate: {result.cache_hit_rate:.1%}")
+    closing.append(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd))
     from judgecore.summary import unreadable_warning
 
     if settings.verdict is not None and (
         warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0))
     ):
-        print(f"warning: {warning}", file=sys.stderr)
+        closing.append(f"warning: {warning}")
+    for line in closing:
+        print(line, file=sys.stderr)
+    if done is not None and not result.fatal and result.exit_code == EXIT_OK and not c.get("pending"):
+        finished.remember(ns.state, done, out, closing)
     if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
         print(f"judgecore: {result.fatal}", file=sys.stderr)
         return EXIT_FATAL
@@ -707,7 +758,9 @@ def command_line(argv: Sequence[str]) -> str:
     return shlex.join([*words, *argv])
 
 
-def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = None) -> None:
+def _write_after_interrupt(
+    items: Any, state: Path, out: Path, verdict: Any = None, design: Any = None
+) -> None:
     """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
     from adapters.job import collect_records
     from adapters.store import Store
@@ -715,7 +768,7 @@ def _write_after_interrupt(items: Any, state: Path, out: Path, verdict: Any = No
 
     store = Store.open(state)
     try:
-        records = collect_records(store, items, verdict)
+        records = collect_records(store, items, verdict, design)
     finally:
         store.close()
     write_records(out, records.values())
@@ -749,6 +802,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             if store.get_meta("invocation")
             else None,
             "counts": _counts_with_verdicts(store),
+            "design": store.get_meta("design"),
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -773,8 +827,11 @@ def cmd_status(ns: argparse.Namespace) -> int:
         return code
     total = sum(c.values())
     route = info["route"] or {}
+    design = info["design"]
+    per = _per_item(design)
+    head = f"{total // per:,} items, {total:,} requests (counted below)" if design else f"{total:,} items"
     lines = [
-        f"job in {ns.state}: {total:,} items",
+        f"job in {ns.state}: {head}",
         "  " + ", ".join(f"{k} {v:,}" for k, v in c.items()),
         f"  route: {route.get('path', 'not decided yet')}" + (f" ({route.get('reason')})" if route else ""),
     ]
@@ -796,6 +853,15 @@ def cmd_status(ns: argparse.Namespace) -> int:
         lines.append(f"  resume with: {info['resume']}")
     print("\n".join(lines))
     return code
+
+
+def _per_item(design: dict[str, Any] | None) -> int:
+    """Requests per item of a checkpoint's kept design (1 without one)."""
+    if not design:
+        return 1
+    from judgecore.designs import Design
+
+    return Design.from_json(design).per_item
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
@@ -888,8 +954,72 @@ def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
         "--budget",
         type=_budget,
         metavar="USD",
-        help="a hard cap on what the job spends, in US dollars (needs a model with known prices)",
+        help="a hard cap on what the job spends, in US dollars (needs a model with known prices): sent in "
+        "rounds as real costs replace the bounds; with --dry-run, whether the estimate fits",
     )
+
+
+def _pairwise_flag(text: str) -> tuple[str, str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected two field names A,B, got {text!r}")
+    return (parts[0], parts[1])
+
+
+def _add_design_arguments(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group(
+        "judge designs (docs/designs.md)",
+        "An item may ask more than one request: each is checkpointed, resumed, routed, budgeted and "
+        "billed on its own, and the output folds them back into one line per item.",
+    )
+    g.add_argument(
+        "--template",
+        type=Path,
+        metavar="FILE",
+        help="the user turn: a text file with {field} placeholders filled from each row (Python format "
+        "syntax, {{ for a brace); a row is then `id` plus any fields, the unused ones its metadata",
+    )
+    g.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K requests per item (1..20); the verdict is the majority label or the median number, "
+        "with `samples` and `agreement` in the output (default: %(default)s)",
+    )
+    g.add_argument(
+        "--pairwise",
+        type=_pairwise_flag,
+        metavar="A,B",
+        help="the row's fields A and B are two answers, named {first} and {second} in the template; "
+        "each item is judged in both orders and a win counts only when they agree",
+    )
+    g.add_argument(
+        "--judge",
+        dest="judges",
+        action="append",
+        metavar="MODEL",
+        help="a panel: repeat for each judge model; every item is judged by each, `judges` maps each "
+        "model to its verdict and the verdict is the panel's majority (or median)",
+    )
+
+
+def _read_template(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc} (--template)") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    from judgecore.designs import DesignError, template_fields
+
+    try:
+        template_fields(text)
+    except DesignError as exc:
+        raise UsageError(f"{path}: {exc} (--template)") from None
+    return text
 
 
 def _add_summary_parser(sub: Any) -> None:

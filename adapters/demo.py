@@ -102,6 +102,62 @@ def _invocation(root: Path, fname: str, name: str, flags: dict[str, Any]) -> dic
     }
 
 
+#: The pairwise job: two systems' answers to each question, in a completions file with its own field
+#: names, judged in both orders by a judge the simulator makes favour the first position a quarter
+#: of the time (`--position-bias`): the output's position consistency shows it.
+PAIRWISE_RUBRIC = (
+    "You compare two assistants' answers to the same question. Judge only correctness and clarity; "
+    "ignore the order in which the answers are shown and their length. Reply with 'Winner: A', "
+    "'Winner: B' or 'Winner: tie' on the first line, then one sentence of rationale.\n"
+)
+PAIRWISE_TEMPLATE = """\
+[User Question]
+{question}
+
+[The Start of Assistant A's Answer]
+{first}
+[The End of Assistant A's Answer]
+
+[The Start of Assistant B's Answer]
+{second}
+[The End of Assistant B's Answer]
+"""
+POSITION_BIAS = 0.25
+
+
+def _pairs(n: int) -> Iterator[dict[str, Any]]:
+    for i in range(n):
+        a, b = i % 97, i % 89
+        yield {
+            "id": f"pair-{i:04d}",
+            "question": f"What is {a} + {b}, and why?",
+            "answer_gpt": f"{a + b}: adding {a} and {b} gives {a + b}.",
+            "answer_claude": f"The sum is {a + b + (i % 4 == 0)}.",
+            "topic": TOPICS[i % len(TOPICS)],
+        }
+
+
+def pairwise_lines(records: Any) -> list[str]:
+    """What the pairwise job measured, in plain words: the position consistency, the first
+    position's share of the choices, and the wins of each answer."""
+    verdicts = [r["verdict"] for r in records if r.get("verdict")]
+    if not verdicts:
+        return ["       no pairwise verdicts"]
+    n = len(verdicts)
+    consistent = sum(v["consistent"] for v in verdicts)
+    orders = [o for v in verdicts for o in v["orders"]]
+    first = sum(o["choice"] == o["first"] for o in orders)
+    wins: dict[str, int] = {}
+    for v in verdicts:
+        wins[v["winner"]] = wins.get(v["winner"], 0) + 1
+    return [
+        f"       position consistency {consistent / n:.0%} ({consistent:,} of {n:,} items agree in both "
+        f"orders; the simulated judge favours the first position {POSITION_BIAS:.0%} of the time)",
+        f"       the first position won {first / len(orders):.0%} of {len(orders):,} orders; winners: "
+        + ", ".join(f"{k} {v:,}" for k, v in sorted(wins.items())),
+    ]
+
+
 async def _run_job(
     base_url: str,
     items: Any,
@@ -110,6 +166,7 @@ async def _run_job(
     settings: JobSettings,
     emit: Any,
     invocation: dict[str, Any] | None = None,
+    rubric: str = RUBRIC,
 ) -> Any:
     import anthropic
 
@@ -117,7 +174,7 @@ async def _run_job(
     async with anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-demo", max_retries=0) as client:
         return await ajudge(
             items,
-            rubric=RUBRIC,
+            rubric=rubric,
             state_dir=root / f"state-{name}",
             settings=settings,
             client=client,
@@ -144,8 +201,11 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     (root / "verdict.json").write_bytes(orjson.dumps(VERDICT.to_json()))
     _write_jsonl(root / "batch_items.jsonl", _items(n, "essay", faults=True))
     _write_jsonl(root / "sync_items.jsonl", _items(40, "critical", faults=False))
+    _write_jsonl(root / "pairwise_completions.jsonl", _pairs(200))
+    (root / "pairwise_rubric.txt").write_text(PAIRWISE_RUBRIC)
+    (root / "pairwise_template.txt").write_text(PAIRWISE_TEMPLATE)
     model = "claude-sonnet-4-6"
-    scenario = Scenario(seed=7, batch_seconds=1.0, unparseable_rate=0.02)
+    scenario = Scenario(seed=7, batch_seconds=1.0, unparseable_rate=0.02, position_bias=POSITION_BIAS)
     started = time.monotonic()
     print(f"judgecore demo: simulator on loopback, job files in {root}", file=sys.stderr)
     results = {}
@@ -153,7 +213,19 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         batch_flags = {"model": model, "otpm": 400_000, "poll_interval": 0.25, "max_batch_requests": 1000}
         if n < 2000:
             batch_flags["force_batch"] = True
-        flags = {"batch": batch_flags, "sync": {"model": model, "concurrency": 8}}
+        flags = {
+            "batch": batch_flags,
+            "sync": {"model": model, "concurrency": 8},
+            "pairwise": {
+                "model": model,
+                "force_batch": True,
+                "poll_interval": 0.25,
+                "rubric": str(root / "pairwise_rubric.txt"),
+                "verdict": None,
+                "template": str(root / "pairwise_template.txt"),
+                "pairwise": ["answer_gpt", "answer_claude"],
+            },
+        }
         jobs = [
             (
                 "batch",
@@ -168,14 +240,28 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
                 ),
             ),
             ("sync", "sync_items.jsonl", JobSettings(model=model, concurrency=8, verdict=VERDICT)),
+            (
+                "pairwise",
+                "pairwise_completions.jsonl",
+                JobSettings(
+                    model=model,
+                    force="batch",
+                    poll_interval=0.25,
+                    template=PAIRWISE_TEMPLATE,
+                    pairwise=("answer_gpt", "answer_claude"),
+                ),
+            ),
         ]
         for name, fname, settings in jobs:
-            items = load_items(root / fname)
-            print(f"\n== {name} job: {plural(len(items), 'item')} ==", file=sys.stderr)
+            items: Any = root / fname if settings.template is not None else load_items(root / fname)
+            rubric = PAIRWISE_RUBRIC if settings.pairwise is not None else RUBRIC
+            print(f"\n== {name} job: {fname} ==", file=sys.stderr)
             with contextlib.ExitStack() as stack:
                 emit = stderr_progress(stack)
                 invocation = _invocation(root, fname, name, flags[name])
-                result = asyncio.run(_run_job(server.base_url, items, root, name, settings, emit, invocation))
+                result = asyncio.run(
+                    _run_job(server.base_url, items, root, name, settings, emit, invocation, rubric)
+                )
             results[name] = result
     elapsed = time.monotonic() - started
     print("\n== summary ==")
@@ -198,6 +284,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             else "       spend n/a"
         )
         print(f"       prompt cache: {read:,} tokens read, {created:,} written (hit rate {hit:.1%})")
+        if name == "pairwise":
+            print("\n".join(pairwise_lines(result.records.values())))
         print(f"       output: {result.output_path}")
         ok = ok and result.exit_code == EXIT_OK
     from adapters.html_report import write_html_report
@@ -205,9 +293,16 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
 
     report = root / "report.html"
     write_html_report(report, job_report(root / "state-batch", by="topic"))
+    pairwise_report = (
+        root / "pairwise_report.html"
+    )  # the win rate, position consistency and first-position share
+    write_html_report(pairwise_report, job_report(root / "state-pairwise"))
     print(f"done in {elapsed:.1f} s; job files, checkpoints and outputs are in {root}")
     state = str(root / "state-batch")
     print(f"inspect a checkpoint with: {command_line(['status', '--state', state])}")
     print(f"scores by topic: {command_line(['summary', '--state', state, '--by', 'topic'])}")
+    pairwise_state = str(root / "state-pairwise")
+    print(f"the pairwise job: {command_line(['summary', '--state', pairwise_state])}")
     print(f"the judge report (open it in a browser): {report}")
+    print(f"the pairwise job's report: {pairwise_report}")
     return EXIT_OK if ok else 3

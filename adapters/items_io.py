@@ -24,6 +24,7 @@ from judgecore.planning import JobPlan, plan_job
 
 if TYPE_CHECKING:
     from adapters.readers import InputKind
+    from judgecore.designs import Design
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -85,6 +86,57 @@ def load_items(
     return items.with_message_column(InputMessages(path, len(items), kind=kind))
 
 
+def load_design_items(path: Path, design: Design, *, job: str | None, kind: InputKind | None = None) -> Items:
+    """The requests of a multi-request or templated job read from `path` (`judgecore.designs`): each
+    row expanded into its requests, their messages held (a design's prompts are built, not read
+    back from the file); `UsageError` with `FILE:LINE: reason` on the first bad row."""
+    from adapters.readers import input_kind, input_lines, templated_rows
+
+    kind = kind or input_kind(path)
+    try:
+        with contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation(), templated_rows():
+            items = design_items_of(design, enumerate(lines, start=1), job=job)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (InputError, DuplicateIdError) as exc:
+        raise input_error(path, exc.line, exc.reason) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    if not items:
+        raise UsageError(f"{path}: the input has no items")
+    return items
+
+
+def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *, job: str | None) -> Items:
+    """`judgecore.designs.design_items` of numbered JSON lines (blank lines skipped)."""
+    from judgecore.designs import expand_item, expand_templated
+    from judgecore.items import parse_item
+
+    def rows() -> Iterator[Any]:
+        for n, raw in lines:
+            if design.template is not None:
+                if not raw.strip():
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise InputError(n, f"not valid JSON ({exc})") from None
+                if type(obj) is dict and type(obj.get("metadata")) is dict:  # a table's other columns
+                    meta = obj.pop("metadata")
+                    obj = {**meta, **obj}
+                yield expand_templated(design, n, obj)
+            else:
+                item = parse_item(n, raw)
+                if item is not None:
+                    yield expand_item(
+                        design, item.id, n, item.messages_json, item.max_tokens, item.metadata_json
+                    )
+
+    from judgecore.designs import design_items
+
+    return design_items(design, rows(), job=job)
+
+
 def _line_of(n: int, obj: object) -> bytes:
     """Item `n` (1-based) as the JSON line the parser reads; numpy scalars and arrays (what a
     DataFrame's cells hold) are numbers and lists. `InputError` for an object no line could be."""
@@ -119,6 +171,22 @@ def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Ite
     return tuple(out)
 
 
+def _design_objects(design: Design, objects: Iterable[Mapping[str, Any]]) -> Items:
+    """The requests of a design from Python objects (or a DataFrame's rows), as from a file."""
+    from adapters.readers import frame_lines, is_frame, templated_rows
+
+    try:
+        with templated_rows():
+            rows: Iterable[Any] = frame_lines(objects) if is_frame(objects) else objects
+            numbered = (
+                (n, obj if isinstance(obj, bytes) else _line_of(n, obj))
+                for n, obj in enumerate(rows, start=1)
+            )
+            return design_items_of(design, numbered, job=None)
+    except (InputError, DuplicateIdError) as exc:
+        raise input_error(None, exc.line, exc.reason) from None
+
+
 def job_of(
     items: Sequence[Item] | Iterable[Mapping[str, Any]],
     *,
@@ -128,8 +196,15 @@ def job_of(
 ) -> JobPlan:
     """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
     holds (or of a new one), and its plan, built once (a run and a dry run)."""
+    design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
-        items = load_items(Path(items))
+        items = (
+            load_items(Path(items))
+            if design.single and design.template is None
+            else load_design_items(Path(items), design, job=None)
+        )
+    if not isinstance(items, Items) and not (design.single and design.template is None):
+        items = _design_objects(design, items)  # type: ignore[arg-type]
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     from adapters.messages import boxed
@@ -146,14 +221,13 @@ def job_of(
         raise UsageError("the input has no items")
     warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
     for k, mt in enumerate(items.max_tokens):
-        if mt is not None and (problem := max_tokens_problem(settings.model, mt)):
-            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
-        if (
-            mt is not None
-            and settings.thinking is not None
-            and (problem := thinking_problem(settings.model, settings.thinking, mt))
-        ):
-            raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+        if mt is None:
+            continue
+        for model in settings.models:
+            if problem := max_tokens_problem(model, mt):
+                raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+            if settings.thinking is not None and (problem := thinking_problem(model, settings.thinking, mt)):
+                raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     with bulk_allocation():
@@ -166,7 +240,7 @@ def plan_the_job(items: Sequence[Item], *, rubric: str | None, settings: JobSett
     try:
         return plan_job(
             items,
-            model=settings.model,
+            model=settings.request_model,
             max_tokens=settings.max_tokens,
             rubric=rubric,
             max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
@@ -177,4 +251,13 @@ def plan_the_job(items: Sequence[Item], *, rubric: str | None, settings: JobSett
         raise input_error(None, exc.line, exc.reason) from None
 
 
-__all__ = ["bulk_allocation", "input_error", "items_from_objects", "job_of", "load_items", "plan_the_job"]
+__all__ = [
+    "bulk_allocation",
+    "design_items_of",
+    "input_error",
+    "items_from_objects",
+    "job_of",
+    "load_design_items",
+    "load_items",
+    "plan_the_job",
+]

@@ -70,7 +70,7 @@ from judgecore.jobrun import (
     WriteOutput,
     Wrote,
 )
-from judgecore.planning import JobPlan, Plan
+from judgecore.planning import JobPlan, Learned, Plan
 from judgecore.routing import Route
 
 if TYPE_CHECKING:
@@ -127,11 +127,24 @@ def judge_dry_run(
     rubric: str | None,
     state_dir: Path | str,
     settings: JobSettings = JobSettings(),
+    count_tokens: bool = False,
+    client: Any = None,
+    environ: Mapping[str, str] | None = None,
 ) -> JudgeResult:
     """What `judge(..., dry_run=True)` returns (the plan, nothing sent, nothing written), without an
-    event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio."""
+    event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio.
+    `count_tokens`: count one prompt's real input tokens with the API (`client`, a sync
+    `anthropic.Anthropic`; None: built from the environment) to scale the estimate."""
     job = job_of(items, rubric=rubric, settings=settings, state_dir=Path(state_dir))
-    return _dry_run(job, rubric=rubric, settings=settings, state_dir=Path(state_dir))
+    return _dry_run(
+        job,
+        rubric=rubric,
+        settings=settings,
+        state_dir=Path(state_dir),
+        count_tokens=count_tokens,
+        client=client,
+        environ=environ,
+    )
 
 
 async def ajudge(
@@ -257,7 +270,13 @@ async def _run(
                     case WriteOutput(reuse=reuse):
                         v = settings.verdict
                         written = write_output(
-                            store, job.items, out_path, keep=keep_records, verdict=v, reuse=reuse
+                            store,
+                            job.items,
+                            out_path,
+                            keep=keep_records,
+                            verdict=v,
+                            reuse=reuse,
+                            design=settings.design,
                         )
                         run = run.on(Wrote(pending=written.counts.get("pending", 0)))
                     case Done(exit_status=status, reason=reason):
@@ -332,8 +351,21 @@ def judge(
     )
 
 
-def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_dir: Path) -> JudgeResult:
+def _dry_run(
+    job: JobPlan,
+    *,
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+    count_tokens: bool = False,
+    client: Any = None,
+    environ: Mapping[str, str] | None = None,
+) -> JudgeResult:
     """The plan of what the run would do, with nothing sent and nothing written.
+
+    The estimate learns from the checkpoint's answers; on a job with none, `count_tokens` asks the
+    API to count one prompt of the job (`client.messages.count_tokens`: no message is sent, nothing is
+    billed) and scales the input estimate by it.
 
     On an existing state dir (opened read-only) it is checked as the run checks it (another job's
     manifest, an item changed under its id: exit 2), and the job's machine says the route and what
@@ -342,20 +374,29 @@ def _dry_run(job: JobPlan, *, rubric: str | None, settings: JobSettings, state_d
     run never probes).
     """
     history = History()
+    learned, spent = Learned(), 0.0
     if Store.exists(state_dir):
         from adapters.store import ContentConflictError, StateMismatchError
+        from adapters.summary import learned_from_store, spend_from_store
 
         store = Store.open_readonly(state_dir)
         try:
             store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
             history = history_from_store(store)
+            learned, spent = learned_from_store(store), spend_from_store(store).spend_usd or 0.0
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
         finally:
             store.close()
     dry = _machine(job, history, settings).dry_run()
     left = job.requests if len(dry.left) == len(job.requests) else job.requests.only(dry.left)
-    p = plan_of(job, left, dry.route, rubric, settings, final=dry.final, live=dry.live)
+    if count_tokens and not learned.answers and len(left):
+        from adapters.count_tokens import count_prompt
+
+        learned = count_prompt(job, left, dry.route.path, client=client, environ=environ)
+    p = plan_of(
+        job, left, dry.route, rubric, settings, final=dry.final, live=dry.live, learned=learned, spent=spent
+    )
     return JudgeResult(exit_code=EXIT_OK, route=dry.route, counts={}, records={}, plan=p)
 
 

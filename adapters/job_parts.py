@@ -12,9 +12,11 @@ import attrs
 from adapters.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.store import Store
 from adapters.usage import UsageError
+from judgecore.items import RoutePath
 from judgecore.jobrun import BatchRan, History, Probed, RunSync, SyncRan
 from judgecore.planning import JobPlan
 from judgecore.routing import Route
+from judgecore.spend import Expect
 
 if TYPE_CHECKING:
     import random
@@ -37,6 +39,26 @@ def history_from_store(store: Store) -> History:
         in_flight=state.in_flight,
         any_batch=bool(store.sub_batches()),
     )
+
+
+def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePath) -> Expect | None:
+    """What one more request of the job is expected to cost on `path`, for a budget's last line: the
+    plan of the whole job as the checkpoint's answers teach it, weighted by how many there are (each
+    answer of the run then adds its real cost). None without a budget."""
+    if settings.budget is None or not len(job.requests):
+        return None
+    from adapters.output import plan_of
+    from adapters.summary import learned_from_store
+
+    learned = learned_from_store(store)
+    route = Route(
+        path=path, n=len(job.requests), threshold=0, otpm=0, otpm_source="assumed", forced=True, reason=""
+    )
+    p = plan_of(
+        job, job.requests, route, None, attrs.evolve(settings, budget=None), learned=learned, chunked=False
+    )
+    per = p.per_request_usd
+    return None if per is None else Expect(per_request=per, weight=learned.answers)
 
 
 @attrs.frozen(kw_only=True)
@@ -107,6 +129,7 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
         rng=p.rng,
         budget=budget_now(p.store, p.settings),
         price=price_of(p.settings),
+        expect=expect_now(p.store, p.job, p.settings, "sync"),
     )
     p.store.set_meta("rate_limits", result.reading.to_json())
     outcome = result.outcome
@@ -145,6 +168,7 @@ async def run_batch_part(p: Ports, ids: frozenset[str]) -> BatchRan:
         total=len(p.job.requests),
         budget=budget_now(p.store, s),
         price=price_of(s),
+        expect=expect_now(p.store, p.job, s, "batch"),
     )
     return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck))
 
@@ -174,6 +198,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         contacted=action.contacted,
         budget=budget_now(p.store, p.settings),
         price=price_of(p.settings),
+        expect=expect_now(p.store, p.job, p.settings, "sync"),
     )
     return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate)
 

@@ -15,12 +15,13 @@ import attrs
 from adapters.settings import JobSettings
 from adapters.store import TALLY, Store
 from judgecore.chunking import chunk
-from judgecore.items import Item, Items, Request
-from judgecore.planning import DEFAULT_PRICES, JobPlan, Plan, plan
+from judgecore.items import Item, Items, Request, Requests
+from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
 from judgecore.report import record_for  # per output line: not imported in the loop
 from judgecore.routing import Route
 
 if TYPE_CHECKING:
+    from judgecore.designs import Design
     from judgecore.verdicts import VerdictSpec
 
 
@@ -43,6 +44,37 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
 
 
 def iter_records(
+    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None, design: Design | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every item's output object (see `_request_records`); under a multi-request `design`, each
+    item's requests folded into its one line (`judgecore.designs.fold`)."""
+    records = _request_records(store, items, verdict)
+    if design is None or design.single:
+        return records
+    return fold_records(records, design, verdict)
+
+
+def fold_records(
+    records: Iterable[dict[str, Any]], design: Design, verdict: VerdictSpec | None
+) -> Iterator[dict[str, Any]]:
+    """Request records, an item's together in key order (as a design's items are), folded per item."""
+    from judgecore.designs import fold
+
+    keys = design.request_keys()
+    per = len(keys)
+    score = verdict.score if verdict is not None else None
+    labels = verdict.label_map if verdict is not None else {}
+    group: list[dict[str, Any]] = []
+    for r in records:
+        group.append(r)
+        if len(group) == per:
+            yield fold(design, dict(zip(keys, group, strict=True)), score=score, labels=labels)
+            group = []
+    if group:  # pragma: no cover - a design's items always come in whole groups
+        raise AssertionError(f"{len(group)} request(s) left over from an item of {per}")
+
+
+def _request_records(
     store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every item's output object from the checkpoint, in input order, streamed in one pass.
@@ -107,10 +139,10 @@ def stored_record(
 
 
 def collect_records(
-    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
+    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None, design: Design | None = None
 ) -> dict[str, dict[str, Any]]:
     """Every item's output object, from the checkpoint, keyed by item id (input order kept)."""
-    return {r["id"]: r for r in iter_records(store, items, verdict)}
+    return {r["id"]: r for r in iter_records(store, items, verdict, design)}
 
 
 @attrs.frozen(kw_only=True)
@@ -129,6 +161,7 @@ def write_output(
     keep: bool,
     verdict: VerdictSpec | None = None,
     reuse: bool = False,
+    design: Design | None = None,
 ) -> Written:
     """Stream the checkpoint into the output file (when `out`), counting statuses; keep the records
     in memory only when asked (the Python API returns them; the CLI has the file).
@@ -147,7 +180,7 @@ def write_output(
 
     def rows() -> Iterator[dict[str, Any]]:
         nonlocal unparsed
-        for r in iter_records(store, items, verdict):
+        for r in iter_records(store, items, verdict, design):
             counts[r["status"]] += 1
             if r["error"] is not None and r["error"]["class"] == "VERDICT_UNPARSED":
                 unparsed += 1
@@ -192,14 +225,19 @@ def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> Non
     spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
     store.record_metadata(zip(job.items.custom_ids, job.items.metadata_json, strict=True))
     store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
+    design = settings.design
+    if not design.single:  # what `summary` needs to fold the checkpoint's requests into items
+        store.set_meta("design", design.to_json())
 
 
 def record_estimate(
     store: Store, job: JobPlan, chosen: Route, rubric: str | None, settings: JobSettings
 ) -> None:
-    """Keep the dry-run's estimate of the whole job on its route, for `status` and `summary` to show
-    beside what was spent."""
-    p = plan_of(job, job.requests, chosen, rubric, settings)
+    """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
+    was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
+    from adapters.summary import learned_from_store
+
+    p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
     store.set_meta(
         "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
     )
@@ -214,15 +252,101 @@ def plan_of(
     *,
     final: int = 0,
     live: int = 0,
+    learned: Learned | None = None,
+    spent: float = 0.0,
+    chunked: bool = True,
 ) -> Plan:
     """The plan of sending `requests` of `job` on `chosen` (chunked into sub-batches on the batch
-    route), with `final` and `live` items counted, not sent: what the dry run prints and a run's
-    estimate."""
+    route, unless `chunked` is False), with `final` and `live` items counted, not sent: what the dry
+    run prints and a run's estimate. `learned` (the checkpoint's answers, a counted prompt) teaches
+    the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
     subs = (
         chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
-        if chosen.path == "batch"
+        if chosen.path == "batch" and chunked
         else ()
     )
+    design = settings.design
+    if not design.single:
+        whole = _plan(
+            job,
+            requests,
+            chosen,
+            subs,
+            rubric,
+            settings,
+            final=final,
+            live=live,
+            learned=learned,
+            spent=spent,
+        )
+        by_judge: list[tuple[str, float | None]] = []
+        sync_costs: list[float | None] = []
+        if design.judges:
+            template = job.template(chosen.path)
+            cols = Requests.of(requests)
+            models = cols.models
+            for judge in design.judges:
+                mine = cols.only(
+                    frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
+                )
+                p = plan(
+                    mine,
+                    route=chosen,
+                    sub_batches=(),
+                    template=template.with_model(judge),
+                    rubric=rubric,
+                    max_batch_requests=settings.max_batch_requests,
+                    max_batch_bytes=settings.max_batch_bytes,
+                    prices=DEFAULT_PRICES,
+                    thinking=settings.thinking,
+                    learned=learned,
+                )
+                by_judge.append((judge, p.estimated_cost_usd))
+                sync_costs.append(p.all_sync_cost_usd)
+            known = [c for _, c in by_judge]
+            cost = None if any(c is None for c in known) else sum(c for c in known if c is not None)
+            all_sync = (
+                None if any(c is None for c in sync_costs) else sum(c for c in sync_costs if c is not None)
+            )
+            whole = attrs.evolve(
+                whole, estimated_cost_usd=cost, all_sync_cost_usd=all_sync, model=", ".join(design.judges)
+            )
+        return attrs.evolve(
+            whole,
+            items=len(job.items) // design.per_item,
+            per_item=design.per_item,
+            design=_design_words(design),
+            cost_by_judge=tuple(by_judge),
+        )
+    return _plan(
+        job, requests, chosen, subs, rubric, settings, final=final, live=live, learned=learned, spent=spent
+    )
+
+
+def _design_words(design: Design) -> str:
+    parts = []
+    if design.samples > 1:
+        parts.append(f"{design.samples} samples")
+    if design.pairwise is not None:
+        parts.append(f"{design.pairwise[0]} vs {design.pairwise[1]} in both orders")
+    if design.judges:
+        parts.append(f"a panel of {len(design.judges)} judges")
+    return " x ".join(parts) or "one request"
+
+
+def _plan(
+    job: JobPlan,
+    requests: Sequence[Request],
+    chosen: Route,
+    subs: Any,
+    rubric: str | None,
+    settings: JobSettings,
+    *,
+    final: int,
+    live: int,
+    learned: Learned | None,
+    spent: float,
+) -> Plan:
     return plan(
         requests,
         route=chosen,
@@ -236,6 +360,9 @@ def plan_of(
         live=live,
         thinking=settings.thinking,
         warnings=settings.warnings(),
+        learned=learned,
+        budget=settings.budget,
+        spent=spent,
     )
 
 

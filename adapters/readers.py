@@ -23,6 +23,8 @@ checkpoint) goes through `input_lines` again, so both reads see the same rows.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import gzip
 import importlib
@@ -168,12 +170,29 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+#: True while rows are read for a `--template` (judgecore.designs): a row is `id` plus any fields
+_TEMPLATED: contextvars.ContextVar[bool] = contextvars.ContextVar("templated", default=False)
+
+
+@contextlib.contextmanager
+def templated_rows() -> Iterator[None]:
+    """Read tables as rows for a template: no `prompt` or `messages` column needed."""
+    token = _TEMPLATED.set(True)
+    try:
+        yield
+    finally:
+        _TEMPLATED.reset(token)
+
+
 def _check_columns(names: Iterable[str], line: int) -> None:
-    """A table needs an `id` column and a `prompt` or `messages` one (`InputError` at `line`)."""
+    """A table needs an `id` column and a `prompt` or `messages` one (`InputError` at `line`); under a
+    template (`templated_rows`) only the `id` column."""
     have = list(names)
     listed = ", ".join(map(repr, have)) or "none"
     if "id" not in have:
         raise InputError(line, f"no 'id' column (the columns are {listed})")
+    if _TEMPLATED.get():
+        return
     if "prompt" not in have and "messages" not in have:
         raise InputError(line, f"no 'prompt' or 'messages' column (the columns are {listed})")
 

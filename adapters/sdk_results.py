@@ -9,6 +9,11 @@ the SDK through these three functions, so an answer means the same on either rou
 - `line_result(result)`: one batch results line's `result` (succeeded / errored / canceled / expired);
   an errored line's envelope is `{"type": "error", "error": {"type", "message", "details":
   {"error_code"}?}, "request_id"}`, its `error_code` read as the SDK reads an HTTP error's.
+- `result_line(line)`: one raw line of a results file (bytes, parsed with orjson) as `(custom_id,
+  RawResult)`, with no SDK model built: the harvest's per-line path. It gives exactly what
+  `line_result` gives for the SDK's model of the same line (`tests/batch/test_result_lines.py` checks
+  that on lines generated from the SDK's own types), through `message_json_result` and
+  `line_json_result`, the same rules read off plain JSON.
 - `error_result(exc, base_url=..., now=...)`: an exception of an SDK call. A status error is an
   `http_error` with its status, type, message, `error_code` (`exc.error_code`, read by
   `anthropic._exceptions.extract_error_code`) and retry-after (an error event inside a 200 stream is
@@ -21,10 +26,12 @@ the SDK through these three functions, so an answer means the same on either rou
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import anthropic
 import httpx2
+import orjson
 from anthropic._exceptions import extract_error_code
 
 from judgecore.outcomes import CONNECT_FAILED, RawResult, StopDetails, Usage
@@ -97,6 +104,73 @@ def line_result(result: Any) -> RawResult:
     return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
 
 
+def _usage_json(u: Any) -> Usage | None:
+    if not isinstance(u, Mapping):
+        return None
+    return Usage(
+        input_tokens=u.get("input_tokens") or 0,
+        output_tokens=u.get("output_tokens") or 0,
+        cache_creation_input_tokens=u.get("cache_creation_input_tokens") or 0,
+        cache_read_input_tokens=u.get("cache_read_input_tokens") or 0,
+    )
+
+
+def message_json_result(message: Mapping[str, Any]) -> RawResult:
+    """`message_result` of a `Message` given as its JSON object."""
+    texts = [b["text"] for b in (message.get("content") or ()) if b.get("type") == "text"]
+    details = message.get("stop_details")
+    return RawResult(
+        kind="succeeded",
+        text="".join(texts) if texts else None,
+        stop_reason=message.get("stop_reason"),
+        model=message.get("model"),
+        usage=_usage_json(message.get("usage")),
+        stop_details=None if details is None else StopDetails.from_json(details),
+    )
+
+
+def _error_code(envelope: Any) -> str | None:
+    """`error.details.error_code` of an error envelope (the SDK's `extract_error_code`, on JSON)."""
+    for key in ("error", "details", "error_code"):
+        if not isinstance(envelope, Mapping):
+            return None
+        envelope = envelope.get(key)
+    return envelope if isinstance(envelope, str) else None
+
+
+def line_json_result(result: Mapping[str, Any]) -> RawResult:
+    """`line_result` of a results line's `result` given as its JSON object."""
+    kind = result.get("type")
+    if kind == "succeeded":
+        return message_json_result(result["message"])
+    if kind == "errored":
+        envelope = result.get("error")
+        inner = envelope.get("error") if isinstance(envelope, Mapping) else None
+        inner = inner if isinstance(inner, Mapping) else {}
+        return RawResult(
+            kind="errored",
+            error_type=inner.get("type"),
+            message=inner.get("message"),
+            error_code=_error_code(envelope),
+        )
+    if kind in ("canceled", "expired"):
+        return RawResult(kind=kind)
+    return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
+
+
+def result_line(line: bytes) -> tuple[str, RawResult]:
+    """One line of a batch's results file as `(custom_id, RawResult)`. A line that is not a results
+    line (torn, not JSON, no custom_id or result) raises `ValueError`."""
+    obj = orjson.loads(line)
+    try:
+        custom_id, result = obj["custom_id"], obj["result"]
+        if not isinstance(custom_id, str) or not isinstance(result, Mapping):
+            raise TypeError(type(custom_id).__name__)
+        return custom_id, line_json_result(result)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a batch results line: {line[:200]!r}") from exc
+
+
 def error_result(exc: BaseException, *, base_url: str | None = None, now: float | None = None) -> RawResult:
     """The failure of one SDK call as a `RawResult` (see the module docstring). `now` (epoch seconds)
     reads a `retry-after` given as an HTTP date."""
@@ -128,4 +202,14 @@ def error_result(exc: BaseException, *, base_url: str | None = None, now: float 
     return RawResult(kind="connection_error", message=message[:500])
 
 
-__all__ = ["NEVER_CONNECTED", "error_result", "line_result", "message_result", "stop_details_of", "usage_of"]
+__all__ = [
+    "NEVER_CONNECTED",
+    "error_result",
+    "line_json_result",
+    "line_result",
+    "message_json_result",
+    "message_result",
+    "result_line",
+    "stop_details_of",
+    "usage_of",
+]

@@ -31,9 +31,14 @@ from judgecore.routing import RoutePolicy
 if TYPE_CHECKING:
     from adapters.store import Store
     from adapters.sync import SyncSettings
+    from judgecore.designs import Design
     from judgecore.planning import ModelPrice
     from judgecore.spend import Budget
     from judgecore.verdicts import VerdictSpec
+
+
+#: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
+PAIRWISE_PATTERN = r"(?i)winner\W*\s*(?P<score>[A-Za-z]+)"
 
 
 @attrs.frozen(kw_only=True)
@@ -65,6 +70,33 @@ class JobSettings:
     #: The date deprecations and retirements are judged on; None: today's UTC date, read by the shell
     #: when the job is planned. Never part of the manifest.
     today: datetime.date | None = attrs.field(default=None, eq=False)
+    #: Judge designs (`judgecore.designs`, docs/designs.md): the user turn's template (its text, with
+    #: `{field}` placeholders), K samples per item, the two fields of a pairwise item, a panel of judges.
+    template: str | None = None
+    samples: int = 1
+    pairwise: tuple[str, str] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(lambda v: _pair(v))
+    )
+    judges: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    @property
+    def design(self) -> Design:
+        """The job's design (one request per item without the design knobs)."""
+        from judgecore.designs import Design
+
+        return Design(
+            template=self.template, samples=self.samples, pairwise=self.pairwise, judges=self.judges
+        )
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model the job asks: the panel's judges, else the job's model."""
+        return self.judges or (self.model,)
+
+    @property
+    def request_model(self) -> str:
+        """The model of the job's request template (a panel's first judge)."""
+        return self.judges[0] if self.judges else self.model
 
     def __attrs_post_init__(self) -> None:
         max_tokens = max_tokens_problem(self.model, self.max_tokens) if self.max_tokens >= 1 else None
@@ -106,6 +138,26 @@ class JobSettings:
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
+        from judgecore.designs import DesignError
+
+        try:
+            self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
+        except DesignError as exc:
+            raise ValueError(str(exc)) from None
+        if self.pairwise is not None and self.verdict is None:  # the judge's choice, read by default
+            from judgecore.verdicts import spec_from_json
+
+            object.__setattr__(self, "verdict", spec_from_json({"pattern": PAIRWISE_PATTERN}))
+        for judge in self.judges:
+            problem = max_tokens_problem(judge, self.max_tokens)
+            if problem:
+                raise ValueError(f"--judge {judge}: {problem}")
+            if self.thinking is not None and (
+                problem := thinking_problem(judge, self.thinking, self.max_tokens)
+            ):
+                raise ValueError(f"--judge {judge}: --thinking: {problem}")
+            if self.budget is not None and _table_price(judge) is None:
+                raise ValueError(f"--budget needs every judge's prices, and judgecore has none for {judge!r}")
 
     @property
     def route_policy(self) -> RoutePolicy:
@@ -124,6 +176,10 @@ class JobSettings:
             manifest["verdict_schema_sha256"] = schema
         if self.thinking is not None:  # likewise: only when set
             manifest["thinking"] = self.thinking.param()
+        template = (
+            hashlib.sha256(self.template.encode()).hexdigest()[:32] if self.template is not None else None
+        )
+        manifest.update(self.design.manifest(template))  # likewise: only what is set
         return manifest
 
     def on_date(self) -> datetime.date:
@@ -134,16 +190,18 @@ class JobSettings:
         """What the user should know before anything is sent (a deprecated model, too little room for
         thinking); a retired model is a `UsageError` instead (exit 2, naming the replacement)."""
         out: list[str] = []
-        match standing(self.model, self.on_date()):
-            case Retired() as retired:
-                raise UsageError(f"--model: {retired}")
-            case Deprecated() as deprecated:
-                out.append(str(deprecated))
-            case None:
-                pass
-        room = thinking_room_problem(self.model, self.thinking, self.max_tokens)
-        if room is not None:
-            out.append(room)
+        for model in self.models:
+            flag = "--judge" if self.judges else "--model"
+            match standing(model, self.on_date()):
+                case Retired() as retired:
+                    raise UsageError(f"{flag}: {retired}")
+                case Deprecated() as deprecated:
+                    out.append(str(deprecated))
+                case None:
+                    pass
+            room = thinking_room_problem(model, self.thinking, self.max_tokens)
+            if room is not None:
+                out.append(room)
         return tuple(out)
 
 
@@ -184,10 +242,38 @@ def budget_now(store: Store, settings: JobSettings) -> Budget | None:
 
 
 def price_of(settings: JobSettings) -> ModelPrice | None:
-    """The model's prices when a budget needs them (`JobSettings` refuses a budget without them)."""
+    """The model's prices when a budget needs them (`JobSettings` refuses a budget without them); for
+    a panel, the dearest judge's rates (an upper bound of every request's cost, so the cap holds)."""
     from judgecore.spend import price_for
 
-    return price_for(settings.model) if settings.budget is not None else None
+    if settings.budget is None:
+        return None
+    if not settings.judges:
+        return price_for(settings.model)
+    prices = [p for p in map(price_for, settings.judges) if p is not None]
+    if not prices:
+        return None
+    from judgecore.models import ModelPrice
+
+    return ModelPrice(
+        input_per_mtok=max(p.input_per_mtok for p in prices),
+        output_per_mtok=max(p.output_per_mtok for p in prices),
+        cache_read=max(p.cache_read for p in prices),
+        long_prompt=None
+        if all(p.long_prompt is None for p in prices)
+        else (
+            min(p.long_prompt[0] for p in prices if p.long_prompt),
+            max(max(p.long_prompt[1], p.input_per_mtok) for p in prices if p.long_prompt),
+            max(max(p.long_prompt[2], p.output_per_mtok) for p in prices if p.long_prompt),
+        ),
+    )
+
+
+def _pair(value: Any) -> tuple[str, ...]:
+    """`--pairwise A,B` as a tuple (a string is split at its comma)."""
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(","))
+    return tuple(value)
 
 
 __all__ = ["Fatal", "JobSettings", "budget_now", "price_of", "sync_settings_for"]

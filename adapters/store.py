@@ -450,28 +450,6 @@ class Store:
             for r in self._conn.execute(q)
         ]
 
-    def usage_by_model(self) -> list[tuple[str | None, str, Usage]]:
-        """Every billed answer's usage summed per answering model and route (a panel's spend per judge)."""
-        q = (
-            "SELECT model, route, SUM(json_extract(usage, '$.input_tokens')), "
-            "SUM(json_extract(usage, '$.output_tokens')), SUM(json_extract(usage, '$.cache_creation_input_tokens')), "
-            "SUM(json_extract(usage, '$.cache_read_input_tokens')) FROM outcomes WHERE usage IS NOT NULL "
-            "GROUP BY model, route ORDER BY model, route"
-        )
-        return [
-            (
-                r[0],
-                r[1],
-                Usage(
-                    input_tokens=r[2],
-                    output_tokens=r[3],
-                    cache_creation_input_tokens=r[4],
-                    cache_read_input_tokens=r[5],
-                ),
-            )
-            for r in self._conn.execute(q)
-        ]
-
     def items_digest(self) -> str:
         """One SHA-256 over every item's id and content digest, in input order: what the job judged,
         whatever file it was read from."""
@@ -479,6 +457,35 @@ class Store:
         for item_id, digest in self._conn.execute("SELECT item_id, digest FROM items ORDER BY seq"):
             h.update(f"{item_id}\x00{digest}\n".encode())
         return h.hexdigest()
+
+    def billed_answers(self) -> int:
+        """How many answers the API billed (recorded outcomes with usage; an item answered twice counts
+        twice), for the mean usage per answer."""
+        return int(self._conn.execute("SELECT COUNT(*) FROM outcomes WHERE usage IS NOT NULL").fetchone()[0])
+
+    def usage_by_judge(self, judges: Sequence[str]) -> dict[str, list[tuple[str, Usage]]]:
+        """A panel's billed usage summed per judge and route. A request's judge is the first part of
+        the tag after the last `#` of its item id (`judgecore.designs`): the model an answer names may
+        be a dated id of the alias it was sent to."""
+        order = sorted(judges, key=len, reverse=True)  # the longest judge id that fits the tag
+        sums: dict[tuple[str, str], list[int]] = {}
+        q = (
+            "SELECT i.item_id, o.route, o.usage FROM outcomes o JOIN items i ON i.custom_id = o.custom_id "
+            "WHERE o.usage IS NOT NULL"
+        )
+        for item_id, route, raw in self._conn.execute(q):
+            tag = item_id.rpartition("#")[2]
+            judge = next((j for j in order if tag == j or tag.startswith(j + ".")), None)
+            if judge is None:
+                continue
+            u = orjson.loads(raw)
+            acc = sums.setdefault((judge, route), [0, 0, 0, 0])
+            for k, name in enumerate(_USAGE_FIELDS):
+                acc[k] += int(u.get(name) or 0)
+        out: dict[str, list[tuple[str, Usage]]] = {j: [] for j in judges}
+        for (judge, route), acc in sums.items():
+            out[judge].append((route, Usage(**dict(zip(_USAGE_FIELDS, acc, strict=True)))))
+        return out
 
     def timeline(self) -> list[tuple[float, str, int | None, str]]:
         """`(at, route, sub_id, status)` of every recorded outcome, oldest first (the report's timeline)."""
@@ -821,6 +828,8 @@ class Store:
             return "o.error_code, o.stop_details"
         return "NULL, NULL"
 
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 _FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
 

@@ -18,7 +18,9 @@ import orjson
 
 from adapters.store import Store, SubBatchRow
 from adapters.usage import UsageError
-from judgecore.spend import Budget, Money, price_for, spend_of
+from judgecore.outcomes import Usage
+from judgecore.planning import Learned
+from judgecore.spend import Budget, Money, Spend, price_for, spend_of
 from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
 if TYPE_CHECKING:
@@ -49,6 +51,13 @@ def spend_from_store(store: Store) -> Money:
     """Spend so far (every billed answer in the checkpoint), all-sync, and the kept estimate."""
     manifest = store.get_meta("manifest") or {}
     estimate = (store.get_meta("estimate") or {}).get("estimated_cost_usd")
+    if manifest.get("judges"):  # a panel: each answer at its own judge's prices
+        by_judge = spend_by_judge(store)
+        if any(v is None for v in by_judge.values()):
+            return Money(estimate_usd=estimate)
+        spent = sum(v.spent for v in by_judge.values() if v is not None)
+        all_sync = sum(v.all_sync for v in by_judge.values() if v is not None)
+        return Money(spend_usd=spent, all_sync_usd=all_sync, estimate_usd=estimate)
     price = price_for(str(manifest.get("model", "")))
     if price is None:
         return Money(estimate_usd=estimate)
@@ -57,16 +66,37 @@ def spend_from_store(store: Store) -> Money:
 
 
 def spend_by_model(store: Store) -> list[tuple[str, float | None]]:
-    """US dollars per answering model (a panel's judges), from every billed answer in the checkpoint;
-    None for a model with no price. An answer with no model recorded counts for the job's model."""
+    """US dollars per judge, from every billed answer in the checkpoint: a panel's judges each at their
+    own prices (`spend_by_judge`, None for a judge with no price), or the job's one model."""
+    if by_judge := spend_by_judge(store):
+        return [(judge, s.spent if s is not None else None) for judge, s in by_judge.items()]
+    model = (store.get_meta("manifest") or {}).get("model")
+    return [(str(model), spend_from_store(store).spend_usd)] if model else []
+
+
+def learned_from_store(store: Store) -> Learned:
+    """What the checkpoint's answers say about the rest of the job (`judgecore.planning.Learned`):
+    how many were billed and their usage summed, over both routes."""
+    sums = [u for _route, u in store.usage_by_route()]
+    total = Usage(
+        input_tokens=sum(u.input_tokens or 0 for u in sums),
+        output_tokens=sum(u.output_tokens or 0 for u in sums),
+        cache_creation_input_tokens=sum(u.cache_creation_input_tokens or 0 for u in sums),
+        cache_read_input_tokens=sum(u.cache_read_input_tokens or 0 for u in sums),
+    )
+    return Learned(answers=store.billed_answers() if sums else 0, usage=total)
+
+
+def spend_by_judge(store: Store) -> dict[str, Spend | None]:
+    """A panel's spend per judge (each answer at the prices of the judge it was sent to; None for a
+    judge without prices), every judge of the job listed; an empty dict for a job without a panel."""
     manifest = store.get_meta("manifest") or {}
-    answers: dict[str, list[Any]] = {}
-    for model, route, usage in store.usage_by_model():
-        answers.setdefault(str(model or manifest.get("model")), []).append((route, usage))
-    out: list[tuple[str, float | None]] = []
-    for model, rows in sorted(answers.items()):
-        price = price_for(model)
-        out.append((model, spend_of(rows, price).spent if price is not None else None))
+    judges = list(manifest.get("judges") or ())
+    usage = store.usage_by_judge(judges)
+    out: dict[str, Spend | None] = {}
+    for judge in judges:
+        price = price_for(judge)
+        out[judge] = spend_of(usage.get(judge, []), price) if price is not None else None
     return out
 
 
@@ -75,6 +105,8 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
     earlier runs included). Without a price for the job's model only `cap=None` makes sense (the CLI
     refuses `--budget` then), and the spend so far counts as 0."""
     manifest = store.get_meta("manifest") or {}
+    if manifest.get("judges"):
+        return Budget(cap=cap, spent=spend_from_store(store).spend_usd or 0.0)
     price = price_for(str(manifest.get("model", "")))
     return Budget(cap=cap, spent=store.spent_usd(price) if price is not None else 0.0)
 
@@ -107,6 +139,12 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
                 item_id, cid, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict
             )
         )
+    kept = store.get_meta("design")
+    if kept:  # a multi-request job: each item's requests folded into its line, as the output has it
+        from adapters.output import fold_records
+        from judgecore.designs import Design
+
+        return list(fold_records(out, Design.from_json(kept), verdict))
     return out
 
 

@@ -32,7 +32,7 @@ from judgecore import (
 )
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import RateLimitReading
-from judgecore.spend import Budget, request_bound
+from judgecore.spend import Budget, Expect, request_bound
 from judgecore.syncrun import Answered, Done, Launch, Note, Record, Row, SyncRun, Todo, Wait
 
 
@@ -213,6 +213,7 @@ async def probe(
     rng: random.Random | None = None,
     budget: Budget | None = None,
     price: ModelPrice | None = None,
+    expect: Expect | None = None,
 ) -> ProbeResult:
     """The run's first launch: `request` alone through the run machine (retry-after, backoff,
     `max_attempts`, fatal, the breaker and the budget apply), its rows recorded; its outcome and the
@@ -226,6 +227,7 @@ async def probe(
         budget=budget,
         price=price,
         record_held=False,
+        expect=expect,
     )
     shell = _Shell(store, {request.custom_id: request}, template, api, clock, emit, rng or random.Random())
     run, done = await shell.interpret(run)
@@ -248,6 +250,7 @@ async def run_sync(
     budget: Budget | None = None,
     price: ModelPrice | None = None,
     contacted: bool = False,
+    expect: Expect | None = None,
 ) -> SyncRunResult:
     """Send every request not yet final in `store` (already bound to the job) through the run machine.
 
@@ -256,7 +259,8 @@ async def run_sync(
     request: only when the probe has just answered (it wrote the rubric cache, and the run has had an
     HTTP answer). `contacted` says the run has had an HTTP answer already (the probe's), so a
     connection error is transient from the first send on. `budget` (with the job's spend so far) and
-    `price` keep a `--budget` cap.
+    `price` keep a `--budget` cap; `expect` (what one request is expected to cost) is the figure its
+    last line starts from.
     """
     started = clock.now()
     final = store.job_state().final
@@ -270,6 +274,7 @@ async def run_sync(
         budget=budget,
         price=price,
         contacted=contacted or not warm_up,
+        expect=expect,
     )
     shell = _Shell(
         store, todo, template, api, clock, emit, rng, settings.progress_interval, len(requests) - len(todo)

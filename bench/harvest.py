@@ -1,7 +1,7 @@
 """Harvest benchmark: durable ingest rate and peak memory of the batch path's harvest.
 
 Runs the real harvest code (`adapters.batch.BatchShell.harvest` performing the machine's `Harvest`: id
-matching, duplicate check, SDK-object translation, `classify`, the breaker's gate until it closes,
+matching, duplicate check, the raw line's translation (`result_line`: orjson, no SDK model), `classify`, the breaker's gate until it closes,
 `OutcomeWriter` group commits with synchronous=FULL, the missing-line check)
 over a fake results stream that makes each line on the fly, so the stream itself holds nothing.
 
@@ -70,45 +70,44 @@ def peak_rss_kb() -> int:
 
 
 def measure(state: Path, n: int) -> dict[str, float]:
-    from anthropic.types.messages import MessageBatchIndividualResponse
+    import orjson
 
     from adapters.batch import BatchSettings, BatchShell
-    from adapters.batch_api import raw_result_from_sdk
     from adapters.clock import RealClock
+    from adapters.sdk_results import result_line
     from adapters.store import Store
     from judgecore import Breaker, RequestTemplate
     from judgecore.batchrun import Harvest, Harvested
 
-    line = MessageBatchIndividualResponse.model_validate(
+    result = orjson.dumps(
         {
-            "custom_id": "x",
-            "result": {
-                "type": "succeeded",
-                "message": {
-                    "id": "msg_01",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "claude-opus-4-8",
-                    "content": [{"type": "text", "text": "Score: 7/10. The answer is mostly right."}],
-                    "stop_reason": "end_turn",
-                    "stop_sequence": None,
-                    "usage": {
-                        "input_tokens": 120,
-                        "output_tokens": 14,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 2048,
-                    },
+            "type": "succeeded",
+            "message": {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-opus-4-8",
+                "content": [{"type": "text", "text": "Score: 7/10. The answer is mostly right."}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": 120,
+                    "output_tokens": 14,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 2048,
                 },
             },
         }
     )
 
     class Stream:
+        """The port as `AnthropicBatchApi.results` is: each line's raw bytes through `result_line`."""
+
         async def results(self, batch_id: str) -> AsyncIterator[tuple[str, object]]:
             order = list(range(n))  # 8 bytes a line: the server's arbitrary order
             random.Random(1).shuffle(order)
             for i in order:
-                yield cid(i), raw_result_from_sdk(line.result)
+                yield result_line(b'{"custom_id":"' + cid(i).encode() + b'","result":' + result + b"}")
 
     store = Store.open(state)
     template = RequestTemplate.build(model="m", max_tokens=1, rubric=None, path="batch")

@@ -5,6 +5,7 @@ a no-op rerun of the finished job, and the start-up of the small commands.
     uv run python bench/job.py --sizes 90000 --reruns 3
     uv run python bench/job.py --root OTHER_CHECKOUT  # the same, for another checkout (its .venv)
     uv run python bench/job.py --prompt-bytes 2000 --sizes 20000 90000 --no-small  # judge-sized prompts
+    uv run python bench/job.py --samples 3 --sizes 20000 --no-small  # a --samples 3 job against one sample
 
 Each job is `judgecore run` (the real SDK over loopback HTTP; one probe on the sync path, the rest in
 sub-batches) with the simulator in this process, fast batches (1 s), polls every 0.2 s; its CPU is the
@@ -50,12 +51,16 @@ print(code, wall, u.ru_utime + u.ru_stime, u.ru_maxrss)
 """
 
 
-def run(python: str, root: Path, args: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One `judgecore` process: wall, CPU (user + system) and its own peak RSS."""
+def run(
+    python: str, root: Path, args: list[str], env: dict[str, str], module: str | None = "adapters.cli"
+) -> dict[str, float]:
+    """One `judgecore` process (`python -m module args`, or `python args` when `module` is None): wall,
+    CPU (user + system) and its own peak RSS."""
+    head = [python, "-m", module] if module is not None else [python]
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         res = subprocess.run(
-            [sys.executable, "-c", _MEASURE, out, err, python, "-m", "adapters.cli", *args],
+            [sys.executable, "-c", _MEASURE, out, err, *head, *args],
             cwd=root,
             env=env,
             capture_output=True,
@@ -80,7 +85,9 @@ def write_items(path: Path, n: int, prompt_bytes: int = 0) -> None:
             f.write(orjson.dumps({"id": f"item-{i}", "prompt": prompt}) + b"\n")
 
 
-def job(python: str, root: Path, n: int, reruns: int, prompt_bytes: int = 0) -> dict[str, float]:
+def job(
+    python: str, root: Path, n: int, reruns: int, prompt_bytes: int = 0, samples: int = 1
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, serve(Simulator(Scenario(seed=1, batch_seconds=1.0))) as srv:
         items, rubric, state = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt", Path(tmp) / "s"
         write_items(items, n, prompt_bytes)
@@ -88,6 +95,8 @@ def job(python: str, root: Path, n: int, reruns: int, prompt_bytes: int = 0) -> 
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(ANTHROPIC_BASE_URL=srv.base_url, ANTHROPIC_API_KEY="sk-bench")
         args = ["run", str(items), "--state", str(state), "--rubric", str(rubric), "--poll-interval", "0.2"]
+        if samples > 1:
+            args += ["--samples", str(samples)]
         first = run(python, root, args, env)
         sent = len(srv.sim.log)
         again = [run(python, root, args, env) for _ in range(reruns)]
@@ -132,7 +141,33 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (its .venv)")
     ap.add_argument("--prompt-bytes", type=int, default=0, help="pad each prompt to about this many bytes")
     ap.add_argument("--no-small", action="store_true", help="skip the small commands' start-up")
+    ap.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="K",
+        help="also run each size as a --samples K job, alternating with the one-sample job "
+        "(--repeats times), and print the medians' CPU ratio (target for K=3: <= 3.3x)",
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each job for --samples (median)")
     ns = ap.parse_args()
+    if ns.samples > 1:
+        root = ns.root.resolve()
+        python = str(root / ".venv" / "bin" / "python")
+        print(f"judgecore --samples {ns.samples} against one sample, {root}")
+        for n in ns.sizes:
+            one: list[float] = []
+            many: list[float] = []
+            for _ in range(ns.repeats):  # alternated, so load on the machine falls on both alike
+                one.append(job(python, root, n, 0, ns.prompt_bytes)["cpu"])
+                many.append(job(python, root, n, 0, ns.prompt_bytes, samples=ns.samples)["cpu"])
+            m1, mk = statistics.median(one), statistics.median(many)
+            print(
+                f"  {n:>7,} items: one sample {m1:6.2f} CPU s ({n:,} requests), --samples {ns.samples} "
+                f"{mk:6.2f} CPU s ({n * ns.samples:,} requests): {mk / m1:.2f}x "
+                f"(medians of {ns.repeats}; target <= {1.1 * ns.samples:.1f}x)"
+            )
+        return
     root = ns.root.resolve()
     python = str(root / ".venv" / "bin" / "python")
     print(f"judgecore whole-process bench of {root}")

@@ -11,6 +11,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `subbatch`: a sub-batch's lifecycle, as a table of legal moves; which states hold ids in flight
 - `batchrun`: the batch run as a machine: given the checkpoint, what to do next, and what each answer means
 - `harvesting`: which of a batch's result lines are ours, and what the breaker lets through
+- `harvestfold`: one harvest as a fold: what each result line means, and what of it to record
 - `polling`: how long to wait for a batch, and when to stop waiting
 - `outcomes`: what one result means
 - `backoff`: how long to wait before a retry
@@ -22,6 +23,20 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `verdicts`: what a judge's answer concluded (a JSON Schema or a regex)
 - `spend`: what answers cost, and the budget's admission rule
 - `stats`, `summary`: the statistics of a job's scores, and a job's summary as a value
+
+Glossary (one name per idea, in code, CLI, output and docs):
+
+- *item*: one input row, named by its `id`; the output has one line per item.
+- *custom_id*: the API's name for one request of a job, derived from the job and the item
+  (`ids.custom_id_for`), `^[a-zA-Z0-9_-]{1,64}$`; the checkpoint is keyed by it.
+- *route*: how a job's requests travel, `"sync"` (Messages API, bounded concurrency) or `"batch"`
+  (Message Batches); `routing.route` decides it.
+- *sub-batch*: one Message Batch of a job, at most 8,000 requests and 250 MB (`chunking.chunk`).
+- *round*: one pass of a batch run over every id neither final nor in flight; its sub-batches are
+  created, polled and harvested before the next round offers what came back for retry.
+- *send*: one request put on the wire (a sync call, or a request inside a created sub-batch).
+- *attempt*: a send that came back with an answer or an error; an output line's `attempts` counts
+  them across every run, `--max-attempts` bounds them per item per run.
 """
 
 from __future__ import annotations

@@ -132,7 +132,11 @@ def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _
         raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
     if not obj.keys() <= _ITEM_KEYS:
         unknown = sorted(set(obj) - _ITEM_KEYS)
-        raise _fail(line, f"unknown field(s) {', '.join(unknown)}; extra data belongs under 'metadata'")
+        raise _fail(
+            line,
+            f"unknown field(s) {', '.join(unknown)}; extra data belongs under 'metadata', "
+            "or give --template FILE to build the prompt from the row's fields",
+        )
     item_id = obj.get("id")
     if type(item_id) is not str or not item_id:
         raise _fail(line, "'id' must be a non-empty string")
@@ -363,6 +367,8 @@ class Items(Sequence[Item]):
     digests: bytes | None = attrs.field(default=None, kw_only=True)
     #: the job key the custom_ids were derived with (`judgecore.ids.job_key`; None: `v1` ids)
     job: str | None = attrs.field(default=None, kw_only=True)
+    #: each request's model, for a panel (`judgecore.designs`); None: every request asks the job's model
+    models: tuple[str | None, ...] | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, items: Iterable[Item]) -> Items:
@@ -425,6 +431,7 @@ class Items(Sequence[Item]):
                 if d is None
                 else b"".join(d[i * w : (i + 1) * w] for i in range(len(self.ids))[k]),
                 job=self.job,
+                models=None if self.models is None else self.models[k],
             )
         return Item(
             self.ids[k],
@@ -478,6 +485,18 @@ class RequestTemplate:
     thinking_json: bytes | None = None  # the SDK's `thinking` parameter (`--thinking`), serialized once
     _head: bytes = attrs.field(init=False, repr=False, eq=False)
     _tail_prefix: bytes = attrs.field(init=False, repr=False, eq=False)
+    _other_models: dict[str, RequestTemplate] = attrs.field(init=False, repr=False, eq=False, factory=dict)
+
+    def with_model(self, model: str) -> RequestTemplate:
+        """The same template asking `model` (a panel's judge); itself for its own model. Built once
+        per model and kept (a cache: the value does not change)."""
+        if model == self.model:
+            return self
+        other = self._other_models.get(model)
+        if other is None:
+            other = attrs.evolve(self, model=model)
+            self._other_models[model] = other
+        return other
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(
@@ -549,9 +568,13 @@ class Request:
     max_tokens: int
     messages_json: bytes
     size: int
+    #: a panel's judge (`judgecore.designs`); None: the template's model
+    model: str | None = None
 
     def pieces(self, template: RequestTemplate) -> tuple[bytes, ...]:
         """The pieces whose concatenation is `body(template)` (most are shared with every request)."""
+        if self.model is not None:
+            template = template.with_model(self.model)
         return (
             b'{"custom_id":"',
             self.custom_id.encode("ascii"),
@@ -568,6 +591,8 @@ class Request:
 
     def params(self, template: RequestTemplate) -> dict[str, Any]:
         """The Messages API params of this request (for the sync path)."""
+        if self.model is not None:
+            template = template.with_model(self.model)
         return template.params(self.max_tokens, self.messages_json)
 
 
@@ -596,6 +621,8 @@ class Requests(Sequence[Request]):
         default=attrs.Factory(lambda self: array("q", map(len, self._messages)), takes_self=True),
         kw_only=True,
     )
+    #: each request's model, for a panel; None: every request asks the template's model
+    _models: Sequence[str | None] | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, requests: Iterable[Request]) -> Requests:
@@ -603,12 +630,14 @@ class Requests(Sequence[Request]):
         if isinstance(requests, Requests):
             return requests
         rs = tuple(requests)
+        models = tuple(r.model for r in rs)
         return cls(
             tuple(r.custom_id for r in rs),
             tuple(r.item_id for r in rs),
             array("q", [r.max_tokens for r in rs]),
             tuple(r.messages_json for r in rs),
             array("q", [r.size for r in rs]),
+            models=models if any(m is not None for m in models) else None,
         )
 
     def _view(self, positions: Sequence[int]) -> Requests:
@@ -638,6 +667,13 @@ class Requests(Sequence[Request]):
         return self._column(self._ids)
 
     @property
+    def models(self) -> Sequence[str | None]:
+        """Each request's model (a panel's judge; None: the template's), from the column."""
+        if self._models is None:
+            return [None] * len(self)
+        return self._column(self._models)
+
+    @property
     def message_sizes(self) -> Sequence[int]:
         """The byte length of each request's serialized messages."""
         return self._column(self._msg_sizes)
@@ -663,6 +699,7 @@ class Requests(Sequence[Request]):
             tuple(messages),
             array("q", self.sizes),
             msg_sizes=array("q", self.message_sizes),
+            models=None if self._models is None else tuple(self._column(self._models)),
         )
 
     def with_message_column(self, column: Sequence[bytes]) -> Requests:
@@ -704,10 +741,16 @@ class Requests(Sequence[Request]):
     def at(self, position: int) -> Request:
         """The request at `position` of the columns (see `position_index`)."""
         p = position
-        return Request(self._cids[p], self._ids[p], self._max_tokens[p], self._messages[p], self._sizes[p])
+        model = None if self._models is None else self._models[p]
+        return Request(
+            self._cids[p], self._ids[p], self._max_tokens[p], self._messages[p], self._sizes[p], model
+        )
 
     def __iter__(self) -> Iterator[Request]:
         if self._whole():
+            if self._models is not None:
+                cols = (self._cids, self._ids, self._max_tokens, self._messages, self._sizes, self._models)
+                return map(Request, *cols)
             return map(Request, self._cids, self._ids, self._max_tokens, self._messages, self._sizes)
         return map(self.at, self.positions)
 
@@ -741,7 +784,14 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
             for c, m, j in zip(cols.custom_ids, cols.max_tokens, msg_sizes, strict=True)
         ],
     )
-    return Requests(cols.custom_ids, cols.ids, mts, cols.messages_json, sizes, msg_sizes=msg_sizes)
+    models = cols.models
+    if models is not None:  # a panel: each request's body names its own model
+        own = len(orjson.dumps(template.model))
+        extra = {m: len(orjson.dumps(m)) - own for m in set(models) if m is not None}
+        sizes = array("q", [s + extra[m] if m is not None else s for s, m in zip(sizes, models, strict=True)])
+    return Requests(
+        cols.custom_ids, cols.ids, mts, cols.messages_json, sizes, msg_sizes=msg_sizes, models=models
+    )
 
 
 @attrs.frozen(eq=False, repr=False)

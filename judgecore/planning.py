@@ -6,8 +6,12 @@ the rubric's cache marker). A request too large for any sub-batch is found there
 sent. `plan` is the dry run's report of it: the route, the sub-batches of what is left to send, and
 the estimated cost.
 
-Token counts are estimated without any API call (UTF-8 bytes / 4, rounded up), and the cost from a
-small price table: batch requests at half price; rubric cache writes at 1.25x the input price for the
+Token counts are estimated without any API call (UTF-8 bytes / 4, rounded up), answers at
+`EXPECTED_OUTPUT_TOKENS` (never over `max_tokens`), and the cost from a small price table. The
+estimate learns (`Learned`): once the checkpoint holds answers, their mean output tokens replace the
+expected figure and their mean input tokens per request scale the bytes-based input estimate; before
+any answer, one prompt's real token count (`count_tokens`, when the user asks for it) scales it.
+The prices: batch requests at half price; rubric cache writes at 1.25x the input price for the
 5-minute TTL (sync) or 2x for the 1-hour TTL (batch); cache reads at the model's multiplier (0.1x
 for most; `judgecore.models`, where each model's prices come from). On the sync path the first
 request writes the cache and the rest read it; in a batch, each sub-batch is assumed to write it once
@@ -128,6 +132,74 @@ CACHE_READ = 0.1  # the usual multiplier; each model's own is `ModelPrice.cache_
 TTL = {"sync": "5m", "batch": "1h"}
 
 
+#: The expected length of one answer (tokens) before any answer is known: a judge's answer is a grade
+#: and a rationale of a few sentences (about 75 English words), not `max_tokens` of text. Only the
+#: estimate uses it; the budget's cap always counts the full `max_tokens`.
+EXPECTED_OUTPUT_TOKENS = 100
+
+
+@attrs.frozen(kw_only=True)
+class Learned:
+    """What the job's answers so far say about the rest: how many billed answers (`answers`) and their
+    usage summed; and, from `count_tokens`, one prompt's real input tokens (`counted`) beside the
+    plan's call-free estimate of the same prompt (`counted_estimate`)."""
+
+    answers: int = 0
+    usage: Usage = attrs.field(factory=Usage)
+    counted: int | None = None
+    counted_estimate: int | None = None
+
+    @property
+    def basis(self) -> str:
+        """Where the estimate's figures come from, in a few words."""
+        if self.answers:
+            return f"learned from {self.answers:,} {'answer' if self.answers == 1 else 'answers'}"
+        if self.counted is not None:
+            return "input from count_tokens; answers assumed"
+        return "assumed"
+
+    def input_scale(self, estimated_per_request: float) -> float:
+        """How much to scale the call-free input estimate (tokens per request) by: the answers' real
+        input tokens per request, else the counted prompt's, over the estimate of the same."""
+        if self.answers and estimated_per_request > 0:
+            u = self.usage
+            real = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+            return real / self.answers / estimated_per_request
+        if self.counted is not None and self.counted_estimate:
+            return self.counted / self.counted_estimate
+        return 1.0
+
+    def output_per_answer(self, default: int) -> int:
+        return round(self.usage.output_tokens / self.answers) if self.answers else default
+
+
+@attrs.frozen(kw_only=True)
+class BudgetFit:
+    """`--dry-run --budget`: whether the estimate fits the budget (`spent` so far counted), and how many
+    of the requests to send it covers when it does not (the last one must still fit at its bound)."""
+
+    budget: float
+    spent: float
+    fits: bool
+    covers: int
+
+
+def budget_fit(budget: float, *, spent: float, per_request: float, n: int, max_bound: float) -> BudgetFit:
+    """How many of `n` requests expected at `per_request` each a budget covers: the run sends while
+    the next request fits at its bound (`max_bound` at most), so the last request goes only when
+    `max_bound` is left, and costs `per_request`."""
+    room = budget - spent
+    if n == 0:
+        return BudgetFit(budget=budget, spent=spent, fits=room >= 0, covers=0)
+    if room < max_bound:
+        covers = 0
+    elif per_request <= 0:
+        covers = n
+    else:
+        covers = min(n, int((room - max_bound) / per_request) + 1)
+    return BudgetFit(budget=budget, spent=spent, fits=covers == n, covers=covers)
+
+
 def estimate_tokens(n_bytes: int) -> int:
     """A call-free token estimate: one token per four UTF-8 bytes, rounded up."""
     return -(-n_bytes // 4)
@@ -175,6 +247,27 @@ class Plan:
     warnings: tuple[str, ...] = ()
     #: the verdict schema as every request carries it (the API's subset of the user's), as JSON text
     output_schema_json: str | None = None
+    #: where the estimate's figures come from (`Learned.basis`)
+    basis: str = "assumed"
+    #: `count_tokens` of one prompt: its real input tokens (None: not asked)
+    counted_tokens: int | None = None
+    #: `--budget` given: whether the estimate fits it
+    budget: BudgetFit | None = None
+
+    @property
+    def per_request_usd(self) -> float | None:
+        """The estimated cost of one request to send."""
+        if self.estimated_cost_usd is None or not self.to_send:
+            return None
+        return self.estimated_cost_usd / self.to_send
+
+    #: a judge design asking more than one request per item (`judgecore.designs`): the items, the
+    #: requests each asks, the design in words, and a panel's estimated cost per judge (`n` and the
+    #: rest of the plan count requests)
+    items: int | None = None
+    per_item: int = 1
+    design: str | None = None
+    cost_by_judge: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def output_schema(self) -> dict[str, Any] | None:
@@ -221,16 +314,32 @@ def plan(
     max_batch_requests: int,
     max_batch_bytes: int,
     prices: Mapping[str, ModelPrice] = DEFAULT_PRICES,
-    output_per_answer: int = 300,
+    output_per_answer: int | None = None,
     final: int = 0,
     live: int = 0,
     thinking: Thinking | None = None,
     warnings: Sequence[str] = (),
+    learned: Learned | None = None,
+    budget: float | None = None,
+    spent: float = 0.0,
 ) -> Plan:
     """The dry-run plan of `requests`, what is left to send of a job whose other `final` + `live`
-    items need no send; `output_per_answer` caps the expected answer length (tokens)."""
+    items need no send. `output_per_answer` is the expected answer length (tokens, capped by each
+    request's `max_tokens`; default: what `learned` answers say, else `EXPECTED_OUTPUT_TOKENS`);
+    `learned` scales the input estimate; `budget` (with the job's `spent` so far) is checked against
+    the estimate."""
+    learned = learned or Learned()
+    if output_per_answer is None:
+        output_per_answer = learned.output_per_answer(EXPECTED_OUTPUT_TOKENS)
     n = len(requests)
     rubric_tokens = estimate_tokens(len(rubric.encode())) if rubric else 0
+    # estimate_tokens (ceil(bytes / 4)) and min() per request, each sum one pass in C
+    cols = Requests.of(requests)
+    input_tokens = sum(map(floordiv, map(add, cols.message_sizes, repeat(3)), repeat(4)))
+    output_tokens = sum(map(min, cols.max_tokens, repeat(output_per_answer)))
+    scale = learned.input_scale((input_tokens + rubric_tokens * n) / n if n else 0.0)
+    if scale != 1.0:
+        input_tokens, rubric_tokens = round(input_tokens * scale), round(rubric_tokens * scale)
     min_tokens = MIN_CACHEABLE_TOKENS.get(alias_of(template.model), DEFAULT_MIN_CACHEABLE)
     cached = rubric_tokens >= min_tokens
     cache = CachePlan(
@@ -240,10 +349,6 @@ def plan(
         min_tokens=min_tokens,
         cached=cached,
     )
-    # estimate_tokens (ceil(bytes / 4)) and min() per request, each sum one pass in C
-    cols = Requests.of(requests)
-    input_tokens = sum(map(floordiv, map(add, cols.message_sizes, repeat(3)), repeat(4)))
-    output_tokens = sum(map(min, cols.max_tokens, repeat(output_per_answer)))
     price = prices.get(template.model) or (price_for(template.model) if prices is DEFAULT_PRICES else None)
     est = all_sync = None
     if price is not None:
@@ -258,6 +363,15 @@ def plan(
         all_sync = _cost("sync", writes=min(1, n), **common)  # type: ignore[arg-type]
         writes = len(sub_batches) if route.path == "batch" else min(1, n)
         est = _cost(route.path, writes=writes, **common)  # type: ignore[arg-type]
+    fit = None
+    if budget is not None and est is not None and price is not None:
+        fit = budget_fit(
+            budget,
+            spent=spent,
+            per_request=est / n if n else 0.0,
+            n=n,
+            max_bound=_max_bound(cols, template, price, route.path),
+        )
     return Plan(
         n=n + final + live,
         final=final,
@@ -280,6 +394,25 @@ def plan(
         price_estimated=bool((info := model_info(template.model)) and info.estimated),
         warnings=tuple(warnings),
         output_schema_json=_output_schema_json(template),
+        basis=learned.basis,
+        counted_tokens=learned.counted,
+        budget=fit,
+    )
+
+
+def _max_bound(cols: Requests, template: RequestTemplate, price: ModelPrice, path: RoutePath) -> float:
+    """At least the largest upper bound (`judgecore.spend.request_bound`) of the requests to send: the
+    bound of the largest size with the largest `max_tokens` (a bound grows with both)."""
+    from judgecore.spend import request_bound  # spend prices with this module's rates
+
+    if not len(cols):
+        return 0.0
+    return request_bound(
+        request_bytes=max(cols.sizes),
+        cached_bytes=len(template.system_json or b""),
+        max_tokens=max(cols.max_tokens),
+        price=price,
+        route=path,
     )
 
 
@@ -329,6 +462,22 @@ def plan_json(p: Plan) -> dict[str, Any]:
         out["warnings"] = list(p.warnings)
     if p.output_schema_json is not None:
         out["output_schema"] = p.output_schema
+    out["estimate_basis"] = p.basis
+    if p.counted_tokens is not None:
+        out["estimated_tokens"]["counted_prompt"] = p.counted_tokens  # type: ignore[index]
+    if p.budget is not None:
+        out["budget"] = {
+            "usd": p.budget.budget,
+            "spent_usd": round(p.budget.spent, 4),
+            "fits": p.budget.fits,
+            "covers": p.budget.covers,
+        }
+    if p.design is not None:
+        out["items"] = p.items
+        out["requests_per_item"] = p.per_item
+        out["design"] = p.design
+        if p.cost_by_judge:
+            out["estimated_cost_by_judge_usd"] = dict(p.cost_by_judge)
     return out
 
 
@@ -338,7 +487,8 @@ _MAX_LISTED = 20
 def render_plan(p: Plan) -> str:
     """The plan as stable, human-readable text (snapshot-tested)."""
     lines = [
-        "judgecore dry run: nothing will be sent",
+        "judgecore dry run: nothing will be sent"
+        + (" (one prompt counted by count_tokens: free, no message)" if p.counted_tokens is not None else ""),
         f"  items        {p.n:,}"
         + (
             f" (final {p.final:,}, live in batches {p.live:,}, to send {p.to_send:,})"
@@ -348,6 +498,16 @@ def render_plan(p: Plan) -> str:
         f"  route        {p.route.path}: {p.route.reason}",
         f"  model        {p.model} (max_tokens {p.max_tokens:,} unless an item sets its own)",
     ]
+    if p.design is not None:
+        lines[1] = f"  requests     {p.n:,}" + lines[1][len(f"  items        {p.n:,}") :]
+        lines.insert(1, f"  items        {p.items or 0:,}, {p.per_item:,} request(s) each: {p.design}")
+        if p.cost_by_judge:
+            lines.append(
+                "  judges       "
+                + ", ".join(
+                    f"{m} (est ${c:,.2f})" if c is not None else f"{m} (no price)" for m, c in p.cost_by_judge
+                )
+            )
     if p.thinking is not None or p.thinks:
         how = f"--thinking {p.thinking}" if p.thinking is not None else "the model's default"
         state = "on" if p.thinks else "off"
@@ -373,11 +533,18 @@ def render_plan(p: Plan) -> str:
             f"  cache        not cached: rubric ~{c.rubric_tokens:,} tokens is under the "
             f"{c.min_tokens:,}-token minimum for {p.model}"
         )
+    answers = (
+        f"answers of {p.output_per_answer:,} tokens, the mean of {p.basis[len('learned from ') :]} so far"
+        if p.basis.startswith("learned")
+        else f"answers of about {p.output_per_answer:,} tokens"
+    )
     lines.append(
         f"  tokens (est) input {p.input_tokens:,} + rubric {c.rubric_tokens:,} per request; "
-        f"output {p.output_tokens:,} (assuming answers of at most {p.output_per_answer:,} tokens"
+        f"output {p.output_tokens:,} ({answers}"
         + ("; thinking not included, billed as output up to max_tokens)" if p.thinks else ")")
     )
+    if p.counted_tokens is not None:
+        lines.append(f"  counted      one prompt is {p.counted_tokens:,} input tokens (count_tokens)")
     if p.output_schema_json is not None:
         lines.append(
             "  verdict      schema sent in the API's subset (see --json output_schema); "
@@ -390,6 +557,16 @@ def render_plan(p: Plan) -> str:
             f"  cost (est)   ${p.estimated_cost_usd:,.2f} (all-sync: ${p.all_sync_cost_usd:,.2f})"
             + (f"; {p.model}'s prices are estimated by family" if p.price_estimated else "")
         )
+    if p.budget is not None:
+        b = p.budget
+        so_far = f" (${b.spent:,.2f} spent so far)" if b.spent else ""
+        if b.fits:
+            lines.append(f"  budget       ${b.budget:,.2f} covers the estimate{so_far}")
+        else:
+            lines.append(
+                f"  budget       ${b.budget:,.2f} does not cover the estimate{so_far}: about "
+                f"{b.covers:,} of the {p.to_send:,} requests; a rerun with a larger --budget sends the rest"
+            )
     lines.extend(f"  warning      {w}" for w in p.warnings)
     return "\n".join(lines) + "\n"
 

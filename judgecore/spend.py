@@ -20,6 +20,13 @@ that long). When an answer comes back its
 bound is released (`settle`) and its real cost is added; a send that answered nothing billable (a 429,
 a 5xx, a connection error) only releases its bound. The shell keeps one `Budget` value per run, seeded
 with the job's spend so far from the checkpoint.
+
+Rounds. Real spend replaces the bounds as answers come back, so a run keeps sending while the next
+request fits at its bound: on the sync route each answer frees its bound at once; on the batch route a
+harvested sub-batch frees its sub-batch's, and the next sub-batch is cut to what is left. A run stops
+for the budget only when the next request cannot fit at its bound with nothing left in flight that
+could free any (`stops_for_budget`). What the rest then needs is `Expect`'s figure: the mean real
+cost of the answers so far (earlier runs and this one), not their bounds (`budget_line` says it).
 """
 
 from __future__ import annotations
@@ -104,8 +111,10 @@ class Budget:
         return attrs.evolve(self, reserved=self.reserved + bound)
 
     def settle(self, bound: float, cost: float) -> Budget:
-        """An answer came back: release its bound, add what it really cost."""
-        return attrs.evolve(self, reserved=max(0.0, self.reserved - bound), spent=self.spent + cost)
+        """An answer came back: release its bound, add what it really cost. What is left reserved under
+        a nano-dollar is the rounding of float sums, not a request in flight: it is dropped."""
+        reserved = self.reserved - bound
+        return attrs.evolve(self, reserved=reserved if reserved > 1e-9 else 0.0, spent=self.spent + cost)
 
     def release(self, bound: float) -> Budget:
         """A send answered nothing billable (or a batch line never ran): release its bound."""
@@ -122,6 +131,56 @@ class Budget:
             if total > room:
                 return n
         return len(bounds)
+
+
+def stops_for_budget(budget: Budget, next_bound: float, *, in_flight: bool) -> bool:
+    """Whether the budget ends the run's sending: the next request does not fit even at its bound, and
+    nothing in flight can free headroom by being answered (otherwise: wait for an answer)."""
+    return not budget.admits(next_bound) and not in_flight
+
+
+@attrs.frozen(kw_only=True)
+class Expect:
+    """What one more request is expected to cost, in US dollars: `per_request`, the mean of what `weight`
+    answers really cost (0: the plan's prior figure, before any answer). `learn` folds in answers as
+    they come back, so the figure of a run's budget line comes from real answers."""
+
+    per_request: float = 0.0
+    weight: int = 0
+
+    def learn(self, cost: float, answers: int = 1) -> Expect:
+        """`answers` more answers came back, costing `cost` in all."""
+        if answers <= 0:
+            return self
+        n = self.weight + answers
+        return Expect(per_request=(self.per_request * self.weight + cost) / n, weight=n)
+
+    def of(self, n: int) -> float:
+        """The expected cost of `n` more requests."""
+        return self.per_request * max(0, n)
+
+
+def budget_line(
+    budget: Budget, expect: Expect, *, left: int, in_flight: int, next_bound: float, noun: str = "item"
+) -> str:
+    """The run's last word on the budget: `left` requests pending need about so much more (from what the
+    answers really cost), and the `--budget` that would let a rerun send them all. The rerun's figure
+    adds one request's bound: the last request must still fit at its bound when it goes."""
+    assert budget.cap is not None
+    need = expect.of(left)
+    rerun = budget.spent + expect.of(in_flight) + need + next_bound
+    rerun = math.ceil(rerun * 100) / 100  # whole cents, rounded up
+    basis = (
+        f"from what {expect.weight:,} {'answer' if expect.weight == 1 else 'answers'} cost"
+        if expect.weight
+        else "estimated, no answer yet"
+    )
+    many = noun if left == 1 else f"{noun}s"
+    return (
+        f"budget: ${budget.cap:,.2f} cannot cover the next request at its upper bound (${next_bound:,.4f}; "
+        f"${budget.spent:,.2f} spent, ${budget.reserved:,.2f} held for what is in flight); {left:,} {many} "
+        f"left pending need about ${need:,.2f} more ({basis}); rerun with --budget {rerun:.2f} to send them"
+    )
 
 
 @attrs.frozen(kw_only=True)

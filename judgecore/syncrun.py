@@ -28,8 +28,10 @@ What the machine decides:
   connection that cannot be made on the run's first contact (before any HTTP answer), naming the
   endpoint; the breaker (`judgecore.breaker`) trips on a job whose first final outcomes are all invalid
   (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
-  (`judgecore.spend`) that cannot admit the next launch stops launching: what is in flight finishes,
-  the rest stays pending and a `Note` says how much more it needs.
+  (`judgecore.spend`) that cannot admit the next launch waits for the answers in flight (each frees
+  its bound and adds its real cost); only with nothing in flight does it stop launching: the rest
+  stays pending and a `Note` says how much more it needs, from what the answers really cost
+  (`Expect`).
 - *Done*: nothing left to launch or wait for. `Done.status` is 4 (stopped: fatal, unreachable,
   breaker), 3 (some of this run's items are left pending) or 0.
 """
@@ -46,7 +48,7 @@ from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, PacingPolicy, RateLimitReading
-from judgecore.spend import Budget, answer_cost
+from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
 
 #: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
 #: so a shorter wait could spin without time moving.
@@ -242,6 +244,8 @@ class SyncRun:
     outbox: tuple[Record | Note, ...] = ()
     stop: str | None = None  # why the run stopped early (exit 4)
     out_of_budget: bool = False
+    #: what one more request is expected to cost (the mean of real answers), for the budget's line
+    expect: Expect = attrs.field(factory=Expect)
     tally: Tally = attrs.field(factory=Tally)
     #: The latest answer's outcome, and the latest rate-limit reading that said anything.
     last: Outcome | None = None
@@ -260,12 +264,14 @@ class SyncRun:
         price: ModelPrice | None = None,
         contacted: bool = False,
         record_held: bool = True,
+        expect: Expect | None = None,
     ) -> SyncRun:
         """A run over `todos` (the job's items not final yet, in input order, no repeats).
 
         `breaker` is the job's, seeded from the checkpoint; `reading` the tier as last read (None:
         unpaced until the first answer's headers); `budget` the job's cap with its spend so far.
-        `contacted` says the run has already had an HTTP answer (e.g. the probe's).
+        `contacted` says the run has already had an HTTP answer (e.g. the probe's). `expect`: what one
+        request is expected to cost, as the checkpoint's answers (or the plan) say.
         """
         if len({t.custom_id for t in todos}) != len(todos):
             raise ValueError("a sync run's items must be distinct")
@@ -281,6 +287,7 @@ class SyncRun:
             warming=warm,
             contacted=contacted,
             record_held=record_held,
+            expect=expect or Expect(),
         )
 
     # -- queries -------------------------------------------------------------------------------
@@ -312,14 +319,17 @@ class SyncRun:
         wake: float | None = None
         candidate, from_retry = (None, False) if self.out_of_budget else self._candidate(now)
         if candidate is not None and self._may_launch(candidate):
-            cost = self.pacer.estimate(candidate.todo.max_tokens)
-            wait = self.pacer.wait(now, cost)
-            if wait <= 0:
-                if not self.budget.admits(candidate.todo.bound):
-                    return self._out_of_budget().step(now)
-                return self._launch(candidate, from_retry, cost, now)
-            wake = now + max(wait, MIN_WAIT)
-        # A candidate held back by the concurrency limit or the warm-up waits for an answer.
+            bound = candidate.todo.bound
+            if stops_for_budget(self.budget, bound, in_flight=bool(self.in_flight)):
+                return self._out_of_budget(bound).step(now)
+            if self.budget.admits(bound):
+                cost = self.pacer.estimate(candidate.todo.max_tokens)
+                wait = self.pacer.wait(now, cost)
+                if wait <= 0:
+                    return self._launch(candidate, from_retry, cost, now)
+                wake = now + max(wait, MIN_WAIT)
+        # A candidate held back by the concurrency limit, the warm-up or the budget (until an answer
+        # in flight frees its bound) waits for an answer.
         if self.retries and not self.out_of_budget and self.retries[0].due > now:
             wake = self.retries[0].due if wake is None else min(wake, self.retries[0].due)
         if not self.in_flight and wake is None:
@@ -358,19 +368,10 @@ class SyncRun:
         )
         return run, Launch(todo=c.todo, cost=cost, retry=from_retry)
 
-    def _out_of_budget(self) -> SyncRun:
-        rest = [r.todo.bound for r in self.retries] + [t.bound for t in self.todos[self.fresh :]]
-        need = sum(rest)
-        cap = self.budget.cap or 0.0
-        note = Note(
-            level="warning",
-            message=(
-                f"budget: ${cap:.4f} cannot cover the next request (spent ${self.budget.spent:.4f}, "
-                f"${self.budget.reserved:.4f} in flight); {len(rest)} {'item' if len(rest) == 1 else 'items'} "
-                f"left pending, up to ${need:.4f} more; rerun with --budget {self.budget.spent + self.budget.reserved + need:.4f} "
-                "or more to resume"
-            ),
-        )
+    def _out_of_budget(self, next_bound: float) -> SyncRun:
+        left = len(self.retries) + len(self.todos) - self.fresh
+        text = budget_line(self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound)
+        note = Note(level="warning", message=text)
         return attrs.evolve(self, out_of_budget=True, outbox=(*self.outbox, note))
 
     def _done(self) -> Done:
@@ -398,6 +399,7 @@ class SyncRun:
                 now, event.reading, in_flight=run.in_flight_cost()
             ),
             budget=self.budget.settle(flight.todo.bound, cost),
+            expect=self.expect.learn(cost) if paid is not None and self.price is not None else self.expect,
             tally=_add_usage(self.tally, paid),
             contacted=self.contacted or outcome.error_type not in ("connection_error", CONNECT_FAILED),
             last=outcome,

@@ -59,6 +59,16 @@ class VerdictSpec:
     kind: Literal["schema", "pattern"]
     source: str
     score: str = DEFAULT_SCORE_FIELD
+    #: a pairwise job's words for each position (`first`, `second`, `tie`: `judgecore.designs`);
+    #: None: the default, A, B and tie
+    labels: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        """The words of each position, the defaults where the spec names none."""
+        from judgecore.designs import DEFAULT_LABELS
+
+        return {**DEFAULT_LABELS, **dict(self.labels or ())}
 
     @property
     def schema(self) -> dict[str, Any] | None:
@@ -90,7 +100,10 @@ class VerdictSpec:
     def to_json(self) -> dict[str, Any]:
         """The spec as its file would say it (kept in the checkpoint so `summary` can re-read answers)."""
         body: Any = self.schema if self.kind == "schema" else self.source
-        return {self.kind: body, "score": self.score}
+        out = {self.kind: body, "score": self.score}
+        if self.labels is not None:
+            out["labels"] = dict(self.labels)
+        return out
 
 
 @functools.lru_cache(maxsize=16)
@@ -113,9 +126,12 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = Tru
             raise VerdictSpecError(f"not valid JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise VerdictSpecError('expected a JSON object: {"schema": {...}} or {"pattern": "REGEX"}')
-    unknown = sorted(set(obj) - {"schema", "pattern", "score"})
+    unknown = sorted(set(obj) - {"schema", "pattern", "score", "labels"})
     if unknown:
-        raise VerdictSpecError(f"unknown key(s) {', '.join(unknown)}; expected schema or pattern, and score")
+        raise VerdictSpecError(
+            f"unknown key(s) {', '.join(unknown)}; expected schema or pattern, and score (and labels)"
+        )
+    labels = _labels(obj.get("labels"))
     if ("schema" in obj) == ("pattern" in obj):
         raise VerdictSpecError('give exactly one of "schema" or "pattern"')
     score = obj.get("score", DEFAULT_SCORE_FIELD)
@@ -135,7 +151,7 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = Tru
             raise VerdictSpecError(
                 f'"pattern" has no group named {score!r} (the score field); it has {", ".join(groups)}'
             )
-        return VerdictSpec("pattern", pattern, score)
+        return VerdictSpec("pattern", pattern, score, labels)
     schema = obj["schema"]
     if not isinstance(schema, dict):
         raise VerdictSpecError('"schema" must be a JSON Schema object')
@@ -151,7 +167,7 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = Tru
     props = schema.get("properties")
     if isinstance(props, dict) and props and score not in props:
         raise VerdictSpecError(f'"schema" has no property {score!r} (the score field)')
-    spec = VerdictSpec("schema", orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(), score)
+    spec = VerdictSpec("schema", orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(), score, labels)
     if not sendable:
         return spec
     try:
@@ -159,6 +175,22 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = Tru
     except UnsendableSchemaError as exc:
         raise VerdictSpecError(f'"schema" cannot be sent as a structured output: {exc}') from None
     return spec
+
+
+def _labels(raw: Any) -> tuple[tuple[str, str], ...] | None:
+    """A spec's `"labels"`: the judge's word for `first`, `second` and `tie` (pairwise jobs)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not raw or not set(raw) <= {"first", "second", "tie"}:
+        raise VerdictSpecError(
+            '"labels" maps "first", "second" and "tie" to the judge\'s words, e.g. {"first": "A"}'
+        )
+    if not all(isinstance(v, str) and v.strip() for v in raw.values()):
+        raise VerdictSpecError('"labels" values must be non-empty strings')
+    words = [v.strip().lower() for v in raw.values()]
+    if len(set(words)) != len(words):
+        raise VerdictSpecError('"labels" gives one word to two positions')
+    return tuple((k, raw[k]) for k in ("first", "second", "tie") if k in raw)
 
 
 Scalar = int | float | str | bool

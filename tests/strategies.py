@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+from typing import TYPE_CHECKING
 
 import orjson
 from hypothesis import strategies as st
@@ -21,6 +22,9 @@ from judgecore import (
     Usage,
 )
 from judgecore.outcomes import StopDetails
+
+if TYPE_CHECKING:
+    from judgecore.designs import Design
 
 # --- item ids -------------------------------------------------------------------------------------
 
@@ -418,3 +422,24 @@ def _near_value(draw: st.DrawFn, schema: dict, defs: dict, depth: int = 0) -> ob
 def near_instances(draw: st.DrawFn, schema: dict) -> object:
     """An answer a judge may give for `schema`: valid, or near it (out of bounds, missing, extra)."""
     return _near_value(draw, schema, schema.get("$defs", {}))
+
+
+# --- judge designs --------------------------------------------------------------------------------
+
+_judge_ids = st.sampled_from(["claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-6", "claude-opus-4-8"])
+
+
+@st.composite
+def designs(draw: st.DrawFn, *, max_samples: int = 4) -> Design:
+    """Any judge design: K samples, pairwise or not, a panel of 0 to 3 judges (with a template when
+    pairwise, which needs one)."""
+    from judgecore.designs import Design
+
+    pairwise = draw(st.booleans())
+    judges = draw(st.lists(_judge_ids, max_size=3, unique=True))
+    return Design(
+        template="Q: {question}\nA: {first}\nB: {second}" if pairwise else None,
+        samples=draw(st.integers(1, max_samples)),
+        pairwise=("a", "b") if pairwise else None,
+        judges=tuple(judges),
+    )

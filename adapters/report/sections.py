@@ -58,7 +58,15 @@ def headline(report: JobReport) -> str:
         return "<p class=lead>No item has a score yet.</p>"
     value, ci = score_text(o.score)
     what = "mean" if isinstance(o.score, NumericStats) else "most frequent"
-    out = [
+    out = []
+    if (p := s.designs.pairwise) is not None:  # the question a pairwise job asks comes first
+        out.append(
+            f"<p class=lead>{esc(p.a)} over {esc(p.b)}: win rate <b>{fig.share(p.win_rate_a)}</b> "
+            f"(95% CI {fig.interval(p.win_rate_a_ci95, 'share')}, ties split); the verdict held in both "
+            f"orders for <b>{fig.share(p.consistency)}</b> of the items (position consistency), and the "
+            f"first position won {fig.share(p.first_position_share)} of the orders.</p>"
+        )
+    out += [
         f"<p class=lead>Overall {what} {field}: <b>{esc(value)}</b> (95% CI {esc(ci)}) over "
         f"{fig.count(o.scored)} scored items of {fig.count(o.n)}.</p>"
     ]

@@ -106,6 +106,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "description states (seeded per request and field; the API cannot enforce them)",
     )
     g.add_argument(
+        "--position-bias",
+        type=probability,
+        default=0.0,
+        metavar="P",
+        help="share of pairwise answers that name the first position whatever the content; a pairwise "
+        "prompt marks its answers as MT-Bench does, [The Start of Assistant A's Answer] ... (see "
+        "docs/designs.md); the judge answers Winner: A, B or tie",
+    )
+    g.add_argument(
+        "--sample-spread",
+        type=probability,
+        default=0.0,
+        metavar="P",
+        help="share of answers whose verdict is drawn afresh (seeded per request), so an item's "
+        "--samples disagree",
+    )
+    g.add_argument(
         "--refusal-rate",
         type=probability,
         default=0.0,
@@ -199,6 +216,8 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         score_weights=weights,
         unparseable_rate=getattr(ns, "unparseable_rate", 0.0),
         out_of_range_rate=getattr(ns, "out_of_range_rate", 0.0),
+        position_bias=getattr(ns, "position_bias", 0.0),
+        sample_spread=getattr(ns, "sample_spread", 0.0),
         refusal_rate=getattr(ns, "refusal_rate", 0.0),
         refusal_category=None if ns.refusal_category == "none" else ns.refusal_category,
         refusal_partial=ns.refusal_partial,

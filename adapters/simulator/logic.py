@@ -32,6 +32,7 @@ import attrs
 import orjson
 
 from . import answers
+from . import designs as sim_designs
 from .cache import PromptCache
 from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
@@ -51,6 +52,24 @@ CUSTOM_ID_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_MESSAGES_BYTES: Final = 32_000_000
 _BATCH_PATH: Final = re.compile(r"^/v1/messages/batches/([^/]+)$")
 _BATCH_ACTION: Final = re.compile(r"^/v1/messages/batches/([^/]+)/(cancel|results)$")
+
+
+#: The body fields `messages.count_tokens` takes (the SDK's `MessageCountTokensParams`).
+COUNT_TOKENS_PARAMS = frozenset(
+    {
+        "messages",
+        "model",
+        "cache_control",
+        "output_config",
+        "speed",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "user_profile_id",
+        "workspace_id",
+    }
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -154,6 +173,7 @@ class Simulator:
         self._n_messages = 0
         self._n_creates = 0
         self._billed: list[tuple[str, dict[str, Any]]] = []
+        self._billed_models: list[str] = []  # the model of each entry of `_billed`
 
     # ------------------------------------------------------------------ queries for tests
     @property
@@ -167,6 +187,12 @@ class Simulator:
         batch request that produced a message (billed when its batch ends, fetched or not)."""
         with self._lock:
             return tuple(self._billed)
+
+    @property
+    def billed_by_model(self) -> tuple[tuple[str, str, dict[str, Any]], ...]:
+        """`(model, route, usage)` of every answer billed (`billed`, with the model each was asked of)."""
+        with self._lock:
+            return tuple((m, r, u) for m, (r, u) in zip(self._billed_models, self._billed, strict=True))
 
     @property
     def batches(self) -> tuple[BatchView, ...]:
@@ -323,6 +349,7 @@ class Simulator:
         )
         self._limiter.charge(plan.input_tokens + plan.creation_tokens, message["usage"]["output_tokens"])
         self._billed.append(("sync", message["usage"]))
+        self._billed_models.append(str(params["model"]))
         if stream:
             return ctx.sse(message, extra=self._ratelimit_headers(ctx))
         return ctx.ok(message, extra=self._ratelimit_headers(ctx))
@@ -384,6 +411,15 @@ class Simulator:
             thinks=answers.thinking_on(params, _thinking(params)[0]),
             out_of_range_rate=s.out_of_range_rate,
         )
+        if s.position_bias or s.sample_spread or "Assistant A's Answer]" in answers.last_user_text(params):
+            reply = sim_designs.shape(
+                reply,
+                params,
+                seed=s.seed,
+                position_bias=s.position_bias,
+                sample_spread=s.sample_spread,
+                salt=salt,
+            )
         content: list[dict[str, Any]] = []
         if reply.thinking is not None:  # the thinking block comes first, before the text
             sig = make_id("sig_", s.seed, "thinking", tier, *salt)
@@ -432,6 +468,12 @@ class Simulator:
         params = ctx.json_body()
         if not isinstance(params, dict) or not isinstance(params.get("messages"), list):
             return ctx.error("invalid_request_error", "messages: Field required")
+        if "model" not in params:
+            return ctx.error("invalid_request_error", "model: Field required")
+        # the SDK's `MessageCountTokensParams`: no max_tokens, no stream, no metadata, ...
+        extra = sorted(set(params) - COUNT_TOKENS_PARAMS)
+        if extra:
+            return ctx.error("invalid_request_error", f"{extra[0]}: Extra inputs are not permitted")
         if params.get("model") not in self.scenario.models:
             return ctx.error("not_found_error", f"model: {params.get('model')}")
         return ctx.ok({"input_tokens": answers.count_input_tokens(params)})
@@ -705,6 +747,7 @@ class Simulator:
                     refuse=outcome == "refusal",
                 )
                 self._billed.append(("batch", message["usage"]))
+                self._billed_models.append(str(params["model"]))
                 return {"type": "succeeded", "message": message}
             case "invalid_request":
                 return errored("invalid_request_error", "messages: simulated invalid request")

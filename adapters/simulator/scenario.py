@@ -247,6 +247,10 @@ class Scenario:
     #: the bounds the schema's description states: the API enforces only the subset it accepts, so a
     #: model may miss a bound the SDK's transform moved into a description.
     out_of_range_rate: float = attrs.field(default=0.0, validator=_probability)
+    #: Judge designs (see designs.py): the share of pairwise answers that name the first position
+    #: whatever the content, and the share of answers whose verdict is drawn afresh (samples disagree).
+    position_bias: float = attrs.field(default=0.0, validator=_probability)
+    sample_spread: float = attrs.field(default=0.0, validator=_probability)
 
     # --- today's API: refusals, account states, slow bodies -----------------------------------
     #: Share of answers (by content, seeded) that are refusals: `stop_reason: "refusal"`, with

@@ -35,7 +35,8 @@ from judgecore.harvesting import Held
 from judgecore.items import Request, custom_ids_of, item_ids_of
 from judgecore.outcomes import classify
 from judgecore.polling import BatchSnapshot, Wait, next_poll_action
-from judgecore.subbatch import Phase, SubEvent, SubState, Trigger
+from judgecore.spend import budget_line
+from judgecore.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
 
 if TYPE_CHECKING:
     from judgecore.batchrun._machine import BatchRun
@@ -64,9 +65,14 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
         cut: tuple[Sequence[Request], ...] = ()
         if bounds:
             fit = run.budget.fit(bounds)
-            if fit == 0:  # nothing more fits: stop creating; what is live is harvested
-                return _out_of_budget(run, (reqs, *queue))
-            if fit < len(reqs):  # cut to what fits; the budget stops the run's creates after it
+            if fit == 0:
+                if any(s.bound > 0 for s in run._active()):
+                    # a sub-batch in flight frees its bound once harvested (its real spend is known):
+                    # the rest waits for that, in the queue
+                    return attrs.evolve(run, queue=(reqs, *queue))
+                # nothing in flight can free room: stop creating; what is live is harvested
+                return _out_of_budget(run, (reqs, *queue), bounds[0])
+            if fit < len(reqs):  # cut to what fits; the rest waits in the queue for room
                 cut, queue = (reqs[fit:], *queue), []
             reqs, bounds = reqs[:fit], bounds[:fit]
             run = attrs.evolve(run, budget=run.budget.reserve(sum(bounds)))
@@ -86,20 +92,16 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
         run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + 1)
         room -= 1
         if cut:
-            return _out_of_budget(run, cut)
+            return attrs.evolve(run, queue=cut)
     return attrs.evolve(run, queue=tuple(queue))
 
 
-def _out_of_budget(run: BatchRun, unsent: tuple[Sequence[Request], ...]) -> BatchRun:
-    need = sum(run._bound(c) for reqs in unsent for c in custom_ids_of(reqs))
+def _out_of_budget(run: BatchRun, unsent: tuple[Sequence[Request], ...], next_bound: float) -> BatchRun:
+    """The next request cannot fit at its bound and nothing in flight can free room: stop creating
+    and say what the rest needs, from what the answers really cost."""
     n = sum(len(reqs) for reqs in unsent)
-    assert run.budget.cap is not None
-    more = need - max(0.0, run.budget.left)
-    text = (
-        f"budget: ${run.budget.cap:,.2f} cannot cover the {n:,} {'request' if n == 1 else 'requests'} not sent (up to ${need:,.2f} "
-        f"at most; ${run.budget.spent:,.2f} spent, ${run.budget.reserved:,.2f} in flight); they stay "
-        f"pending: rerun with a --budget at least ${more:,.2f} larger to send them"
-    )
+    live = sum(len(s.ids) for s in run.subs.values() if s.state in IN_FLIGHT)
+    text = budget_line(run.budget, run.expect, left=n, in_flight=live, next_bound=next_bound, noun="request")
     return attrs.evolve(run, queue=(), stop_creating=True)._emit(Say("warning", text))
 
 

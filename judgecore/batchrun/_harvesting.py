@@ -105,7 +105,11 @@ def on_harvested(run: BatchRun, h: Harvested) -> BatchRun:
     members = [run.subs[i] for i in settle]
     not_final |= frozenset().union(*(m.open for m in members))
     cost += sum(m.cost for m in members if m.sub_id != sub.sub_id)
-    run = attrs.evolve(run, budget=run.budget.settle(sum(m.bound for m in members), cost))
+    run = attrs.evolve(
+        run,
+        budget=run.budget.settle(sum(m.bound for m in members), cost),
+        expect=run.expect.learn(cost, h.answers) if run.price is not None else run.expect,
+    )
     for m in members:
         final.update(c for c in m.ids if c not in not_final)
         run = run._move(m, E.HARVESTED, T.SETTLED, None, open=frozenset())

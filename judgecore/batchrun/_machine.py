@@ -47,7 +47,7 @@ from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.polling import BatchSnapshot
 from judgecore.resume import JobState, diff_resume
-from judgecore.spend import Budget
+from judgecore.spend import Budget, Expect
 from judgecore.subbatch import (
     BUSY,
     IN_FLIGHT,
@@ -99,6 +99,9 @@ class BatchRun:
     stop_creating: bool = False  # the budget cannot cover the next sub-batch
     price: ModelPrice | None = None
     cached_bytes: int = 0  # the part of each request billed at the cache-write rate at most (the rubric)
+    expect: Expect = attrs.field(
+        factory=Expect
+    )  # what one more request is expected to cost (the mean of real answers)
 
     # -- building ----------------------------------------------------------------------------------
 
@@ -114,11 +117,13 @@ class BatchRun:
         budget: Budget | None = None,
         price: ModelPrice | None = None,
         cached_bytes: int = 0,
+        expect: Expect | None = None,
     ) -> BatchRun:
         """The run of `requests` (the job's, in input order) from what `checkpoint` holds. `total`: the
         job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the model's
         `price` and each request's `cached_bytes`): the hard cap, its `spent` the job's spend so far; the
-        bounds of the sub-batches in flight are reserved in it."""
+        bounds of the sub-batches in flight are reserved in it. `expect`: what one request is expected
+        to cost, as the checkpoint's answers (or the plan) say; each harvest teaches it."""
         by_id = RequestIndex.of(requests)
         if budget is not None and budget.cap is not None and price is None:
             raise ValueError("a budget needs the model's price")
@@ -168,6 +173,7 @@ class BatchRun:
             budget=budget,
             price=price,
             cached_bytes=cached_bytes,
+            expect=expect or Expect(),
         )
 
     # -- queries -------------------------------------------------------------------------------------

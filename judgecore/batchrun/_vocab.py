@@ -242,6 +242,7 @@ class Harvested:
     fatal: Outcome | None = None
     fatal_where: str = ""
     usage: Usage = attrs.field(factory=Usage)  # the sum of its answers' usage (what the batch cost)
+    answers: int = 0  # how many answers `usage` sums (the lines that carried a usage)
 
 
 Event = Created | CreateFailed | Listed | ListFailed | Snapshot | PollFailed | Harvested

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import orjson
 import pytest
 
@@ -30,13 +31,14 @@ from judgecore import (
     RawResult,
     Request,
     RequestTemplate,
+    Usage,
     custom_id_for,
 )
 from judgecore import batchrun as br
 from judgecore.chunking import CHUNK_BYTES
 from judgecore.spend import Budget, request_bound
 
-from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests
+from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests, ok
 
 
 def go(
@@ -749,10 +751,11 @@ def go_budget(store: Store, requests, api, clock, cap: float, events: list[Event
     )
 
 
-def test_a_budget_cuts_the_sub_batch_that_does_not_fit_and_never_exceeds_the_cap(store: Store) -> None:
-    """Room for 25 bounds: sub-batches of 10, 10, then 5 of the third; the cut stops the run's creates
-    (what is live is harvested), the last 5 stay pending with a line saying what they need, and a rerun
-    with the same cap sends them once the spend so far (smaller than the bounds) leaves room."""
+def test_a_budget_cuts_the_sub_batch_that_does_not_fit_and_sends_the_rest_as_real_spend_frees_room(
+    store: Store,
+) -> None:
+    """Room for 25 bounds: sub-batches of 10, 10, then 5 of the third; once they are harvested their
+    real spend (far below the bounds) frees room, and the rest goes in the same run, each id once."""
     requests = make_requests(30)
     bind(store, requests)
     clock = FakeClock()
@@ -760,17 +763,14 @@ def test_a_budget_cuts_the_sub_batch_that_does_not_fit_and_never_exceeds_the_cap
     cap = sum(bound_of(r) for r in requests[:25]) * (1 + 1e-9)
     events: list[Event] = []
     result = go_budget(store, requests, api, clock, cap, events)
-    assert [10, 10, 5] == [len(b.custom_ids) for b in api.batches.values()]
-    assert (3, 25, 5) == (result.exit_status, result.counts["succeeded"], result.pending)
-    assert any(m.startswith("budget:") and "5 requests not sent" in m for m in notices(events))
-    assert store.spent_usd(PRICE) <= cap
-    again = go_budget(store, requests, api, clock, cap, [])
-    assert [10, 10, 5, 5] == [len(b.custom_ids) for b in api.batches.values()]
-    assert (0, 30) == (again.exit_status, again.counts["succeeded"])
+    sizes = [len(b.custom_ids) for b in api.batches.values()]
+    assert [10, 10, 5] == sizes[:3] and 30 == sum(sizes)
+    assert (0, 30) == (result.exit_status, result.counts["succeeded"])
+    assert not [m for m in notices(events) if m.startswith("budget:")]
     assert store.spent_usd(PRICE) <= cap
 
 
-def test_a_budget_with_no_room_sends_nothing_and_says_how_much_more_the_rest_needs(store: Store) -> None:
+def test_a_budget_with_no_room_sends_nothing_and_says_what_the_rest_needs(store: Store) -> None:
     requests = make_requests(4)
     bind(store, requests)
     clock = FakeClock()
@@ -778,8 +778,10 @@ def test_a_budget_with_no_room_sends_nothing_and_says_how_much_more_the_rest_nee
     events: list[Event] = []
     result = go_budget(store, requests, api, clock, 0.0, events)
     assert (3, 4, 0) == (result.exit_status, result.pending, api.count("create"))
-    need = sum(bound_of(r) for r in requests)
-    assert any("budget" in m and f"${need:,.2f}" in m for m in notices(events))
+    lines = [m for m in notices(events) if m.startswith("budget:")]
+    assert 1 == len(lines) and "4 requests left pending" in lines[0]
+    rerun = float(lines[0].split("--budget ")[1].split()[0])
+    assert rerun >= bound_of(requests[0]), "the rerun's figure leaves room for one request at its bound"
 
 
 def test_the_spend_of_earlier_runs_counts_against_the_budget(store: Store) -> None:
@@ -792,9 +794,31 @@ def test_the_spend_of_earlier_runs_counts_against_the_budget(store: Store) -> No
     assert spent > 0
     cap = spent + sum(bound_of(r) for r in requests[10:]) * (1 - 1e-6)  # just short of the last request
     result = go_budget(store, requests, api, clock, cap, [])
-    assert [10, 9] == [len(b.custom_ids) for b in api.batches.values()]  # the earlier spend counts
-    assert (3, 19, 1) == (result.exit_status, result.counts["succeeded"], result.pending)
+    # the earlier spend counts: 9 fit at first; the 10th once their real spend is known
+    assert [10, 9, 1] == [len(b.custom_ids) for b in api.batches.values()]
+    assert (0, 20) == (result.exit_status, result.counts["succeeded"])
     assert store.spent_usd(PRICE) <= cap
+
+
+def test_a_budget_that_cannot_cover_the_job_is_spent_nearly_whole_and_never_over(store: Store) -> None:
+    """Answers that cost most of their bound: rounds go on until the next request cannot fit at its
+    bound, the cap is never exceeded, and the line says what the rest needs from the real costs."""
+    requests = make_requests(40)
+    bind(store, requests)
+    clock = FakeClock()
+    dear = attrs.evolve(
+        ok("", 1), usage=Usage(input_tokens=10, output_tokens=requests[0].max_tokens * 3 // 4)
+    )
+    api = FakeBatchApi(clock, outcome=lambda _cid, _attempt: dear)
+    cap = sum(bound_of(r) for r in requests[:20])
+    events: list[Event] = []
+    result = go_budget(store, requests, api, clock, cap, events)
+    spent = store.spent_usd(PRICE)
+    assert cap - bound_of(requests[0]) < spent <= cap
+    assert 3 == result.exit_status and 0 < result.pending < 40
+    lines = [m for m in notices(events) if m.startswith("budget:")]
+    assert 1 == len(lines) and f"{result.pending} requests left pending" in lines[0]
+    assert "from what" in lines[0]
 
 
 # -- the checkpoint's schema ------------------------------------------------------------------------------

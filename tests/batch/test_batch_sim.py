@@ -125,3 +125,30 @@ def test_a_create_call_past_its_deadline_fails_as_one_that_may_have_made_a_batch
     raw = asyncio.run(asyncio.wait_for(main(), 30.0)).raw  # without a deadline: TimeoutError here
     assert ("connection_error", "timeout") == (raw.kind, raw.error_type)
     assert Status.RETRY == classify(raw).status  # reconciled before any resend, never a plain failure
+
+
+def test_results_read_raw_are_the_sdks_own_results_line_for_line() -> None:
+    """`AnthropicBatchApi.results` (raw bytes, orjson, no model per line) yields what the SDK's own
+    `messages.batches.results` decoder yields, translated, for every outcome the simulator makes,
+    across the simulator's chunk boundaries."""
+    from adapters.sdk_results import line_result
+    from adapters.simulator.scenario import BATCH_OUTCOMES
+
+    clock = FakeClock()
+    mix = tuple((kind, 1.0) for kind in BATCH_OUTCOMES)
+    sim = Simulator(Scenario(seed=5, batch_mix=mix, results_chunk_lines=7), clock=clock.now)
+
+    async def main() -> tuple[list[tuple[str, object]], list[tuple[str, object]]]:
+        async with sim_client(sim) as client:
+            api = AnthropicBatchApi(client)
+            snap = await api.create(CreateBody(make_requests(300), TEMPLATE))
+            clock.advance(3600)
+            ours = [line async for line in api.results(snap.id)]
+            stream = await client.messages.batches.results(snap.id)
+            theirs = [(line.custom_id, line_result(line.result)) async for line in stream]
+            return ours, theirs
+
+    ours, theirs = asyncio.run(main())
+    assert 300 == len(theirs)
+    assert len({type(r).__name__ + r.kind for _, r in theirs}) >= 4  # succeeded, errored, canceled, expired
+    assert theirs == ours

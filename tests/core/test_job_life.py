@@ -10,7 +10,7 @@ process may restart at any step (a new machine from the double's view). A create
 (`AnthropicBatchApi`): a timeout, the batch made by the deadline or not at all (the API cannot make a
 batch later than that plus the orphan window's margin; without this bound the double made batches days
 after their intent, outside any window a reconciliation can look in). A harvest is performed as the
-shell does it, with the core's own `IdSet`, `Gate` and `MISSING`.
+shell does it, through the core's own `HarvestFold`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from judgecore import (
     RequestTemplate,
     Status,
     build_requests,
-    classify,
     diff_resume,
 )
 from judgecore.batching import CREATE_DEADLINE
@@ -59,7 +58,8 @@ from judgecore.batchrun import (
     Snapshot,
     SubView,
 )
-from judgecore.harvesting import MISSING, Gate, Held
+from judgecore.harvestfold import HarvestFold
+from judgecore.harvesting import IdSet
 from judgecore.outcomes import FINAL_STATUSES, Outcome
 from judgecore.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState
 
@@ -290,31 +290,29 @@ class JobLife(RuleBasedStateMachine):
         raise AssertionError(op)
 
     def _harvest(self, op: Harvest) -> Harvested:
-        members = op.group or (op.sub_id,)
-        owner = {c: m for m in members for c in self.cp.rows[m].ids}
-        gate = Gate(op.breaker, op.held)
-        opened: set[str] = set()
-        swallowed: set[str] = set()  # held or dropped by the breaker: they had a line
-        _, cids = self.server[op.batch_id]
-        for c in cids:
-            line = Held(c, classify(self.answers[f"{op.batch_id}/{c}"]), owner[c], op.batch_id)
-            gate, lines = gate.take(line) if not gate.closed else (gate, (line,))
-            swallowed |= set() if lines else {c}
-            for h in lines:
-                self.cp.record(h.sub_id, h.custom_id, h.outcome)
-                opened |= set() if h.outcome.final else {h.custom_id}
-        waiting = swallowed | {h.custom_id for h in gate.held}
-        opened |= {c for c in swallowed if not any((m, c) in self.cp.outcomes for m in members)} - {
-            h.custom_id for h in gate.held
-        }
-        for m in op.settle:
-            for c in self.cp.rows[m].ids:
-                if (m, c) not in self.cp.outcomes and c not in waiting:
-                    self.cp.record(m, c, MISSING)
-                    opened.add(c)
-        return Harvested(
-            op.sub_id, at=self.now, u=0.5, breaker=gate.breaker, held=gate.held, open=frozenset(opened)
+        """The core's `HarvestFold` over the fake server's lines, performed as `BatchShell.harvest`
+        performs it: its rows recorded, then the missing rows of a whole stream."""
+        owners = [(m, self.cp.rows[m].ids) for m in op.group]
+        ids = IdSet(self.cp.rows[op.sub_id].ids if not owners else (), owners)
+        fold = HarvestFold.start(
+            sub_id=op.sub_id,
+            batch_id=op.batch_id,
+            ids=ids,
+            breaker=op.breaker,
+            held=op.held,
+            settle=op.settle,
         )
+        _, cids = self.server[op.batch_id]
+        fold, rows, _ = fold.take((c, self.answers[f"{op.batch_id}/{c}"]) for c in cids)
+        for h in rows:
+            self.cp.record(h.sub_id, h.custom_id, h.outcome)
+        unanswered = {
+            m: [c for c in self.cp.rows[m].ids if (m, c) not in self.cp.outcomes] for m in op.settle
+        }
+        end = fold.finish(unanswered, at=self.now, u=0.5)
+        for h in end.rows:
+            self.cp.record(h.sub_id, h.custom_id, h.outcome)
+        return end.event
 
     # --- invariants -------------------------------------------------------------------------------
 

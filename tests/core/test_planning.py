@@ -307,3 +307,67 @@ def test_a_thinking_models_plan_says_so_with_its_warnings_and_a_cost():
     assert "thinking     on (the model's default)" in text
     assert "prices are estimated by family" in text
     assert "  warning      something to know\n" in text
+
+
+def _sync_plan(n: int, **kw):  # type: ignore[no-untyped-def]
+    from judgecore.routing import route as route_
+
+    template = RequestTemplate.build(model=MODEL, max_tokens=1000, rubric=None, path="sync")
+    requests = build_requests(synthetic_items(n), template)
+    r = route_(n, policy=RoutePolicy(), force="sync")
+    return plan(
+        requests,
+        route=r,
+        sub_batches=(),
+        template=template,
+        rubric=None,
+        max_batch_requests=8000,
+        max_batch_bytes=250_000_000,
+        **kw,
+    )
+
+
+def test_a_plan_learns_output_and_input_per_request_from_the_answers_in_the_checkpoint():
+    from judgecore import Usage
+    from judgecore.planning import EXPECTED_OUTPUT_TOKENS, Learned
+
+    fresh = _sync_plan(50)
+    assert EXPECTED_OUTPUT_TOKENS * 50 == fresh.output_tokens and "assumed" == fresh.basis
+    per = fresh.input_tokens / 50
+    seen = Learned(answers=10, usage=Usage(input_tokens=round(per * 2 * 10), output_tokens=400))
+    learned = _sync_plan(50, learned=seen)
+    assert (40, 40 * 50) == (learned.output_per_answer, learned.output_tokens)
+    assert pytest.approx(fresh.input_tokens * 2, rel=0.01) == learned.input_tokens
+    assert "learned from 10 answers" == learned.basis
+    assert "answers of 40 tokens, the mean of 10 answers so far" in render_plan(learned)
+
+
+def test_a_counted_prompt_scales_the_input_estimate_until_answers_teach_it():
+    from judgecore.planning import Learned
+
+    fresh = _sync_plan(20)
+    counted = _sync_plan(20, learned=Learned(counted=300, counted_estimate=100))
+    assert 3 * fresh.input_tokens == pytest.approx(counted.input_tokens, abs=1)
+    assert 300 == plan_json(counted)["estimated_tokens"]["counted_prompt"]
+
+
+def test_budget_fit_covers_requests_at_their_mean_while_the_last_still_fits_at_its_bound():
+    from judgecore.planning import budget_fit
+
+    assert (True, 10) == (lambda f: (f.fits, f.covers))(
+        budget_fit(100.0, spent=0.0, per_request=1.0, n=10, max_bound=5.0)
+    )
+    f = budget_fit(10.0, spent=1.0, per_request=1.0, n=100, max_bound=5.0)
+    assert (False, 5) == (f.fits, f.covers)  # 9 of room: 4 at their mean, then one while 5 is left
+    assert 0 == budget_fit(10.0, spent=6.0, per_request=1.0, n=3, max_bound=5.0).covers
+
+
+def test_a_dry_run_with_a_budget_says_whether_the_estimate_fits():
+    est = _sync_plan(30).estimated_cost_usd
+    assert est is not None
+    fits = _sync_plan(30, budget=est * 10)
+    short = _sync_plan(30, budget=est / 2)
+    assert fits.budget is not None and fits.budget.fits
+    assert short.budget is not None and not short.budget.fits and 0 < short.budget.covers < 30
+    assert "does not cover the estimate: about" in render_plan(short)
+    assert {"usd", "spent_usd", "fits", "covers"} == set(plan_json(short)["budget"])

@@ -192,25 +192,58 @@ def test_a_fatal_answer_stops_the_run_at_once():
 PRICE = ModelPrice(3.0, 15.0)
 
 
-def test_a_budget_stops_launching_lets_in_flight_finish_and_says_what_the_rest_needs():
-    todos = tuple(Todo(custom_id=f"c{i}", max_tokens=100, bound=1.0) for i in range(5))
-    run = SyncRun.start(
+def costly(usd: float) -> RawResult:
+    """A succeeded answer that cost `usd` at PRICE (all of it output tokens)."""
+    return RawResult(
+        kind="succeeded",
+        text="Score: 4",
+        stop_reason="end_turn",
+        usage=Usage(output_tokens=round(usd / 15e-6)),
+    )
+
+
+def budget_run(n: int, cap: float, bound: float = 1.0) -> SyncRun:
+    todos = tuple(Todo(custom_id=f"c{i}", max_tokens=100, bound=bound) for i in range(n))
+    return SyncRun.start(
         todos,
         policy=SyncPolicy(warm_up=False, concurrency=8),
         now=T0,
-        breaker=Breaker.start(5),
-        budget=Budget(cap=2.5),
+        breaker=Breaker.start(n),
+        budget=Budget(cap=cap),
         price=PRICE,
     )
-    run, actions = drain(run, T0)
+
+
+def test_a_budget_that_cannot_fit_the_next_request_waits_for_an_answer_to_free_its_bound():
+    """Real spend replaces the bounds: each answer's real cost frees room for the next launch."""
+    run, actions = drain(budget_run(5, 2.5), T0)
     assert ["c0", "c1"] == launched(actions)
-    notes = [a.message for a in actions if isinstance(a, Note)]
-    assert 1 == len(notes) and "budget" in notes[0] and "3 items left pending" in notes[0]
+    assert not [a for a in actions if isinstance(a, Note)], "no budget line while answers can free room"
     run = answer(run, "c0", OK, T0)
     run, actions = drain(run, T0)
-    assert [] == launched(actions), "no launch after the budget stopped the run, even with room again"
-    run = answer(run, "c1", OK, T0)
-    _run, actions = drain(run, T0)
+    assert ["c2"] == launched(actions)
+    for cid, then in (("c1", ["c3"]), ("c2", ["c4"]), ("c3", []), ("c4", [])):
+        run = answer(run, cid, OK, T0)
+        run, actions = drain(run, T0)
+        assert then == launched(actions)
+    assert Done(status=0) == actions[-1]
+
+
+def test_the_budget_stops_only_with_nothing_in_flight_and_says_what_the_rest_needs_from_real_costs():
+    run, actions = drain(budget_run(6, 2.5), T0)
+    assert ["c0", "c1"] == launched(actions)
+    run = answer(run, "c0", costly(0.8), T0)
+    run, actions = drain(run, T0)
+    assert [] == launched(actions), "0.8 spent + 1.0 in flight + 1.0 next > 2.5: wait for c1"
+    assert not [a for a in actions if isinstance(a, Note)]
+    run = answer(run, "c1", costly(0.8), T0)
+    run, actions = drain(run, T0)
+    assert [] == launched(actions), "1.6 spent, nothing in flight: the next bound of 1.0 does not fit"
+    notes = [a.message for a in actions if isinstance(a, Note)]
+    assert 1 == len(notes) and notes[0].startswith("budget:")
+    # 4 left at the mean real cost of $0.80; a rerun needs 1.6 spent + 3.2 + one bound of 1.0
+    assert "4 items left pending need about $3.20 more (from what 2 answers cost)" in notes[0]
+    assert "--budget 5.80" in notes[0]
     assert Done(status=3, reason="budget") == actions[-1]
 
 

@@ -296,8 +296,15 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
     assert 0 == res.returncode, res.stderr[-3000:]
     assert "== summary ==" in res.stdout
     assert (tmp_path / "demo" / "batch_output.jsonl").exists()
+    # the pairwise job: both orders of every item, and the position consistency it measured
+    pairs = read_output(tmp_path / "demo" / "pairwise_output.jsonl")
+    assert 200 == len(pairs)
+    assert all(["answer_gpt", "answer_claude"] == [o["first"] for o in p["verdict"]["orders"]] for p in pairs)
+    assert "position consistency" in res.stdout
     assert f"the judge report (open it in a browser): {tmp_path / 'demo' / 'report.html'}" in res.stdout
     assert "<svg" in (tmp_path / "demo" / "report.html").read_text()
+    pairwise_page = (tmp_path / "demo" / "pairwise_report.html").read_text()
+    assert "position consistency" in pairwise_page.lower()
 
 
 def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):

@@ -259,6 +259,18 @@ def test_count_tokens_matches_usage(make_sim):
     assert create(client).usage.input_tokens == counted.input_tokens
 
 
+def test_count_tokens_counts_the_system_and_refuses_what_the_sdk_params_do_not_hold(make_sim):
+    """`messages.count_tokens` takes the SDK's `MessageCountTokensParams`: a system block counts; a
+    `max_tokens` (a create parameter) is a 400, as the API answers."""
+    client = sim_client(make_sim(), async_=False)
+    messages = params()["messages"]
+    bare = client.messages.count_tokens(model=MODEL, messages=messages).input_tokens
+    with_rubric = client.messages.count_tokens(model=MODEL, messages=messages, system=cached_system())
+    assert with_rubric.input_tokens > bare
+    with pytest.raises(anthropic.BadRequestError, match="max_tokens: Extra inputs are not permitted"):
+        client.messages.count_tokens(model=MODEL, messages=messages, extra_body={"max_tokens": 10})
+
+
 def test_log_records_content_digest(make_sim):
     sim = make_sim()
     client = sim_client(sim, async_=False)

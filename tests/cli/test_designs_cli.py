@@ -1,0 +1,185 @@
+"""Judge designs at the command line and in the Python API: bad input is exit 2 naming FILE:LINE
+before anything is sent, a rerun with another design is another job, the dry run counts requests,
+and `judge()` takes the same designs."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.cli import main
+from adapters.job import JobSettings, UsageError, judge
+from adapters.simulator import Scenario, Simulator, sim_client
+
+DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", DEAD)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+ROWS = [
+    {"id": "r1", "question": "2+2?", "response": "4", "model": "gpt", "human_score": 5},
+    {"id": "r2", "question": "3+3?", "response": "6", "model": "claude", "human_score": 4},
+]
+
+
+@pytest.fixture
+def completions(tmp_path: Path) -> Path:
+    path = tmp_path / "completions.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in ROWS))
+    return path
+
+
+@pytest.fixture
+def template(tmp_path: Path) -> Path:
+    path = tmp_path / "grade.txt"
+    path.write_text("Question: {question}\nResponse: {response}\nScore it 1-10: 'Score: N'.\n")
+    return path
+
+
+def test_a_row_without_a_templated_field_is_exit_2_naming_the_file_and_line(
+    tmp_path: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(orjson.dumps(ROWS[0]) + b"\n\n" + orjson.dumps({"id": "r2", "question": "?"}) + b"\n")
+    code, _out, err = run(
+        ["run", str(path), "--state", str(tmp_path / "s"), "--template", str(template)], capsys
+    )
+    assert 2 == code
+    assert f"{path}:3: item 'r2': no field 'response', which the template names" in err
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").glob("*.db"))
+
+
+def test_a_csv_completions_file_runs_under_a_template_without_a_prompt_column(
+    tmp_path: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(ROWS[0]))
+        w.writeheader()
+        w.writerows(ROWS)
+    args = ["run", str(path), "--template", str(template), "--samples", "3", "--dry-run", "--json"]
+    code, out, err = run(args, capsys)
+    assert 0 == code, err
+    plan = orjson.loads(out)
+    assert (6, 2, 3) == (plan["n"], plan["items"], plan["requests_per_item"])
+
+
+def test_the_dry_run_shows_requests_per_item_and_a_panels_cost_per_judge(
+    completions: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judges = ["--judge", "claude-haiku-4-5", "--judge", "claude-opus-4-6"]
+    base = ["run", str(completions), "--template", str(template), "--samples", "2", *judges, "--dry-run"]
+    code, out, err = run([*base, "--json"], capsys)
+    assert 0 == code, err
+    plan = orjson.loads(out)
+    assert (8, 2, 4) == (plan["n"], plan["items"], plan["requests_per_item"])
+    by_judge = plan["estimated_cost_by_judge_usd"]
+    assert by_judge["claude-opus-4-6"] > by_judge["claude-haiku-4-5"] > 0
+    assert plan["estimated_cost_usd"] == pytest.approx(sum(by_judge.values()))
+    code, out, _err = run(base, capsys)
+    assert "items        2, 4 request(s) each: 2 samples x a panel of 2 judges" in out
+    assert "requests     8" in out
+
+
+def test_a_rerun_with_another_design_is_exit_2_naming_the_flag(
+    tmp_path: Path, completions: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sim = Simulator(Scenario())
+    state = tmp_path / "s"
+    settings = JobSettings(template=template.read_text(), samples=2, force="sync")
+    judge(ROWS, rubric=None, state_dir=state, settings=settings, client=sim_client(sim, max_retries=0))
+    code, _out, err = run(
+        ["run", str(completions), "--state", str(state), "--template", str(template), "--samples", "3"],
+        capsys,
+    )
+    assert 2 == code
+    assert "--samples" in err and "2" in err and "3" in err and "nothing was sent" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--samples", "0"], "--samples must be a whole number in 1..20"),
+        (["--samples", "21"], "--samples must be a whole number in 1..20"),
+        (["--pairwise", "model_a,model_b"], "--pairwise needs --template"),
+        (["--pairwise", "a"], "expected two field names"),
+        (["--judge", "claude-sonnet-4-5"], "retired"),
+        ([], "or give --template FILE to build the prompt from the row's fields"),
+    ],
+)
+def test_a_design_that_cannot_run_is_exit_2_before_anything_is_sent(
+    tmp_path: Path, completions: Path, flags: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "t.txt").write_text("{question} {response}")
+    template = ["--template", str(tmp_path / "t.txt")] if flags[:1] == ["--judge"] else []
+    code, _out, err = run(
+        ["run", str(completions), "--state", str(tmp_path / "s"), *template, *flags], capsys
+    )
+    assert 2 == code
+    assert words in err
+
+
+def test_judge_takes_a_pairwise_design_and_returns_one_record_per_item(tmp_path: Path) -> None:
+    sim = Simulator(Scenario(position_bias=1.0))  # always the first position: never consistent
+    rows = [{"id": f"p{i}", "q": f"{i}?", "x": f"yes {i}", "y": f"no {i}"} for i in range(6)]
+    template = "{q}\n[The Start of Assistant A's Answer]\n{first}\n[The End of Assistant A's Answer]\n"
+    template += "[The Start of Assistant B's Answer]\n{second}\n[The End of Assistant B's Answer]\n"
+    settings = JobSettings(template=template, pairwise=("x", "y"), force="sync")
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 0 == result.exit_code
+    assert [f"p{i}" for i in range(6)] == list(result.records)
+    for record in result.records.values():
+        assert {"winner": "tie", "consistent": False} == {
+            k: record["verdict"][k] for k in ("winner", "consistent")
+        }
+        assert [{"first": "x", "choice": "x"}, {"first": "y", "choice": "y"}] == record["verdict"]["orders"]
+    assert 12 == len(sim.billed)
+
+
+def test_judge_refuses_a_row_missing_a_templated_field_before_sending(tmp_path: Path) -> None:
+    sim = Simulator(Scenario())
+    settings = JobSettings(template="{question} {response}")
+    with pytest.raises(UsageError, match="line 2: item 'b': no field 'response'"):
+        judge(
+            [{"id": "a", "question": "?", "response": "!"}, {"id": "b", "question": "?"}],
+            rubric=None,
+            state_dir=tmp_path / "s",
+            settings=settings,
+            client=sim_client(sim),
+        )
+    assert 0 == len(sim.billed)
+
+
+def test_a_panels_budget_is_never_exceeded_at_each_judges_prices(tmp_path: Path) -> None:
+    """The cap bounds every request at the dearest judge's rates; the spend is each answer at its own."""
+    sim = Simulator(Scenario())
+    rows = [{"id": f"r{i}", "question": f"{i}?", "response": "yes " * 200} for i in range(40)]
+    settings = JobSettings(
+        template="Q: {question}\nA: {response}\nScore: N, 1-10.",
+        judges=("claude-haiku-4-5", "claude-opus-4-6"),
+        force="sync",
+        concurrency=4,
+        budget=0.05,
+    )
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 3 == result.exit_code  # stopped by the budget, the rest pending
+    assert result.spend_usd is not None and 0 < result.spend_usd <= 0.05
+    assert result.counts["pending"] > 0
+    billed = {m for m, _, _ in sim.billed_by_model}
+    assert billed <= {"claude-haiku-4-5", "claude-opus-4-6"}

@@ -1,0 +1,133 @@
+"""`--budget` gets spent: through the real SDK against the simulator, on both routes, a budget that cannot
+cover the job is spent to at least 90% and never past 100% (what the simulated API billed), the run
+says on stderr what the rest needs, and a rerun with the figure it names finishes the job, paying for
+no item twice."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.simulator import Scenario
+from judgecore import Usage
+from judgecore.models import price_for
+from judgecore.spend import answer_cost
+from tests.integration.conftest import write_items
+
+pytestmark = pytest.mark.integration
+
+MODEL = "claude-sonnet-4-6"
+N = 80
+
+
+def _billed_usd(srv) -> float:
+    """What the simulated API billed so far, priced by the model's table."""
+    price = price_for(MODEL)
+    assert price is not None
+    return sum(answer_cost(Usage(**{k: u.get(k) or 0 for k in _USAGE}), price, r) for r, u in srv.sim.billed)
+
+
+_USAGE = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _job(tmp_path: Path, route: str) -> list[str]:
+    rows = [
+        {"id": f"r{i}", "prompt": f"Grade answer {i}: the sum of {i} and {i + 1} is {2 * i + 1}."}
+        for i in range(N)
+    ]
+    items = write_items(tmp_path / "in.jsonl", rows)
+    return [
+        "run",
+        str(items),
+        "--model",
+        MODEL,
+        "--max-tokens",
+        "100",
+        f"--force-{route}",
+        "--poll-interval",
+        "0.05",
+        "--otpm",
+        "400000",
+    ]
+
+
+@pytest.mark.parametrize("route", ["sync", "batch"])
+def test_a_budget_that_cannot_cover_the_job_is_spent_to_90_percent_and_never_more(served, tmp_path, route):
+    srv = served(Scenario(seed=19, batch_seconds=0.05))
+    args = _job(tmp_path, route)
+    whole = srv.cli([*args, "--state", str(tmp_path / "whole")])  # what the whole job costs
+    assert 0 == whole.returncode, whole.stderr
+    cost = _billed_usd(srv)
+    before = _billed_usd(srv)
+
+    budget = round(cost * 0.45, 6)
+    state = tmp_path / "capped"
+    first = srv.cli([*args, "--state", str(state), "--budget", str(budget)])
+    assert 3 == first.returncode, first.stderr
+    spent = _billed_usd(srv) - before
+    assert 0.9 * budget <= spent <= budget, (spent, budget)
+    lines = [line for line in first.stderr.splitlines() if "budget" in line and "left pending" in line]
+    assert 1 == len(lines), first.stderr
+    rerun = float(re.search(r"--budget (\d+\.\d+)", lines[0]).group(1))  # type: ignore[union-attr]
+
+    again = srv.cli(["run", "--state", str(state), "--budget", str(rerun)])
+    assert 0 == again.returncode, again.stderr
+    total = _billed_usd(srv) - before
+    assert total <= rerun
+    assert total == pytest.approx(cost, rel=0.05), "the capped job and its rerun cost the whole job, once"
+    out = [orjson.loads(line) for line in (state / "output.jsonl").read_bytes().splitlines()]
+    assert N == len(out) and all(1 == r["attempts"] for r in out), "each item sent once over both runs"
+
+
+def test_dry_run_with_a_budget_says_whether_the_estimate_fits_and_learns_from_the_checkpoint(
+    served, tmp_path
+):
+    """`--dry-run --budget`: a fresh job's estimate against the budget; after a capped run, the plan of
+    what is left is learned from its answers and lands within 25% of what the rerun costs."""
+    srv = served(Scenario(seed=19, batch_seconds=0.05))
+    args = _job(tmp_path, "sync")
+    state = tmp_path / "s"
+    plan = srv.cli([*args, "--state", str(state), "--dry-run", "--json", "--budget", "0.001"])
+    assert 0 == plan.returncode, plan.stderr
+    fresh = orjson.loads(plan.stdout)
+    assert ("assumed", False) == (fresh["estimate_basis"], fresh["budget"]["fits"])
+    assert 0 <= fresh["budget"]["covers"] < N
+    assert [] == list(srv.sim.billed), "a dry run sends nothing"
+
+    first = srv.cli([*args, "--state", str(state), "--budget", "0.02"])
+    assert 3 == first.returncode, first.stderr
+    learned = orjson.loads(srv.cli([*args, "--state", str(state), "--dry-run", "--json"]).stdout)
+    assert learned["estimate_basis"].startswith("learned from ")
+    mark = len(srv.sim.billed)
+    again = srv.cli(["run", "--state", str(state), "--budget", "10"])
+    assert 0 == again.returncode, again.stderr
+    rerun = sum(
+        answer_cost(Usage(**{k: u.get(k) or 0 for k in _USAGE}), price_for(MODEL), r)  # type: ignore[arg-type]
+        for r, u in srv.sim.billed[mark:]
+    )
+    assert learned["estimated_cost_usd"] == pytest.approx(rerun, rel=0.25)
+    text = srv.cli([*args, "--state", str(state), "--dry-run", "--budget", "10"]).stdout
+    assert "budget       $10.00 covers the estimate" in text
+
+
+def test_dry_run_count_tokens_counts_one_prompt_through_the_api_and_bills_nothing(served, tmp_path):
+    srv = served(Scenario(seed=19))
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("Grade the answer from 1 to 5. End with 'Score: N'.\n" * 30)
+    args = [*_job(tmp_path, "batch"), "--rubric", str(rubric), "--state", str(tmp_path / "s"), "--dry-run"]
+    plain = orjson.loads(srv.cli([*args, "--json"]).stdout)
+    counted = srv.cli([*args, "--json", "--count-tokens"])
+    assert 0 == counted.returncode, counted.stderr
+    out = orjson.loads(counted.stdout)
+    asked = [e for e in srv.sim.log if e.path == "/v1/messages/count_tokens"]
+    assert 1 == len(asked), "one prompt shape, counted once"
+    assert [] == list(srv.sim.billed) and not srv.sim.batches, "counting sends no message"
+    assert out["estimated_tokens"]["counted_prompt"] > plain["estimated_tokens"]["rubric_per_request"]
+    assert out["estimate_basis"] == "input from count_tokens; answers assumed"
+    no_key = srv.cli([*args, "--count-tokens"], key="")
+    assert 2 == no_key.returncode and "ANTHROPIC_API_KEY" in no_key.stderr
+    refused = srv.cli([*_job(tmp_path, "batch"), "--state", str(tmp_path / "s"), "--count-tokens"])
+    assert 2 == refused.returncode and "--count-tokens goes with --dry-run" in refused.stderr

@@ -1,0 +1,214 @@
+"""Judge designs through the real SDK over real HTTP against the simulator: a pairwise job with a
+position-biased judge, a 3-judge panel's spend, and a `--samples 5` job killed and resumed."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.simulator import Scenario
+from adapters.store import DB_NAME, Store
+from adapters.summary import spend_by_judge, spend_from_store
+from judgecore.outcomes import Usage
+from judgecore.spend import answer_cost, price_for
+
+from .conftest import Served, read_output, write_items
+
+pytestmark = pytest.mark.integration
+
+PAIRWISE_TEMPLATE = """Which assistant answered the user's question better?
+
+[User Question]
+{question}
+
+[The Start of Assistant A's Answer]
+{first}
+[The End of Assistant A's Answer]
+
+[The Start of Assistant B's Answer]
+{second}
+[The End of Assistant B's Answer]
+
+Say "Winner: A", "Winner: B" or "Winner: tie", then why.
+"""
+
+GRADE_TEMPLATE = (
+    "Question: {question}\nResponse: {response}\nGrade the response: 'Score: N' on a 1-10 scale.\n"
+)
+
+
+def completions(n: int) -> list[dict[str, object]]:
+    """A completions file with its own field names: two systems' answers per question."""
+    return [
+        {
+            "id": f"q{i}",
+            "question": f"What is {i} times 7?",
+            "model_a": f"It is {i * 7}.",
+            "model_b": f"{i * 7}, because {i} sevens make {i * 7}.",
+            "human": i % 5,
+        }
+        for i in range(n)
+    ]
+
+
+def test_a_pairwise_job_with_a_biased_judge_shows_the_position_consistency_the_knob_implies(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """With a share P of answers naming the first position whatever the content, an item judged in
+    both orders is consistent with probability 1 - P (the other order names the other answer)."""
+    bias, n = 0.3, 400
+    s = served(Scenario(position_bias=bias, batch_seconds=0.1))
+    items = write_items(tmp_path / "pairs.jsonl", completions(n))
+    (tmp_path / "pair.txt").write_text(PAIRWISE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "pair.txt")]
+    r = s.cli([*args, "--pairwise", "model_a,model_b", "--force-batch", "--poll-interval", "0.05"])
+    assert 0 == r.returncode, r.stderr
+    lines = read_output(state / "output.jsonl")
+    assert n == len(lines)
+    assert 2 * n == sum(len(b.custom_ids) for b in s.sim.batches)  # both orders of every item, once
+    verdicts = [line["verdict"] for line in lines]
+    assert all(["model_a", "model_b"] == [o["first"] for o in v["orders"]] for v in verdicts)
+    consistency = sum(v["consistent"] for v in verdicts) / n
+    assert abs((1 - bias) - consistency) <= 0.05, consistency
+    # two different answers: a consistent item names one of them; an inconsistent one is a tie
+    assert all((v["winner"] != "tie") == v["consistent"] for v in verdicts)
+    first_wins = sum(o["choice"] == o["first"] for v in verdicts for o in v["orders"]) / (2 * n)
+    assert abs((bias + (1 - bias) / 2) - first_wins) <= 0.05, first_wins
+    assert {"human"} == set(lines[0]["metadata"])  # the fields the template does not name
+
+
+def test_a_three_judge_panel_records_per_judge_spend_that_sums_to_the_jobs_spend(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    judges = ("claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-6")
+    s = served(Scenario())
+    rows = [
+        {"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i), "human_score": i % 4}
+        for i in range(30)
+    ]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
+    state = tmp_path / "state"
+    judge_flags = [w for j in judges for w in ("--judge", j)]
+    r = s.cli(
+        [
+            "run",
+            str(items),
+            "--state",
+            str(state),
+            "--template",
+            str(tmp_path / "grade.txt"),
+            "--verdict",
+            str(tmp_path / "verdict.json"),
+            "--force-sync",
+            *judge_flags,
+        ]
+    )
+    assert 0 == r.returncode, r.stderr
+    lines = read_output(state / "output.jsonl")
+    assert 30 == len(lines)
+    assert all(set(judges) == set(line["judges"]) for line in lines)
+    for line in lines:  # the verdict is the panel's median
+        scores = sorted(v["score"] for v in line["judges"].values())
+        assert {"score": scores[1]} == line["verdict"]
+    # what the API billed, per model it was asked of: each judge answered every item once
+    billed = s.sim.billed_by_model
+    assert Counter({j: 30 for j in judges}) == Counter(m for m, _, _ in billed)
+    fields = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+    def cost(model: str, route: str, u: dict[str, int]) -> float:
+        price = price_for(model)
+        assert price is not None
+        return answer_cost(Usage(**{f: int(u.get(f) or 0) for f in fields}), price, route)
+
+    truth = {j: sum(cost(m, route, u) for m, route, u in billed if m == j) for j in judges}
+    store = Store.open_readonly(state)
+    try:
+        per_judge = spend_by_judge(store)
+        job = spend_from_store(store)
+    finally:
+        store.close()
+    assert set(judges) == set(per_judge)
+    for j in judges:
+        spent = per_judge[j]
+        assert spent is not None
+        assert truth[j] == pytest.approx(spent.spent, rel=1e-9)
+    assert job.spend_usd == pytest.approx(
+        sum(p.spent for p in per_judge.values() if p is not None), rel=1e-12
+    )
+    assert len({round(t, 9) for t in truth.values()}) == 3  # each judge at its own prices
+
+
+def _outcomes(state: Path) -> int:
+    db = state / DB_NAME
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0) as conn:
+            return conn.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.slow
+def test_a_killed_and_resumed_samples_job_pays_for_each_request_once(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    n, k = 60, 5
+    s = served(
+        Scenario(batch_seconds=0.25, results_chunk_lines=20, results_line_delay=0.05, sample_spread=0.3)
+    )
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(n)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
+    state = tmp_path / "state"
+    args = [
+        "run",
+        str(items),
+        "--state",
+        str(state),
+        "--template",
+        str(tmp_path / "grade.txt"),
+        "--verdict",
+        str(tmp_path / "verdict.json"),
+        "--samples",
+        str(k),
+        "--force-batch",
+        "--max-batch-requests",
+        "100",
+        "--poll-interval",
+        "0.05",
+    ]
+    first = s.spawn(args)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and first.poll() is None and len(s.sim.batches) < 3:
+        time.sleep(0.02)
+    assert first.poll() is None, first.stderr.read() if first.stderr else ""
+    first.send_signal(signal.SIGKILL)  # with its sub-batches created and live on the API side
+    first.wait(timeout=10)
+    assert _outcomes(state) < n * k
+
+    r = s.cli(["run", "--state", str(state)])  # resumes the job as it was started
+    assert 0 == r.returncode, r.stderr
+    submitted = Counter(s.sim.submitted_custom_ids())
+    assert n * k == len(submitted)
+    assert {1} == set(submitted.values())  # no request paid for twice
+    assert 3 == len(s.sim.batches)  # the resume polled the live sub-batches, it made none anew
+    assert n * k == len(s.sim.billed)
+    lines = read_output(state / "output.jsonl")
+    assert n == len(lines)
+    assert all(k == len(line["samples"]) for line in lines)
+    assert all(line["status"] == "succeeded" and line["verdict"] is not None for line in lines)
+    agreement = [line["agreement"] for line in lines]
+    assert min(agreement) < 1.0  # the samples disagree (the knob), and the output says how much
+    assert all(0.0 < a <= 1.0 for a in agreement)
