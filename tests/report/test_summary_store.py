@@ -145,15 +145,16 @@ def test_most_answers_unreadable_is_a_warning_at_the_top_of_summary(tmp_path, ca
 
 
 def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reaches_the_json(tmp_path):
-    """Each answer is billed at the price of the model that answered; `summary --json` gives each
-    judge of a panel its spend."""
+    """Each answer is billed at the price of the judge it was sent to (the model an answer names may
+    be a dated id of that alias); `summary --json` gives each judge of a panel its spend."""
     import orjson
 
     from adapters.summary import spend_by_model, summary_json
 
     state = tmp_path / "s"
     store = Store.open(state)
-    store.bind_job({"model": "claude-sonnet-4-6"}, [("c1", "a", "d"), ("c2", "b", "d")])
+    panel = {"model": "claude-sonnet-4-6", "judges": ["claude-sonnet-4-6", "claude-haiku-4-5"]}
+    store.bind_job(panel, [("c1", "a#claude-sonnet-4-6", "d"), ("c2", "a#claude-haiku-4-5", "d")])
     store.set_meta("verdict", {"pattern": r"Score: (?P<score>\d)", "score": "score"})
 
     def answer(model, tokens):
@@ -165,7 +166,9 @@ def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reac
     store.record_outcomes(
         [
             OutcomeRow(custom_id="c1", outcome=answer("claude-sonnet-4-6", 1000), route="sync", at=1.0),
-            OutcomeRow(custom_id="c2", outcome=answer("claude-haiku-4-5", 3000), route="sync", at=2.0),
+            OutcomeRow(
+                custom_id="c2", outcome=answer("claude-haiku-4-5-20251001", 3000), route="sync", at=2.0
+            ),
         ]
     )
     try:
