@@ -4,7 +4,7 @@ HTML report alike (so a mean reads `4.82` everywhere, a share `17.0%` everywhere
 | kind          | rule                                                   | example             |
 | ------------- | ------------------------------------------------------ | ------------------- |
 | `count`       | thousands separated                                    | `12,345`            |
-| `score`       | at most 2 decimals; a whole number without any         | `4.82`, `7`         |
+| `score`       | 2 decimals, whole numbers too (one column, one width)  | `4.82`, `7.00`      |
 | `share`       | a percentage with 1 decimal                            | `17.0%`             |
 | `coefficient` | 3 decimals (kappa, alpha, correlations)                | `0.412`             |
 | `difference`  | a score's, signed with 2 decimals                      | `+0.42`, `-1.10`    |
@@ -23,7 +23,7 @@ MISSING: Final = "-"
 
 FORMATS: Final = {
     "count": "thousands separated",
-    "score": "at most 2 decimals; a whole number without any",
+    "score": "2 decimals",
     "share": "percentage, 1 decimal",
     "coefficient": "3 decimals",
     "difference": "signed, 2 decimals",
@@ -37,7 +37,7 @@ def count(n: int | None) -> str:
 
 
 def _decimals(x: float, digits: int) -> str:
-    return f"{int(x)}" if float(x).is_integer() else f"{x:.{digits}f}"
+    return f"{x:.{digits}f}"  # `5.00` beside `5.40`, never `5`: a column reads at one width
 
 
 def score(x: float | None) -> str:

@@ -382,3 +382,31 @@ def test_a_sync_only_timeline_is_shown_only_when_it_says_something():
     assert timeline_says_something(sub_batches=0, answered_at=[1.0, 2.0, 3.0], retried=1)
     assert timeline_says_something(sub_batches=0, answered_at=[1.0, 200.0], retried=0)  # stopped, resumed
     assert timeline_says_something(sub_batches=2, answered_at=[], retried=0)
+
+
+def test_a_whole_mean_reads_at_the_width_of_its_neighbours():
+    """Two groups with means 5 and 5.4: the text, the Markdown and the page write `5.00` beside `5.40`,
+    never a bare `5` in a column of two-decimal means."""
+    from adapters.html_report import render_html
+    from adapters.summary import JobReport
+    from judgecore.headline import render_markdown
+    from judgecore.summary import render_summary, summarize
+
+    def row(i, group, score):
+        return {
+            "id": f"i{i}",
+            "status": "succeeded",
+            "error": None,
+            "verdict": {"score": score},
+            "metadata": {"g": group},
+        }
+
+    records = [row(i, "a", 5) for i in range(5)] + [
+        row(10 + i, "b", s) for i, s in enumerate([5, 5, 6, 5, 6])
+    ]
+    s = summarize(records, score_field="score", verdict_kind="pattern", by="g")
+    page = render_html(
+        JobReport(state_dir=Path("s"), summary=s, model=None, route=None, timeline=(), sub_batches=())
+    )
+    for out in (render_summary(s), render_markdown(s), page):
+        assert "5.00" in out and "5.40" in out
