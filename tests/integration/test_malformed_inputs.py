@@ -1,0 +1,47 @@
+"""The kinds of failure `bench/fuzz_inputs.py` found, one test each: bad input is exit 2 with one line
+naming FILE:LINE (or FILE:ROW, or the file at fault), no traceback, and not one request received by the
+simulator (the runs give no `--otpm`, so a routing probe would be sent if the input were accepted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.simulator import Scenario
+
+from .conftest import Served
+
+
+def refused(served, args: list[str]) -> str:
+    """The one error line of a `run` refused with exit 2 before anything was sent."""
+    srv: Served = served(Scenario())
+    done = srv.cli(["run", *args])
+    assert 2 == done.returncode, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert 1 == len(errors), done.stderr
+    assert () == srv.sim.log, "a request was sent on input that is refused"
+    return errors[0]
+
+
+def goods(n: int) -> list[bytes]:
+    return [orjson.dumps({"id": f"g{i}", "prompt": f"grade {i}"}) for i in range(n)]
+
+
+@pytest.mark.parametrize("where", ["metadata", "content"])
+def test_a_line_nested_1000_deep_is_its_line_not_a_recursion_error(
+    served, tmp_path: Path, where: str
+) -> None:
+    """Was a RecursionError traceback: the depth check walked the value by recursion."""
+    nested = b"[" * 1000 + b"]" * 1000
+    bad = (
+        b'{"id": "x", "prompt": "p", "metadata": ' + nested + b"}"
+        if where == "metadata"
+        else b'{"id": "x", "messages": [{"role": "user", "content": ' + nested + b"}]}"
+    )
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b"\n".join([*goods(250), bad]) + b"\n")
+    line = refused(served, [str(items), "--state", str(tmp_path / "s")])
+    assert f"{items}:251: item 'x': nested more than" in line
