@@ -45,3 +45,20 @@ def test_a_line_nested_1000_deep_is_its_line_not_a_recursion_error(
     items.write_bytes(b"\n".join([*goods(250), bad]) + b"\n")
     line = refused(served, [str(items), "--state", str(tmp_path / "s")])
     assert f"{items}:251: item 'x': nested more than" in line
+
+
+def test_a_csv_row_that_is_not_utf8_is_named_by_its_row(served, tmp_path: Path) -> None:
+    """Was `FILE: not UTF-8 (... position 4045 ...)`, no row."""
+    items = tmp_path / "items.csv"
+    rows = b"".join(b"r%d,prompt %d\r\n" % (i, i) for i in range(250))
+    items.write_bytes(b"\xef\xbb\xbfid,prompt\r\n" + rows + b"x,caf\xe9\r\nlast,p\r\n")
+    line = refused(served, [str(items), "--state", str(tmp_path / "s")])
+    assert f"{items}:252: not UTF-8" in line
+
+
+def test_an_unclosed_quote_names_the_row_it_opens_not_the_end_of_the_file(served, tmp_path: Path) -> None:
+    """Was the last line of the file (where the csv module ran out of data)."""
+    items = tmp_path / "items.csv"
+    items.write_text('id,prompt\nr1,p\nx,"unclosed\nr2,p\nr3,p\n', encoding="utf-8")
+    line = refused(served, [str(items), "--state", str(tmp_path / "s")])
+    assert f"{items}:3: not valid CSV" in line
