@@ -62,3 +62,41 @@ def test_an_unclosed_quote_names_the_row_it_opens_not_the_end_of_the_file(served
     items.write_text('id,prompt\nr1,p\nx,"unclosed\nr2,p\nr3,p\n', encoding="utf-8")
     line = refused(served, [str(items), "--state", str(tmp_path / "s")])
     assert f"{items}:3: not valid CSV" in line
+
+
+@pytest.mark.parametrize("missing", ["{first}", "{second}"])
+def test_a_pairwise_template_without_first_or_second_names_the_template(
+    served, tmp_path: Path, missing: str
+) -> None:
+    """Was `error: with --pairwise, the template names ...`, naming no file."""
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b'{"id": "r1", "a": "x", "b": "y"}\n')
+    template = tmp_path / "pair.txt"
+    template.write_text("First: {first}\nSecond: {second}\n".replace(missing, "?"), encoding="utf-8")
+    line = refused(
+        served, [str(items), "--state", str(tmp_path / "s"), "--template", str(template), "--pairwise", "a,b"]
+    )
+    assert line.startswith(f"error: {template}: with --pairwise") and f"({missing} missing)" in line
+
+
+@pytest.mark.parametrize("placeholder", ["{a[0]}", "{a.b}", "{a!x}"])
+def test_a_placeholder_that_looks_inside_a_field_names_the_template(
+    served, tmp_path: Path, placeholder: str
+) -> None:
+    """`{a[0]}` was accepted and sent (the first character of the field); `{a.b}` and `{a!x}` failed
+    on the first row instead of naming the template."""
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b'{"id": "r1", "a": "xyz"}\n')
+    template = tmp_path / "t.txt"
+    template.write_text(f"Grade: {placeholder}", encoding="utf-8")
+    line = refused(served, [str(items), "--state", str(tmp_path / "s"), "--template", str(template)])
+    assert line.startswith(f"error: {template}: ") and line.endswith("(--template)")
+
+
+@pytest.mark.parametrize("flag", ["--model", "--judge"])
+def test_a_model_id_with_a_space_is_refused_before_the_probe(served, tmp_path: Path, flag: str) -> None:
+    """Was a probe sent for `claude-sonnet-4-6 ` (a copy-paste's trailing space), then exit 4."""
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b"\n".join(goods(3)) + b"\n")
+    line = refused(served, [str(items), "--state", str(tmp_path / "s"), f"{flag}=claude-sonnet-4-6 "])
+    assert "'claude-sonnet-4-6 '" in line and "no spaces" in line
