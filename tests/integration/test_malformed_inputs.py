@@ -4,6 +4,8 @@ simulator (the runs give no `--otpm`, so a routing probe would be sent if the in
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import orjson
@@ -11,7 +13,7 @@ import pytest
 
 from adapters.simulator import Scenario
 
-from .conftest import Served
+from .conftest import ROOT, Served
 
 
 def refused(served, args: list[str]) -> str:
@@ -100,3 +102,17 @@ def test_a_model_id_with_a_space_is_refused_before_the_probe(served, tmp_path: P
     items.write_bytes(b"\n".join(goods(3)) + b"\n")
     line = refused(served, [str(items), "--state", str(tmp_path / "s"), f"{flag}=claude-sonnet-4-6 "])
     assert "'claude-sonnet-4-6 '" in line and "no spaces" in line
+
+
+def test_the_campaign_finds_no_failure() -> None:
+    """A short run of the campaign itself (seeded; its own simulator): every case refused as the
+    contract says."""
+    spec = importlib.util.spec_from_file_location("fuzz_inputs", ROOT / "bench" / "fuzz_inputs.py")
+    assert spec is not None and spec.loader is not None
+    fuzz = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fuzz  # (its dataclasses look their module up)
+    try:
+        spec.loader.exec_module(fuzz)
+    finally:
+        del sys.modules[spec.name]
+    assert 0 == fuzz.main(["--n", "80", "--seed", "19"])
