@@ -289,6 +289,35 @@ class Maker:
         p = self.csv_file(d, text)
         return Case("csv: bad messages cell", self.run(d, p), f"{p}:{k + 2}")
 
+    def parquet_bad_row(self) -> Case:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        d = self.dir()
+        k = self.before()
+        ids: list[object] = [f"r{i}" for i in range(k)]
+        prompts: list[object] = [f"prompt {i}" for i in range(k)]
+        variant = self.rng.choice(["null-id", "empty-id", "dup-id", "null-prompt", "no-id-column"])
+        bad_id, bad_prompt = {
+            "null-id": (None, "p"),
+            "empty-id": ("", "p"),
+            "dup-id": ("r0" if k else "x", "p"),
+            "null-prompt": ("x", None),
+            "no-id-column": ("x", "p"),
+        }[variant]
+        ids.append(bad_id)
+        prompts.append(bad_prompt)
+        if variant == "dup-id" and not k:
+            ids.append("x")
+            prompts.append("p")
+        table = pa.table({"id": pa.array(ids, pa.string()), "prompt": pa.array(prompts, pa.string())})
+        if variant == "no-id-column":
+            table = table.rename_columns(["ident", "prompt"])
+        p = d / "items.parquet"
+        pq.write_table(table, p)
+        row = 1 if variant == "no-id-column" else len(ids)
+        return Case("parquet: bad row", self.run(d, p), f"{p}:{row}", variant)
+
     # --- templates ------------------------------------------------------------------------------
 
     def template_file(self, d: Path, text: str) -> Path:
@@ -591,6 +620,7 @@ KINDS: tuple[Callable[[Maker], Case], ...] = (
     Maker.csv_bom,
     Maker.csv_invalid_utf8,
     Maker.csv_bad_messages_cell,
+    Maker.parquet_bad_row,
     Maker.template_missing_field,
     Maker.template_bad_placeholder,
     Maker.template_unreadable,
