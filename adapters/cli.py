@@ -345,7 +345,7 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         max_attempts=ns.max_attempts,
         verdict=_verdict_spec(ns.verdict),
         budget=ns.budget,
-        template=_read_template(ns.template),
+        template=_read_template(ns.template, pairwise=ns.pairwise is not None),
         samples=ns.samples,
         pairwise=tuple(ns.pairwise) if ns.pairwise else None,
         judges=tuple(ns.judges or ()),
@@ -1004,7 +1004,8 @@ def _add_design_arguments(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _read_template(path: Path | None) -> str | None:
+def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
+    """The text of `--template FILE`, checked here so that every error names the file."""
     if path is None:
         return None
     try:
@@ -1013,12 +1014,18 @@ def _read_template(path: Path | None) -> str | None:
         raise UsageError(f"{path}: {exc.strerror or exc} (--template)") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 ({exc})") from None
-    from judgecore.designs import DesignError, template_fields
+    from judgecore.designs import FIRST, SECOND, DesignError, template_fields
 
     try:
-        template_fields(text)
+        names = template_fields(text)
     except DesignError as exc:
         raise UsageError(f"{path}: {exc} (--template)") from None
+    if pairwise and not {FIRST, SECOND} <= set(names):
+        missing = " and ".join(f"{{{n}}}" for n in (FIRST, SECOND) if n not in names)
+        raise UsageError(
+            f"{path}: with --pairwise, the template names the two answers {{first}} and {{second}} "
+            f"({missing} missing) (--template)"
+        )
     return text
 
 

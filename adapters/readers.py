@@ -198,28 +198,48 @@ def _check_columns(names: Iterable[str], line: int) -> None:
 
 
 def _csv_lines(path: Path) -> Iterator[bytes]:
-    """A CSV file (header row, UTF-8, a byte order mark and CRLF accepted; every cell text)."""
-    with path.open("r", encoding="utf-8-sig", newline="") as f:
+    """A CSV file (header row, UTF-8, a byte order mark and CRLF accepted; every cell text). Bytes
+    that are not UTF-8 are read as lone surrogates (`surrogateescape`), so the row that holds them is
+    the one named; a csv error names the row it happened in (where an unclosed quote opened)."""
+    with path.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.reader(f, strict=True)
+        n = 1  # the row being read
         try:
             header = next(reader, None)
             if header is None:
                 return
+            _check_utf8(header, 1)
             _check_columns(header, 1)
             if len(set(header)) != len(header):
                 dup = sorted({h for h in header if header.count(h) > 1})
                 raise InputError(1, f"the header repeats column(s) {', '.join(map(repr, dup))}")
             yield b""  # the header is row 1
             width = len(header)
-            for n, cells in enumerate(reader, start=2):
+            n = 2
+            for cells in reader:
                 if not cells:
                     yield b""  # a blank line, skipped and counted
+                    n += 1
                     continue
+                _check_utf8(cells, n)
                 if len(cells) != width:
                     raise InputError(n, f"the row has {len(cells)} cells; the header has {width}")
                 yield from rows_as_lines((dict(zip(header, cells, strict=True)),), first=n)
+                n += 1
         except csv.Error as exc:
-            raise InputError(reader.line_num, f"not valid CSV ({exc})") from None
+            raise InputError(n, f"not valid CSV ({exc})") from None
+
+
+def _check_utf8(cells: list[str], row: int) -> None:
+    """`InputError` at `row` for a cell holding bytes that are not UTF-8 (read as lone surrogates)."""
+    text = "".join(cells)
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start].encode("utf-8", "surrogateescape")
+        raise InputError(row, f"not UTF-8 (byte 0x{bad.hex()} in the row)") from None
 
 
 def _parquet_lines(path: Path) -> Iterator[bytes]:

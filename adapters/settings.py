@@ -107,6 +107,10 @@ class JobSettings:
         )
         checks = [
             (bool(self.model.strip()), "--model must be a non-empty model id"),
+            (
+                not any(c.isspace() for c in self.model),
+                f"--model {self.model!r}: a model id has no spaces (e.g. {DEFAULT_MODEL!r})",
+            ),
             (self.max_tokens >= 1, "--max-tokens must be >= 1"),
             (max_tokens is None, f"--max-tokens: {max_tokens}"),
             (thinking is None, f"--thinking: {thinking}"),

@@ -44,18 +44,23 @@ class DesignError(ValueError):
 
 def template_fields(template: str) -> tuple[str, ...]:
     """The row fields a template names, in order of first use; `DesignError` for a template Python's
-    format syntax refuses or that names a field by position (`{}`, `{0}`)."""
+    format syntax refuses, that names a field by position (`{}`, `{0}`) or looks inside one (`{a.b}`,
+    `{a[0]}`: a field is filled in as its text); a conversion (`{response!r}`) is allowed."""
     names: list[str] = []
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         raise DesignError(f"not a valid template ({exc}; write {{{{ for a literal brace)") from None
-    for _text, name, spec, _conv in parsed:
+    for _text, name, spec, conv in parsed:
         if name is None:
             continue
         base = name.split(".", 1)[0].split("[", 1)[0]
         if not base or base.isdigit():
             raise DesignError(f"a placeholder must name a field, e.g. {{question}}, not {{{name}}}")
+        if base != name:  # `{a.b}`, `{a[0]}`: a field is shown as its text, never looked inside
+            raise DesignError(f"a placeholder names a whole field, e.g. {{{base}}}, not {{{name}}}")
+        if conv not in (None, "r", "s", "a"):  # Python's own parse leaves this to the fill, row by row
+            raise DesignError(f"unknown conversion !{conv} in {{{name}!{conv}}} (Python's are !r, !s and !a)")
         if spec and "{" in spec:
             raise DesignError(f"nested placeholders in a format spec are not supported ({{{name}:{spec}}})")
         if base not in names:
@@ -111,6 +116,8 @@ def _judges(value: Sequence[str]) -> tuple[str, ...]:
     for j in judges:
         if not isinstance(j, str) or not j.strip() or TAG_SEP in j:
             raise DesignError(f"--judge must be a model id, got {j!r}")
+        if any(c.isspace() for c in j):
+            raise DesignError(f"--judge {j!r}: a model id has no spaces")
     if len(set(judges)) != len(judges):
         raise DesignError(f"--judge names a model twice ({', '.join(judges)})")
     return judges

@@ -87,12 +87,25 @@ def _fail(line: int, reason: str) -> InputError:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value: a scalar is 0, `[]` and `{}` are 1."""
-    if isinstance(value, dict):
-        return 1 + max(map(_depth, value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max(map(_depth, value), default=0)
-    return 0
+    """Nesting depth of a JSON value: a scalar is 0, `[]` and `{}` are 1. Walked with a stack, not
+    by recursion: a line may nest as deep as the JSON parser allows (1,024 levels), deeper than
+    Python's recursion limit."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, d = pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        d += 1
+        if d > deepest:
+            deepest = d
+        for child in v:
+            if isinstance(child, dict | list):
+                push((child, d))
+    return deepest
 
 
 def _brackets(raw: bytes | str) -> int:
