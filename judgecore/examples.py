@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from judgecore import figures as fig
 from judgecore.stats import _sort_key
 
 
@@ -27,12 +28,7 @@ class ExampleGroup:
     custom_ids: tuple[str, ...]
 
 
-def _label(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+_label = fig.label  # one rule for a value written as a label (`judgecore.figures`)
 
 
 def _rank(seed: str, custom_id: str) -> str:

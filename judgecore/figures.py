@@ -17,7 +17,7 @@ field names this rule (`FORMATS`), so a script can write figures the way the pag
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 MISSING: Final = "-"
 
@@ -30,6 +30,16 @@ FORMATS: Final = {
     "points": "signed percentage points, 1 decimal",
     "usd": "4 decimals below $1, else 2",
 }
+
+
+def label(v: Any) -> str:
+    """A value as a label (a group's name, a score value, a verdict's word): booleans as JSON spells
+    them, whole floats without their `.0`, anything else as `str` gives it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 def count(n: int | None) -> str:

@@ -7,7 +7,7 @@ Every figure is written by the one rule of `judgecore.figures`, as on the HTML r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from judgecore import figures as fig
 from judgecore.compare import Difference
@@ -18,12 +18,7 @@ if TYPE_CHECKING:
     from judgecore.summary import Group, Summary
 
 
-def _name(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+_name = fig.label  # one rule for a value written as a label (`judgecore.figures`)
 
 
 def difference_text(d: Difference) -> tuple[str, str, str]:

@@ -145,13 +145,7 @@ def _number(v: Any) -> bool:
     return type(v) in (int, float)  # exact types: a bool is a label, and this runs per item
 
 
-def _label(v: Any) -> str:
-    """A value as a label: booleans as JSON spells them, whole floats without their `.0`."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+_label = fig.label  # one rule for a value written as a label (`judgecore.figures`)
 
 
 def _score(record: Mapping[str, Any], field: str | None) -> Any:
