@@ -68,15 +68,8 @@ def load_items(
     from judgecore import parse_items
 
     kind = kind or input_kind(path)
-    try:
-        with contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
-            items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (InputError, DuplicateIdError) as exc:
-        raise input_error(path, exc.line, exc.reason) from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
+        items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job)
     if not items:
         raise UsageError(f"{path}: the input has no items")
     if hold_messages:
@@ -86,6 +79,19 @@ def load_items(
     return items.with_message_column(InputMessages(path, len(items), kind=kind))
 
 
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Reading `path`'s items: what goes wrong becomes one `UsageError` naming the file (and the line)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (InputError, DuplicateIdError) as exc:
+        raise input_error(path, exc.line, exc.reason) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+
+
 def load_design_items(path: Path, design: Design, *, job: str | None, kind: InputKind | None = None) -> Items:
     """The requests of a multi-request or templated job read from `path` (`judgecore.designs`): each
     row expanded into its requests, their messages held (a design's prompts are built, not read
@@ -93,15 +99,13 @@ def load_design_items(path: Path, design: Design, *, job: str | None, kind: Inpu
     from adapters.readers import input_kind, input_lines, templated_rows
 
     kind = kind or input_kind(path)
-    try:
-        with contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation(), templated_rows():
-            items = design_items_of(design, enumerate(lines, start=1), job=job)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (InputError, DuplicateIdError) as exc:
-        raise input_error(path, exc.line, exc.reason) from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    with (
+        _reading(path),
+        contextlib.closing(input_lines(path, kind)) as lines,
+        bulk_allocation(),
+        templated_rows(),
+    ):
+        items = design_items_of(design, enumerate(lines, start=1), job=job)
     if not items:
         raise UsageError(f"{path}: the input has no items")
     return items
