@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -14,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from adapters.simulator import Scenario, Simulator, serve
-from adapters.store import DB_NAME, Store
+from adapters.store import Store
+from tests.integration.conftest import outcomes_so_far
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 1200
@@ -28,17 +28,6 @@ def child(base_url: str, state: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-
-
-def outcomes_so_far(state: Path) -> int:
-    db = state / DB_NAME
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0) as conn:
-            return conn.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
 
 
 @pytest.mark.integration

@@ -10,6 +10,7 @@ import contextlib
 import io
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -145,6 +146,21 @@ def write_items(path: Path, rows: Sequence[dict]) -> Path:
         for row in rows:
             f.write(orjson.dumps(row) + b"\n")
     return path
+
+
+def outcomes_so_far(state: Path) -> int:
+    """How many outcomes a (possibly running) job's checkpoint holds, read-only: 0 before it exists or
+    while it is locked."""
+    from adapters.store import DB_NAME
+
+    db = state / DB_NAME
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0) as conn:
+            return conn.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
 
 
 def read_output(path: Path) -> list[dict]:

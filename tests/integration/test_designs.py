@@ -4,7 +4,6 @@ position-biased judge, a 3-judge panel's spend, and a `--samples 5` job killed a
 from __future__ import annotations
 
 import signal
-import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -14,12 +13,12 @@ import orjson
 import pytest
 
 from adapters.simulator import Scenario
-from adapters.store import DB_NAME, Store
+from adapters.store import Store
 from adapters.summary import spend_by_judge, spend_from_store
 from judgecore.outcomes import Usage
 from judgecore.spend import answer_cost, price_for
 
-from .conftest import Served, read_output, write_items
+from .conftest import Served, outcomes_so_far, read_output, write_items
 
 pytestmark = pytest.mark.integration
 
@@ -148,17 +147,6 @@ def test_a_three_judge_panel_records_per_judge_spend_that_sums_to_the_jobs_spend
     assert len({round(t, 9) for t in truth.values()}) == 3  # each judge at its own prices
 
 
-def _outcomes(state: Path) -> int:
-    db = state / DB_NAME
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0) as conn:
-            return conn.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
 @pytest.mark.slow
 def test_a_killed_and_resumed_samples_job_pays_for_each_request_once(
     tmp_path: Path, served: Callable[[Scenario], Served]
@@ -196,7 +184,7 @@ def test_a_killed_and_resumed_samples_job_pays_for_each_request_once(
     assert first.poll() is None, first.stderr.read() if first.stderr else ""
     first.send_signal(signal.SIGKILL)  # with its sub-batches created and live on the API side
     first.wait(timeout=10)
-    assert _outcomes(state) < n * k
+    assert outcomes_so_far(state) < n * k
 
     r = s.cli(["run", "--state", str(state)])  # resumes the job as it was started
     assert 0 == r.returncode, r.stderr
