@@ -28,7 +28,7 @@ import attrs
 
 from judgecore.batchrun._vocab import Harvested
 from judgecore.breaker import Breaker
-from judgecore.harvesting import MISSING, Gate, Held, IdSet
+from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
 from judgecore.outcomes import Outcome, RawResult, Status, Usage, classify
 
 __all__ = ["SHOWN", "HarvestEnd", "HarvestFold"]
@@ -152,7 +152,7 @@ class HarvestFold:
                         fatal = (h.custom_id, h.outcome)
         usage, answers = self.usage, self.answers
         if self.priced and rows:
-            usage = _add_usage(usage, (h.outcome.usage for h in rows))
+            usage = usage_sum((usage, *(h.outcome.usage for h in rows)))
             answers += sum(1 for h in rows if h.outcome.usage is not None)
         fold = attrs.evolve(
             self,
@@ -221,21 +221,3 @@ class HarvestFold:
             answers=self.answers,
         )
         return HarvestEnd(rows=tuple(missing), say=tuple(say), counts=counts, event=event)
-
-
-def _add_usage(total: Usage, usages: Iterable[Usage | None]) -> Usage:
-    t = [
-        total.input_tokens,
-        total.output_tokens,
-        total.cache_creation_input_tokens,
-        total.cache_read_input_tokens,
-    ]
-    for u in usages:
-        if u is not None:
-            t[0] += u.input_tokens
-            t[1] += u.output_tokens
-            t[2] += u.cache_creation_input_tokens
-            t[3] += u.cache_read_input_tokens
-    return Usage(
-        input_tokens=t[0], output_tokens=t[1], cache_creation_input_tokens=t[2], cache_read_input_tokens=t[3]
-    )
