@@ -352,15 +352,20 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
     )
 
 
+def _read_flag_file(path: Path, flag: str) -> str:
+    """The UTF-8 text of the file a flag names; what goes wrong is one `UsageError` naming both."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc} ({flag})") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+
+
 def _read_rubric(path: Path | None) -> str | None:
     if path is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc} (--rubric)") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    text = _read_flag_file(path, "--rubric")
     if not text.strip():
         raise UsageError(f"{path}: the rubric is empty")
     return text
@@ -1008,12 +1013,7 @@ def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
     """The text of `--template FILE`, checked here so that every error names the file."""
     if path is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc} (--template)") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+    text = _read_flag_file(path, "--template")
     from judgecore.designs import FIRST, SECOND, DesignError, template_fields
 
     try:
