@@ -1,0 +1,92 @@
+"""The checkpoint: a job's durable state under `--state DIR`, in one SQLite database in WAL mode.
+
+Why SQLite and not a JSONL journal: the output is a join (every input item, in input order, with its
+latest outcome) and `status` is a handful of counts; SQLite answers both with a query over an index
+instead of replaying a journal into memory, so memory stays flat however long the job. WAL mode with
+`synchronous=FULL` makes each commit durable (fsync) while readers never block. A batch harvest commits
+its lines in groups (`OutcomeWriter`, `refetchable=True`) that survive a process crash at once but are
+not fsynced each, since lines lost to a power cut can be fetched again; the FULL commit that marks the
+batch harvested fsyncs them all.
+
+Write order (the promises of CONTRACT.md, "The checkpoint"):
+1. the job manifest (model, rubric digest, settings that change requests) and every item's custom_id and
+   content digest, before anything is sent;
+2. an *intent* (its sub-batch's custom_ids) before the batch create call;
+3. the batch id and `expires_at` right after the create call returns;
+4. each harvested outcome, committed before it counts as done.
+
+A crash between 2 and 3 leaves an intent with no batch id: an *orphan*, which the batch path reconciles
+by listing recent batches before it ever resubmits those ids. The database file, its WAL and its shared
+memory file are created mode 0600 in a directory of mode 0700; no credential is ever stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from adapters.store.binding import Binding, ContentConflictError, StateMismatchError
+from adapters.store.connection import Connection, filesystem_type
+from adapters.store.messages import KeptMessages
+from adapters.store.outcomes import TALLY, OutcomeRow, Outcomes, OutcomeWriter
+from adapters.store.resume import Resume
+from adapters.store.schema import DB_NAME, SCHEMA_VERSION
+from adapters.store.subbatches import SubBatches, SubBatchRow
+from adapters.store.usage import Usages
+
+# The package's modules, one idea each: `schema` (the tables, the in-flight view, migrations),
+# `connection` (opening: file modes, journal, lock, read-only), `binding` (the manifest and the items a
+# dir is bound to), `messages` (the items' kept messages), `subbatches` (sub-batch records), `outcomes`
+# (recording outcomes; each item's latest), `resume` (what a run resumes from) and `usage` (what the
+# summary and the report read: metadata, usage, spend, the timeline).
+
+__all__ = [
+    "DB_NAME",
+    "SCHEMA_VERSION",
+    "TALLY",
+    "ContentConflictError",
+    "OutcomeRow",
+    "OutcomeWriter",
+    "StateMismatchError",
+    "Store",
+    "SubBatchRow",
+    "filesystem_type",
+    "ids_job_for",
+]
+
+
+class Store(Binding, KeptMessages, SubBatches, Outcomes, Resume, Usages, Connection):
+    """The checkpoint of one job. Open with `Store.open(state_dir)`; close when done."""
+
+
+def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
+    """The job key a job's custom_ids are derived with (`judgecore.ids`), read before its input is.
+
+    A state dir bound to a job keeps its key (None for one bound before job keys: it keeps its `v1`
+    ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
+    keeps it, and every later run reads it back, so the ids are the job's own in every process.
+    """
+    import secrets
+
+    from judgecore.ids import job_key
+
+    if state_dir is not None and Store.exists(state_dir):
+        import sqlite3
+
+        try:
+            store = Store.open_readonly(state_dir)
+        except sqlite3.Error:
+            store = None
+        if store is not None:
+            try:
+                if store.get_meta("manifest") is not None:
+                    return store.get_meta("custom_id_job")
+            except sqlite3.Error:
+                pass  # a database never bound (no tables yet): a new job's
+            finally:
+                store.close()
+    canonical = orjson.dumps(dict(manifest), option=orjson.OPT_SORT_KEYS)
+    return job_key(canonical, secrets.token_hex(8))

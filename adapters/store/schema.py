@@ -1,0 +1,158 @@
+"""The checkpoint's tables, the view of the ids in flight, and how a checkpoint of an earlier version
+is brought up to date (idempotently, at every writable open)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from judgecore.outcomes import FINAL_STATUSES
+from judgecore.subbatch import IN_FLIGHT
+
+if TYPE_CHECKING:
+    import sqlite3
+
+DB_NAME = "judgecore.sqlite3"
+#: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
+SCHEMA_VERSION = 2
+#: custom_ids bound per `IN (...)` query (SQLite's default limit is 32,766 parameters).
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    seq INTEGER PRIMARY KEY,
+    custom_id TEXT NOT NULL UNIQUE,
+    item_id TEXT NOT NULL,
+    digest TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sub_batches (
+    sub_id INTEGER PRIMARY KEY,
+    round INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    intent_at REAL NOT NULL,
+    batch_id TEXT UNIQUE,
+    created_at REAL,
+    expires_at REAL,
+    state TEXT NOT NULL,
+    note TEXT,
+    grp INTEGER
+);
+CREATE TABLE IF NOT EXISTS sub_batch_ids (
+    sub_id INTEGER NOT NULL,
+    custom_id TEXT NOT NULL,
+    PRIMARY KEY (sub_id, custom_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sub_batch_ids_cid ON sub_batch_ids (custom_id);
+CREATE TABLE IF NOT EXISTS outcomes (
+    row INTEGER PRIMARY KEY,
+    custom_id TEXT NOT NULL,
+    sub_id INTEGER,
+    route TEXT NOT NULL,
+    batch_id TEXT,
+    status TEXT NOT NULL,
+    failure TEXT,
+    reason TEXT NOT NULL,
+    text TEXT,
+    stop_reason TEXT,
+    model TEXT,
+    usage TEXT,
+    error_type TEXT,
+    error_message TEXT,
+    retry_after REAL,
+    attempts INTEGER NOT NULL,
+    at REAL NOT NULL,
+    error_code TEXT,
+    stop_details TEXT
+);
+DROP INDEX IF EXISTS outcomes_cid;
+CREATE UNIQUE INDEX IF NOT EXISTS outcomes_sub_cid ON outcomes (sub_id, custom_id) WHERE sub_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS item_metadata (custom_id TEXT PRIMARY KEY, metadata TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS item_messages (custom_id TEXT PRIMARY KEY, messages BLOB NOT NULL);
+"""
+
+# A sub-batch row's `state` is a `judgecore.subbatch.SubState`, moved only through its table; the
+# states holding ids in flight are `judgecore.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
+# ambiguous adoption (see `judgecore.batching.Adoption`), None for every other sub-batch.
+_IN_FLIGHT_SQL = ",".join(f"'{s.value}'" for s in sorted(IN_FLIGHT))
+
+#: A final status, as SQL (`... WHERE status IN ({FINAL_SQL})`).
+FINAL_SQL = ",".join(f"'{s.value}'" for s in sorted(FINAL_STATUSES))
+
+#: The ids in flight, written once: each custom_id of a sub-batch whose state may still answer for it
+#: (`IN_FLIGHT`) with no outcome recorded under that sub-batch yet. What a run never resends, what it
+#: still waits for, and which batch holds each (`Resume`). A derived view, not a table: it holds no
+#: rows of its own, so adding it changes no stored data and needs no new `SCHEMA_VERSION`.
+IN_FLIGHT_VIEW = (
+    "CREATE VIEW in_flight AS "
+    "SELECT s.sub_id, s.custom_id, b.batch_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
+    f"WHERE b.state IN ({_IN_FLIGHT_SQL}) AND NOT EXISTS ("
+    "SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id)"
+)
+
+
+def _view_sql(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'in_flight'").fetchone()
+    return None if row is None else row[0]
+
+
+def create_view(conn: sqlite3.Connection) -> None:
+    """Create the `in_flight` view in the database, or write it again where an earlier version of the
+    code wrote another definition (a checkpoint from before the view has none; it opens as ever)."""
+    if _view_sql(conn) == IN_FLIGHT_VIEW:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DROP VIEW IF EXISTS in_flight")
+        conn.execute(IN_FLIGHT_VIEW)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def create_temp_view(conn: sqlite3.Connection) -> None:
+    """For a checkpoint opened read-only whose database lacks this `in_flight` view (made before it):
+    the same view in the connection's own temp schema, which shadows the database's and writes nothing
+    to it."""
+    if _view_sql(conn) != IN_FLIGHT_VIEW:
+        conn.execute(IN_FLIGHT_VIEW.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring a state dir of an earlier schema up to `SCHEMA_VERSION` (idempotent)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sub_batches)")}
+    if "grp" in columns:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE sub_batches ADD COLUMN grp INTEGER")
+        # schema 1 kept an ambiguous orphan's group in its note, as "group=N"
+        for sub_id, note in conn.execute(
+            "SELECT sub_id, note FROM sub_batches WHERE note LIKE '%group=%'"
+        ).fetchall():
+            tail = note.split("group=", 1)[1]
+            digits = tail[: len(tail) - len(tail.lstrip("0123456789"))]
+            if digits:
+                conn.execute("UPDATE sub_batches SET grp = ? WHERE sub_id = ?", (int(digits), sub_id))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def add_outcome_columns(conn: sqlite3.Connection) -> None:
+    """Give an outcomes table of an earlier version the `error_code` and `stop_details` columns
+    (idempotent; the rows it has keep NULL in both: no code, no stop details)."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(outcomes)")}
+    if "stop_details" in columns:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if "error_code" not in columns:
+            conn.execute("ALTER TABLE outcomes ADD COLUMN error_code TEXT")
+        conn.execute("ALTER TABLE outcomes ADD COLUMN stop_details TEXT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

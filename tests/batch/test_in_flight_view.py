@@ -1,0 +1,56 @@
+"""The ids in flight are one view (`in_flight`), made at open: a checkpoint from before it still opens,
+read-only (a dry run, `status`) and for writing, and answers the same."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from adapters.store import DB_NAME, OutcomeRow, Store
+from judgecore import Outcome, Status
+from judgecore.subbatch import SubState
+
+
+def _job(state: Path) -> tuple[str, ...]:
+    """A job with one live sub-batch of three ids, one of them answered."""
+    ids = ("c1", "c2", "c3")
+    store = Store.open(state)
+    try:
+        store.bind_job({"model": "m"}, [(cid, "item-" + cid, "d") for cid in ids])
+        sub = store.record_intent(round=0, custom_ids=ids, n_bytes=10, at=1.0)
+        store.record_created(sub, batch_id="msgbatch_1", created_at=2.0, expires_at=3.0)
+        done = Outcome(status=Status.SUCCEEDED, failure=None, reason="ok", text="x")
+        store.record_outcomes([OutcomeRow(custom_id=ids[0], outcome=done, route="batch", at=2.5, sub_id=sub)])
+    finally:
+        store.close()
+    return ids
+
+
+def _forget_the_view(state: Path) -> None:
+    conn = sqlite3.connect(state / DB_NAME)
+    conn.execute("DROP VIEW in_flight")
+    conn.commit()
+    conn.close()
+
+
+def test_a_checkpoint_from_before_the_view_answers_the_same_read_only_and_for_writing(tmp_path: Path) -> None:
+    """Read-only, the view is the connection's own (nothing written); a writable open adds it."""
+    state = tmp_path / "s"
+    ids = _job(state)
+    expected = ({ids[1]: "msgbatch_1", ids[2]: "msgbatch_1"}, frozenset(ids[1:]), frozenset(ids[:1]))
+    _forget_the_view(state)
+    for open_ in (Store.open_readonly, Store.open):
+        store = open_(state)
+        try:
+            state_ = store.job_state()
+            subs = store.checkpoint().subs
+            assert expected == (store.waiting_batches(), state_.in_flight, state_.final)
+            assert [(SubState.LIVE, ids[1:])] == [(s.state, tuple(sorted(s.ids))) for s in subs]
+        finally:
+            store.close()
+    conn = sqlite3.connect(state / DB_NAME)
+    try:
+        kept = conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'").fetchall()
+    finally:
+        conn.close()
+    assert [("in_flight",)] == kept
