@@ -1,0 +1,89 @@
+"""`judgecore`: the command line, a thin layer over `adapters.job` (see `judgecore --help`).
+
+The package's modules, one idea each: `parser` (the grammar and help text), `flags` (what `run`'s
+flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
+read a checkpoint: status, summary, export), `cancel` and `launcher` (the words that start judgecore
+again). This module maps each command to its handler and a `UsageError` to exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from adapters import keep_bytecode
+from adapters.cli.cancel import cmd_cancel
+from adapters.cli.launcher import PROJECT, command_line, launcher
+from adapters.cli.parser import build_parser
+from adapters.cli.run import EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
+from adapters.cli.status import cmd_export, cmd_status, cmd_summary
+from adapters.paths import directory_problem
+from adapters.usage import EXIT_OK, EXIT_USAGE, UsageError
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "PROJECT",
+    "build_parser",
+    "command_line",
+    "launcher",
+    "main",
+]
+
+# Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
+# `status` reads the checkpoint, a dry run plans (no event loop, no SQLite on a fresh state dir), and
+# only a run, `cancel` and `demo` import the SDK and the run machines (tests/cli/test_start_up.py).
+
+
+def cmd_simulator(ns: argparse.Namespace) -> int:
+    from adapters.simulator import Simulator, run_server_forever, scenario_from_args
+
+    if not 0 <= ns.port <= 65_535:
+        raise UsageError(f"--port must be in 0..65535 (0: any free port), got {ns.port}")
+    try:
+        scenario = scenario_from_args(ns)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        run_server_forever(Simulator(scenario), ns.host, ns.port)
+    except OSError as exc:  # the port is taken, the host is not ours: nothing was served
+        raise UsageError(
+            f"--host {ns.host} --port {ns.port}: cannot listen there ({exc.strerror or exc})"
+        ) from None
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    keep_bytecode()  # the command's own start did it already; `main()` called by another program does it here
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        match ns.command:
+            case "run":
+                return cmd_run(ns, argv)
+            case "status":
+                return cmd_status(ns)
+            case "cancel":
+                return cmd_cancel(ns)
+            case "summary":
+                return cmd_summary(ns)
+            case "export":
+                return cmd_export(ns)
+            case "demo":
+                from adapters.demo import run_demo
+
+                if ns.dir is not None and (problem := directory_problem(ns.dir, "--dir", probe=True)):
+                    raise UsageError(problem)
+                return run_demo(n=ns.n, directory=ns.dir)
+            case "simulator":
+                return cmd_simulator(ns)
+    except UsageError as exc:
+        message = str(exc)
+        if message.startswith("line ") and ns.command == "run":
+            message = f"{ns.input}:{message[5:]}"
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    parser.error(f"unknown command {ns.command!r}")  # pragma: no cover
+    return EXIT_USAGE  # pragma: no cover

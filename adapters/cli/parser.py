@@ -1,0 +1,403 @@
+"""The command line's grammar and help text: every command, its flags and their defaults, and the
+parser that reports a usage error on one line (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from adapters.argtypes import finite_number
+from adapters.usage import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, EXIT_USAGE, THINKING_MAX_TOKENS
+
+DESCRIPTION = """\
+Run LLM-judge scoring (rubric, alignment, refusal grading of stored completions) through the Anthropic
+API at any size, without ever wedging. Small jobs go straight to the Messages API with bounded
+concurrency and a warm prompt cache; large ones go to the Message Batches API (half price) in
+sub-batches of at most 8,000 requests, each wait bounded by the batch's own expires_at.
+Every run checkpoints to --state DIR: rerun the same command to resume; nothing is paid for twice.
+
+Start here:  judgecore demo           (a whole job against a local simulator; no key, no network)
+Then:        judgecore run items.jsonl --state runs/job1 --rubric rubric.txt --dry-run
+"""
+
+
+RUN_EPILOG = """\
+input (JSONL, one object a line, blank lines ignored):
+  {"id": "q17-s3", "prompt": "text of the user turn"}
+  {"id": "q18-s1", "messages": [{"role": "user", "content": "..."}], "max_tokens": 512, "metadata": {...}}
+  also .jsonl.gz, .csv, .parquet, a datasets save_to_disk directory (columns id, prompt or messages,
+  max_tokens; every other column is metadata), or --from-inspect LOG (an inspect_ai eval log)
+
+output (one line per item, input order; default STATE/output.jsonl; .csv or .parquet by --out's
+  extension): id, custom_id, status (succeeded | miss | quarantined | pending), route, text, stop_reason, model, usage, error,
+  batch_id, attempts, metadata, verdict (with --verdict; a verdict that cannot be read is a miss
+  of class VERDICT_UNPARSED, its text kept); a refusal is a miss of class MODEL_REFUSAL, never
+  scored, its line carrying stop_details (the refusal's category and explanation); with a judge
+  design, samples, agreement (--samples) and judges (--judge), one line per item still
+
+exit status:
+  0  every item is final (succeeded, miss or quarantined)
+  2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
+  3  some items are pending: rerun the same command to resume
+  4  fatal API configuration (authentication, permission, unknown model, every request invalid), or
+     the API refused the account (on hold, a spend limit, billing: nothing quarantined, rerun once fixed)
+  130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
+      written with unfinished items pending; rerun the same command to resume
+
+credentials come from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint); the key is
+never printed, logged or written to disk.
+
+examples:
+  judgecore run items.jsonl --state runs/j1 --rubric rubric.txt --dry-run          # the plan and its cost
+  judgecore run items.jsonl --state runs/j1 --rubric rubric.txt                    # run (or resume)
+  judgecore run items.jsonl --state runs/j1 --rubric rubric.txt --force-sync       # same-day critical run
+  judgecore status --state runs/j1
+  judgecore run items.jsonl --state runs/j2 --rubric rubric.txt --verdict verdict.json   # with scores
+  judgecore summary --state runs/j2 --html report.html                             # scores and spend
+  judgecore run answers.jsonl --state runs/p --template pairwise.txt --pairwise answer_a,answer_b
+  judgecore run answers.jsonl --state runs/p3 --template grade.txt --verdict score.json \\
+      --judge claude-haiku-4-5 --judge claude-sonnet-4-6 --judge claude-opus-4-6 --samples 3   # a panel
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with each usage error on one line (no usage banner) and exit 2; a sub-command's
+    arguments can be declared when that sub-command is used (`declare_later`), so that declaring
+    them does not cost every other command an import."""
+
+    _declare: Callable[[argparse.ArgumentParser], None] | None = None
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+    def declare_later(self, declare: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Call `declare(self)` before this parser first parses or shows its help or usage."""
+        self._declare = declare
+
+    def _declared(self) -> None:
+        if self._declare is not None:
+            declare, self._declare = self._declare, None
+            declare(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._declared()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._declared()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._declared()
+        return super().format_help()
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds (fractions allowed); the range is each flag's, in JobSettings."""
+    return finite_number(text, "a number of seconds")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="judgecore", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run",
+        help="run or resume a judge job",
+        description="Run a judge job, or resume it: the same command with the same --state continues "
+        "where it stopped, resending only what is not final and polling batches still live.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "input",
+        type=Path,
+        nargs="?",
+        metavar="INPUT",
+        help="the items to judge: .jsonl, .jsonl.gz, .csv, .parquet, or a datasets save_to_disk directory "
+        "(a rerun with --state may leave it out: the state dir remembers it)",
+    )
+    run.add_argument(
+        "--from-inspect",
+        type=Path,
+        metavar="LOG",
+        help="judge the samples of an inspect_ai eval log (.eval or .json) instead of INPUT",
+    )
+    run.add_argument(
+        "--state", type=Path, metavar="DIR", help="checkpoint directory (required unless --dry-run)"
+    )
+    run.add_argument(
+        "--rubric", type=Path, metavar="FILE", help="the judge's instructions, sent as a cached system block"
+    )
+    run.add_argument("--model", default=DEFAULT_MODEL, help="model id (default: %(default)s)")
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="per answer, unless an item sets its own; at most the model's output limit; thinking "
+        f"tokens count in it (default: {DEFAULT_MAX_TOKENS}, or {THINKING_MAX_TOKENS:,} where the model thinks)",
+    )
+    run.add_argument(
+        "--thinking",
+        metavar="adaptive|off|N",
+        help="send the `thinking` parameter: adaptive, off (disabled), or a budget of N >= 1024 tokens "
+        "below --max-tokens, where the model takes it (default: omitted, the model's own default)",
+    )
+    run.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="output .jsonl, .csv or .parquet (default: STATE/output.jsonl)",
+    )
+    g = run.add_argument_group("planning")
+    g.add_argument(
+        "--dry-run", action="store_true", help="print the plan and its estimated cost; send nothing at all"
+    )
+    g.add_argument("--json", action="store_true", help="with --dry-run: print the plan as one JSON object")
+    g.add_argument(
+        "--count-tokens",
+        action="store_true",
+        help="with --dry-run: ask the API to count one prompt's input tokens (messages.count_tokens: "
+        "free, no message sent; needs ANTHROPIC_API_KEY) and scale the estimate by it",
+    )
+    force = g.add_mutually_exclusive_group()
+    force.add_argument("--force-sync", action="store_true", help="use the Messages API whatever the size")
+    force.add_argument(
+        "--force-batch", action="store_true", help="use the Message Batches API whatever the size"
+    )
+    g.add_argument(
+        "--sync-threshold",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="jobs of N requests or more go to batches, at 400,000 output tokens/min; scaled by the tier (default: %(default)s)",
+    )
+    g.add_argument(
+        "--otpm",
+        type=int,
+        metavar="N",
+        help="the tier's output tokens per minute (default: read from one probe request)",
+    )
+    b = run.add_argument_group("batches")
+    b.add_argument(
+        "--max-batch-requests",
+        type=int,
+        default=8000,
+        metavar="N",
+        help="per sub-batch (default: %(default)s)",
+    )
+    b.add_argument(
+        "--max-batch-bytes",
+        type=int,
+        default=250_000_000,
+        metavar="N",
+        help="per sub-batch create body (default: %(default)s)",
+    )
+    b.add_argument(
+        "--poll-interval",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="between polls of a batch; fractions allowed (default: %(default)s)",
+    )
+    b.add_argument(
+        "--grace",
+        type=_seconds,
+        default=1800.0,
+        metavar="SECONDS",
+        help="a batch is overdue this long after its expires_at (default: %(default)s)",
+    )
+    s = run.add_argument_group("sync")
+    s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
+    r = run.add_argument_group("retries (both routes)")
+    r.add_argument(
+        "--max-attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="sends per item per run before it stays pending; a rerun gives it a fresh budget (default: %(default)s)",
+    )
+    _add_scoring_arguments(run)
+    _add_design_arguments(run)
+
+    st = sub.add_parser(
+        "status",
+        help="show a job's checkpoint (no API call)",
+        description="Read the checkpoint only; no API call.",
+    )
+    st.add_argument("--state", type=Path, required=True, metavar="DIR")
+    st.add_argument("--json", action="store_true", help="one JSON object")
+
+    _add_summary_parser(sub)
+    ex = sub.add_parser(
+        "export",
+        help="write a job's verdicts back as an inspect_ai log (no API call)",
+        description="Write the inspect_ai log a job was read from (--from-inspect) with one `judgecore` "
+        "score per sample, for `inspect view`. Reads the checkpoint only; no API call.",
+    )
+    ex.add_argument("--state", type=Path, required=True, metavar="DIR")
+    ex.add_argument(
+        "--to-inspect", type=Path, required=True, metavar="OUT", help="the log to write (.eval or .json)"
+    )
+    ex.add_argument(
+        "--from-inspect",
+        type=Path,
+        metavar="LOG",
+        help="the log the job was read from (default: the one it remembers)",
+    )
+
+    ca = sub.add_parser(
+        "cancel",
+        help="cancel a job's live batches",
+        description="Cancel the job's live batches so an abandoned run stops costing money; a later `run` resumes the rest.",
+    )
+    ca.add_argument("--state", type=Path, required=True, metavar="DIR")
+
+    de = sub.add_parser(
+        "demo",
+        help="a whole job against the embedded simulator (no key, no network)",
+        description="Start the simulator on a free loopback port, write a realistic judge job to a temp dir, run it "
+        "through the batch path with a few injected faults, then a small sync job, and print a summary.",
+    )
+    de.add_argument("--n", type=int, default=3000, help="items in the batch job (default: %(default)s)")
+    de.add_argument(
+        "--dir", type=Path, metavar="DIR", help="where to write the job (default: a new temp dir)"
+    )
+
+    si: _Parser = sub.add_parser(
+        "simulator",
+        help="serve the API simulator on loopback",
+        description="Serve a local stand-in for the Messages and Message Batches API, for manual runs and other programs.",
+    )
+    si.declare_later(_simulator_arguments)
+    return parser
+
+
+def _simulator_arguments(parser: argparse.ArgumentParser) -> None:
+    """The simulator's own options (the simulator package loads http.server and ssl)."""
+    from adapters.simulator import add_arguments
+
+    add_arguments(parser)
+
+
+SUMMARY_EPILOG = """\
+scored, unscored and missing come first: the score's statistics are over the scored items only.
+  scored     the verdict has a score
+  unscored   the model answered but there is no score (VERDICT_UNPARSED, MODEL_TRUNCATION, ...)
+  missing    no answer to read (quarantined, pending)
+
+examples:
+  judgecore summary --state runs/j1
+  judgecore summary --state runs/j1 --by model --reference gold --html report.html
+  judgecore summary --state runs/j1 --verdict new-pattern.json --json     # re-read the answers
+  judgecore summary --state runs/j1 --by model --markdown                 # tables to paste
+"""
+
+
+def _budget(text: str) -> float:
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected US dollars, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite amount > 0, got {text!r}")
+    return value
+
+
+def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group("scores and spend")
+    g.add_argument(
+        "--verdict",
+        type=Path,
+        metavar="FILE",
+        help='how to read each answer\'s verdict: a JSON file {"schema": {...}} (structured outputs, '
+        'sent with every request) or {"pattern": "REGEX"} (named groups; the last match counts), '
+        'optionally with "score": "FIELD" (default "score")',
+    )
+    g.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="USD",
+        help="a hard cap on what the job spends, in US dollars (needs a model with known prices): sent in "
+        "rounds as real costs replace the bounds; with --dry-run, whether the estimate fits",
+    )
+
+
+def _pairwise_flag(text: str) -> tuple[str, str]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected two field names A,B, got {text!r}")
+    return (parts[0], parts[1])
+
+
+def _add_design_arguments(run: argparse.ArgumentParser) -> None:
+    g = run.add_argument_group(
+        "judge designs (docs/designs.md)",
+        "An item may ask more than one request: each is checkpointed, resumed, routed, budgeted and "
+        "billed on its own, and the output folds them back into one line per item.",
+    )
+    g.add_argument(
+        "--template",
+        type=Path,
+        metavar="FILE",
+        help="the user turn: a text file with {field} placeholders filled from each row (Python format "
+        "syntax, {{ for a brace); a row is then `id` plus any fields, the unused ones its metadata",
+    )
+    g.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K requests per item (1..20); the verdict is the majority label or the median number, "
+        "with `samples` and `agreement` in the output (default: %(default)s)",
+    )
+    g.add_argument(
+        "--pairwise",
+        type=_pairwise_flag,
+        metavar="A,B",
+        help="the row's fields A and B are two answers, named {first} and {second} in the template; "
+        "each item is judged in both orders and a win counts only when they agree",
+    )
+    g.add_argument(
+        "--judge",
+        dest="judges",
+        action="append",
+        metavar="MODEL",
+        help="a panel: repeat for each judge model; every item is judged by each, `judges` maps each "
+        "model to its verdict and the verdict is the panel's majority (or median)",
+    )
+
+
+def _add_summary_parser(sub: Any) -> None:
+    su = sub.add_parser(
+        "summary",
+        help="a job's scores, failures and spend (no API call)",
+        description="Summarise a job from its checkpoint alone: counts by status and failure class, the "
+        "score's statistics, groups, agreement with a reference, and spend. No API call, no key needed.",
+        epilog=SUMMARY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    su.add_argument("--state", type=Path, required=True, metavar="DIR")
+    su.add_argument(
+        "--verdict", type=Path, metavar="FILE", help="read verdicts with this spec (default: the run's)"
+    )
+    su.add_argument("--by", metavar="KEY", help="one row per value of metadata[KEY]")
+    su.add_argument(
+        "--reference", metavar="KEY", help="compare the score with metadata[KEY] (agreement, kappa)"
+    )
+    su.add_argument("--json", action="store_true", help="one JSON object")
+    su.add_argument(
+        "--markdown", action="store_true", help="the headline tables as Markdown (for a paper draft or a PR)"
+    )
+    su.add_argument("--html", type=Path, metavar="FILE", help="also write a self-contained HTML report")

@@ -1,0 +1,124 @@
+"""How a job was started, remembered in its checkpoint: a rerun fills in the flags it leaves out
+from it, and a flag that would make another job is exit 2, naming the flag."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from adapters.cli.parser import build_parser
+from adapters.usage import UsageError
+
+_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json", "count_tokens"})
+#: the manifest's fields, by the flag that sets them (a field that differs names its flag)
+_FLAG_OF = {
+    "model": "--model",
+    "max_tokens": "--max-tokens",
+    "rubric_sha256": "--rubric",
+    "verdict_schema_sha256": "--verdict",
+    "thinking": "--thinking",
+    "template_sha256": "--template",
+    "samples": "--samples",
+    "pairwise": "--pairwise",
+    "judges": "--judge",
+}
+
+
+def _holds_checkpoint(state: Path | None) -> bool:
+    """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
+    from adapters.store import Store
+
+    try:
+        return state is not None and Store.exists(state)
+    except OSError:
+        return False
+
+
+def _run_flags_given(argv: Sequence[str]) -> set[str]:
+    """The dests of the `run` options this command line gives (a flag left out is never a default)."""
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
+    by_option = run._option_string_actions
+    given = set()
+    for word in argv:
+        if word == "--":
+            break
+        action = by_option.get(word.split("=", 1)[0]) if word.startswith("--") else None
+        if action is not None:
+            given.add(action.dest)
+    return given
+
+
+def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] | None:
+    """Fill `ns` from how the job in `--state` was started: INPUT, `--out` and every flag this command
+    leaves out take the remembered values (never their defaults); the flags it gives apply. Returns the
+    job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
+    from adapters.store import Store
+
+    kept = None
+    if _holds_checkpoint(ns.state):
+        store = Store.open_readonly(ns.state)
+        try:
+            kept = store.get_meta("invocation")
+        finally:
+            store.close()
+    if kept is None:
+        if ns.input is None and getattr(ns, "from_inspect", None) is None:
+            where = f"--state {ns.state} holds no job started by this judgecore" if ns.state else "no --state"
+            raise UsageError(
+                f"INPUT is required, or --from-inspect LOG ({where} to resume without it); "
+                "see: judgecore run --help"
+            )
+        return None
+    given = _run_flags_given(argv)
+    if given & {"force_sync", "force_batch"}:  # one given anew replaces the remembered other
+        given |= {"force_sync", "force_batch"}
+    for dest, value in kept["flags"].items():
+        if dest not in given and dest not in _NOT_REMEMBERED and hasattr(ns, dest):
+            path = dest in ("rubric", "verdict", "from_inspect", "template") and value is not None
+            setattr(ns, dest, Path(value) if path else value)
+    if ns.input is None and getattr(ns, "from_inspect", None) is None:
+        ns.input = Path(kept["input"])
+    if "out" not in given and kept.get("out"):
+        ns.out = Path(kept["out"])
+    return kept
+
+
+def _invocation(ns: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """How this run was started, to remember in the checkpoint: absolute paths, every flag's value."""
+    flags = {}
+    for dest, value in vars(ns).items():
+        if dest in _NOT_REMEMBERED:
+            continue
+        flags[dest] = str(value.resolve()) if isinstance(value, Path) else value
+    return {"input": str(ns.input.resolve()), "out": str(out.resolve()), "flags": flags}
+
+
+def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any]) -> None:
+    """A flag that shapes what a request asks and differs from how the job was started is exit 2,
+    naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
+    from adapters.store import Store
+
+    if not _holds_checkpoint(ns.state):
+        return
+    store = Store.open_readonly(ns.state)
+    try:
+        old = store.get_meta("manifest")
+    finally:
+        store.close()
+    if old is None or old == manifest:
+        return
+    key = next(k for k in (*_FLAG_OF, *sorted(set(old) | set(manifest))) if old.get(k) != manifest.get(k))
+    flag = _FLAG_OF.get(key, key)
+    flags = (kept or {}).get("flags", {})
+    dest = {"--rubric": "rubric", "--verdict": "verdict", "--template": "template"}.get(flag)
+    was = flags.get(dest) if dest else None
+    old_v = f"{was} ({key} {old.get(key)})" if was else old.get(key)
+    new_v = f"{getattr(ns, dest, None)} ({key} {manifest.get(key)})" if dest else manifest.get(key)
+    raise UsageError(
+        f"{flag}: the job in {ns.state} was started with {old_v}, this run asks {new_v}: that is "
+        f"another job. Leave {flag} out to resume the job as it was started, or point --state at a "
+        "new directory to start a new job (nothing was sent)"
+    )

@@ -1,0 +1,276 @@
+"""`judgecore run`: the checks before anything is sent, the dry run's plan, and the run itself with
+its progress, its closing lines, and Ctrl-C and SIGTERM kept safe."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adapters.cli.flags import _read_rubric, _settings
+from adapters.cli.launcher import command_line
+from adapters.cli.remembered import _NOT_REMEMBERED, _check_manifest, _invocation, _remembered
+from adapters.cli.status import _spend_line
+from adapters.paths import input_problem, out_problem, state_problem
+from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
+
+if TYPE_CHECKING:
+    from adapters import finished
+    from adapters.job import JobSettings, JudgeResult
+    from judgecore.items import Items
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class _Terminated(Exception):
+    """The run was cancelled by SIGTERM (a scheduler's stop): it ends as Ctrl-C does, exit 143."""
+
+
+def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
+    from adapters.job import load_items
+    from adapters.messages import boxed
+
+    kept = _remembered(ns, argv)
+    kind = _input_of(ns)
+    try:
+        settings = _settings(ns)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if ns.json and not ns.dry_run:
+        raise UsageError("--json goes with --dry-run (the output file is JSONL already)")
+    if ns.count_tokens and not ns.dry_run:
+        raise UsageError("--count-tokens goes with --dry-run (a run learns from its answers)")
+    if ns.state is None and not ns.dry_run:
+        raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
+    out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
+    _check_run_paths(ns, out)
+    rubric = _read_rubric(ns.rubric)
+    _check_manifest(ns, kept, settings.manifest(rubric))
+    done = None
+    if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
+        from adapters import finished
+
+        assert out is not None
+        flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
+        done = finished.key(_invocation(ns, out), [ns.input, *finished.files_of(flags)])
+        if done is not None and (lines := finished.lines_if_finished(ns.state, done, out)) is not None:
+            print("every item is final already: nothing to send, nothing read again", file=sys.stderr)
+            for line in lines:
+                print(line, file=sys.stderr)
+            return EXIT_OK
+    # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
+    # run needs the sizes, and the digests only to check an existing checkpoint.
+    from adapters.store import Store, ids_job_for
+
+    digests = not ns.dry_run or Store.exists(ns.state or Path())
+    ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
+    design = settings.design
+    if design.single and design.template is None:
+        held = bool(ns.dry_run and ns.count_tokens)  # one prompt is counted: the messages are needed
+        items = boxed(load_items(ns.input, hold_messages=held, digests=digests, job=ids_job, kind=kind))
+    else:  # each row expanded into its requests (judgecore.designs), their messages built and held
+        from adapters.items_io import load_design_items
+
+        items = boxed(load_design_items(ns.input, design, job=ids_job, kind=kind))
+    if ns.dry_run:
+        return _dry_run(ns, items, rubric, settings)
+    assert out is not None  # a run has a --state
+    if kind == "inspect":
+        _remember_inspect_log(ns.state, ns.input)
+    return _run(ns, argv, items, rubric, settings, out, done)
+
+
+def _input_of(ns: argparse.Namespace) -> Any:
+    """The input's format when it is not told by its name (`"inspect"` for `--from-inspect LOG`, which
+    becomes `ns.input`); exit 2 unless exactly one of INPUT and `--from-inspect` is given."""
+    if ns.from_inspect is not None:
+        if ns.input is not None:
+            raise UsageError("give INPUT or --from-inspect LOG, not both (see `judgecore run --help`)")
+        ns.input = ns.from_inspect
+        return "inspect"
+    if ns.input is None:
+        raise UsageError(
+            "the following arguments are required: INPUT (or --from-inspect LOG) (see `judgecore run --help`)"
+        )
+    return None
+
+
+def _remember_inspect_log(state: Path, log: Path) -> None:
+    """Keep the log's path in the checkpoint, for `judgecore export --to-inspect` to write it back."""
+    from adapters.store import Store
+
+    store = Store.open(state)
+    try:
+        store.set_meta("inspect_log", str(log.resolve()))
+    finally:
+        store.close()
+
+
+def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
+    """Print the plan: `judge_dry_run`, with no event loop."""
+    from adapters.job import judge_dry_run
+    from judgecore.planning import plan_json, render_plan
+
+    result = judge_dry_run(
+        items, rubric=rubric, state_dir=ns.state or Path(), settings=settings, count_tokens=ns.count_tokens
+    )
+    assert result.plan is not None
+    if ns.json:
+        import orjson
+
+        sys.stdout.write(orjson.dumps(plan_json(result.plan), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(render_plan(result.plan))
+    return EXIT_OK
+
+
+def _run(
+    ns: argparse.Namespace,
+    argv: Sequence[str],
+    items: Items,
+    rubric: str | None,
+    settings: JobSettings,
+    out: Path,
+    done: finished.FinishedKey | None = None,
+) -> int:
+    """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe;
+    a run that finishes the job keeps the finished-job record `done` (`adapters.finished`)."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from adapters import finished
+    from adapters.job import ajudge
+    from adapters.progress import plural, stderr_progress
+
+    resume = command_line(argv)
+    terminated: list[int] = []
+
+    async def judged() -> JudgeResult:
+        # SIGTERM cancels the run the way asyncio.run's own Ctrl-C does: the main task is cancelled at
+        # an await, never interrupted at an arbitrary bytecode (where a KeyboardInterrupt raised from a
+        # signal handler could land in the event loop's own code and leave its shutdown waiting).
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, lambda: (terminated.append(signal.SIGTERM), task.cancel()))
+        try:
+            return await ajudge(
+                items,
+                rubric=rubric,
+                state_dir=ns.state,
+                settings=settings,
+                out=out,
+                progress=emit,
+                keep_records=False,  # the output file has them; 90,000 in memory cost ~100 MB
+                invocation=_invocation(ns, out),  # `run --state DIR` alone resumes it as it was
+            )
+        except asyncio.CancelledError:
+            if terminated:
+                raise _Terminated from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    finished.clear(ns.state)
+    with contextlib.ExitStack() as stack:
+        emit = stderr_progress(stack)
+        try:
+            result = asyncio.run(judged())
+        except (KeyboardInterrupt, _Terminated):
+            stack.close()
+            _write_after_interrupt(items, ns.state, out, settings.verdict, settings.design)
+            what = "terminated" if terminated else "interrupted"
+            print(
+                f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
+                file=sys.stderr,
+            )
+            if live := _live_batches(ns.state):
+                shown = ", ".join(live[:3]) + (f" and {len(live) - 3:,} more" if len(live) > 3 else "")
+                print(
+                    f"{plural(len(live), 'batch', 'batches')} {'keeps' if len(live) == 1 else 'keep'} "
+                    f"running on the API side, billed as {'it finishes' if len(live) == 1 else 'they finish'} "
+                    f"({shown}); the resume harvests what ended, or stop the rest with:\n"
+                    f"  {command_line(['cancel', '--state', str(ns.state)])}",
+                    file=sys.stderr,
+                )
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    c = result.counts
+    summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
+    closing = [f"{summary}; output: {out}"]
+    if result.cache_hit_rate is not None:
+        closing.append(f"prompt cache hit rate: {result.cache_hit_rate:.1%}")
+    closing.append(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd))
+    from judgecore.summary import unreadable_warning
+
+    if settings.verdict is not None and (
+        warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0))
+    ):
+        closing.append(f"warning: {warning}")
+    for line in closing:
+        print(line, file=sys.stderr)
+    if done is not None and not result.fatal and result.exit_code == EXIT_OK and not c.get("pending"):
+        finished.remember(ns.state, done, out, closing)
+    if result.fatal and result.fatal.account:  # the line names the cause: nothing was quarantined
+        print(f"judgecore: {result.fatal}", file=sys.stderr)
+        return EXIT_FATAL
+    if result.fatal:
+        print(f"error: fatal API configuration: {result.fatal}; stopped, nothing lost", file=sys.stderr)
+        return EXIT_FATAL
+    if result.exit_code == EXIT_PENDING:
+        print(f"{plural(c['pending'], 'item')} pending; resume with:\n  {resume}", file=sys.stderr)
+    return result.exit_code
+
+
+def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
+    """Every path `run` will read or write, checked before anything is read, created or sent."""
+    flag = "--from-inspect" if ns.from_inspect is not None else "INPUT"
+    if ns.input.is_dir():  # a saved dataset, or exit 2 before the state dir is made
+        from adapters.readers import input_kind
+
+        input_kind(ns.input)
+    problem = None if ns.input.is_dir() else input_problem(ns.input, flag)
+    if problem is None and ns.rubric is not None:
+        problem = input_problem(ns.rubric, "--rubric")
+    if problem is None and ns.state is not None:
+        problem = state_problem(ns.state, create=not ns.dry_run)
+    if problem is None and out is not None and not ns.dry_run:
+        inputs = (ns.input,) + ((ns.rubric,) if ns.rubric is not None else ())
+        problem = out_problem(out, inputs=inputs, state=ns.state)
+    if problem is None and out is not None and not ns.dry_run:
+        from adapters.writers import output_problem
+
+        problem = output_problem(out)  # a Parquet output whose extra is missing
+    if problem:
+        raise UsageError(problem)
+
+
+def _write_after_interrupt(
+    items: Any, state: Path, out: Path, verdict: Any = None, design: Any = None
+) -> None:
+    """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
+    from adapters.job import collect_records
+    from adapters.store import Store
+    from adapters.writers import write_records
+
+    store = Store.open(state)
+    try:
+        records = collect_records(store, items, verdict, design)
+    finally:
+        store.close()
+    write_records(out, records.values())
+
+
+def _live_batches(state: Path) -> list[str]:
+    """The ids of the job's batches still running on the API side, from the checkpoint."""
+    from adapters.store import Store
+
+    store = Store.open_readonly(state)
+    try:
+        return [r.batch_id for r in store.sub_batches() if r.state == "live" and r.batch_id]
+    finally:
+        store.close()

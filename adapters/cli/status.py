@@ -1,0 +1,165 @@
+"""The commands that read a checkpoint and send nothing: `status`, `summary` and `export`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from adapters.cli.launcher import command_line
+from adapters.paths import existing_state_problem
+from adapters.usage import EXIT_OK, EXIT_PENDING, UsageError
+
+
+def _existing_state(state: Path) -> None:
+    """`--state` for `status` and `cancel`: a directory holding a checkpoint."""
+    from adapters.store import Store
+
+    if problem := existing_state_problem(state):
+        raise UsageError(problem)
+    if not Store.exists(state):
+        raise UsageError(f"--state {state}: no judgecore checkpoint here")
+
+
+def cmd_status(ns: argparse.Namespace) -> int:
+    import orjson
+
+    from adapters.store import Store
+
+    _existing_state(ns.state)
+    store = Store.open(ns.state)
+    try:
+        subs = store.sub_batches()
+        info = {
+            "state": str(ns.state),
+            "manifest": store.get_meta("manifest"),
+            "route": store.get_meta("route"),
+            "rate_limits": store.get_meta("rate_limits"),
+            "resume": command_line(["run", "--state", str(ns.state)])
+            if store.get_meta("invocation")
+            else None,
+            "counts": _counts_with_verdicts(store),
+            "design": store.get_meta("design"),
+            **_spend_json(store),
+            "sub_batches": [
+                {
+                    "sub_id": r.sub_id,
+                    "round": r.round,
+                    "batch_id": r.batch_id,
+                    "requests": r.n,
+                    "bytes": r.bytes,
+                    "state": r.state,
+                    "expires_at": r.expires_at,
+                    "note": r.note,
+                }
+                for r in subs
+            ],
+        }
+    finally:
+        store.close()
+    c = info["counts"]
+    code = EXIT_PENDING if c.get("pending") else EXIT_OK
+    if ns.json:
+        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return code
+    total = sum(c.values())
+    route = info["route"] or {}
+    design = info["design"]
+    per = _per_item(design)
+    head = f"{total // per:,} items, {total:,} requests (counted below)" if design else f"{total:,} items"
+    lines = [
+        f"job in {ns.state}: {head}",
+        "  " + ", ".join(f"{k} {v:,}" for k, v in c.items()),
+        f"  route: {route.get('path', 'not decided yet')}" + (f" ({route.get('reason')})" if route else ""),
+    ]
+    lines.append("  " + _spend_line(info["spend_usd"], info["all_sync_usd"], info["estimate_usd"]))
+    rl = info["rate_limits"] or {}
+    if rl.get("output_tokens_limit"):
+        lines.append(f"  tier: {rl['output_tokens_limit']:,} output tokens/min (read from the probe)")
+    by_state: dict[str, int] = {}
+    for r in subs:
+        by_state[r.state] = by_state.get(r.state, 0) + 1
+    if subs:
+        lines.append("  sub-batches: " + ", ".join(f"{k} {v}" for k, v in sorted(by_state.items())))
+        for r in subs:
+            if r.state in ("intent", "live", "ended", "stuck", "canceled"):
+                lines.append(
+                    f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
+                )
+    if info["resume"] and c.get("pending"):
+        lines.append(f"  resume with: {info['resume']}")
+    print("\n".join(lines))
+    return code
+
+
+def _per_item(design: dict[str, Any] | None) -> int:
+    """Requests per item of a checkpoint's kept design (1 without one)."""
+    if not design:
+        return 1
+    from judgecore.designs import Design
+
+    return Design.from_json(design).per_item
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def _spend_line(spend: float | None, all_sync: float | None, estimate: float | None) -> str:
+    return (
+        f"spend so far {_usd(spend)} (all-sync would have cost {_usd(all_sync)}; estimated {_usd(estimate)})"
+    )
+
+
+def _counts_with_verdicts(store: Any) -> dict[str, int]:
+    from adapters.summary import counts_with_verdicts
+
+    return counts_with_verdicts(store, store.counts())
+
+
+def _spend_json(store: Any) -> dict[str, float | None]:
+    from adapters.summary import spend_from_store
+
+    m = spend_from_store(store)
+    return {"spend_usd": m.spend_usd, "all_sync_usd": m.all_sync_usd, "estimate_usd": m.estimate_usd}
+
+
+def cmd_summary(ns: argparse.Namespace) -> int:
+    from adapters.summary import job_report, summary_json
+    from judgecore.summary import render_summary, unreadable_warning
+
+    if ns.json and ns.markdown:
+        raise UsageError("--json and --markdown: choose one")
+    report = job_report(
+        ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference, full=ns.html is not None
+    )
+    overall = report.summary.overall
+    unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
+    if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):
+        print(f"warning: {warning}", file=sys.stderr)
+    if ns.json:
+        sys.stdout.write(summary_json(report).decode() + "\n")
+    elif ns.markdown:
+        from judgecore.headline import render_markdown
+
+        sys.stdout.write(render_markdown(report.summary, title=f"job in {ns.state}"))
+    else:
+        sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
+    if ns.html is not None:
+        from adapters.html_report import write_html_report
+
+        write_html_report(ns.html, report)
+        sys.stdout.flush()
+        print(f"report: {ns.html}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from adapters.inspect_log import export_to_inspect
+
+    if problem := existing_state_problem(ns.state):
+        raise UsageError(problem)
+    scored, n = export_to_inspect(ns.state, ns.to_inspect, log_path=ns.from_inspect)
+    print(f"{ns.to_inspect}: {n:,} sample(s), {scored:,} with a numeric judgecore score", file=sys.stderr)
+    return EXIT_OK
