@@ -21,6 +21,8 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `planning`: the job's plan (its requests, built once), and the dry-run plan and its cost
 - `report`: the output line of an item
 - `verdicts`: what a judge's answer concluded (a JSON Schema or a regex)
+- `designs`: how many requests an item asks (a judge design), and the requests a row expands into
+- `folding`: how an item's answers fold back into one verdict and one output line
 - `spend`: what answers cost, and the budget's admission rule
 - `stats`, `summary`: the statistics of a job's scores, and a job's summary as a value
 
