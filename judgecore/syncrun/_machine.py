@@ -1,217 +1,37 @@
-"""The sync run as a machine: which item to send next, what each answer does to it, when the run is done.
-
-Theory of operation. A `SyncRun` is a frozen value; the shell drives it with two calls, in the manner
-of h11's `Connection`:
-
-    run, action = run.step(now)     # Launch | Wait | Record | Note | Done; `run` already reflects it
-    run = run.on(Answered(...))     # an answer came back (success, HTTP error or connection failure)
-
-`step` returns the next thing to do and the value that has done it: a `Launch` is already counted in
-flight (its pacing cost and budget bound reserved), a `Record` or `Note` is already out of the outbox.
-The shell performs the action (send, sleep, durable write, stderr line) and calls `step` again; it
-owns no decision. Time (`now`) and the jitter draw (`Answered.u`) are arguments.
-
-What the machine decides:
-
-- *Order*: retries whose wait is over go first, oldest item first; then fresh items in input order.
-- *Warm-up*: with `warm_up`, the first item goes alone and is resolved (final, or left pending) before
-  any other leaves, so the rest read the prompt cache it wrote.
-- *Pace*: the `Pacer` admits each launch (a 429 blocks every launch until its retry-after); the
-  `Concurrency` caps requests in flight (a 429 halves it; successes win it back; a 5xx does neither).
-- *Retries*: a 429 waits `retry-after` plus jitter, anything else retriable backs off with full jitter.
-  Per item per run, at most `max_attempts` sends may end in a non-429 failure and `max_rate_limited`
-  in a 429; past either the item is recorded as it last came back (`retry`: pending) for a rerun,
-  which starts it with a fresh budget. Each recorded row carries the sends of this run that came back.
-- *Stops*: a `fatal` outcome (authentication, permission, unknown model; an account state: on hold, a
-  spend limit, billing, recorded as not final so its line says why it waits) stops at once, its item
-  left pending; so does a
-  connection that cannot be made on the run's first contact (before any HTTP answer), naming the
-  endpoint; the breaker (`judgecore.breaker`) trips on a job whose first final outcomes are all invalid
-  (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
-  (`judgecore.spend`) that cannot admit the next launch waits for the answers in flight (each frees
-  its bound and adds its real cost); only with nothing in flight does it stop launching: the rest
-  stays pending and a `Note` says how much more it needs, from what the answers really cost
-  (`Expect`).
-- *Done*: nothing left to launch or wait for. `Done.status` is 4 (stopped: fatal, unreachable,
-  breaker), 3 (some of this run's items are left pending) or 0.
-"""
+"""The sync run machine itself: `SyncRun`, a frozen value that `step(now)` asks what to do next and
+`on(Answered)` tells what came back (the rules are in `judgecore.syncrun`'s docstring)."""
 
 from __future__ import annotations
 
-from typing import Final
-
 import attrs
 
-from judgecore.backoff import BackoffPolicy, backoff
+from judgecore.backoff import backoff
 from judgecore.breaker import Breaker
-from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
 from judgecore.planning import ModelPrice
-from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, PacingPolicy, RateLimitReading
+from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, RateLimitReading
 from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
-
-#: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
-#: so a shorter wait could spin without time moving.
-MIN_WAIT: Final = 0.001
-
-#: A retry wait this long (seconds) or longer is worth a note.
-NOTE_WAIT: Final = 30.0
-
-EXIT_OK: Final = ExitStatus.OK
-EXIT_PENDING: Final = ExitStatus.PENDING
-EXIT_FATAL: Final = ExitStatus.FATAL
-
-
-def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be >= 1, got {value}")
-
-
-@attrs.frozen(kw_only=True)
-class SyncPolicy:
-    """The rules of one sync run."""
-
-    #: Sends per item per run that may end in a non-429 failure before it is left pending.
-    max_attempts: int = attrs.field(default=3, validator=_at_least_one)
-    #: 429s per item per run before it is left pending (on top of `max_attempts`).
-    max_rate_limited: int = attrs.field(default=10, validator=_at_least_one)
-    backoff: BackoffPolicy = attrs.field(factory=BackoffPolicy)
-    pacing: PacingPolicy = attrs.field(factory=PacingPolicy)
-    #: Requests in flight at most (the ceiling of the AIMD `Concurrency`).
-    concurrency: int = attrs.field(default=16, validator=_at_least_one)
-    #: Send the first item alone and resolve it before any other leaves (the prompt-cache warm-up).
-    warm_up: bool = True
-
-
-@attrs.frozen(kw_only=True)
-class Todo:
-    """An item to send: its custom_id, its `max_tokens` (for the pacer) and the upper bound of its
-    cost in US dollars (for the budget; 0 without one)."""
-
-    custom_id: str
-    max_tokens: int
-    bound: float = 0.0
-    #: The item's own id, for messages (the custom_id when empty).
-    item_id: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.item_id or self.custom_id
-
-
-@attrs.frozen(kw_only=True)
-class Tries:
-    """What this run has spent on one item: sends that came back, non-429 failures, 429s."""
-
-    sends: int = 0
-    failures: int = 0
-    rate_limited: int = 0
-
-
-@attrs.frozen(kw_only=True)
-class Flight:
-    """A request in flight: its item, its tries before this send, and what was reserved for it."""
-
-    todo: Todo
-    seq: int
-    tries: Tries
-    cost: Cost
-
-
-@attrs.frozen(kw_only=True, order=True)
-class _Retry:
-    due: float
-    seq: int
-    todo: Todo = attrs.field(order=False)
-    tries: Tries = attrs.field(order=False)
-
-
-@attrs.frozen(kw_only=True)
-class Row:
-    """One outcome to record durably: final, or the last retriable one of an item left pending.
-    `attempts` is this run's sends of the item that came back."""
-
-    custom_id: str
-    outcome: Outcome
-    attempts: int
-
-
-@attrs.frozen(kw_only=True)
-class Tally:
-    """Counts of this run so far, for progress and the run's result."""
-
-    sends: int = 0
-    retries: int = 0
-    rate_limited: int = 0
-    succeeded: int = 0
-    miss: int = 0
-    quarantined: int = 0
-    left_pending: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-
-    @property
-    def finals(self) -> int:
-        return self.succeeded + self.miss + self.quarantined
-
-
-# --- actions -------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Launch:
-    """Send this item now; `cost` (pacing) and `bound` (budget) are reserved for it."""
-
-    todo: Todo
-    cost: Cost
-    retry: bool
-
-
-@attrs.frozen(kw_only=True)
-class Wait:
-    """Wait for an answer, or until `until` (None: for an answer only), then `step` again."""
-
-    until: float | None
-
-
-@attrs.frozen(kw_only=True)
-class Record:
-    """Write these rows durably, in this order, before anything else."""
-
-    rows: tuple[Row, ...]
-
-
-@attrs.frozen(kw_only=True)
-class Note:
-    """One line for stderr."""
-
-    level: str  # "info" | "warning"
-    message: str
-
-
-@attrs.frozen(kw_only=True)
-class Done:
-    """The run is over: 0 all of its items final, 3 some left pending, 4 stopped (`reason` says why).
-    Anything still in flight is to be cancelled (only a stop leaves requests in flight)."""
-
-    status: int
-    reason: str | None = None
-
-
-Action = Launch | Wait | Record | Note | Done
-
-
-@attrs.frozen(kw_only=True)
-class Answered:
-    """An answer came back for `custom_id` at `now`; `u` is a uniform draw in [0, 1) for jitter."""
-
-    custom_id: str
-    outcome: Outcome
-    reading: RateLimitReading
-    now: float
-    u: float = 0.0
+from judgecore.syncrun._vocab import (
+    EXIT_FATAL,
+    EXIT_OK,
+    EXIT_PENDING,
+    MIN_WAIT,
+    NOTE_WAIT,
+    Action,
+    Answered,
+    Done,
+    Flight,
+    Launch,
+    Note,
+    Record,
+    Row,
+    SyncPolicy,
+    Tally,
+    Todo,
+    Tries,
+    Wait,
+    _Retry,
+)
 
 
 def _one_line(text: str) -> str:
@@ -518,30 +338,3 @@ def _add_usage(t: Tally, usage: Usage | None) -> Tally:
         cache_creation_input_tokens=t.cache_creation_input_tokens + usage.cache_creation_input_tokens,
         cache_read_input_tokens=t.cache_read_input_tokens + usage.cache_read_input_tokens,
     )
-
-
-def exit_status(stop: str | None, pending: int) -> int:
-    """The exit status a run's items give: 4 stopped, 3 some pending, 0 all final."""
-    if stop is not None:
-        return EXIT_FATAL
-    return EXIT_PENDING if pending else EXIT_OK
-
-
-__all__ = [
-    "CONNECT_FAILED",
-    "Action",
-    "Answered",
-    "Done",
-    "Flight",
-    "Launch",
-    "Note",
-    "Record",
-    "Row",
-    "SyncPolicy",
-    "SyncRun",
-    "Tally",
-    "Todo",
-    "Tries",
-    "Wait",
-    "exit_status",
-]
