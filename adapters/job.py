@@ -6,10 +6,12 @@ probe's spent send, the warm-up, the exit status); this module performs what it 
 the checkpoint's promises require: the job is bound before anything is sent, the probe's answer is
 recorded as its item's result, a decided route is recorded before a part runs, and the output is
 written from the checkpoint, atomically, in one streaming pass. A dry run asks the same machine
-(`JobRun.dry_run`) on a store opened read-only, and stops where the run would first send.
+(`JobRun.dry_run`) on a store opened read-only, and stops where the run would first send
+(`adapters.dryrun`).
 
-The settings, the items' loading and the output live in `adapters.settings`, `adapters.items_io`
-and `adapters.output`; their public names are importable from here as well.
+The settings, the items' loading, the output, the dry run and the result live in `adapters.settings`,
+`adapters.items_io`, `adapters.output`, `adapters.dryrun` and `adapters.result`; their public names
+are importable from here as well.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import attrs
 
+from adapters.dryrun import dry_run_of, judge_dry_run, machine_of
 from adapters.items_io import input_error, items_from_objects, job_of, load_items
 from adapters.job_parts import (
     Ports,
@@ -35,7 +38,6 @@ from adapters.job_parts import (
 from adapters.output import (
     collect_records,
     iter_records,
-    plan_of,
     record_estimate,
     record_for_summary,
     stored_record,
@@ -43,6 +45,7 @@ from adapters.output import (
     write_output_atomic,
 )
 from adapters.paths import out_problem, state_problem
+from adapters.result import JudgeResult
 from adapters.settings import Fatal, JobSettings
 from adapters.store import Store
 from adapters.usage import (
@@ -59,9 +62,6 @@ from judgecore.jobrun import (
     Connect,
     Done,
     Estimate,
-    History,
-    JobPolicy,
-    JobRun,
     Probe,
     RecordRoute,
     RunBatch,
@@ -70,8 +70,7 @@ from judgecore.jobrun import (
     WriteOutput,
     Wrote,
 )
-from judgecore.planning import JobPlan, Learned, Plan
-from judgecore.routing import Route
+from judgecore.planning import JobPlan
 
 if TYPE_CHECKING:
     from adapters.clock import Clock
@@ -84,67 +83,6 @@ if TYPE_CHECKING:
 
 _write_output = write_output  # the names tests and the CLI used
 _default_client = default_client
-
-
-@attrs.frozen(kw_only=True)
-class JudgeResult:
-    """What a run ended with. `records` maps item id -> its output object (CONTRACT.md's shape); it is
-    empty when the run was asked not to keep them (`keep_records=False`: the output file has them)."""
-
-    exit_code: int
-    route: Route | None
-    counts: Mapping[str, int]
-    # never in the repr: asyncio formats a finished task's result, and 90,000 records took seconds
-    records: Mapping[str, dict[str, Any]] = attrs.field(repr=lambda r: f"<{len(r):,} records>")
-    fatal: Fatal | None = None
-    stuck_batches: tuple[str, ...] = ()
-    output_path: Path | None = None
-    cache_hit_rate: float | None = None
-    plan: Plan | None = None
-    #: US dollars: the job's answers so far (earlier runs included), the same answers all-sync, and the
-    #: dry-run estimate of the whole job on its route; None where the model has no price.
-    spend_usd: float | None = None
-    all_sync_usd: float | None = None
-    estimate_usd: float | None = None
-    #: succeeded answers whose verdict could not be read (`VERDICT_UNPARSED`), as the output counts them
-    unparsed: int = 0
-
-    def to_pandas(self) -> Any:
-        """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""
-        from adapters.writers import records_frame
-
-        return records_frame(self.records.values())
-
-
-def _machine(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
-    policy = JobPolicy(force=settings.force, otpm=settings.otpm, route_policy=settings.route_policy)
-    return JobRun.start(tuple(job.requests.custom_ids), history, policy)
-
-
-def judge_dry_run(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]],
-    *,
-    rubric: str | None,
-    state_dir: Path | str,
-    settings: JobSettings = JobSettings(),
-    count_tokens: bool = False,
-    client: Any = None,
-    environ: Mapping[str, str] | None = None,
-) -> JudgeResult:
-    """What `judge(..., dry_run=True)` returns (the plan, nothing sent, nothing written), without an
-    event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio.
-    `count_tokens`: count one prompt's real input tokens with the API (`client`, a sync
-    `anthropic.Anthropic`; None: built from the environment) to scale the estimate."""
-    job = job_of(items, rubric=rubric, settings=settings, state_dir=Path(state_dir))
-    return _dry_run(
-        job,
-        rubric=rubric,
-        settings=settings,
-        state_dir=Path(state_dir),
-        count_tokens=count_tokens,
-        client=client,
-        environ=environ,
-    )
 
 
 async def ajudge(
@@ -167,7 +105,7 @@ async def ajudge(
     state_dir = Path(state_dir)
     job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
     if dry_run:
-        return _dry_run(job, rubric=rubric, settings=settings, state_dir=state_dir)
+        return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
     from adapters.events import discard
 
     # The job's items and requests live as long as the run: kept out of every collection pass of the
@@ -243,7 +181,7 @@ async def _run(
             "rubric", {"text": rubric}
         )  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
-        run = _machine(job, history_from_store(store), settings)
+        run = machine_of(job, history_from_store(store), settings)
         ports: Ports | None = None
         written = None
         while True:
@@ -349,55 +287,6 @@ def judge(
             environ=environ,
         )
     )
-
-
-def _dry_run(
-    job: JobPlan,
-    *,
-    rubric: str | None,
-    settings: JobSettings,
-    state_dir: Path,
-    count_tokens: bool = False,
-    client: Any = None,
-    environ: Mapping[str, str] | None = None,
-) -> JudgeResult:
-    """The plan of what the run would do, with nothing sent and nothing written.
-
-    The estimate learns from the checkpoint's answers; on a job with none, `count_tokens` asks the
-    API to count one prompt of the job (`client.messages.count_tokens`: no message is sent, nothing is
-    billed) and scales the input estimate by it.
-
-    On an existing state dir (opened read-only) it is checked as the run checks it (another job's
-    manifest, an item changed under its id: exit 2), and the job's machine says the route and what
-    is left (`JobRun.dry_run`): items final or live in a batch are counted, not sent. A route to
-    decide takes its tier from `--otpm`, a reading from an earlier run, or the assumed 400,000 (a dry
-    run never probes).
-    """
-    history = History()
-    learned, spent = Learned(), 0.0
-    if Store.exists(state_dir):
-        from adapters.store import ContentConflictError, StateMismatchError
-        from adapters.summary import learned_from_store, spend_from_store
-
-        store = Store.open_readonly(state_dir)
-        try:
-            store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
-            history = history_from_store(store)
-            learned, spent = learned_from_store(store), spend_from_store(store).spend_usd or 0.0
-        except (StateMismatchError, ContentConflictError) as exc:
-            raise UsageError(str(exc)) from None
-        finally:
-            store.close()
-    dry = _machine(job, history, settings).dry_run()
-    left = job.requests if len(dry.left) == len(job.requests) else job.requests.only(dry.left)
-    if count_tokens and not learned.answers and len(left):
-        from adapters.count_tokens import count_prompt
-
-        learned = count_prompt(job, left, dry.route.path, client=client, environ=environ)
-    p = plan_of(
-        job, left, dry.route, rubric, settings, final=dry.final, live=dry.live, learned=learned, spent=spent
-    )
-    return JudgeResult(exit_code=EXIT_OK, route=dry.route, counts={}, records={}, plan=p)
 
 
 __all__ = [

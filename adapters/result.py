@@ -1,0 +1,44 @@
+"""What a judge job ends with: `JudgeResult`, the value `judge`, `ajudge` and `judge_dry_run` return."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from adapters.settings import Fatal
+    from judgecore.planning import Plan
+    from judgecore.routing import Route
+
+
+@attrs.frozen(kw_only=True)
+class JudgeResult:
+    """What a run ended with. `records` maps item id -> its output object (CONTRACT.md's shape); it is
+    empty when the run was asked not to keep them (`keep_records=False`: the output file has them)."""
+
+    exit_code: int
+    route: Route | None
+    counts: Mapping[str, int]
+    # never in the repr: asyncio formats a finished task's result, and 90,000 records took seconds
+    records: Mapping[str, dict[str, Any]] = attrs.field(repr=lambda r: f"<{len(r):,} records>")
+    fatal: Fatal | None = None
+    stuck_batches: tuple[str, ...] = ()
+    output_path: Path | None = None
+    cache_hit_rate: float | None = None
+    plan: Plan | None = None
+    #: US dollars: the job's answers so far (earlier runs included), the same answers all-sync, and the
+    #: dry-run estimate of the whole job on its route; None where the model has no price.
+    spend_usd: float | None = None
+    all_sync_usd: float | None = None
+    estimate_usd: float | None = None
+    #: succeeded answers whose verdict could not be read (`VERDICT_UNPARSED`), as the output counts them
+    unparsed: int = 0
+
+    def to_pandas(self) -> Any:
+        """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""
+        from adapters.writers import records_frame
+
+        return records_frame(self.records.values())
