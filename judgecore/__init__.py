@@ -10,6 +10,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `batching`: what to do after a failed batch create, and which listed batch is an orphan of ours
 - `subbatch`: a sub-batch's lifecycle, as a table of legal moves; which states hold ids in flight
 - `batchrun`: the batch run as a machine: given the checkpoint, what to do next, and what each answer means
+- `syncrun`: the sync run as a machine: which item to send next, what each answer does to it, when it is done
 - `harvesting`: which of a batch's result lines are ours, and what the breaker lets through
 - `harvestfold`: one harvest as a fold: what each result line means, and what of it to record
 - `polling`: how long to wait for a batch, and when to stop waiting
