@@ -23,7 +23,7 @@ import attrs
 from adapters.batch_api import BatchApi, BatchApiError, CreateBody
 from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
-from adapters.messages import Hydrating
+from adapters.messages import CheckpointMessages
 from adapters.store import OutcomeRow, Store
 from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
 from judgecore import batchrun as br
@@ -32,7 +32,7 @@ from judgecore.batchrun import BatchSettings
 from judgecore.chunking import body_size, create_body
 from judgecore.harvestfold import HarvestFold
 from judgecore.harvesting import IdSet
-from judgecore.items import Request, Requests, custom_ids_of
+from judgecore.requests import Request, Requests, custom_ids_of
 from judgecore.spend import Budget, Expect
 from judgecore.subbatch import SubEvent, SubState, next_state
 
@@ -161,10 +161,12 @@ class BatchShell:
 
     async def create(self, action: br.Create) -> br.Event:
         """The intent, then the create: its body streamed from the requests (`CreateBody`), their
-        messages read back from the checkpoint a slice at a time as it streams (`Hydrating`), so
-        creates in flight (at most `settings.concurrency`) hold a few hundred KB each, not their bodies."""
+        messages read back from the checkpoint a slice at a time as it streams (`CheckpointMessages`),
+        so creates in flight (at most `settings.concurrency`) hold a few hundred KB each, not their
+        bodies."""
         reqs = Requests.of(action.requests)
-        body = CreateBody(Hydrating(self.store, reqs), self.template, size=body_size(reqs.sizes))
+        messages = CheckpointMessages(self.store, reqs.custom_ids)
+        body = CreateBody(reqs, self.template, messages, size=body_size(reqs.sizes))
         if action.written:
             self.store.restamp_intent(action.sub_id, action.at)
         else:

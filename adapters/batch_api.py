@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -60,17 +60,20 @@ class CreateBody:
 
     requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
     template: RequestTemplate = attrs.field(repr=False)
+    #: each request's serialized messages, in order, iterated afresh on each pass (the batch shell's
+    #: are read back from the checkpoint a slice at a time: `adapters.messages.CheckpointMessages`)
+    messages: Iterable[bytes] = attrs.field(repr=False)
     size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
 
     def chunks(self) -> Iterator[bytes]:
-        return create_body_chunks(self.requests, self.template)
+        return create_body_chunks(self.requests, self.template, self.messages)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks():
             yield chunk
 
     def __bytes__(self) -> bytes:
-        return create_body(self.requests, self.template)
+        return create_body(self.requests, self.template, self.messages)
 
 
 class BatchApi(Protocol):

@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 
 from adapters.usage import UsageError
-from judgecore.items import Requests, RoutePath
+from judgecore.items import RoutePath
 from judgecore.planning import JobPlan, Learned, estimate_tokens
+from judgecore.requests import Requests
 
 
 def count_params(job: JobPlan, requests: Requests, path: RoutePath) -> tuple[dict[str, Any], int]:
@@ -27,8 +28,8 @@ def count_params(job: JobPlan, requests: Requests, path: RoutePath) -> tuple[dic
     template = job.template(path)
     sizes = requests.message_sizes
     k = sorted(range(len(sizes)), key=sizes.__getitem__)[len(sizes) // 2]
-    request = requests[k]
-    params: dict[str, Any] = {"model": template.model, "messages": orjson.loads(request.messages_json)}
+    messages = job.items.messages()[requests.positions[k]]  # a dry run's items hold them (`--count-tokens`)
+    params: dict[str, Any] = {"model": template.model, "messages": orjson.loads(messages)}
     rubric_tokens = 0
     if template.system_json is not None:
         system = orjson.loads(template.system_json)

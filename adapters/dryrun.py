@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.items_io import job_of
 from adapters.job_parts import history_from_store
@@ -18,6 +18,9 @@ from judgecore.items import Item
 from judgecore.jobrun import History, JobPolicy, JobRun
 from judgecore.planning import JobPlan, Learned
 
+if TYPE_CHECKING:
+    from adapters.messages import JobInput
+
 
 def machine_of(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
     """The job's machine, started from what its checkpoint holds (`history`) under the settings' policy:
@@ -27,7 +30,7 @@ def machine_of(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
 
 
 def judge_dry_run(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
     *,
     rubric: str | None,
     state_dir: Path | str,

@@ -18,11 +18,13 @@ from adapters.store import Store
 from adapters.usage import UsageError
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
-from judgecore.items import Item, Items, parse_item
+from judgecore.items import Item, Items
 from judgecore.models import max_tokens_problem, thinking_problem
+from judgecore.parsing import parse_item
 from judgecore.planning import JobPlan, plan_job
 
 if TYPE_CHECKING:
+    from adapters.messages import JobInput, MessageSource
     from adapters.readers import InputKind
     from judgecore.designs import Design
 
@@ -59,24 +61,40 @@ def load_items(
     """Parse an input file (JSONL, CSV, Parquet, a saved dataset, an inspect_ai log: `kind`, else by
     its name; see `adapters.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
 
-    `hold_messages=False` (the CLI's run): the items keep each message's size and digest, not the
-    messages; the run reads them from `path` again to keep them in its checkpoint
-    (`adapters.messages.InputMessages`), so no run holds its whole input in memory. `digests=False`
-    as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the job key of the
-    custom_ids (`adapters.store.ids_job_for`)."""
+    `hold_messages=False`: the items keep each message's size and digest, not the messages (a dry
+    run's plan needs no more; to run them, `load_input` says where their messages are).
+    `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
+    job key of the custom_ids (`adapters.store.ids_job_for`)."""
     from adapters.readers import input_kind, input_lines
-    from judgecore import parse_items
+    from judgecore.parsing import parse_items
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
         items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job)
     if not items:
         raise UsageError(f"{path}: the input has no items")
-    if hold_messages:
-        return items
-    from adapters.messages import InputMessages
+    return items
 
-    return items.with_message_column(InputMessages(path, len(items), kind=kind))
+
+def load_input(path: Path, *, job: str | None = None, kind: InputKind | None = None) -> JobInput:
+    """A run's input (the CLI's): its items parsed keeping each message's size and digest, not the
+    messages; the run reads them from `path` again to keep them in its checkpoint
+    (`adapters.messages.InputMessages`), so no run holds its whole input in memory."""
+    from adapters.messages import InputMessages, JobInput
+    from adapters.readers import input_kind
+
+    kind = kind or input_kind(path)
+    return JobInput(load_items(path, hold_messages=False, job=job, kind=kind), InputMessages(path, kind))
+
+
+def load_design_input(
+    path: Path, design: Design, *, job: str | None, kind: InputKind | None = None
+) -> JobInput:
+    """`load_design_items` for a run: the requests' messages are built, so they are held, by the
+    shell alone (`adapters.messages.HeldMessages`), until the run's checkpoint keeps them."""
+    from adapters.messages import split_messages
+
+    return split_messages(load_design_items(path, design, job=job, kind=kind))
 
 
 @contextlib.contextmanager
@@ -114,7 +132,6 @@ def load_design_items(path: Path, design: Design, *, job: str | None, kind: Inpu
 def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *, job: str | None) -> Items:
     """`judgecore.designs.design_items` of numbered JSON lines (blank lines skipped)."""
     from judgecore.designs import expand_item, expand_templated
-    from judgecore.items import parse_item
 
     def rows() -> Iterator[Any]:
         for n, raw in lines:
@@ -192,14 +209,52 @@ def _design_objects(design: Design, objects: Iterable[Mapping[str, Any]]) -> Ite
 
 
 def job_of(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
     *,
     rubric: str | None,
     settings: JobSettings,
     state_dir: Path,
 ) -> JobPlan:
     """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
-    holds (or of a new one), and its plan, built once (a run and a dry run)."""
+    holds (or of a new one), and its plan, built once (a dry run: the items keep their messages when
+    they hold them, for `--count-tokens`)."""
+    from adapters.messages import JobInput
+
+    if isinstance(items, JobInput):
+        items = items.items
+    return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
+
+
+def run_job_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
+    *,
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+) -> tuple[JobPlan, MessageSource]:
+    """`job_of` for a run: the plan holds no messages, and the source says where they are until the
+    run hands them to its checkpoint (`adapters.messages.hand_to_checkpoint`)."""
+    from adapters.messages import JobInput, split_messages
+
+    if not isinstance(items, JobInput):
+        cols = _items_of(items, rubric, settings, state_dir)
+        if not cols.holds_messages:
+            raise UsageError(
+                "the items do not hold their messages (loaded with hold_messages=False): "
+                "load the input with adapters.items_io.load_input to run it"
+            )
+        items = split_messages(cols)
+    cols = _items_of(items.items, rubric, settings, state_dir)
+    return _checked_plan(cols, rubric=rubric, settings=settings), items.messages
+
+
+def _items_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+) -> Items:
+    """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's)."""
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
         items = (
@@ -211,16 +266,19 @@ def job_of(
         items = _design_objects(design, items)  # type: ignore[arg-type]
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
-    from adapters.messages import boxed
     from adapters.store import ids_job_for
 
-    items = Items.of(items)
-    if items.job is None or Store.exists(state_dir):  # the CLI derived a new dir's key already
+    cols = Items.of(items)
+    if cols.job is None or Store.exists(state_dir):  # the CLI derived a new dir's key already
         try:
-            items = items.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
+            cols = cols.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
         except DuplicateIdError as exc:
             raise input_error(None, exc.line, exc.reason) from None
-    items = boxed(items)  # a run hands the messages to its checkpoint (adapters.messages)
+    return cols
+
+
+def _checked_plan(items: Items, *, rubric: str | None, settings: JobSettings) -> JobPlan:
+    """The plan of `items`, checked against the settings first (exit 2 before anything is sent)."""
     if not items:
         raise UsageError("the input has no items")
     warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
@@ -261,7 +319,10 @@ __all__ = [
     "input_error",
     "items_from_objects",
     "job_of",
+    "load_design_input",
     "load_design_items",
+    "load_input",
     "load_items",
     "plan_the_job",
+    "run_job_of",
 ]

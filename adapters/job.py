@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import attrs
 
 from adapters.dryrun import dry_run_of, judge_dry_run, machine_of
-from adapters.items_io import input_error, items_from_objects, job_of, load_items
+from adapters.items_io import input_error, items_from_objects, job_of, load_items, run_job_of
 from adapters.job_parts import (
     Ports,
     connect,
@@ -75,6 +75,7 @@ from judgecore.planning import JobPlan
 if TYPE_CHECKING:
     from adapters.clock import Clock
     from adapters.events import Emit
+    from adapters.messages import JobInput, MessageSource
 
 # Only what a dry run needs is imported here. The SDK-facing modules (adapters.batch, adapters.sync
 # and their API ports; importing the SDK takes about two seconds), the event loop, the run machines
@@ -86,7 +87,7 @@ _default_client = default_client
 
 
 async def ajudge(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
     *,
     rubric: str | None,
     state_dir: Path | str,
@@ -103,10 +104,12 @@ async def ajudge(
     """Run (or resume) a judge job; see `judge` for the arguments. `invocation`: how the CLI started
     it, kept in the checkpoint once the job is bound (`judgecore run --state DIR` alone resumes it)."""
     state_dir = Path(state_dir)
-    job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
     if dry_run:
+        job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
         return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
     from adapters.events import discard
+
+    job, messages = run_job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
 
     # The job's items and requests live as long as the run: kept out of every collection pass of the
     # run (which would walk them all again and again), and given back at the end.
@@ -116,6 +119,7 @@ async def ajudge(
     try:
         return await _run(
             job,
+            messages,
             rubric=rubric,
             state_dir=state_dir,
             settings=settings,
@@ -134,6 +138,7 @@ async def ajudge(
 
 async def _run(
     job: JobPlan,
+    messages: MessageSource,
     *,
     rubric: str | None,
     state_dir: Path,
@@ -189,7 +194,7 @@ async def _run(
             for action in actions:
                 match action:
                     case Connect():
-                        ports = connect(store, job, settings, client, clock, emit, rng, environ)
+                        ports = connect(store, job, messages, settings, client, clock, emit, rng, environ)
                     case Say(level=level, text=text):
                         emit(Notice(level=level, message=text))
                     case RecordRoute(route=chosen):
@@ -243,7 +248,7 @@ async def _run(
 
 
 def judge(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
     *,
     rubric: str | None,
     state_dir: Path | str,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from adapters.clock import Clock
     from adapters.events import Emit
+    from adapters.messages import MessageSource
     from adapters.sync import SyncSettings
 
 
@@ -78,6 +79,7 @@ class Ports:
 def connect(
     store: Store,
     job: JobPlan,
+    messages: MessageSource,
     settings: JobSettings,
     client: Any,
     clock: Clock,
@@ -85,8 +87,8 @@ def connect(
     rng: random.Random,
     environ: Mapping[str, str],
 ) -> Ports:
-    """The run will send: its sync knobs, its client, and the messages handed to the checkpoint (the
-    run reads back what it sends: none held in memory)."""
+    """The run will send: its sync knobs, its client, and the messages handed from `messages` to the
+    checkpoint (the run reads back what it sends: none held in memory)."""
     from adapters.messages import InputChangedError, hand_to_checkpoint
 
     try:
@@ -95,7 +97,7 @@ def connect(
         raise UsageError(str(exc)) from None
     client = client or default_client(environ)
     try:
-        hand_to_checkpoint(store, job)
+        hand_to_checkpoint(store, job, messages)
     except InputChangedError as exc:
         raise UsageError(str(exc)) from None
     return Ports(
@@ -113,11 +115,10 @@ def connect(
 async def probe_one(p: Ports, custom_id: str) -> Probed:
     """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
     of its rate-limit headers kept."""
-    from adapters.messages import hydrate
     from adapters.sync import probe
     from adapters.sync_api import AnthropicMessagesApi
 
-    first = hydrate(p.store, p.job.requests.select([custom_id]))[0]
+    first = p.job.requests.select([custom_id])[0]
     result = await probe(
         store=p.store,
         api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
@@ -175,7 +176,6 @@ async def run_batch_part(p: Ports, ids: frozenset[str]) -> BatchRan:
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
     """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
-    from adapters.messages import hydrate
     from adapters.sync import run_sync
     from adapters.sync_api import AnthropicMessagesApi
     from judgecore.ratelimit import RateLimitReading
@@ -186,7 +186,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         reading = RateLimitReading.for_otpm(action.otpm)
     res = await run_sync(
         store=p.store,
-        requests=tuple(hydrate(p.store, p.job.requests.only(action.ids))),
+        requests=p.job.requests.only(action.ids),
         template=p.job.sync_template,
         api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
         clock=p.clock,

@@ -1,10 +1,13 @@
-"""A job's messages, held in memory only until the run has them in its checkpoint.
+"""A job's messages: where the shell keeps them, hands them to the checkpoint, and reads them back.
 
-The serialized messages are most of a job's bytes (a judge prompt carries the completion it grades). A
-run needs them only for the requests it is sending, so once the job is bound the shell keeps them in
-the checkpoint (`Store.keep_messages`), empties the `MessageBox` the job's columns read them from,
-and reads back those of each slice of requests it sends (`hydrate`). What a run holds per item is then
-its ids and sizes, whatever its prompts' length.
+The serialized messages are most of a job's bytes (a judge prompt carries the completion it grades).
+The core's values never hold them for a run: the requests carry ids, sizes and max_tokens only, and
+a run's items their digests (`JobPlan.without_messages`). The shell holds a `MessageSource` instead:
+the input file read again (`InputMessages`), or the messages a design built (`HeldMessages`). Once the
+job is bound, `hand_to_checkpoint` keeps them in the checkpoint (`Store.keep_messages`) and empties
+the source; from there on the run reads back those of what it sends: a create body a slice at a time
+as it streams (`CheckpointMessages`), a sync request as it is launched. What a run holds per item is
+then its ids and sizes, whatever its prompts' length.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Protocol
 
-from judgecore.items import Items, Request, Requests, Unheld, iter_line_messages, raw_digest
+import attrs
+
+from judgecore.items import Items
+from judgecore.parsing import iter_line_messages
 
 if TYPE_CHECKING:
     from adapters.readers import InputKind
@@ -22,55 +28,56 @@ if TYPE_CHECKING:
     from judgecore.planning import JobPlan
 
 
-class MessageBox(Sequence[bytes]):
-    """The messages column of a job's `Items` and `Requests`: the values until `release`, then an
-    `Unheld` column (a read raises `MessagesNotHeldError`; the shell reads them back with `hydrate`)."""
+class MessageSource(Protocol):
+    """Where a run's messages are until its checkpoint keeps them."""
+
+    def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
+        """`(custom_id, messages_json)` of the items in `want` (all: None), in the items' order."""
+        ...
+
+    def release(self) -> None:
+        """The checkpoint has them: drop what is held."""
+        ...
+
+
+class HeldMessages:
+    """Messages held in memory, one per item in the items' order, until `release` (the checkpoint has
+    them). The shell's only mutable holder of a job's messages: the core's values never point here."""
 
     __slots__ = ("_values",)
 
     def __init__(self, values: Sequence[bytes]) -> None:
-        self._values = values
+        self._values: Sequence[bytes] | None = values
 
     @property
     def released(self) -> bool:
-        return isinstance(self._values, Unheld)
-
-    def release(self) -> None:
-        """Drop the values (the checkpoint has them)."""
-        self._values = Unheld(len(self._values))
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    @overload
-    def __getitem__(self, k: int) -> bytes: ...
-    @overload
-    def __getitem__(self, k: slice) -> Sequence[bytes]: ...
-    def __getitem__(self, k: int | slice) -> bytes | Sequence[bytes]:
-        return self._values[k]
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self._values)
-
-
-class InputMessages(MessageBox):
-    """The messages of items parsed from `path` without holding them (`parse_items(...,
-    hold_messages=False)`): released from the start; `pairs` reads them from the file again, each
-    checked against the digest taken when the file was parsed."""
-
-    __slots__ = ("kind", "path")
-
-    def __init__(self, path: Path, n: int, *, kind: InputKind | None = None) -> None:
-        super().__init__(Unheld(n))
-        self.path = path
-        self.kind = kind  # the input's format (`adapters.readers`): read again through the same reader
+        return self._values is None
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
-        """`(custom_id, messages_json)` of the items in `want` (all: None), read from the file again;
-        `InputChangedError` at the first line that no longer holds the item parsed from it."""
-        k = -1
-        from adapters.readers import input_lines
+        if self._values is None:
+            raise RuntimeError("the messages were released already (the checkpoint keeps them)")
+        pairs = zip(items.custom_ids, self._values, strict=True)
+        return pairs if want is None else (p for p in pairs if p[0] in want)
 
+    def release(self) -> None:
+        self._values = None
+
+
+@attrs.frozen
+class InputMessages:
+    """The messages of items parsed from `path` without holding them (`parse_items(...,
+    hold_messages=False)`): `pairs` reads them from the file again, each checked against the digest
+    taken when the file was parsed. Nothing is held, so there is nothing to release."""
+
+    path: Path
+    kind: InputKind | None = None  # the input's format (`adapters.readers`): read again the same way
+
+    def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
+        """`InputChangedError` at the first line that no longer holds the item parsed from it."""
+        from adapters.readers import input_lines
+        from judgecore.items import raw_digest
+
+        k = -1
         with contextlib.closing(input_lines(self.path, self.kind)) as f:
             for k, (line, item_id, messages, max_tokens) in enumerate(iter_line_messages(f)):
                 if (
@@ -85,6 +92,9 @@ class InputMessages(MessageBox):
         if k + 1 != len(items):
             raise InputChangedError(self.path, None)
 
+    def release(self) -> None:
+        return None
+
 
 class InputChangedError(Exception):
     """The input file changed between its parse and the read of its messages."""
@@ -94,69 +104,60 @@ class InputChangedError(Exception):
         super().__init__(f"{where}: the input changed while the run read it; nothing was sent: run again")
 
 
-def boxed(items: Items) -> Items:
-    """`items` reading their messages from a `MessageBox` (the same one when they already do)."""
-    if isinstance(items.messages_json, MessageBox):
-        return items
-    return items.with_message_column(MessageBox(items.messages_json))
+@attrs.frozen
+class JobInput:
+    """A job's items without their messages, and where the messages are: what the CLI loads for a run
+    (`adapters.items_io.load_input`), so no copy of the messages outlives their hand-off."""
+
+    items: Items
+    messages: MessageSource
 
 
-def hand_to_checkpoint(store: Store, job: JobPlan) -> None:
-    """Keep the job's messages in `store` (those not kept yet), then empty the box the job reads them
-    from, if it has one: from here on the run reads back the messages it sends (`hydrate`)."""
-    box = job.items.messages_json
+def split_messages(items: Items) -> JobInput:
+    """`items` as a `JobInput`: the same items without their messages, held by a `HeldMessages`."""
+    return JobInput(items.without_messages(), HeldMessages(items.messages()))
+
+
+def hand_to_checkpoint(store: Store, job: JobPlan, source: MessageSource) -> None:
+    """Keep the job's messages in `store` (those not kept yet), then empty `source`: from here on the
+    run reads back the messages it sends (`CheckpointMessages`, `Store.messages_of`)."""
     missing = store.messages_missing()
     if missing:
         want = None if len(missing) >= len(job.items) else frozenset(missing)
-        if isinstance(box, InputMessages):
-            store.keep_messages(box.pairs(job.items, want))
-        else:
-            pairs = zip(job.items.custom_ids, box, strict=True)
-            store.keep_messages(pair for pair in pairs if want is None or pair[0] in want)
-    if isinstance(box, MessageBox):
-        box.release()
-
-
-def hydrate(store: Store, requests: Requests) -> Requests:
-    """`requests` (a view) with their messages: from memory while the job still holds them, else
-    read back from the checkpoint."""
-    box = requests.message_column
-    if isinstance(box, MessageBox) and box.released:
-        return requests.hydrated(store.messages_of(list(requests.custom_ids)))
-    return requests
+        store.keep_messages(source.pairs(job.items, want))
+    source.release()
 
 
 #: Requests whose messages are read back from the checkpoint at a time while a create body streams.
 HYDRATE_SLICE = 256
 
 
-class Hydrating(Sequence[Request]):
-    """`requests` as a create body streams them: their messages read back from the checkpoint
-    `HYDRATE_SLICE` requests at a time (so creates in flight hold a slice each, not a sub-batch's
-    messages); from memory while the job still holds them. Each iteration reads afresh."""
+@attrs.frozen
+class CheckpointMessages:
+    """The messages of `custom_ids`, in order, read back from the checkpoint `HYDRATE_SLICE` at a
+    time as they are iterated (so creates in flight hold a slice each, not a sub-batch's messages).
+    Each iteration reads afresh: a create body may be streamed more than once."""
 
-    __slots__ = ("_requests", "_store")
-
-    def __init__(self, store: Store, requests: Requests) -> None:
-        self._store, self._requests = store, requests
-
-    @property
-    def requests(self) -> Requests:
-        return self._requests
+    store: Store = attrs.field(repr=False)
+    custom_ids: Sequence[str] = attrs.field(repr=False)
 
     def __len__(self) -> int:
-        return len(self._requests)
+        return len(self.custom_ids)
 
-    @overload
-    def __getitem__(self, k: int) -> Request: ...
-    @overload
-    def __getitem__(self, k: slice) -> Sequence[Request]: ...
-    def __getitem__(self, k: int | slice) -> Request | Sequence[Request]:
-        if isinstance(k, slice):
-            return Hydrating(self._store, self._requests[k])
-        return hydrate(self._store, self._requests[k : k + 1 or None])[0]
+    def __iter__(self) -> Iterator[bytes]:
+        cids = self.custom_ids
+        for k in range(0, len(cids), HYDRATE_SLICE):
+            yield from self.store.messages_of(list(cids[k : k + HYDRATE_SLICE]))
 
-    def __iter__(self) -> Iterator[Request]:
-        reqs = self._requests
-        for k in range(0, len(reqs), HYDRATE_SLICE):
-            yield from hydrate(self._store, reqs[k : k + HYDRATE_SLICE])
+
+__all__ = [
+    "HYDRATE_SLICE",
+    "CheckpointMessages",
+    "HeldMessages",
+    "InputChangedError",
+    "InputMessages",
+    "JobInput",
+    "MessageSource",
+    "hand_to_checkpoint",
+    "split_messages",
+]

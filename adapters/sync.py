@@ -132,7 +132,9 @@ class _Shell:
                 run, action = run.step(clock.now())
                 match action:
                     case Launch(todo=todo):
-                        params = self.requests[todo.custom_id].params(self.template)
+                        cid = todo.custom_id  # its messages read back from the checkpoint as it goes
+                        (messages,) = self.store.messages_of([cid])
+                        params = self.requests[cid].params(self.template, messages)
                         tasks[asyncio.ensure_future(self.api.create(params))] = todo.custom_id
                     case Record(rows=rows):
                         self.record(rows)
@@ -252,7 +254,8 @@ async def run_sync(
     contacted: bool = False,
     expect: Expect | None = None,
 ) -> SyncRunResult:
-    """Send every request not yet final in `store` (already bound to the job) through the run machine.
+    """Send every request not yet final in `store` (already bound to the job, its messages kept:
+    each is read back as its request is launched) through the run machine.
 
     `reading` is the tier as last read (the probe's, or `RateLimitReading.for_otpm(n)` for `--otpm`);
     None starts unpaced until the first answer's headers arrive. `warm_up=False` skips the lone first

@@ -56,18 +56,7 @@ if TYPE_CHECKING:
     from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
     from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
     from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
-    from judgecore.items import (
-        Item,
-        Items,
-        Request,
-        Requests,
-        RequestTemplate,
-        RoutePath,
-        build_requests,
-        cache_control_for,
-        parse_item,
-        parse_items,
-    )
+    from judgecore.items import Item, Items, RoutePath
     from judgecore.outcomes import (
         FINAL_STATUSES,
         FailureClass,
@@ -77,6 +66,8 @@ if TYPE_CHECKING:
         Usage,
         classify,
     )
+    from judgecore.parsing import parse_item, parse_items
+    from judgecore.plan_text import plan_json, render_plan
     from judgecore.planning import (
         DEFAULT_PRICES,
         CachePlan,
@@ -86,8 +77,6 @@ if TYPE_CHECKING:
         estimate_tokens,
         plan,
         plan_job,
-        plan_json,
-        render_plan,
     )
     from judgecore.polling import (
         BatchSnapshot,
@@ -101,6 +90,7 @@ if TYPE_CHECKING:
         next_wake,
     )
     from judgecore.report import output_line, output_record
+    from judgecore.requests import Request, Requests, RequestTemplate, build_requests, cache_control_for
     from judgecore.resume import JobState, ResumeDiff, diff_resume
     from judgecore.routing import (
         DecideRoute,
@@ -130,18 +120,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "judgecore.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk", "create_body"),
     "judgecore.errors": ("DuplicateIdError", "InputError", "JudgecoreError", "RequestTooLargeError"),
     "judgecore.ids": ("CUSTOM_ID_RE", "assign_custom_ids", "check_unique", "custom_id_for", "custom_ids_for"),
-    "judgecore.items": (
-        "Item",
-        "Items",
-        "Request",
-        "Requests",
-        "RequestTemplate",
-        "RoutePath",
-        "build_requests",
-        "cache_control_for",
-        "parse_item",
-        "parse_items",
-    ),
+    "judgecore.items": ("Item", "Items", "RoutePath"),
+    "judgecore.parsing": ("parse_item", "parse_items"),
+    "judgecore.requests": ("Request", "RequestTemplate", "Requests", "build_requests", "cache_control_for"),
     "judgecore.outcomes": (
         "FINAL_STATUSES",
         "FailureClass",
@@ -160,9 +141,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "estimate_tokens",
         "plan",
         "plan_job",
-        "plan_json",
-        "render_plan",
     ),
+    "judgecore.plan_text": ("plan_json", "render_plan"),
     "judgecore.polling": (
         "BatchSnapshot",
         "Harvest",

@@ -15,7 +15,7 @@ from itertools import accumulate
 import attrs
 
 from judgecore.errors import RequestTooLargeError
-from judgecore.items import Request, Requests, RequestTemplate, custom_ids_of, item_ids_of
+from judgecore.requests import Request, Requests, RequestTemplate, custom_ids_of, item_ids_of
 
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
@@ -29,40 +29,46 @@ def body_size(sizes: Sequence[int]) -> int:
     return ENVELOPE_BYTES + sum(sizes) + max(0, len(sizes) - 1)
 
 
-def create_body(requests: Iterable[Request], template: RequestTemplate) -> bytes:
-    """The exact bytes of a create call, `{"requests":[...]}`, joined once from every request's pieces
-    (no per-request copy: a sub-batch body is built with one allocation of its final size)."""
+def create_body(requests: Iterable[Request], template: RequestTemplate, messages: Iterable[bytes]) -> bytes:
+    """The exact bytes of a create call, `{"requests":[...]}`, joined once from every request's pieces,
+    `messages` being each request's serialized messages, in order (no per-request copy: a sub-batch
+    body is built with one allocation of its final size)."""
     parts = [b'{"requests":[']
-    for n, req in enumerate(requests):
+    for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
         if n:
             parts.append(b",")
-        parts.extend(req.pieces(template))
+        parts.extend(req.pieces(template, mj))
     parts.append(b"]}")
     return b"".join(parts)
 
 
 def create_body_chunks(
-    requests: Iterable[Request], template: RequestTemplate, chunk_bytes: int = CHUNK_BYTES
+    requests: Iterable[Request],
+    template: RequestTemplate,
+    messages: Iterable[bytes],
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[bytes]:
-    """`create_body(requests, template)` in pieces, made as they are asked for: their concatenation is
-    exactly those bytes, so a body can be sent without ever being held whole.
+    """`create_body(requests, template, messages)` in pieces, made as they are asked for: their
+    concatenation is exactly those bytes, so a body can be sent without ever being held whole.
 
+    `messages` (each request's, in order) is read one as each request is encoded: given an iterator
+    that reads them as it goes, a body holds a few requests' messages at a time, never all of them.
     Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
     request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
-    rubric as they are already held). So no piece is a copy of more than twice `chunk_bytes`.
+    rubric as they are given). So no piece is a copy of more than twice `chunk_bytes`.
     """
     parts = [b'{"requests":[']
     held = len(parts[0])
-    for n, req in enumerate(requests):
+    for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
         if n:
             parts.append(b",")
             held += 1
         if req.size >= chunk_bytes:
             yield b"".join(parts)
-            yield from req.pieces(template)
+            yield from req.pieces(template, mj)
             parts, held = [], 0
             continue
-        parts.extend(req.pieces(template))
+        parts.extend(req.pieces(template, mj))
         held += req.size
         if held >= chunk_bytes:
             yield b"".join(parts)

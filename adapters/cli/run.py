@@ -19,6 +19,7 @@ from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 if TYPE_CHECKING:
     from adapters import finished
     from adapters.job import JobSettings, JudgeResult
+    from adapters.messages import JobInput
     from judgecore.items import Items
 
 
@@ -31,8 +32,8 @@ class _Terminated(Exception):
 
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
+    from adapters.items_io import load_design_input, load_design_items, load_input
     from adapters.job import load_items
-    from adapters.messages import boxed
 
     kept = _remembered(ns, argv)
     kind = _input_of(ns)
@@ -69,15 +70,21 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     digests = not ns.dry_run or Store.exists(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
     design = settings.design
-    if design.single and design.template is None:
-        held = bool(ns.dry_run and ns.count_tokens)  # one prompt is counted: the messages are needed
-        items = boxed(load_items(ns.input, hold_messages=held, digests=digests, job=ids_job, kind=kind))
-    else:  # each row expanded into its requests (judgecore.designs), their messages built and held
-        from adapters.items_io import load_design_items
-
-        items = boxed(load_design_items(ns.input, design, job=ids_job, kind=kind))
-    if ns.dry_run:
-        return _dry_run(ns, items, rubric, settings)
+    single = design.single and design.template is None
+    if ns.dry_run:  # the messages held only when one prompt is counted (--count-tokens)
+        held = bool(ns.count_tokens)
+        dry = (
+            load_items(ns.input, hold_messages=held, digests=digests, job=ids_job, kind=kind)
+            if single
+            else load_design_items(ns.input, design, job=ids_job, kind=kind)
+        )
+        return _dry_run(ns, dry, rubric, settings)
+    # each row expanded into its requests (judgecore.designs): their messages built, held by the shell
+    items = (
+        load_input(ns.input, job=ids_job, kind=kind)
+        if single
+        else load_design_input(ns.input, design, job=ids_job, kind=kind)
+    )
     assert out is not None  # a run has a --state
     if kind == "inspect":
         _remember_inspect_log(ns.state, ns.input)
@@ -131,7 +138,7 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
 def _run(
     ns: argparse.Namespace,
     argv: Sequence[str],
-    items: Items,
+    items: JobInput,
     rubric: str | None,
     settings: JobSettings,
     out: Path,
@@ -183,7 +190,7 @@ def _run(
             result = asyncio.run(judged())
         except (KeyboardInterrupt, _Terminated):
             stack.close()
-            _write_after_interrupt(items, ns.state, out, settings.verdict, settings.design)
+            _write_after_interrupt(items.items, ns.state, out, settings.verdict, settings.design)
             what = "terminated" if terminated else "interrupted"
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",

@@ -125,6 +125,8 @@ class BatchRun:
         bounds of the sub-batches in flight are reserved in it. `expect`: what one request is expected
         to cost, as the checkpoint's answers (or the plan) say; each harvest teaches it."""
         by_id = RequestIndex.of(requests)
+        if price is not None:  # each request's bound is looked up by id
+            by_id = by_id.indexed()
         if budget is not None and budget.cap is not None and price is None:
             raise ValueError("a budget needs the model's price")
         bound = bounder(price, cached_bytes, by_id)

@@ -253,16 +253,30 @@ class FakeBatchApi:
 TEMPLATE = RequestTemplate.build(model="claude-opus-4-8", max_tokens=256, rubric="Grade 1-10.", path="batch")
 
 
+#: the messages of every request `make_requests` made, by custom_id (the requests hold none: `bind`
+#: keeps them in the checkpoint, where the batch shell reads them back)
+MESSAGES: dict[str, bytes] = {}
+
+
 def make_requests(n: int, *, prefix: str = "q", template: RequestTemplate = TEMPLATE) -> tuple[Request, ...]:
     lines = [orjson.dumps({"id": f"{prefix}{i}", "prompt": f"answer {i}"}) for i in range(n)]
-    return tuple(build_requests(parse_items(lines), template))
+    items = parse_items(lines)
+    MESSAGES.update(zip(items.custom_ids, items.messages(), strict=True))
+    return tuple(build_requests(items, template))
+
+
+def messages_of(requests: Sequence[Request]) -> list[bytes]:
+    """The messages of requests `make_requests` made, in order (what the encoder is given)."""
+    return [MESSAGES[r.custom_id] for r in requests]
 
 
 def bind(store: Store, requests: Sequence[Request]) -> None:
+    """Bind the job of `requests` and keep their messages, as a run does before it sends."""
     store.bind_job(
         {"model": TEMPLATE.model, "max_tokens": TEMPLATE.max_tokens},
         ((r.custom_id, r.item_id, "d-" + r.custom_id[-8:]) for r in requests),
     )
+    store.keep_messages((r.custom_id, MESSAGES[r.custom_id]) for r in requests)
 
 
 def by_kind(table: dict[str, str], default: str = "succeeded") -> Outcomer:

@@ -38,7 +38,7 @@ from judgecore import batchrun as br
 from judgecore.chunking import CHUNK_BYTES
 from judgecore.spend import Budget, request_bound
 
-from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests, ok
+from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests, messages_of, ok
 
 
 def go(
@@ -359,7 +359,7 @@ def test_413_splits_the_sub_batch_in_halves_and_says_the_estimate_was_wrong(stor
     requests = make_requests(16)
     bind(store, requests)
     clock = FakeClock()
-    one = len(requests[0].body(TEMPLATE))
+    one = len(requests[0].body(TEMPLATE, messages_of(requests[:1])[0]))
     api = FakeBatchApi(clock, max_body_bytes=one * 5)
     events: list[Event] = []
     result = go(store, requests, api, clock, events=events)
@@ -620,8 +620,10 @@ def test_two_orphans_of_equal_size_created_out_of_order_are_harvested_by_owner(s
     clock.advance(0.1)
     sub_b = store.record_intent(round=1, custom_ids=[r.custom_id for r in b], n_bytes=1, at=clock.now())
     clock.advance(1.0)
-    api._persist(create_body(b, TEMPLATE))  # b's batch was made first: a's intent pairs with it
-    api._persist(create_body(a, TEMPLATE))
+    api._persist(
+        create_body(b, TEMPLATE, messages_of(b))
+    )  # b's batch was made first: a's intent pairs with it
+    api._persist(create_body(a, TEMPLATE, messages_of(a)))
     clock.advance(10.0)
     events: list[Event] = []
     result = go(store, requests, api, clock, events=events)
@@ -879,7 +881,7 @@ def test_a_create_body_is_streamed_in_pieces_that_join_to_the_exact_sized_bytes(
     subs = (requests[:500], requests[500:])
     for n, part in enumerate(subs, start=1):
         asyncio.run(shell.create(br.Create(sub_id=n, round=1, requests=part, at=0.0)))
-    assert [create_body(part, template) for part in subs] == api.bodies
+    assert [create_body(part, template, messages_of(part)) for part in subs] == api.bodies
     assert [len(b) for b in api.bodies] == [r.bytes for r in store.sub_batches()]
     assert [[len(b)] for b in api.bodies] != api.pieces  # not one piece
     longest = CHUNK_BYTES + 1 + max(r.size for r in requests)

@@ -19,7 +19,7 @@ from adapters.simulator import Scenario, Simulator, sim_client
 from adapters.store import Store
 from judgecore import PollPolicy, Status, classify
 
-from .fakes import TEMPLATE, bind, make_requests
+from .fakes import TEMPLATE, bind, make_requests, messages_of
 
 
 def run_sim(
@@ -117,7 +117,7 @@ def test_a_create_call_past_its_deadline_fails_as_one_that_may_have_made_a_batch
         async with client:
             api = AnthropicBatchApi(client, create_deadline=0.05)
             try:
-                await api.create(CreateBody((), TEMPLATE))
+                await api.create(CreateBody((), TEMPLATE, ()))
             except BatchApiError as exc:
                 return exc
         raise AssertionError("the create returned")
@@ -141,7 +141,7 @@ def test_results_read_raw_are_the_sdks_own_results_line_for_line() -> None:
     async def main() -> tuple[list[tuple[str, object]], list[tuple[str, object]]]:
         async with sim_client(sim) as client:
             api = AnthropicBatchApi(client)
-            snap = await api.create(CreateBody(make_requests(300), TEMPLATE))
+            snap = await api.create(CreateBody(make_requests(300), TEMPLATE, messages_of(make_requests(300))))
             clock.advance(3600)
             ours = [line async for line in api.results(snap.id)]
             stream = await client.messages.batches.results(snap.id)

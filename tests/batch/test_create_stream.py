@@ -26,7 +26,7 @@ from judgecore import RequestTemplate, Status, classify
 from judgecore.batchrun import CONNECT_FAILED
 from judgecore.chunking import create_body
 
-from .fakes import bind, make_requests
+from .fakes import bind, make_requests, messages_of
 
 #: A rubric long enough that a few hundred requests make a body of several streamed pieces.
 BIG = RequestTemplate.build(model="claude-opus-4-8", max_tokens=256, rubric="Grade it. " * 300, path="batch")
@@ -70,11 +70,13 @@ def test_a_create_sends_exactly_the_reference_bytes_in_pieces_under_their_conten
 
     async def main() -> str:
         async with client_of(transport) as client:
-            return (await AnthropicBatchApi(client).create(CreateBody(requests, BIG))).id
+            return (
+                await AnthropicBatchApi(client).create(CreateBody(requests, BIG, messages_of(requests)))
+            ).id
 
     batch_id = asyncio.run(main())
     [(headers, pieces)] = transport.creates
-    body = create_body(requests, BIG)
+    body = create_body(requests, BIG, messages_of(requests))
     assert body == b"".join(pieces)
     assert (str(len(body)), None) == (headers.get("content-length"), headers.get("transfer-encoding"))
     assert len(pieces) > 2  # streamed, not one whole body
@@ -91,8 +93,10 @@ def test_a_streamed_create_reaches_the_simulators_http_server_whole() -> None:
     async def main(base_url: str) -> str:
         async with anthropic.AsyncAnthropic(api_key="sk-sim", base_url=base_url) as client:
             api = AnthropicBatchApi(client)
-            first = await api.create(CreateBody(requests[:150], BIG))
-            await api.create(CreateBody(requests[150:], BIG))  # the same kept-alive connection
+            first = await api.create(CreateBody(requests[:150], BIG, messages_of(requests[:150])))
+            await api.create(
+                CreateBody(requests[150:], BIG, messages_of(requests[150:]))
+            )  # the same kept-alive connection
             return first.id
 
     with serve(sim) as server:
@@ -175,7 +179,9 @@ def test_a_create_whose_connection_is_closed_mid_body_fails_as_a_connection_erro
     async def main() -> BatchApiError:
         async with anthropic.AsyncAnthropic(api_key="sk-test", base_url=base_url, max_retries=2) as client:
             try:
-                await AnthropicBatchApi(client, create_deadline=30.0).create(CreateBody(requests, BIG))
+                await AnthropicBatchApi(client, create_deadline=30.0).create(
+                    CreateBody(requests, BIG, messages_of(requests))
+                )
             except BatchApiError as exc:
                 return exc
         raise AssertionError("the create returned")

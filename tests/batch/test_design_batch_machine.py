@@ -23,7 +23,7 @@ from judgecore.designs import Design, design_items, expand_item
 from judgecore.items import Items, build_requests, parse_items
 from judgecore.verdicts import spec_from_json
 
-from .fakes import TEMPLATE, bind
+from .fakes import MESSAGES, TEMPLATE, bind
 from .test_batch_machine import BatchLife
 
 DESIGN = Design(samples=2, judges=("claude-opus-4-8", "claude-haiku-4-5"))
@@ -37,6 +37,7 @@ def design_requests(n: int) -> tuple[Items, Any]:
         expand_item(DESIGN, it.id, it.line, it.messages_json, it.max_tokens, it.metadata_json) for it in plain
     )
     items = design_items(DESIGN, rows, job=None)
+    MESSAGES.update(zip(items.custom_ids, items.messages(), strict=True))  # `bind` keeps them
     return items, build_requests(items, TEMPLATE)
 
 

@@ -7,86 +7,110 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.messages import MessageBox, boxed, hand_to_checkpoint, hydrate
+from adapters.messages import (
+    CheckpointMessages,
+    HeldMessages,
+    InputChangedError,
+    hand_to_checkpoint,
+    split_messages,
+)
 from adapters.store import Store
 from judgecore import parse_items
-from judgecore.items import MessagesNotHeldError
-from judgecore.planning import plan_job
+from judgecore.items import Items, MessagesNotHeldError
+from judgecore.planning import JobPlan, plan_job
 
 
-def _job(n: int, *, long: bool = False):
+def _items(n: int, *, long: bool = False) -> Items:
     lines = [
         orjson.dumps({"id": f"q{i}", "prompt": f"answer {i} é 東" + ("x" * 3000 if long else "")})
         for i in range(n)
     ]
-    items = boxed(parse_items(lines))
+    return parse_items(lines)
+
+
+def _plan(items: Items) -> JobPlan:
     return plan_job(items, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
 
 
 def test_the_checkpoint_gives_back_each_requests_own_messages_in_any_order_and_number(tmp_path: Path) -> None:
-    """Once handed over, the job holds no messages; any view of its requests (more ids than one query
-    binds, in any order) reads back exactly the bytes it held."""
-    job = _job(1_203)
-    held = [r.body(job.batch_template) for r in job.requests]
+    """Once handed over, the source holds no messages; any view of the job's requests (more ids than
+    one query binds, in any order) reads back exactly the bytes the items held."""
+    held = _items(1_203)
+    job_input = split_messages(held)
+    job = _plan(job_input.items)
     store = Store.open(tmp_path / "s")
     try:
         store.bind_job({"m": 1}, job.items.bindings())
-        hand_to_checkpoint(store, job)
-        assert job.items.messages_json.released  # type: ignore[attr-defined]
+        hand_to_checkpoint(store, job, job_input.messages)
+        assert isinstance(job_input.messages, HeldMessages) and job_input.messages.released
         with pytest.raises(MessagesNotHeldError):
-            job.requests[0]
+            job.items[0]
         order = list(reversed(job.requests.custom_ids))[::2] + list(job.requests.custom_ids)[:7]
-        view = hydrate(store, job.requests.select(order))
-        by_id = dict(zip(job.requests.custom_ids, held, strict=True))
-        assert [by_id[c] for c in order] == [r.body(job.batch_template) for r in view]
+        by_id = dict(zip(held.custom_ids, held.messages(), strict=True))
+        assert [by_id[c] for c in order] == list(CheckpointMessages(store, order))
+        assert [by_id[c] for c in order] == store.messages_of(order)
     finally:
         store.close()
 
 
 def test_a_rerun_keeps_only_the_messages_not_kept_yet(tmp_path: Path) -> None:
     """Items added to a job are kept on the next run; those kept already are not written again."""
-    small, big = _job(5), _job(9)
+    small, big = _items(5), _items(9)
     store = Store.open(tmp_path / "s")
     try:
-        store.bind_job({"m": 1}, small.items.bindings())
-        hand_to_checkpoint(store, small)
-        store.bind_job({"m": 1}, big.items.bindings())
-        assert list(big.requests.custom_ids[5:]) == store.messages_missing()
-        hand_to_checkpoint(store, big)
+        store.bind_job({"m": 1}, small.bindings())
+        hand_to_checkpoint(store, _plan(small), HeldMessages(small.messages()))
+        store.bind_job({"m": 1}, big.bindings())
+        assert list(big.custom_ids[5:]) == store.messages_missing()
+        hand_to_checkpoint(store, _plan(big), HeldMessages(big.messages()))
         assert [] == store.messages_missing()
-        assert [r.messages_json for r in _job(9).requests] == store.messages_of(list(big.requests.custom_ids))
+        assert list(big.messages()) == store.messages_of(list(big.custom_ids))
     finally:
         store.close()
 
 
-def test_a_box_is_released_once_and_shared_by_the_items_and_the_requests() -> None:
-    job = _job(3)
-    box = job.items.messages_json
-    assert isinstance(box, MessageBox)
-    assert box is job.requests.message_column
-    assert boxed(job.items) is job.items  # boxing again keeps the one box
-    box.release()
-    with pytest.raises(MessagesNotHeldError):
-        list(job.items)
+def test_a_plan_holds_no_messages_and_a_run_s_items_none_either() -> None:
+    """The requests never carry messages; `without_messages` keeps the items' digests, so the job
+    binds the same, and the plan is otherwise the same value."""
+    items = _items(3)
+    job = _plan(items)
+    lean = job.without_messages()
+    assert items.messages_json is not None and lean.items.messages_json is None
+    assert list(job.items.bindings()) == list(lean.items.bindings())
+    assert (job.requests, job.batch_template) == (lean.requests, lean.batch_template)
+    assert lean is lean.without_messages()
+    assert not hasattr(job.requests[0], "messages_json")
 
 
 def test_a_create_body_streamed_from_the_checkpoint_is_the_body_of_the_requests_held(tmp_path: Path) -> None:
     """A create body whose requests' messages are read back a slice at a time as it streams is byte
-    for byte the body of the same requests held in memory, and its declared size is its length."""
+    for byte the body of the same requests with their messages in memory, and its declared size is
+    its length; each pass reads them afresh, a slice at a time."""
     from adapters.batch_api import CreateBody
-    from adapters.messages import HYDRATE_SLICE, Hydrating
+    from adapters.messages import HYDRATE_SLICE
     from judgecore.chunking import body_size, create_body
 
-    job = _job(2 * HYDRATE_SLICE + 37, long=True)
+    items = _items(2 * HYDRATE_SLICE + 37, long=True)
+    job = _plan(items)
     view = job.requests[5:]
-    want = create_body(view, job.batch_template)
+    want = create_body(view, job.batch_template, items.messages()[5:])
     store = Store.open(tmp_path / "s")
+    reads: list[int] = []
     try:
         store.bind_job({"m": 1}, job.items.bindings())
-        hand_to_checkpoint(store, job)
-        body = CreateBody(Hydrating(store, view), job.batch_template, size=body_size(view.sizes))
+        hand_to_checkpoint(store, job, HeldMessages(items.messages()))
+        read = store.messages_of
+
+        def counted(custom_ids: list[str]) -> list[bytes]:
+            reads.append(len(custom_ids))
+            return read(custom_ids)
+
+        store.messages_of = counted  # type: ignore[method-assign]
+        messages = CheckpointMessages(store, view.custom_ids)
+        body = CreateBody(view, job.batch_template, messages, size=body_size(view.sizes))
         assert want == b"".join(body.chunks()) == bytes(body)
         assert len(want) == body.size
+        assert max(reads) == HYDRATE_SLICE and sum(reads) == 2 * len(view)
     finally:
         store.close()
 
@@ -99,21 +123,21 @@ def _write(path: Path, rows: list[dict]) -> Path:
 def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again(tmp_path: Path) -> None:
     """The CLI's run parses the input keeping sizes and digests only; handing the job to its
     checkpoint reads the file again, and what it keeps is what parsing with the messages gives."""
-    from adapters.job import load_items
+    from adapters.items_io import load_input, load_items
 
     rows = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"é {i} " * i}]} for i in range(1, 40)]
     path = _write(tmp_path / "in.jsonl", rows)
     held = load_items(path)
-    lean = boxed(load_items(path, hold_messages=False))
-    assert list(held.bindings()) == list(lean.bindings())
-    job = plan_job(lean, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
-    want = plan_job(held, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
-    assert list(want.requests.sizes) == list(job.requests.sizes)
+    lean = load_input(path)
+    assert lean.items.messages_json is None
+    assert list(held.bindings()) == list(lean.items.bindings())
+    job = _plan(lean.items)
+    assert list(_plan(held).requests.sizes) == list(job.requests.sizes)
     store = Store.open(tmp_path / "s")
     try:
-        store.bind_job({"m": 1}, lean.bindings())
-        hand_to_checkpoint(store, job)
-        assert list(held.messages_json) == store.messages_of(list(held.custom_ids))
+        store.bind_job({"m": 1}, lean.items.bindings())
+        hand_to_checkpoint(store, job, lean.messages)
+        assert list(held.messages()) == store.messages_of(list(held.custom_ids))
     finally:
         store.close()
 
@@ -130,19 +154,18 @@ def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again
 def test_an_input_changed_after_it_was_parsed_keeps_nothing_and_says_so(tmp_path: Path, change) -> None:
     """A file edited between its parse and the read of its messages is refused, naming the file (and
     the line), and the checkpoint keeps none of its messages: nothing can be sent from it."""
-    from adapters.job import load_items
-    from adapters.messages import InputChangedError
+    from adapters.items_io import load_input
 
     rows = [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(6)]
     path = _write(tmp_path / "in.jsonl", rows)
-    items = boxed(load_items(path, hold_messages=False))
-    job = plan_job(items, model="claude-sonnet-4-6", max_tokens=64, rubric="Grade.", max_batch_bytes=None)
+    job_input = load_input(path)
+    job = _plan(job_input.items)
     _write(path, change(rows))
     store = Store.open(tmp_path / "s")
     try:
-        store.bind_job({"m": 1}, items.bindings())
+        store.bind_job({"m": 1}, job_input.items.bindings())
         with pytest.raises(InputChangedError, match=str(path)):
-            hand_to_checkpoint(store, job)
+            hand_to_checkpoint(store, job, job_input.messages)
         assert 6 == len(store.messages_missing())
     finally:
         store.close()

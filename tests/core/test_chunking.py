@@ -22,17 +22,34 @@ from judgecore import (
 )
 from judgecore.chunking import ENVELOPE_BYTES, create_body_chunks
 
+#: each request's messages by custom_id: the requests hold none, the encoder is given them
+MESSAGES: dict[str, bytes] = {}
+
+
+def messages_of(requests) -> list[bytes]:
+    return [MESSAGES[r.custom_id] for r in requests]
+
+
+def with_messages(items, template: RequestTemplate):
+    """`build_requests(items, template)`, their messages kept in `MESSAGES` for the encoder."""
+    MESSAGES.update((i.custom_id, i.messages_json) for i in items)
+    return build_requests(items, template)
+
 
 def create_body(requests, template: RequestTemplate) -> bytes:
     """The exact bytes of a Message Batches create call carrying these requests (the reference)."""
-    return b'{"requests":[' + b",".join(r.body(template) for r in requests) + b"]}"
+    return b'{"requests":[' + b",".join(r.body(template, MESSAGES[r.custom_id]) for r in requests) + b"]}"
+
+
+def judgecore_body(requests, template: RequestTemplate) -> bytes:
+    return judgecore.create_body(requests, template, messages_of(requests))
 
 
 @st.composite
 def chunk_cases(draw):
     """Real requests, and caps under which each request fits alone (so chunking must succeed)."""
     template = draw(templates)
-    reqs = build_requests(draw(item_lists(max_size=30)), template)
+    reqs = with_messages(draw(item_lists(max_size=30)), template)
     biggest = max((r.size for r in reqs), default=0) + ENVELOPE_BYTES
     total = body_size([r.size for r in reqs])
     max_bytes = draw(st.integers(biggest, max(biggest, total) + 50))
@@ -57,9 +74,9 @@ def test_the_create_body_is_the_reference_bytes_and_each_sub_batch_size(case):
     """The body judgecore sends is byte for byte the envelope around each request's body, and each
     sub-batch's recorded size is its body's length."""
     template, reqs, max_requests, max_bytes = case
-    assert create_body(reqs, template) == judgecore.create_body(reqs, template)
+    assert create_body(reqs, template) == judgecore_body(reqs, template)
     for sb in chunk(reqs, max_requests=max_requests, max_bytes=max_bytes):
-        assert len(judgecore.create_body(sb.requests, template)) == sb.size
+        assert len(judgecore_body(sb.requests, template)) == sb.size
 
 
 @given(chunk_cases(), st.integers(64, 3000))
@@ -67,18 +84,18 @@ def test_a_streamed_create_body_is_the_reference_bytes_in_pieces_of_about_chunk_
     """The pieces a create body is streamed in join to the reference body; a piece the stream joined
     (not a request's own bytes passed through) is never more than twice `chunk_bytes`."""
     template, reqs, _, _ = case
-    pieces = list(create_body_chunks(reqs, template, chunk_bytes))
+    pieces = list(create_body_chunks(reqs, template, messages_of(reqs), chunk_bytes))
     assert create_body(reqs, template) == b"".join(pieces)
     assert body_size([r.size for r in reqs]) == sum(map(len, pieces))
-    own = [q for r in reqs for q in r.pieces(template)]  # alive while compared: their ids are theirs
+    own = [q for r in reqs for q in r.pieces(template, MESSAGES[r.custom_id])]  # alive while compared
     joined = [p for p in pieces if id(p) not in {id(q) for q in own}]
     assert [] == [p for p in joined if len(p) > 2 * chunk_bytes + ENVELOPE_BYTES]
 
 
 def test_a_request_past_chunk_bytes_is_streamed_as_its_own_bytes_not_a_copy():
-    """A request larger than a piece: its messages go out as the very object the request holds."""
+    """A request larger than a piece: its messages go out as the very object the encoder is given."""
     template = RequestTemplate.build(model="claude-opus-4-8", max_tokens=16, rubric=None, path="batch")
-    small, big, after = build_requests(
+    small, big, after = with_messages(
         parse_items(
             [
                 b'{"id": "a", "prompt": "short"}',
@@ -88,9 +105,10 @@ def test_a_request_past_chunk_bytes_is_streamed_as_its_own_bytes_not_a_copy():
         ),
         template,
     )
-    pieces = list(create_body_chunks((small, big, after), template, chunk_bytes=1000))
+    given = messages_of((small, big, after))
+    pieces = list(create_body_chunks((small, big, after), template, given, chunk_bytes=1000))
     assert create_body((small, big, after), template) == b"".join(pieces)
-    own = big.pieces(template)
+    own = big.pieces(template, given[1])
     assert [True] == [any(p is q for q in own) for p in pieces if len(p) > 1000]
 
 
@@ -145,7 +163,7 @@ def test_no_requests_means_no_sub_batches(max_requests, max_bytes):
 @given(templates, item_lists(min_size=1, max_size=30), st.data())
 def test_a_request_too_large_for_any_sub_batch_is_an_error_naming_it(template, its, data):
     """The first request that cannot fit even alone stops the chunking, named; none is dropped."""
-    reqs = build_requests(its, template)
+    reqs = with_messages(its, template)
     biggest = max(r.size for r in reqs) + ENVELOPE_BYTES
     max_bytes = data.draw(st.integers(ENVELOPE_BYTES, biggest - 1))
     culprit = next(r for r in reqs if len(create_body([r], template)) > max_bytes)
@@ -157,13 +175,13 @@ def test_a_request_too_large_for_any_sub_batch_is_an_error_naming_it(template, i
 
 
 def test_a_request_exactly_at_the_cap_fits_alone():
-    req = Request("c", "i", 1, b"[]", 100)
+    req = Request("c", "i", 1, 100, 2)
     (sb,) = chunk([req], max_bytes=100 + ENVELOPE_BYTES)
     assert 100 + ENVELOPE_BYTES == sb.size
 
 
 def test_default_caps_are_the_api_limits():
-    reqs = [Request(f"c{i}", f"i{i}", 1, b"[]", 30) for i in range(20_001)]
+    reqs = [Request(f"c{i}", f"i{i}", 1, 30, 2) for i in range(20_001)]
     assert [8000, 8000, 4001] == [len(sb.requests) for sb in chunk(reqs)]
     assert 250_000_000 == MAX_BYTES
 
@@ -182,9 +200,9 @@ def test_chunking_a_view_of_requests_is_chunking_the_same_requests_as_a_tuple(ca
     some = order[: data.draw(st.integers(0, len(order)))]
     view = reqs.select(some)
     alone = tuple(reqs[reqs.custom_ids.index(c)] for c in some)
-    assert alone == view
+    assert alone == tuple(view)
     by_view = chunk(view, max_requests=max_requests, max_bytes=max_bytes)
     by_tuple = chunk(alone, max_requests=max_requests, max_bytes=max_bytes)
     assert [(sb.custom_ids, sb.size) for sb in by_tuple] == [(sb.custom_ids, sb.size) for sb in by_view]
     for a, b in zip(by_tuple, by_view, strict=True):
-        assert judgecore.create_body(a.requests, template) == judgecore.create_body(b.requests, template)
+        assert judgecore_body(a.requests, template) == judgecore_body(b.requests, template)

@@ -132,7 +132,7 @@ def test_batch_costs_half_of_sync_before_caching(its, path, max_requests):
     )
     factor = 0.5 if path == "batch" else 1.0
     assert pytest.approx(p.all_sync_cost_usd * factor, abs=1e-4) == p.estimated_cost_usd
-    assert sum(estimate_tokens(len(q.messages_json)) for q in requests) == p.input_tokens
+    assert sum(estimate_tokens(q.message_size) for q in requests) == p.input_tokens
     assert [(len(sb.requests), sb.size) for sb in subs] == list(p.sub_batches)
 
 
@@ -232,9 +232,10 @@ def test_job_plan_holds_every_request_once_and_each_routes_template(its, max_tok
     assert build_requests(its, batch) == job.requests
     assert (sync, batch) == (job.template("sync"), job.template("batch"))
     assert [i.custom_id for i in its] == [r.custom_id for r in job.requests]
-    for r in job.requests:  # the size is the batch body's; the sync params are the same request
-        assert r.size == len(r.body(job.batch_template))
-        assert orjson.loads(r.body(job.batch_template))["params"]["messages"] == r.params(sync)["messages"]
+    for i, r in zip(its, job.requests, strict=True):  # the size is the batch body's; sync: the same request
+        body = r.body(job.batch_template, i.messages_json)
+        assert r.size == len(body)
+        assert orjson.loads(body)["params"]["messages"] == r.params(sync, i.messages_json)["messages"]
 
 
 def test_job_plan_names_the_line_of_a_request_too_large_for_any_sub_batch():
@@ -286,10 +287,13 @@ def _plan_of(model: str, *, thinking=None, warnings=(), max_tokens: int = 16_000
 
 def test_thinking_goes_on_the_wire_in_both_the_batch_body_and_the_sync_params():
     template, requests, _ = _plan_of("claude-sonnet-4-6", thinking="2048")
-    body = orjson.loads(requests[0].body(template))
+    messages = synthetic_items(3)[0].messages_json
+    raw = requests[0].body(template, messages)
+    body = orjson.loads(raw)
     assert {"type": "enabled", "budget_tokens": 2048} == body["params"]["thinking"]
-    assert {"type": "enabled", "budget_tokens": 2048} == requests[0].params(template)["thinking"]
-    assert len(requests[0].body(template)) == requests[0].size  # the size counts the thinking bytes
+    assert {"type": "enabled", "budget_tokens": 2048} == requests[0].params(template, messages)["thinking"]
+    assert requests[0].message_size == len(messages)
+    assert len(raw) == requests[0].size  # the size counts the thinking bytes
 
 
 def test_a_plan_without_thinking_has_none_of_its_keys():

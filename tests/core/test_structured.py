@@ -118,6 +118,7 @@ def test_every_request_carries_the_schema_as_sent(schema, path):
     template = RequestTemplate.build(
         model="claude-sonnet-4-6", max_tokens=64, rubric=None, path=path, output_config=spec.output_config()
     )
-    (request,) = build_requests([parse_item(1, b'{"id": "x", "prompt": "p"}')], template)
-    sent = orjson.loads(request.body(template))["params"]["output_config"]
+    item = parse_item(1, b'{"id": "x", "prompt": "p"}')
+    (request,) = build_requests([item], template)
+    sent = orjson.loads(request.body(template, item.messages_json))["params"]["output_config"]
     assert {"format": {"type": "json_schema", "schema": anthropic.transform_schema(spec.schema)}} == sent

@@ -104,8 +104,10 @@ def test_a_schema_rides_every_request_byte_for_byte(path, rubric):
     template = RequestTemplate.build(
         model="claude-sonnet-4-6", max_tokens=64, rubric=rubric, path=path, output_config=spec.output_config()
     )
-    (request,) = build_requests([parse_item(1, b'{"id": "x", "prompt": "p"}')], template)
-    body = request.body(template)
+    item = parse_item(1, b'{"id": "x", "prompt": "p"}')
+    (request,) = build_requests([item], template)
+    body = request.body(template, item.messages_json)
+    params = request.params(template, item.messages_json)
     assert len(body) == request.size
-    assert {"custom_id": request.custom_id, "params": request.params(template)} == orjson.loads(body)
-    assert spec.output_config() == request.params(template)["output_config"]
+    assert {"custom_id": request.custom_id, "params": params} == orjson.loads(body)
+    assert spec.output_config() == params["output_config"]

@@ -22,7 +22,8 @@ def _bodies(path: Path) -> tuple[tuple[str, ...], list[bytes], tuple[bytes | Non
     job = plan_job(
         items, model="claude-sonnet-4-6", max_tokens=256, rubric="Be strict.", max_batch_bytes=None
     )
-    return items.custom_ids, [r.body(job.batch_template) for r in job.requests], items.metadata_json
+    bodies = [r.body(job.batch_template, m) for r, m in zip(job.requests, items.messages(), strict=True)]
+    return items.custom_ids, bodies, items.metadata_json
 
 
 @pytest.mark.parametrize("kind", FORMATS[1:])

@@ -36,11 +36,13 @@ def make_job(n: int, *, rubric: str | None = RUBRIC, prompt: Callable[[int], str
 
 
 def bind(tmp_path: Path, items: Sequence[Any], requests: Sequence[Request], name: str = "state") -> Store:
+    """A store bound to the job, its messages kept (the sync shell reads each back as it sends)."""
     store = Store.open(tmp_path / name)
     store.bind_job(
         {"model": MODEL},
         ((r.custom_id, i.id, i.digest) for i, r in zip(items, requests, strict=True)),
     )
+    store.keep_messages((r.custom_id, i.messages_json) for i, r in zip(items, requests, strict=True))
     return store
 
 

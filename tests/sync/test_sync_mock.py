@@ -146,9 +146,9 @@ def test_sdk_retries_are_off_whatever_the_client_says():
         sends.append(request)
         return error(500, "api_error", "boom")
 
-    _items, template, requests = make_job(1)
+    items, template, requests = make_job(1)
     api = mock_api(handler, max_retries=5)
-    raw, _reading, request_id = asyncio.run(api.create(requests[0].params(template)))
+    raw, _reading, request_id = asyncio.run(api.create(requests[0].params(template, items[0].messages_json)))
     assert 1 == len(sends)
     assert ("http_error", 500, "api_error", "req_err") == (raw.kind, raw.status, raw.error_type, request_id)
 
@@ -172,7 +172,7 @@ def test_warm_up_answers_the_first_request_before_any_other_leaves(tmp_path):
         "after the warm-up, requests fan out concurrently"
     )
     # the rubric travels as a system block with a 5-minute cache marker
-    params = requests[0].params(template)
+    params = requests[0].params(template, items[0].messages_json)
     assert {"type": "ephemeral"} == params["system"][0]["cache_control"]
 
 
@@ -508,7 +508,8 @@ def test_a_connection_refused_is_reported_as_such_naming_the_base_url():
     def handler(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError("[Errno 111] Connection refused")
 
-    _items, template, requests = make_job(1)
-    raw, _reading, _rid = asyncio.run(mock_api(handler).create(requests[0].params(template)))
+    items, template, requests = make_job(1)
+    params = requests[0].params(template, items[0].messages_json)
+    raw, _reading, _rid = asyncio.run(mock_api(handler).create(params))
     assert ("connection_error", CONNECT_FAILED) == (raw.kind, raw.error_type)
     assert BASE_URL in (raw.message or "")
