@@ -83,7 +83,7 @@ def naive_build_and_chunk(
                 {"custom_id": cid, "params": params}, ensure_ascii=False, separators=(",", ":")
             ).encode()
         )
-        requests.append(Request(cid, item.id, MAX_TOKENS, item.messages_json, size))
+        requests.append(Request(cid, item.id, MAX_TOKENS, size, len(item.messages_json)))
     return chunk(requests)
 
 
@@ -106,7 +106,11 @@ def median_time(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 
 def check_chunks(
-    subs: tuple[Any, ...], requests: tuple[Request, ...], template: RequestTemplate, max_bytes: int
+    subs: tuple[Any, ...],
+    requests: tuple[Request, ...],
+    template: RequestTemplate,
+    max_bytes: int,
+    messages: dict[str, bytes],
 ) -> None:
     """The partition law at scale: order, both caps, sizes; real bytes for the first and last sub-batch."""
     assert [r.custom_id for sb in subs for r in sb.requests] == [r.custom_id for r in requests]
@@ -114,7 +118,9 @@ def check_chunks(
         assert 0 < len(sb.requests) <= 8000
         assert sb.size == body_size([r.size for r in sb.requests]) <= max_bytes
     for sb in (subs[0], subs[-1]):
-        body = b'{"requests":[' + b",".join(r.body(template) for r in sb.requests) + b"]}"
+        body = (
+            b'{"requests":[' + b",".join(r.body(template, messages[r.custom_id]) for r in sb.requests) + b"]}"
+        )
         assert len(body) == sb.size
 
 
@@ -157,9 +163,11 @@ def main() -> int:
     cpu_1m = CPU["last"]
     # correctness at scale (untimed): exact sizes, and the partition law under each cap binding
     requests_1m = tuple(r for sb in subs_1m for r in sb.requests)
-    assert all(r.size == len(r.body(template)) for r in requests_1m[::997])
-    check_chunks(subs_1m, requests_1m, template, 250_000_000)
-    check_chunks(chunk(requests_1m, max_bytes=10_000_000), requests_1m, template, 10_000_000)
+    messages_1m = {i.custom_id: i.messages_json for i in items_1m}
+    assert all(r.size == len(r.body(template, messages_1m[r.custom_id])) for r in requests_1m[::997])
+    check_chunks(subs_1m, requests_1m, template, 250_000_000, messages_1m)
+    check_chunks(chunk(requests_1m, max_bytes=10_000_000), requests_1m, template, 10_000_000, messages_1m)
+    del messages_1m
     parsed_1m = [orjson.loads(i.messages_json) for i in items_1m]
     naive_1m, naive_subs_1m = median_time(
         partial(naive_build_and_chunk, items_1m, parsed_1m, template), NAIVE_RUNS_1M

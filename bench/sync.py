@@ -59,6 +59,10 @@ class LatencyApi:
         return await self.api.create(params)
 
 
+#: each request's messages by custom_id (the requests hold none; the run reads them from the store)
+MESSAGES: dict[str, bytes] = {}
+
+
 def job(n: int, tag: str) -> tuple[RequestTemplate, list[Request], Store]:
     lines = [
         orjson.dumps({"id": f"{tag}{i}", "prompt": f"Grade answer {tag}{i}: the sky is blue."})
@@ -71,6 +75,8 @@ def job(n: int, tag: str) -> tuple[RequestTemplate, list[Request], Store]:
     store.bind_job(
         {"model": MODEL}, ((r.custom_id, i.id, i.digest) for i, r in zip(items, requests, strict=True))
     )
+    MESSAGES.update(zip(items.custom_ids, items.messages(), strict=True))
+    store.keep_messages(zip(items.custom_ids, items.messages(), strict=True))
     return template, requests, store
 
 
@@ -158,7 +164,7 @@ async def naive_run(args: argparse.Namespace, seed: int, concurrency: int = 200)
         while queue:
             request = queue.pop()
             while True:
-                raw, _reading, _rid = await api.create(request.params(template))
+                raw, _reading, _rid = await api.create(request.params(template, MESSAGES[request.custom_id]))
                 if raw.kind == "succeeded":
                     output += raw.usage.output_tokens if raw.usage else 0
                     break

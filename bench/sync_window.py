@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from sync import LatencyApi, job  # noqa: E402
+from sync import MESSAGES, LatencyApi, job  # noqa: E402
 
 from adapters.clock import RealClock  # noqa: E402
 from adapters.events import discard  # noqa: E402
@@ -56,7 +56,9 @@ class Stamped:
 async def one_run(n: int, seed: int, lo: float, hi: float, commits: list[float]) -> list[float]:
     clock = RealClock()
     template, requests, store = job(n, "w")
-    by_prompt = {r.params(template)["messages"][0]["content"]: r.custom_id for r in requests}
+    by_prompt = {
+        r.params(template, MESSAGES[r.custom_id])["messages"][0]["content"]: r.custom_id for r in requests
+    }
     delivered: dict[str, float] = {}
     committed: dict[str, float] = {}
     record = store.record_outcomes
