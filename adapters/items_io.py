@@ -236,16 +236,18 @@ def run_job_of(
     run hands them to its checkpoint (`adapters.messages.hand_to_checkpoint`)."""
     from adapters.messages import JobInput, split_messages
 
-    if not isinstance(items, JobInput):
+    if isinstance(items, JobInput):
+        cols, source = _items_of(items.items, rubric, settings, state_dir), items.messages
+    else:
         cols = _items_of(items, rubric, settings, state_dir)
         if not cols.holds_messages:
             raise UsageError(
                 "the items do not hold their messages (loaded with hold_messages=False): "
                 "load the input with adapters.items_io.load_input to run it"
             )
-        items = split_messages(cols)
-    cols = _items_of(items.items, rubric, settings, state_dir)
-    return _checked_plan(cols, rubric=rubric, settings=settings), items.messages
+        split = split_messages(cols)
+        cols, source = split.items, split.messages
+    return _checked_plan(cols, rubric=rubric, settings=settings), source
 
 
 def _items_of(

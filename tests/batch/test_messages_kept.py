@@ -169,3 +169,28 @@ def test_an_input_changed_after_it_was_parsed_keeps_nothing_and_says_so(tmp_path
         assert 6 == len(store.messages_missing())
     finally:
         store.close()
+
+
+def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anything_is_sent(
+    tmp_path: Path,
+) -> None:
+    """Items parsed without their messages say nothing of where they are: a run of them is exit 2,
+    naming the loader that does (`load_input`); the same file through it plans the same job."""
+    from adapters.items_io import load_input, load_items, run_job_of
+    from adapters.settings import JobSettings
+    from adapters.usage import UsageError
+
+    path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(4)])
+    settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)
+    with pytest.raises(UsageError, match="load_input"):
+        run_job_of(
+            load_items(path, hold_messages=False), rubric=None, settings=settings, state_dir=tmp_path / "s"
+        )
+    job, source = run_job_of(load_input(path), rubric=None, settings=settings, state_dir=tmp_path / "s")
+    held, _ = run_job_of(load_items(path), rubric=None, settings=settings, state_dir=tmp_path / "s")
+    digests = [d for _, _, d in job.items.bindings()]  # a new dir's custom_ids differ from run to run
+    assert (list(held.requests.message_sizes), digests) == (
+        list(job.requests.message_sizes),
+        [d for _, _, d in held.items.bindings()],
+    )
+    assert source == load_input(path).messages
