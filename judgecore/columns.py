@@ -18,10 +18,11 @@ _WIDTH = array("q").itemsize
 class Ints(Sequence[int]):
     """Signed 64-bit integers, immutable; equal to another `Ints` of the same values (not to a list)."""
 
-    __slots__ = ("_data", "_view")
+    __slots__ = ("_data", "view")
 
     _data: bytes
-    _view: memoryview
+    #: the integers as a read-only view: indexing it runs in C (a hot loop reads it, not `self[k]`)
+    view: memoryview
 
     def __init__(self, values: Iterable[int] | bytes = ()) -> None:
         """The integers of `values` (`bytes`: their native 8-byte encoding, as `array.tobytes` gives)."""
@@ -32,7 +33,7 @@ class Ints(Sequence[int]):
         else:
             data = array("q", values).tobytes()
         object.__setattr__(self, "_data", data)
-        object.__setattr__(self, "_view", memoryview(data).cast("q"))
+        object.__setattr__(self, "view", memoryview(data).cast("q"))
 
     @classmethod
     def of(cls, values: Iterable[int]) -> Ints:
@@ -51,17 +52,17 @@ class Ints(Sequence[int]):
     def __getitem__(self, k: slice) -> Ints: ...
     def __getitem__(self, k: int | slice) -> int | Ints:
         if isinstance(k, slice):
-            return Ints(self._view[k].tobytes())
-        return self._view[k]  # type: ignore[no-any-return]
+            return Ints(self.view[k].tobytes())
+        return self.view[k]  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._view)
+        return iter(self.view)
 
     def index(self, value: object, start: int = 0, stop: int | None = None) -> int:
-        return self._view.tolist().index(value, start, len(self) if stop is None else stop)
+        return self.view.tolist().index(value, start, len(self) if stop is None else stop)
 
     def tolist(self) -> list[int]:
-        return self._view.tolist()  # type: ignore[return-value]
+        return self.view.tolist()  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Ints):
@@ -75,7 +76,7 @@ class Ints(Sequence[int]):
         return Ints, (self._data,)
 
     def __repr__(self) -> str:
-        head = self._view[:8].tolist()
+        head = self.view[:8].tolist()
         return f"Ints({head!r}{' ...' if len(self) > 8 else ''})"
 
 

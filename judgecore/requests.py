@@ -195,7 +195,10 @@ class Requests(Sequence[Request]):
         return isinstance(p, range) and p.start == 0 and p.step == 1 and p.stop == len(self._cids)
 
     def _column(self, column: Sequence[Any]) -> Sequence[Any]:
-        return column if self._whole() else [column[p] for p in self.positions]
+        if self._whole():
+            return column
+        read = column.view if type(column) is Ints else column  # an Ints read in C
+        return [read[p] for p in self.positions]
 
     @property
     def custom_ids(self) -> Sequence[str]:
@@ -227,18 +230,18 @@ class Requests(Sequence[Request]):
 
     def bound_inputs(self, position: int) -> tuple[int, int]:
         """`(size, max_tokens)` of the request at `position` of the columns: what bounds its cost."""
-        return self._sizes[position], self._max_tokens[position]
+        return self._sizes.view[position], self._max_tokens.view[position]
 
     def select(self, custom_ids: Iterable[str], index: Mapping[str, int] | None = None) -> Requests:
         """The view of these requests, in the order given (`index`: `position_index()`, when kept)."""
         at = self.position_index() if index is None else index
-        return self._view(Ints(at[c] for c in custom_ids))
+        return self._view(Ints([at[c] for c in custom_ids]))
 
     def only(self, keep: Iterable[str] | frozenset[str]) -> Requests:
         """The view of the requests whose custom_id is in `keep`, in this order."""
         keep = keep if isinstance(keep, (set, frozenset)) else frozenset(keep)
         cids = self._cids
-        return self._view(Ints(p for p in self.positions if cids[p] in keep))
+        return self._view(Ints([p for p in self.positions if cids[p] in keep]))
 
     def position_index(self) -> dict[str, int]:
         """custom_id -> its position in the columns, for the requests of this view."""
@@ -262,7 +265,12 @@ class Requests(Sequence[Request]):
         p = position
         model = None if self._models is None else self._models[p]
         return Request(
-            self._cids[p], self._ids[p], self._max_tokens[p], self._sizes[p], self._msg_sizes[p], model
+            self._cids[p],
+            self._ids[p],
+            self._max_tokens.view[p],
+            self._sizes.view[p],
+            self._msg_sizes.view[p],
+            model,
         )
 
     def __iter__(self) -> Iterator[Request]:
@@ -303,7 +311,7 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
     fixed = template.fixed_size
     default_mt = template.max_tokens
     dd = len(str(default_mt))
-    mts = Ints(m or default_mt for m in cols.max_tokens)
+    mts = Ints([m or default_mt for m in cols.max_tokens])
     msg_sizes = cols.message_sizes
     sizes = [
         fixed + len(c) + (len(str(m)) if m else dd) + j

@@ -118,7 +118,7 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
         if isinstance(v, tuple | frozenset):
             stack.extend((x, f"{where}[{k}]") for k, x in enumerate(v))
         elif type(v) is Ints:
-            if type(v._data) is not bytes or not v._view.readonly:
+            if type(v._data) is not bytes or not v.view.readonly:
                 found.append(f"{where}: an Ints over a writable buffer")
         elif type(v) is MappingProxyType:  # a read-only view; the dict behind it is reachable only so
             stack.extend((x, f"{where}[{k!r}]") for k, x in v.items())
