@@ -236,6 +236,11 @@ def run_job_of(
     run hands them to its checkpoint (`adapters.messages.hand_to_checkpoint`)."""
     from adapters.messages import JobInput, split_messages
 
+    design = settings.design
+    if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
+        path = Path(items)
+        single = design.single and design.template is None
+        items = load_input(path) if single else load_design_input(path, design, job=None)
     if isinstance(items, JobInput):
         cols, source = _items_of(items.items, rubric, settings, state_dir), items.messages
     else:

@@ -194,3 +194,24 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
         [d for _, _, d in held.items.bindings()],
     )
     assert source == load_input(path).messages
+
+
+def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(tmp_path: Path) -> None:
+    """`judge(items="in.jsonl")` runs as the CLI does: the plan holds no messages and the run reads
+    them from the file again when it hands them to its checkpoint."""
+    from adapters.items_io import run_job_of
+    from adapters.messages import InputMessages
+    from adapters.settings import JobSettings
+
+    path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(4)])
+    settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)
+    job, source = run_job_of(str(path), rubric=None, settings=settings, state_dir=tmp_path / "s")
+    assert source == InputMessages(path, "jsonl") and job.items.messages_json is None
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"m": 1}, job.items.bindings())
+        hand_to_checkpoint(store, job, source)
+        want = [orjson.dumps([{"role": "user", "content": f"answer {i}"}]) for i in range(4)]
+        assert want == store.messages_of(list(job.items.custom_ids))
+    finally:
+        store.close()
