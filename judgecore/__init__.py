@@ -3,7 +3,10 @@
 Every function here takes and returns immutable values; nothing here touches the SDK, the clock, the
 disk or the terminal (that is `adapters`). The modules read like the list of decisions judgecore makes:
 
-- `items`: what a valid input line is, and the exact bytes each request puts on the wire
+- `parsing`, `items`: what a valid input line is; a job's items as columns (their messages held or not)
+- `requests`: what each item sends (ids, sizes, max_tokens: never the messages), and the exact bytes
+  the wire encoder makes of it given its messages
+- `columns`: the immutable integer columns the values above are made of
 - `ids`: the custom_id of an item
 - `routing`: sync or batch, and whether a job's recorded route is kept
 - `chunking`: how a job splits into sub-batches
@@ -19,7 +22,8 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `ratelimit`: what the rate-limit headers say, and how fast the sync path may send
 - `resume`: what is left to do
 - `breaker`: when a run of invalid requests means a broken job
-- `planning`: the job's plan (its requests, built once), and the dry-run plan and its cost
+- `planning`, `plan_text`: the job's plan (its requests, built once), the dry-run plan and its cost, as
+  values and as text
 - `report`: the output line of an item
 - `verdicts`: what a judge's answer concluded (a JSON Schema or a regex)
 - `designs`: how many requests an item asks (a judge design), and the requests a row expands into
