@@ -29,7 +29,8 @@ from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
 from judgecore import batchrun as br
 from judgecore.batching import after_cancel_error
 from judgecore.batchrun import BatchSettings
-from judgecore.chunking import body_size, create_body
+from judgecore.chunking import body_size
+from judgecore.encoding import create_body
 from judgecore.harvestfold import HarvestFold
 from judgecore.harvesting import IdSet
 from judgecore.requests import Request, Requests, custom_ids_of

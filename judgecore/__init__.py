@@ -9,7 +9,8 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `columns`: the immutable integer columns the values above are made of
 - `ids`: the custom_id of an item
 - `routing`: sync or batch, and whether a job's recorded route is kept
-- `chunking`: how a job splits into sub-batches
+- `chunking`: how a job splits into sub-batches (from the sizes alone)
+- `encoding`: the bytes of a create body, from the requests and the messages the shell gives it
 - `batching`: what to do after a failed batch create, and which listed batch is an orphan of ours
 - `subbatch`: a sub-batch's lifecycle, as a table of legal moves; which states hold ids in flight
 - `batchrun`: the batch run as a machine: given the checkpoint, what to do next, and what each answer means
@@ -57,7 +58,8 @@ from judgecore.backoff import BackoffPolicy, backoff
 
 if TYPE_CHECKING:
     from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
-    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk, create_body
+    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
+    from judgecore.encoding import create_body
     from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
     from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
     from judgecore.items import Item, Items, RoutePath
@@ -121,7 +123,8 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "judgecore.backoff": ("BackoffPolicy", "backoff"),
     "judgecore.breaker": ("Breaker", "BreakerPolicy", "BreakerState", "breaker_tripped"),
-    "judgecore.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk", "create_body"),
+    "judgecore.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk"),
+    "judgecore.encoding": ("create_body",),
     "judgecore.errors": ("DuplicateIdError", "InputError", "JudgecoreError", "RequestTooLargeError"),
     "judgecore.ids": ("CUSTOM_ID_RE", "assign_custom_ids", "check_unique", "custom_id_for", "custom_ids_for"),
     "judgecore.items": ("Item", "Items", "RoutePath"),

@@ -3,78 +3,30 @@
 Greedy and order-preserving: each sub-batch takes requests in input order until the next one would
 pass `max_requests` or make the create body (`{"requests":[...]}` envelope included) pass `max_bytes`.
 Greedy is minimal for an order-preserving partition: no valid partition of the same order has fewer
-sub-batches.
+sub-batches. It plans from the requests' sizes alone; the bytes are the encoder's
+(`judgecore.encoding`, given the messages by the shell).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from itertools import accumulate
 
 import attrs
 
+from judgecore.encoding import CHUNK_BYTES, create_body, create_body_chunks  # their old home: re-exported
 from judgecore.errors import RequestTooLargeError
-from judgecore.requests import Request, Requests, RequestTemplate, custom_ids_of, item_ids_of
+from judgecore.requests import Request, Requests, custom_ids_of, item_ids_of
 
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000
 ENVELOPE_BYTES = len(b'{"requests":[') + len(b"]}")
-#: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
-CHUNK_BYTES = 256 * 1024
 
 
 def body_size(sizes: Sequence[int]) -> int:
     """Bytes of a create body holding requests of these sizes: envelope, bodies, and the commas."""
     return ENVELOPE_BYTES + sum(sizes) + max(0, len(sizes) - 1)
-
-
-def create_body(requests: Iterable[Request], template: RequestTemplate, messages: Iterable[bytes]) -> bytes:
-    """The exact bytes of a create call, `{"requests":[...]}`, joined once from every request's pieces,
-    `messages` being each request's serialized messages, in order (no per-request copy: a sub-batch
-    body is built with one allocation of its final size)."""
-    parts = [b'{"requests":[']
-    for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
-        if n:
-            parts.append(b",")
-        parts.extend(req.pieces(template, mj))
-    parts.append(b"]}")
-    return b"".join(parts)
-
-
-def create_body_chunks(
-    requests: Iterable[Request],
-    template: RequestTemplate,
-    messages: Iterable[bytes],
-    chunk_bytes: int = CHUNK_BYTES,
-) -> Iterator[bytes]:
-    """`create_body(requests, template, messages)` in pieces, made as they are asked for: their
-    concatenation is exactly those bytes, so a body can be sent without ever being held whole.
-
-    `messages` (each request's, in order) is read one as each request is encoded: given an iterator
-    that reads them as it goes, a body holds a few requests' messages at a time, never all of them.
-    Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
-    request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
-    rubric as they are given). So no piece is a copy of more than twice `chunk_bytes`.
-    """
-    parts = [b'{"requests":[']
-    held = len(parts[0])
-    for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
-        if n:
-            parts.append(b",")
-            held += 1
-        if req.size >= chunk_bytes:
-            yield b"".join(parts)
-            yield from req.pieces(template, mj)
-            parts, held = [], 0
-            continue
-        parts.extend(req.pieces(template, mj))
-        held += req.size
-        if held >= chunk_bytes:
-            yield b"".join(parts)
-            parts, held = [], 0
-    parts.append(b"]}")
-    yield b"".join(parts)
 
 
 @attrs.frozen
@@ -121,3 +73,16 @@ def chunk(
         out.append(SubBatch(len(out), view[start:stop], ENVELOPE_BYTES - 1 + ends[stop] - ends[start]))
         start = stop
     return tuple(out)
+
+
+__all__ = [
+    "CHUNK_BYTES",
+    "ENVELOPE_BYTES",
+    "MAX_BYTES",
+    "MAX_REQUESTS",
+    "SubBatch",
+    "body_size",
+    "chunk",
+    "create_body",
+    "create_body_chunks",
+]

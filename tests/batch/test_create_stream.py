@@ -24,7 +24,7 @@ from adapters.simulator.transport import DEFAULT_BASE_URL, SimTransport
 from adapters.store import Store
 from judgecore import RequestTemplate, Status, classify
 from judgecore.batchrun import CONNECT_FAILED
-from judgecore.chunking import create_body
+from judgecore.encoding import create_body
 
 from .fakes import bind, make_requests, messages_of
 

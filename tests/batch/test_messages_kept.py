@@ -88,7 +88,8 @@ def test_a_create_body_streamed_from_the_checkpoint_is_the_body_of_the_requests_
     its length; each pass reads them afresh, a slice at a time."""
     from adapters.batch_api import CreateBody
     from adapters.messages import HYDRATE_SLICE
-    from judgecore.chunking import body_size, create_body
+    from judgecore.chunking import body_size
+    from judgecore.encoding import create_body
 
     items = _items(2 * HYDRATE_SLICE + 37, long=True)
     job = _plan(items)
