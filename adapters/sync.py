@@ -2,7 +2,7 @@
 
 It decides nothing. It asks the machine for the next action and performs it: `Launch` starts a task
 sending that request, `Wait` sleeps until an answer comes back or the clock reaches the time given,
-`Record` writes rows durably (fsynced) before anything else happens, `Note` prints a line, `Done` ends
+`Record` writes rows durably (fsynced) before anything else happens, `Say` prints a line, `Done` ends
 the run (cancelling what is still in flight after a stop). Each answer goes back to the machine with
 the clock's time and a jitter draw. The probe is the same run limited to one item.
 """
@@ -33,7 +33,7 @@ from judgecore import (
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import RateLimitReading
 from judgecore.spend import Budget, Expect, request_bound
-from judgecore.syncrun import Answered, Done, Launch, Note, Record, Row, SyncRun, Todo, Wait
+from judgecore.syncrun import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
 
 
 @attrs.frozen(kw_only=True)
@@ -138,7 +138,7 @@ class _Shell:
                         tasks[asyncio.ensure_future(self.api.create(params))] = todo.custom_id
                     case Record(rows=rows):
                         self.record(rows)
-                    case Note(level=level, message=message):
+                    case Say(level=level, text=message):
                         self.emit(Notice(level=level, message=message))
                     case Wait(until=until):
                         self.progress(run, len(tasks), started)

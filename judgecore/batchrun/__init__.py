@@ -47,9 +47,6 @@ harvests), `_sub` (a sub-batch as the run tracks it).
 from judgecore.batchrun._machine import BatchRun
 from judgecore.batchrun._sub import Sub
 from judgecore.batchrun._vocab import (
-    EXIT_FATAL,
-    EXIT_OK,
-    EXIT_PENDING,
     Action,
     BatchSettings,
     Begin,
@@ -79,9 +76,6 @@ from judgecore.outcomes import CONNECT_FAILED
 
 __all__ = [
     "CONNECT_FAILED",
-    "EXIT_FATAL",
-    "EXIT_OK",
-    "EXIT_PENDING",
     "Action",
     "BatchRun",
     "BatchSettings",

@@ -14,9 +14,6 @@ from judgecore.batching import Intent
 from judgecore.batchrun import _creating, _harvesting
 from judgecore.batchrun._sub import Sub, bounder
 from judgecore.batchrun._vocab import (
-    EXIT_FATAL,
-    EXIT_OK,
-    EXIT_PENDING,
     Action,
     BatchSettings,
     Begin,
@@ -43,6 +40,7 @@ from judgecore.breaker import Breaker
 from judgecore.chunking import chunk
 from judgecore.harvesting import Held
 from judgecore.items import Request, RequestIndex
+from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.polling import BatchSnapshot
@@ -371,8 +369,8 @@ class BatchRun:
 
     def _exit_status(self) -> int:
         if self.stop is not None:
-            return EXIT_FATAL
-        return EXIT_PENDING if self.pending() else EXIT_OK
+            return ExitStatus.FATAL
+        return ExitStatus.PENDING if self.pending() else ExitStatus.OK
 
     # -- on: taking an event --------------------------------------------------------------------------
 

@@ -13,12 +13,10 @@ from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.harvesting import Held
 from judgecore.items import Request
-from judgecore.machine import Done, ExitStatus, Say
+from judgecore.machine import Done, Say
 from judgecore.outcomes import FailureClass, Outcome, RawResult, Usage
 from judgecore.polling import BatchSnapshot, PollPolicy
 from judgecore.subbatch import SubEvent, SubState
-
-EXIT_OK, EXIT_PENDING, EXIT_FATAL = ExitStatus.OK, ExitStatus.PENDING, ExitStatus.FATAL
 
 
 @attrs.frozen(kw_only=True)

@@ -7,7 +7,7 @@ of h11's `Connection`:
     run = run.on(Answered(...))     # an answer came back (success, HTTP error or connection failure)
 
 `step` returns the next thing to do and the value that has done it: a `Launch` is already counted in
-flight (its pacing cost and budget bound reserved), a `Record` or `Note` is already out of the outbox.
+flight (its pacing cost and budget bound reserved), a `Record` or `Say` is already out of the outbox.
 The shell performs the action (send, sleep, durable write, stderr line) and calls `step` again; it
 owns no decision. Time (`now`) and the jitter draw (`Answered.u`) are arguments.
 
@@ -30,9 +30,9 @@ What the machine decides:
   (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
   (`judgecore.spend`) that cannot admit the next launch waits for the answers in flight (each frees
   its bound and adds its real cost); only with nothing in flight does it stop launching: the rest
-  stays pending and a `Note` says how much more it needs, from what the answers really cost
+  stays pending and a `Say` says how much more it needs, from what the answers really cost
   (`Expect`).
-- *Done*: nothing left to launch or wait for. `Done.status` is 4 (stopped: fatal, unreachable,
+- *Done*: nothing left to launch or wait for. `Done.exit_status` is 4 (stopped: fatal, unreachable,
   breaker), 3 (some of this run's items are left pending) or 0.
 
 The parts: `_vocab` (the policy, the per-item values, the actions and the event) and `_machine`
@@ -42,9 +42,6 @@ The parts: `_vocab` (the policy, the per-item values, the actions and the event)
 from judgecore.outcomes import CONNECT_FAILED
 from judgecore.syncrun._machine import SyncRun
 from judgecore.syncrun._vocab import (
-    EXIT_FATAL,
-    EXIT_OK,
-    EXIT_PENDING,
     MIN_WAIT,
     NOTE_WAIT,
     Action,
@@ -52,9 +49,9 @@ from judgecore.syncrun._vocab import (
     Done,
     Flight,
     Launch,
-    Note,
     Record,
     Row,
+    Say,
     SyncPolicy,
     Tally,
     Todo,
@@ -65,9 +62,6 @@ from judgecore.syncrun._vocab import (
 
 __all__ = [
     "CONNECT_FAILED",
-    "EXIT_FATAL",
-    "EXIT_OK",
-    "EXIT_PENDING",
     "MIN_WAIT",
     "NOTE_WAIT",
     "Action",
@@ -75,9 +69,9 @@ __all__ = [
     "Done",
     "Flight",
     "Launch",
-    "Note",
     "Record",
     "Row",
+    "Say",
     "SyncPolicy",
     "SyncRun",
     "Tally",

@@ -7,14 +7,12 @@ import attrs
 
 from judgecore.backoff import backoff
 from judgecore.breaker import Breaker
+from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, RateLimitReading
 from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
 from judgecore.syncrun._vocab import (
-    EXIT_FATAL,
-    EXIT_OK,
-    EXIT_PENDING,
     MIN_WAIT,
     NOTE_WAIT,
     Action,
@@ -22,9 +20,9 @@ from judgecore.syncrun._vocab import (
     Done,
     Flight,
     Launch,
-    Note,
     Record,
     Row,
+    Say,
     SyncPolicy,
     Tally,
     Todo,
@@ -61,7 +59,7 @@ class SyncRun:
     #: follows it asks again, so its breaker sees the answer among the job's first).
     record_held: bool = True
     held: tuple[Row, ...] = ()  # INVALID_REQUEST rows held while the breaker decides
-    outbox: tuple[Record | Note, ...] = ()
+    outbox: tuple[Record | Say, ...] = ()
     stop: str | None = None  # why the run stopped early (exit 4)
     out_of_budget: bool = False
     #: what one more request is expected to cost (the mean of real answers), for the budget's line
@@ -135,7 +133,7 @@ class SyncRun:
         if self.outbox:
             return attrs.evolve(self, outbox=self.outbox[1:]), self.outbox[0]
         if self.stop is not None:
-            return self, Done(status=EXIT_FATAL, reason=self.stop)
+            return self, Done(ExitStatus.FATAL, self.stop)
         wake: float | None = None
         candidate, from_retry = (None, False) if self.out_of_budget else self._candidate(now)
         if candidate is not None and self._may_launch(candidate):
@@ -191,13 +189,13 @@ class SyncRun:
     def _out_of_budget(self, next_bound: float) -> SyncRun:
         left = len(self.retries) + len(self.todos) - self.fresh
         text = budget_line(self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound)
-        note = Note(level="warning", message=text)
+        note = Say("warning", text)
         return attrs.evolve(self, out_of_budget=True, outbox=(*self.outbox, note))
 
     def _done(self) -> Done:
         if self.unsent or self.tally.left_pending:
-            return Done(status=EXIT_PENDING, reason="budget" if self.out_of_budget else None)
-        return Done(status=EXIT_OK)
+            return Done(ExitStatus.PENDING, "budget" if self.out_of_budget else None)
+        return Done(ExitStatus.OK, None)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -279,7 +277,7 @@ class SyncRun:
             pacer = pacer.on_429(now, outcome.retry_after, event.reading)
             if conc.limit < self.conc.limit:
                 message = f"rate limited: concurrency {self.conc.limit} -> {conc.limit}"
-                outbox = (*outbox, Note(level="info", message=message))
+                outbox = (*outbox, Say("info", message))
             exhausted = tries.rate_limited >= p.max_rate_limited
             attempt = tries.rate_limited - 1
         else:
@@ -299,13 +297,13 @@ class SyncRun:
                 conc=conc,
                 pacer=pacer,
                 warming=None if self.warming == todo.custom_id else self.warming,
-                outbox=(*outbox, Record(rows=(row,)), Note(level="warning", message=message)),
+                outbox=(*outbox, Record(rows=(row,)), Say("warning", message)),
                 tally=attrs.evolve(t, left_pending=t.left_pending + 1),
             )
         delay = backoff(attempt, outcome.retry_after, p.backoff, event.u)
         if delay >= NOTE_WAIT:
             message = f"{todo.name}: {outcome.reason}; resending in {delay:.0f} s"
-            outbox = (*outbox, Note(level="info", message=message))
+            outbox = (*outbox, Say("info", message))
         retry = _Retry(due=now + delay, seq=flight.seq, todo=todo, tries=tries)
         return attrs.evolve(
             self,

@@ -9,7 +9,7 @@ from typing import Final
 import attrs
 
 from judgecore.backoff import BackoffPolicy
-from judgecore.machine import ExitStatus
+from judgecore.machine import Done, ExitStatus, Say
 from judgecore.outcomes import Outcome
 from judgecore.ratelimit import Cost, PacingPolicy, RateLimitReading
 
@@ -19,10 +19,6 @@ MIN_WAIT: Final = 0.001
 
 #: A retry wait this long (seconds) or longer is worth a note.
 NOTE_WAIT: Final = 30.0
-
-EXIT_OK: Final = ExitStatus.OK
-EXIT_PENDING: Final = ExitStatus.PENDING
-EXIT_FATAL: Final = ExitStatus.FATAL
 
 
 def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None:
@@ -146,24 +142,7 @@ class Record:
     rows: tuple[Row, ...]
 
 
-@attrs.frozen(kw_only=True)
-class Note:
-    """One line for stderr."""
-
-    level: str  # "info" | "warning"
-    message: str
-
-
-@attrs.frozen(kw_only=True)
-class Done:
-    """The run is over: 0 all of its items final, 3 some left pending, 4 stopped (`reason` says why).
-    Anything still in flight is to be cancelled (only a stop leaves requests in flight)."""
-
-    status: int
-    reason: str | None = None
-
-
-Action = Launch | Wait | Record | Note | Done
+Action = Launch | Wait | Record | Say | Done
 
 
 @attrs.frozen(kw_only=True)
@@ -180,5 +159,5 @@ class Answered:
 def exit_status(stop: str | None, pending: int) -> int:
     """The exit status a run's items give: 4 stopped, 3 some pending, 0 all final."""
     if stop is not None:
-        return EXIT_FATAL
-    return EXIT_PENDING if pending else EXIT_OK
+        return ExitStatus.FATAL
+    return ExitStatus.PENDING if pending else ExitStatus.OK

@@ -36,8 +36,7 @@ from judgecore.batchrun import (
 )
 from judgecore.ratelimit import RateLimitReading
 from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
-from judgecore.syncrun import Answered, Launch, Note, SyncPolicy, SyncRun, Todo, Wait
-from judgecore.syncrun import Done as SyncDone
+from judgecore.syncrun import Answered, Launch, SyncPolicy, SyncRun, Todo, Wait
 
 T0 = 1_800_000_000.0
 PRICE = ModelPrice(3.0, 15.0)
@@ -129,7 +128,7 @@ def test_the_sync_machine_never_commits_past_the_cap_and_stops_only_when_the_nex
             case Launch(todo=todo):
                 assert run.budget.spent + run.budget.reserved <= cap + EPS
                 flight.append(todo.custom_id)
-            case Note(message=m) if m.startswith("budget:"):
+            case Say(text=m) if m.startswith("budget:"):
                 assert not flight, "the budget stops only with nothing in flight"
                 assert run.budget.spent + bound > cap, "...and only when the next bound cannot fit"
             case Wait(until=until):
@@ -144,7 +143,7 @@ def test_the_sync_machine_never_commits_past_the_cap_and_stops_only_when_the_nex
                 else:
                     assert until is not None
                     now = until
-            case SyncDone():
+            case Done():
                 break
     else:
         raise AssertionError("the run did not end")

@@ -19,15 +19,6 @@ def test_the_shells_exit_statuses_are_the_cores():
     } == {s.name: int(s) for s in ExitStatus}
 
 
-def test_the_run_machines_name_the_same_exit_statuses():
-    for module in (batchrun, syncrun):
-        assert (ExitStatus.OK, ExitStatus.PENDING, ExitStatus.FATAL) == (
-            module.EXIT_OK,
-            module.EXIT_PENDING,
-            module.EXIT_FATAL,
-        )
-
-
-def test_the_batch_and_job_machines_share_done_and_say():
-    assert batchrun.Done is Done is jobrun.Done
-    assert batchrun.Say is Say is jobrun.Say
+def test_every_machine_ends_with_the_one_done_and_speaks_with_the_one_say():
+    assert batchrun.Done is syncrun.Done is Done is jobrun.Done
+    assert batchrun.Say is syncrun.Say is Say is jobrun.Say

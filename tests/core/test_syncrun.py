@@ -12,8 +12,8 @@ from judgecore.syncrun import (
     Answered,
     Done,
     Launch,
-    Note,
     Record,
+    Say,
     SyncPolicy,
     SyncRun,
     Todo,
@@ -102,7 +102,7 @@ def test_an_item_left_pending_is_recorded_with_this_runs_sends():
         run = answer(run, "c0", SERVER, T0 + 100 * k)
     run, actions = drain(run, T0 + 200)
     assert [("c0", "retry", 2)] == recorded(actions)
-    assert Done(status=3) == actions[-1]
+    assert Done(3, None) == actions[-1]
 
 
 def test_a_rerun_gives_a_pending_item_a_fresh_budget():
@@ -110,7 +110,7 @@ def test_a_rerun_gives_a_pending_item_a_fresh_budget():
     run, actions = drain(start(1, max_attempts=1), T0)
     run = answer(run, "c0", SERVER, T0)
     _run, actions = drain(run, T0)
-    assert Done(status=3) == actions[-1]
+    assert Done(3, None) == actions[-1]
     run, actions = drain(start(1, max_attempts=1), T0 + 10)
     assert ["c0"] == launched(actions)
 
@@ -131,14 +131,14 @@ def test_a_tripped_breaker_records_no_invalid_answer_and_stops_with_exit_4():
     run = answer(run, "c1", INVALID, T0)
     run, actions = drain(run, T0)
     assert [] == recorded(actions)
-    assert isinstance(actions[-1], Done) and 4 == actions[-1].status
+    assert isinstance(actions[-1], Done) and 4 == actions[-1].exit_status
     assert "bad field" in (actions[-1].reason or "")
 
 
 def test_a_one_item_job_whose_request_is_invalid_trips_the_breaker():
     run, _ = drain(start(1), T0)
     _run, actions = drain(answer(run, "c0", INVALID, T0), T0)
-    assert ([], 4) == (recorded(actions), actions[-1].status)  # type: ignore[union-attr]
+    assert ([], 4) == (recorded(actions), actions[-1].exit_status)  # type: ignore[union-attr]
 
 
 def test_a_run_that_ends_undecided_records_what_the_breaker_held():
@@ -146,7 +146,7 @@ def test_a_run_that_ends_undecided_records_what_the_breaker_held():
     run, _ = drain(start(1, total=5), T0)
     _run, actions = drain(answer(run, "c0", INVALID, T0), T0)
     assert [("c0", "quarantined", 1)] == recorded(actions)
-    assert Done(status=0) == actions[-1]
+    assert Done(0, None) == actions[-1]
 
 
 def test_the_probe_run_leaves_its_held_answer_to_the_run_that_follows():
@@ -154,13 +154,13 @@ def test_the_probe_run_leaves_its_held_answer_to_the_run_that_follows():
     run = SyncRun.start(todos, policy=SyncPolicy(), now=T0, breaker=Breaker.start(5), record_held=False)
     run, _ = drain(run, T0)
     _run, actions = drain(answer(run, "c0", INVALID, T0), T0)
-    assert ([], Done(status=0)) == (recorded(actions), actions[-1])
+    assert ([], Done(0, None)) == (recorded(actions), actions[-1])
 
 
 def test_an_unreachable_endpoint_on_first_contact_stops_the_run_naming_it():
     run, _ = drain(start(3, warm_up=False), T0)
     _run, actions = drain(answer(run, "c0", UNREACHABLE, T0), T0)
-    assert isinstance(actions[-1], Done) and 4 == actions[-1].status
+    assert isinstance(actions[-1], Done) and 4 == actions[-1].exit_status
     assert "http://x:1" in (actions[-1].reason or "")
 
 
@@ -185,7 +185,9 @@ def test_a_fatal_answer_stops_the_run_at_once():
     bad_key = RawResult(kind="http_error", status=401, error_type="authentication_error", message="bad key")
     _run, actions = drain(answer(run, "c0", bad_key, T0), T0)
     assert (
-        isinstance(actions[-1], Done) and 4 == actions[-1].status and "bad key" in (actions[-1].reason or "")
+        isinstance(actions[-1], Done)
+        and 4 == actions[-1].exit_status
+        and "bad key" in (actions[-1].reason or "")
     )
 
 
@@ -218,7 +220,7 @@ def test_a_budget_that_cannot_fit_the_next_request_waits_for_an_answer_to_free_i
     """Real spend replaces the bounds: each answer's real cost frees room for the next launch."""
     run, actions = drain(budget_run(5, 2.5), T0)
     assert ["c0", "c1"] == launched(actions)
-    assert not [a for a in actions if isinstance(a, Note)], "no budget line while answers can free room"
+    assert not [a for a in actions if isinstance(a, Say)], "no budget line while answers can free room"
     run = answer(run, "c0", OK, T0)
     run, actions = drain(run, T0)
     assert ["c2"] == launched(actions)
@@ -226,7 +228,7 @@ def test_a_budget_that_cannot_fit_the_next_request_waits_for_an_answer_to_free_i
         run = answer(run, cid, OK, T0)
         run, actions = drain(run, T0)
         assert then == launched(actions)
-    assert Done(status=0) == actions[-1]
+    assert Done(0, None) == actions[-1]
 
 
 def test_the_budget_stops_only_with_nothing_in_flight_and_says_what_the_rest_needs_from_real_costs():
@@ -235,16 +237,16 @@ def test_the_budget_stops_only_with_nothing_in_flight_and_says_what_the_rest_nee
     run = answer(run, "c0", costly(0.8), T0)
     run, actions = drain(run, T0)
     assert [] == launched(actions), "0.8 spent + 1.0 in flight + 1.0 next > 2.5: wait for c1"
-    assert not [a for a in actions if isinstance(a, Note)]
+    assert not [a for a in actions if isinstance(a, Say)]
     run = answer(run, "c1", costly(0.8), T0)
     run, actions = drain(run, T0)
     assert [] == launched(actions), "1.6 spent, nothing in flight: the next bound of 1.0 does not fit"
-    notes = [a.message for a in actions if isinstance(a, Note)]
+    notes = [a.text for a in actions if isinstance(a, Say)]
     assert 1 == len(notes) and notes[0].startswith("budget:")
     # 4 left at the mean real cost of $0.80; a rerun needs 1.6 spent + 3.2 + one bound of 1.0
     assert "4 items left pending need about $3.20 more (from what 2 answers cost)" in notes[0]
     assert "--budget 5.80" in notes[0]
-    assert Done(status=3, reason="budget") == actions[-1]
+    assert Done(3, "budget") == actions[-1]
 
 
 def test_an_answer_settles_its_real_cost():

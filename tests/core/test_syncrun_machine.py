@@ -22,9 +22,9 @@ from judgecore.syncrun import (
     Answered,
     Done,
     Launch,
-    Note,
     Record,
     Row,
+    Say,
     SyncPolicy,
     SyncRun,
     Todo,
@@ -152,9 +152,9 @@ class SyncRunLife(RuleBasedStateMachine):
                     assert row.custom_id not in self.finals()
                     assert self.answers[row.custom_id] == row.attempts, "a row's attempts: its run's answers"
                 self.recorded.extend(rows)
-            case Note():
+            case Say():
                 pass
-            case Done(status=status):
+            case Done(exit_status=status):
                 self.done = action
                 assert (status == 4) == self.run.stopped
                 if self.after_pending:
@@ -209,7 +209,7 @@ class SyncRunLife(RuleBasedStateMachine):
     @precondition(lambda self: self.done is not None)
     @rule()
     def rerun(self) -> None:
-        self.after_pending = self.done is not None and self.done.status == 3
+        self.after_pending = self.done is not None and self.done.exit_status == 3
         self.start_run()
 
     # -- laws ----------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ class SyncRunLife(RuleBasedStateMachine):
                 else:
                     assert self.last.until is not None
                     self.now = self.last.until
-            if self.done.status != 3:
+            if self.done.exit_status != 3:
                 return
             self.rerun()
 
