@@ -105,26 +105,33 @@ def line_result(result: Any) -> RawResult:
 
 
 def _usage_json(u: Any) -> Usage | None:
-    if not isinstance(u, Mapping):
+    if type(u) is not dict:  # orjson's objects are plain dicts: no ABC check per line
         return None
+    get = u.get
     return Usage(
-        input_tokens=u.get("input_tokens") or 0,
-        output_tokens=u.get("output_tokens") or 0,
-        cache_creation_input_tokens=u.get("cache_creation_input_tokens") or 0,
-        cache_read_input_tokens=u.get("cache_read_input_tokens") or 0,
+        input_tokens=get("input_tokens") or 0,
+        output_tokens=get("output_tokens") or 0,
+        cache_creation_input_tokens=get("cache_creation_input_tokens") or 0,
+        cache_read_input_tokens=get("cache_read_input_tokens") or 0,
     )
 
 
 def message_json_result(message: Mapping[str, Any]) -> RawResult:
     """`message_result` of a `Message` given as its JSON object."""
-    texts = [b["text"] for b in (message.get("content") or ()) if b.get("type") == "text"]
-    details = message.get("stop_details")
+    get = message.get
+    content = get("content")
+    text = None
+    if content:
+        texts = [b["text"] for b in content if b.get("type") == "text"]
+        if texts:
+            text = texts[0] if len(texts) == 1 else "".join(texts)
+    details = get("stop_details")
     return RawResult(
         kind="succeeded",
-        text="".join(texts) if texts else None,
-        stop_reason=message.get("stop_reason"),
-        model=message.get("model"),
-        usage=_usage_json(message.get("usage")),
+        text=text,
+        stop_reason=get("stop_reason"),
+        model=get("model"),
+        usage=_usage_json(get("usage")),
         stop_details=None if details is None else StopDetails.from_json(details),
     )
 
@@ -164,8 +171,10 @@ def result_line(line: bytes) -> tuple[str, RawResult]:
     obj = orjson.loads(line)
     try:
         custom_id, result = obj["custom_id"], obj["result"]
-        if not isinstance(custom_id, str) or not isinstance(result, Mapping):
+        if type(custom_id) is not str or type(result) is not dict:  # orjson makes exactly these
             raise TypeError(type(custom_id).__name__)
+        if result.get("type") == "succeeded":  # the hot path, as `line_json_result` reads it
+            return custom_id, message_json_result(result["message"])
         return custom_id, line_json_result(result)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a batch results line: {line[:200]!r}") from exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, assert_never
 
 import attrs
@@ -19,7 +19,7 @@ import attrs
 from adapters.clock import Clock
 from adapters.events import Emit, Notice, SyncProgress, discard
 from adapters.store import OutcomeRow, Store
-from adapters.sync_api import Answer, MessagesApi
+from adapters.sync_api import MessagesApi
 from adapters.sync_settings import SyncSettings
 from judgecore import (
     Breaker,
@@ -92,6 +92,7 @@ class _Shell:
     progress_interval: float = float("inf")
     earlier: int = 0  # the job's items final before this run (an earlier run's, the probe's)
     shown: float = -float("inf")
+    run: SyncRun = attrs.field(init=False)  # the run between two steps (see `interpret`)
 
     def record(self, rows: Sequence[Row]) -> None:
         at = self.clock.now()
@@ -123,38 +124,59 @@ class _Shell:
             )
         )
 
+    async def _send(self, custom_id: str, params: dict[str, Any]) -> None:
+        """One request in flight; its answer goes to the machine (with the clock's time and a jitter
+        draw) the moment it is back, and what that puts in the outbox (its rows, a note) is performed
+        at once, before anything else runs: the window between a delivered answer and its commit is
+        one commit."""
+        raw, reading, _request_id = await self.api.create(params)
+        clock = self.clock
+        answered = Answered(
+            custom_id=custom_id, outcome=classify(raw), reading=reading, now=clock.now(), u=self.rng.random()
+        )
+        self.run = self.run.on(answered)
+        while self.run.outbox:  # a step with an outbox only hands out what is in it
+            self.run, action = self.run.step(clock.now())
+            match action:
+                case Record(rows=rows):
+                    self.record(rows)
+                case Say(level=level, text=message):
+                    self.emit(Notice(level=level, message=message))
+
     async def interpret(self, run: SyncRun) -> tuple[SyncRun, Done]:
-        """Perform the machine's actions until it is done; cancel what is in flight on the way out."""
+        """Perform the machine's actions until it is done; cancel what is in flight on the way out.
+
+        An answer is taken by the machine, and the rows it makes are committed, in the task that
+        received it, as soon as the SDK call returns (`_send`): not when the loop below next wakes,
+        which behind a burst of answers being read can be a second later. The loop only ever holds the
+        run between two steps; while it waits, the answers' tasks advance `self.run` instead.
+        """
         started, clock = self.clock.now(), self.clock
-        tasks: dict[asyncio.Future[Answer], str] = {}
+        tasks: set[asyncio.Future[None]] = set()
+        self.run = run
         try:
             while True:
-                run, action = run.step(clock.now())
+                self.run, action = self.run.step(clock.now())
                 match action:
                     case Launch(todo=todo):
                         cid = todo.custom_id  # its messages read back from the checkpoint as it goes
                         (messages,) = self.store.messages_of([cid])
                         params = self.requests[cid].params(self.template, messages)
-                        tasks[asyncio.ensure_future(self.api.create(params))] = todo.custom_id
+                        tasks.add(asyncio.ensure_future(self._send(cid, params)))
                     case Record(rows=rows):
                         self.record(rows)
                     case Say(level=level, text=message):
                         self.emit(Notice(level=level, message=message))
                     case Wait(until=until):
-                        self.progress(run, len(tasks), started)
+                        self.progress(self.run, len(tasks), started)
                         await _wait(tasks, until, clock)
                         for task in [t for t in tasks if t.done()]:
-                            raw, reading, _request_id = task.result()
-                            cid, outcome, u = tasks.pop(task), classify(raw), self.rng.random()
-                            run = run.on(
-                                Answered(
-                                    custom_id=cid, outcome=outcome, reading=reading, now=clock.now(), u=u
-                                )
-                            )
+                            tasks.discard(task)
+                            task.result()  # what failed in a task (a store error) fails the run
                     case Done():
                         # A stop's reason is the caller's to print: it is the run's closing error line.
-                        self.progress(run, len(tasks), started, force=True)
-                        return run, action
+                        self.progress(self.run, len(tasks), started, force=True)
+                        return self.run, action
                     case _:
                         assert_never(action)
         finally:
@@ -164,7 +186,7 @@ class _Shell:
                 await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _wait(tasks: Mapping[asyncio.Future[Answer], str], until: float | None, clock: Clock) -> None:
+async def _wait(tasks: Collection[asyncio.Future[Any]], until: float | None, clock: Clock) -> None:
     """Until a task is done or the clock reaches `until` (None: a task only)."""
     waiters: set[asyncio.Future[Any]] = set(tasks)
     sleeper = None if until is None else asyncio.ensure_future(clock.sleep(until - clock.now()))

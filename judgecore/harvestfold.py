@@ -21,6 +21,7 @@ lines), copied once per `take`, so feeding lines in groups keeps the fold cheap.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from typing import Self
 
@@ -101,6 +102,7 @@ class HarvestFold:
         if self.stopped:
             return self, (), ()
         ids, batch_id, sub_id = self.ids, self.batch_id, self.sub_id
+        keys, size, owners = ids.lookup()  # the per-line match inlined: no call per line
         seen = bytearray(self.seen)
         gate, deciding = self.gate, not self.gate.closed
         tally = dict(self.tally)
@@ -110,10 +112,12 @@ class HarvestFold:
         opened: list[str] = []
         say: list[str] = []
         stopped = False
+        held = tuple.__new__  # a `Held` without its Python-level __new__ per line
         for custom_id, raw in lines:
             n += 1
-            i = ids.index(custom_id)
-            if i < 0:
+            h = hash(custom_id)
+            i = bisect_left(keys, h)
+            if i >= size or keys[i] != h:
                 if n == 1:
                     say.append(
                         f"batch {batch_id} holds another job's requests (its first result line is "
@@ -126,22 +130,30 @@ class HarvestFold:
                 if unknown <= SHOWN:
                     say.append(f"batch {batch_id}: result line for unknown custom_id {custom_id!r} ignored")
                 continue
-            byte, bit = divmod(i, 8)
-            if seen[byte] >> bit & 1:
+            byte, bit = i >> 3, 1 << (i & 7)
+            if seen[byte] & bit:
                 duplicate += 1
                 if duplicate <= SHOWN:
                     say.append(f"batch {batch_id}: duplicate result line for {custom_id!r}; first one kept")
                 continue
-            seen[byte] |= 1 << bit
-            line = Held(custom_id, classify(raw), ids.owner(i, sub_id), batch_id)
-            if deciding:  # the breaker decides (or has tripped): lines go through its gate
-                gate, through = gate.take(line)
-                deciding = not gate.closed
-                if not through:
-                    swallowed.add(custom_id)
-                passed.update(h.custom_id for h in through)
-            else:  # the hot path
-                through = (line,)
+            seen[byte] |= bit
+            outcome = classify(raw)
+            line = held(Held, (custom_id, outcome, sub_id if owners is None else owners[i], batch_id))
+            if not deciding:  # the hot path: the breaker is closed, every line is recorded
+                rows.append(line)
+                status = outcome.status
+                tally[status] = tally.get(status, 0) + 1
+                if status in _OPEN:
+                    opened.append(custom_id)
+                    if status is Status.FATAL and fatal is None:
+                        fatal = (custom_id, outcome)
+                continue
+            # the breaker decides (or has tripped): lines go through its gate
+            gate, through = gate.take(line)
+            deciding = not gate.closed
+            if not through:
+                swallowed.add(custom_id)
+            passed.update(h.custom_id for h in through)
             for h in through:
                 rows.append(h)
                 status = h.outcome.status

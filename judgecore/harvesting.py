@@ -52,6 +52,11 @@ class IdSet:
         i = bisect.bisect_left(self._keys, h)
         return i if i < self.n and self._keys[i] == h else -1
 
+    def lookup(self) -> tuple[array[int], int, array[int] | None]:
+        """The sorted hashes, their count and the owners (None: one sub-batch owns them all), for a
+        caller that matches many ids in one loop as `index` and `owner` do, without a call per id."""
+        return self._keys, self.n, self._owners
+
     def fresh_seen(self) -> bytearray:
         return bytearray((self.n + 7) // 8)
 
