@@ -280,20 +280,14 @@ def test_cancel_stops_live_batches_and_a_rerun_resumes(served, tmp_path):
 
 
 def test_demo_runs_end_to_end_without_a_key(tmp_path):
+    """`judgecore demo` with no key in the environment (in this process: what is tested is the
+    command, not its start-up, which tests/cli/test_start_up.py covers)."""
     import os
-    import subprocess
-    import sys
+
+    from tests.integration.conftest import cli_in_process
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    res = subprocess.run(
-        [sys.executable, "-m", "adapters.cli", "demo", "--n", "600", "--dir", str(tmp_path / "demo")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    res = cli_in_process(["demo", "--n", "600", "--dir", str(tmp_path / "demo")], env=env, timeout=120)
     assert 0 == res.returncode, res.stderr[-3000:]
     assert "== summary ==" in res.stdout
     assert (tmp_path / "demo" / "batch_output.jsonl").exists()
