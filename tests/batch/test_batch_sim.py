@@ -54,7 +54,7 @@ def run_sim(
 
 def test_a_job_in_eight_small_sub_batches_through_the_sdk(tmp_path: Path) -> None:
     """Eight sub-batches, each id sent once. (It was 20,000 items in sub-batches of 2,500: the size
-    adds nothing the 24,001-item run over HTTP in tests/integration/test_end_to_end.py and the
+    adds nothing the 16,001-item run over HTTP in tests/integration/test_end_to_end.py and the
     90,000-item job in tests/batch/test_batch_run.py do not show.)"""
     result, sim = run_sim(tmp_path, 2_000, Scenario(), BatchSettings(max_batch_requests=250))
     assert 2_000 == result.counts["succeeded"]
