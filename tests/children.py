@@ -24,6 +24,7 @@ import importlib
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -139,6 +140,7 @@ class _Server:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _server: _Server | None = None
