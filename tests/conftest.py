@@ -15,8 +15,16 @@ Neither profile has a per-example deadline: timings on a shared 2-core machine a
 from __future__ import annotations
 
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
+
+# Under PYTHONDONTWRITEBYTECODE=1 (set in many containers, this project's CI machine among them)
+# pytest rewrote and compiled every test module again at each run: 5 s of CPU of each run. In the
+# project's virtual environment the bytecode is kept, as the `judgecore` command keeps its own
+# (adapters.keep_bytecode); outside one the setting is left as the user made it.
+if sys.dont_write_bytecode and sys.prefix != sys.base_prefix:
+    sys.dont_write_bytecode = False
 
 settings.register_profile(
     "default",

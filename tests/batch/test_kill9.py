@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,20 +12,16 @@ import pytest
 
 from adapters.simulator import Scenario, Simulator, serve
 from adapters.store import Store
+from tests import children
+from tests.children import Child
 from tests.integration.conftest import outcomes_so_far
 
-ROOT = Path(__file__).resolve().parents[2]
-N = 1200
+N = 600  # a harvest of 24 chunks of 25 lines, 0.05 s apart: killed after 200 are durable
 
 
-def child(base_url: str, state: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.batch.kill_child", base_url, str(state), str(N), "50"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+def child(base_url: str, state: Path) -> Child:
+    """`python -m tests.batch.kill_child ...` in a process of its own (see tests/children.py)."""
+    return children.start("tests.batch.kill_child", [base_url, str(state), str(N), "50"], env=os.environ)
 
 
 @pytest.mark.integration
@@ -47,7 +41,7 @@ def test_kill_9_mid_harvest_loses_nothing_and_resends_nothing(tmp_path: Path) ->
             if seen >= 200:
                 break
             time.sleep(0.02)
-        assert first.poll() is None, first.stderr.read() if first.stderr else ""
+        assert first.poll() is None, first.stderr.read()
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
         assert -signal.SIGKILL == first.returncode
@@ -56,7 +50,7 @@ def test_kill_9_mid_harvest_loses_nothing_and_resends_nothing(tmp_path: Path) ->
 
         second = child(server.base_url, state)
         _out, err = second.communicate(timeout=60)
-        assert 0 == second.returncode, err.decode()[-3000:]
+        assert 0 == second.returncode, err[-3000:]
 
         submitted = Counter(sim.submitted_custom_ids())
         assert N == len(submitted)

@@ -25,7 +25,6 @@ from judgecore.polling import BatchSnapshot
 from judgecore.subbatch import (
     BUSY,
     IN_FLIGHT,
-    PHASES,
     TERMINAL,
     TRANSITIONS,
     IllegalMove,
@@ -104,11 +103,27 @@ def test_a_lost_batch_is_gone_and_its_results_are_never_harvested() -> None:
         next_state(S.GONE, E.HARVESTED)
 
 
-def test_in_flight_states_are_those_with_a_move_out() -> None:
-    """The ids of these states are never resent: their batch may still exist and answer for them."""
-    expected = {S.INTENT, S.LIVE, S.CANCELED, S.ENDED, S.STUCK, S.GROUP_HARVESTED}
-    assert expected == IN_FLIGHT
-    assert set(SubState) - expected == TERMINAL
+def _takes(step: Callable[[_X, _Y], _X], state: _X, move: _Y) -> bool:
+    try:
+        step(state, move)
+    except IllegalMove:
+        return False
+    return True
+
+
+def test_what_a_harvest_a_loss_or_a_settled_intent_leaves_takes_no_event_and_the_rest_are_in_flight() -> None:
+    """The ids of an in-flight sub-batch are never resent (its batch may still exist and answer for
+    them): the states a harvest, a loss or an intent settled without a batch leave are the terminal
+    ones and take no event; every state that takes one is in flight."""
+    settled = {
+        walk(next_state, S.INTENT, [E.CREATED, E.ALREADY_ENDED, E.HARVESTED])[-1],
+        walk(next_state, S.INTENT, [E.CREATED, E.LOST])[-1],
+        *(next_state(S.INTENT, event) for event in (E.REFUSED, E.TOO_LARGE, E.REJECTED, E.ABSENT)),
+    }
+    assert settled == TERMINAL
+    for state in SubState:
+        moves = [event for event in SubEvent if _takes(next_state, state, event)]
+        assert (state in IN_FLIGHT) == bool(moves) == (state not in settled), (state, moves)
 
 
 def test_only_grouping_leads_back_to_intent() -> None:
@@ -162,10 +177,13 @@ def test_an_answer_to_nothing_handed_out_is_an_illegal_move() -> None:
         assert (phase, trigger) == (info.value.state, info.value.event)
 
 
-def test_busy_phases_are_those_a_send_enters_and_none_is_sent_twice() -> None:
-    sends = {T.CREATE_SENT, T.LIST_SENT, T.POLL_SENT, T.HARVEST_SENT}
-    assert {P.CREATING, P.LISTING, P.LISTING_PARKED, P.POLLING, P.HARVESTING} == BUSY
-    assert [] == [(p, t) for p, t in PHASES if p in BUSY and t in sends]
+def test_a_phase_a_send_enters_is_busy_and_takes_no_second_send() -> None:
+    """One request out per sub-batch at a time: whatever a send leads to is busy, and a busy phase
+    takes no send until that request's answer has moved it on."""
+    sends = [T.CREATE_SENT, T.LIST_SENT, T.POLL_SENT, T.HARVEST_SENT]
+    entered = {next_phase(p, t) for p in Phase for t in sends if _takes(next_phase, p, t)}
+    assert entered == BUSY
+    assert [] == [(p, t) for p in BUSY for t in sends if _takes(next_phase, p, t)]
 
 
 def test_a_run_reads_each_checkpointed_state_into_its_phase() -> None:

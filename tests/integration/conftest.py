@@ -12,7 +12,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -21,14 +20,10 @@ import orjson
 import pytest
 
 from adapters.simulator import Scenario, Simulator, serve
+from tests import children
+from tests.children import Child
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-_RESTORE_SIGINT_THEN_RUN_CLI = (
-    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "runpy.run_module('adapters.cli', run_name='__main__', alter_sys=True)"
-)
 
 
 def cli_in_process(
@@ -78,36 +73,23 @@ class Served:
         self, args: Sequence[str], *, key: str = "sk-test", timeout: float = 120, process: bool = False
     ) -> subprocess.CompletedProcess[str]:
         """The CLI run to its end: in this process (`adapters.cli.main`, with the environment, working
-        directory and standard streams it would have as a child), or, with `process=True`, as a child
-        process, for a test of what only a process boundary shows (how it was started, its exit by a
-        signal, its imports on a fresh interpreter)."""
+        directory and standard streams it would have as a child), or, with `process=True`, in a child
+        process (`spawn`), for a run that should not share this process's GIL with the simulator."""
         if not process:
             return cli_in_process(args, env=self.env(key), timeout=timeout)
-        return subprocess.run(
-            [sys.executable, "-m", "adapters.cli", *args],
-            cwd=ROOT,
-            env=self.env(key),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        child = self.spawn(args, key=key)
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise
+        return subprocess.CompletedProcess(["judgecore", *args], child.wait(), out, err)
 
-    def spawn(self, args: Sequence[str], *, key: str = "sk-test") -> subprocess.Popen[str]:
-        """The CLI in the background, with SIGINT handled as in a terminal's foreground job.
-
-        A shell without job control starts a background command (`pytest ... &`) with SIGINT ignored,
-        and Python keeps an inherited SIG_IGN, so a Ctrl-C test would see the child ignore SIGINT and
-        run to the end. The child therefore puts Python's default handler back before the CLI starts.
-        """
-        return subprocess.Popen(
-            [sys.executable, "-c", _RESTORE_SIGINT_THEN_RUN_CLI, *args],
-            cwd=ROOT,
-            env=self.env(key),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    def spawn(self, args: Sequence[str], *, key: str = "sk-test") -> Child:
+        """The CLI in the background, as `python -m adapters.cli ARGS` in a process of its own (a fork
+        of a server that has imported the SDK, see tests/children.py), with SIGINT handled as in a
+        terminal's foreground job."""
+        return children.start("adapters.cli", args, env=self.env(key), cwd=ROOT)
 
     def creates(self) -> list[tuple[str, ...]]:
         """custom_ids of every batch create the simulator persisted, in order."""

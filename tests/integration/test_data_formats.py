@@ -124,24 +124,34 @@ print(log.location)
 """
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("fmt", [".eval", ".json"])
-def test_an_inspect_log_is_judged_and_written_back_with_a_score_per_sample(served, tmp_path, fmt):
-    """inspect_ai runs its mockllm model with no scorer; judgecore judges every sample and epoch,
-    `export` writes the log back, and inspect_ai reads a judgecore score on each sample."""
+@pytest.fixture(scope="module")
+def inspect_log(tmp_path_factory) -> Path:
+    """A log made by inspect_ai itself (its mockllm model, no scorer), once for the module: in a child
+    process, so that inspect_ai's eval leaves nothing of its own set up in this one."""
     import subprocess
 
-    from inspect_ai.log import read_eval_log, write_eval_log
-
+    logs = tmp_path_factory.mktemp("inspect") / "logs"
     made = subprocess.run(
-        [sys.executable, "-c", MAKE_LOG, str(tmp_path / "logs")],
+        [sys.executable, "-c", MAKE_LOG, str(logs)],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert 0 == made.returncode, made.stderr
-    log_path = Path(made.stdout.strip().splitlines()[-1].removeprefix("file://"))
+    return Path(made.stdout.strip().splitlines()[-1].removeprefix("file://"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", [".eval", ".json"])
+def test_an_inspect_log_is_judged_and_written_back_with_a_score_per_sample(
+    served, tmp_path, fmt, inspect_log
+):
+    """inspect_ai runs its mockllm model with no scorer; judgecore judges every sample and epoch,
+    `export` writes the log back, and inspect_ai reads a judgecore score on each sample."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log_path = inspect_log
     if fmt == ".json":  # the same log in inspect_ai's other format
         json_path = tmp_path / "log.json"
         write_eval_log(read_eval_log(str(log_path)), str(json_path), format="json")

@@ -15,7 +15,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from adapters.clock import FakeClock
 from adapters.job import JobSettings, judge
 from adapters.progress import PlainProgress
 from adapters.simulator import Scenario, Simulator, serve, sim_client
+from tests import children
 from tests.integration.conftest import ROOT, Served, read_output, write_items
 
 pytestmark = pytest.mark.integration
@@ -402,11 +402,17 @@ def test_the_printed_resume_command_works_where_it_is_printed(how, flaky, tmp_pa
     if how == "uv run --project":
         env["UV"] = env.get("UV", "uv")
         first = ["uv", "run", "-q", "--project", str(ROOT), "judgecore", *args]
+        res = subprocess.run(
+            first, cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False
+        )
     else:
         env.pop("UV", None)
         env["PYTHONPATH"] = str(ROOT)
-        first = [sys.executable, "-m", "adapters.cli", *args]
-    res = subprocess.run(first, cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False)
+        # `python -m adapters.cli ARGS` as a fork of an interpreter that has imported the SDK (the same
+        # sys.argv[0] and sys.executable as a fresh one); the pasted line below starts a fresh one
+        child = children.start("adapters.cli", args, env=env, cwd=work)
+        out, err = child.communicate(timeout=120)
+        res = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     assert 3 == res.returncode, res.stderr
     line = _resume_line(res.stderr)
     assert line.endswith(shlex.join(args))

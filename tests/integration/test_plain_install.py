@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from adapters.simulator import Scenario
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 # A finder ahead of every other one refuses the extras' packages, as an install without them would.
 WITHOUT_EXTRAS = """
-import runpy, sys
+import contextlib, io, json, sys
 
 class Blocked:
     NAMES = ("pandas", "pyarrow", "datasets", "inspect_ai")
@@ -34,13 +35,24 @@ except ImportError:
     pass
 else:
     raise SystemExit("the blocker let pyarrow in")
-runpy.run_module("adapters.cli", run_name="__main__", alter_sys=True)
+from adapters.cli import main
+
+for args in json.loads(sys.argv[1]):  # one command after another, as a shell would run them
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
+    print(json.dumps([code, out.getvalue(), err.getvalue()]))
 """
 
 
-def _plain(srv, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", WITHOUT_EXTRAS, *args],
+def _plain(srv, commands: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
+    """The commands run one after another in one interpreter that cannot import the extras (one
+    start-up for them all: each start is 3-4 s of CPU)."""
+    res = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTRAS, orjson.dumps(commands).decode()],
         cwd=ROOT,
         env=srv.env(),
         capture_output=True,
@@ -48,25 +60,20 @@ def _plain(srv, args: list[str]) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+    assert 0 == res.returncode, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    assert len(commands) == len(lines), res.stdout[-3000:]
+    return [
+        subprocess.CompletedProcess(args, *orjson.loads(line))
+        for args, line in zip(commands, lines, strict=True)
+    ]
 
 
 def test_jsonl_and_csv_run_without_the_extras_and_other_formats_name_theirs(served, tmp_path):
     srv = served(Scenario(seed=21))
     items = write_items(tmp_path / "items.jsonl", [{"id": f"i{k}", "prompt": f"p{k}"} for k in range(5)])
-    res = _plain(srv, ["run", str(items), "--state", str(tmp_path / "s"), "--force-sync"])
-    assert 0 == res.returncode, res.stderr
-    assert 5 == len((tmp_path / "s" / "output.jsonl").read_bytes().splitlines())
-
     table = tmp_path / "items.csv"
     table.write_text("id,prompt\r\n00042,hello\r\n")
-    res = _plain(
-        srv,
-        ["run", str(table), "--state", str(tmp_path / "c"), "--force-sync", "--out", str(tmp_path / "c.csv")],
-    )
-    assert 0 == res.returncode, res.stderr
-    assert "00042" in (tmp_path / "c.csv").read_text()
-
-    sent = len(srv.sim.log)
     (tmp_path / "items.parquet").write_bytes(b"PAR1")
     (tmp_path / "ds").mkdir()
     (tmp_path / "ds" / "state.json").write_text("{}")
@@ -79,16 +86,37 @@ def test_jsonl_and_csv_run_without_the_extras_and_other_formats_name_theirs(serv
             "writing Parquet",
         ),
     ]
-    for args, what in cases:
-        res = _plain(srv, args)
+    inspect_cases = [
+        ["run", "--from-inspect", str(tmp_path / "run.eval"), "--state", str(tmp_path / "i")],
+        ["export", "--state", str(tmp_path / "s"), "--to-inspect", str(tmp_path / "scored.eval")],
+    ]
+    jsonl, csv = _plain(
+        srv,
+        [
+            ["run", str(items), "--state", str(tmp_path / "s"), "--force-sync"],
+            [
+                "run",
+                str(table),
+                "--state",
+                str(tmp_path / "c"),
+                "--force-sync",
+                "--out",
+                str(tmp_path / "c.csv"),
+            ],
+        ],
+    )
+    assert 0 == jsonl.returncode, jsonl.stderr
+    assert 5 == len((tmp_path / "s" / "output.jsonl").read_bytes().splitlines())
+    assert 0 == csv.returncode, csv.stderr
+    assert "00042" in (tmp_path / "c.csv").read_text()
+
+    sent = len(srv.sim.log)
+    refused = _plain(srv, [*(args for args, _ in cases), *inspect_cases])
+    for res, (_, what) in zip(refused, cases, strict=False):
         assert 2 == res.returncode, res.stderr
         assert f"{what} needs the optional extra 'data'" in res.stderr
         assert "pip install 'judgecore[data]'" in res.stderr
-    for args in (
-        ["run", "--from-inspect", str(tmp_path / "run.eval"), "--state", str(tmp_path / "i")],
-        ["export", "--state", str(tmp_path / "s"), "--to-inspect", str(tmp_path / "scored.eval")],
-    ):
-        res = _plain(srv, args)
+    for res in refused[len(cases) :]:
         assert 2 == res.returncode, res.stderr
         assert "needs the optional extra 'inspect'" in res.stderr
         assert "pip install 'judgecore[inspect]'" in res.stderr
