@@ -262,17 +262,41 @@ def match_orphans(
     not shown to hold other requests (`foreign[sub_id]`: batches whose results carry none of its ids).
 
     Intents are served oldest first, each taking the earliest-created fitting batch, so concurrent
-    creates of equal size pair in order. No batch is adopted twice, none in `claimed` ever. An adoption
-    of an intent that another could be told apart from only by the results carries its group
-    (`orphan_groups`).
+    creates of equal size pair in order; where that would leave a batch unadopted that another intent
+    could have taken (an intent took the one batch a later intent fits, which a batch shown to hold its
+    ids fits instead), the pairing is mended along an augmenting path: as many intents as can be are
+    paired, so no batch that may hold our ids is left behind while its ids are resent. No batch is
+    adopted twice, none in `claimed` ever. An adoption of an intent that another could be told apart
+    from only by the results carries its group (`orphan_groups`).
     """
-    taken: set[str] = set(claimed)
-    pool = sorted(listed, key=lambda b: (b.created_at, b.id))
+    pool = sorted((b for b in listed if b.id not in claimed), key=lambda b: (b.created_at, b.id))
     groups = orphan_groups(intents, listed, claimed=claimed, window=window, foreign=foreign)
-    out: list[Adoption] = []
-    for intent in sorted(intents, key=lambda i: (i.intent_at, i.sub_id)):
-        fits = [b for b in pool if b.id not in taken and _fits(intent, b, window, foreign)]
-        if fits:
-            taken.add(fits[0].id)
-            out.append(Adoption(intent.sub_id, fits[0], len(fits) > 1, groups.get(intent.sub_id)))
-    return tuple(out)
+    order = sorted(intents, key=lambda i: (i.intent_at, i.sub_id))
+    fits = {i.sub_id: [b for b in pool if _fits(i, b, window, foreign)] for i in order}
+    holder: dict[str, int] = {}  # batch id -> the sub_id it is paired with
+
+    def pair(sub_id: int, seen: set[str]) -> bool:
+        """Kuhn's augmenting path: the earliest free batch, else one whose holder can move on."""
+        fitting = [b.id for b in fits[sub_id] if b.id not in seen]
+        for bid in fitting:
+            if bid not in holder:
+                holder[bid] = sub_id
+                return True
+        for bid in fitting:
+            if bid in seen:
+                continue
+            seen.add(bid)
+            if pair(holder[bid], seen):
+                holder[bid] = sub_id
+                return True
+        return False
+
+    for intent in order:
+        pair(intent.sub_id, set())
+    batch_of = {sub_id: bid for bid, sub_id in holder.items()}
+    by_id = {b.id: b for b in pool}
+    return tuple(
+        Adoption(i.sub_id, by_id[batch_of[i.sub_id]], len(fits[i.sub_id]) > 1, groups.get(i.sub_id))
+        for i in order
+        if i.sub_id in batch_of
+    )

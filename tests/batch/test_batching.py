@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -161,3 +163,46 @@ def test_a_batch_shown_to_hold_other_requests_is_never_adopted_nor_grouped_for_t
     groups = orphan_groups(intents, listed, claimed=frozenset(), window=window, foreign=foreign)
     assert not every_fit_foreign & {a.sub_id for a in out}
     assert not every_fit_foreign & set(groups)
+
+
+def test_a_batch_shown_to_hold_one_intents_ids_is_adopted_though_another_fits_both() -> None:
+    # Two creates of equal size made batches the run never heard of, at the same instant. b2 has
+    # ended and its first result line names an id of sub-batch 1 (so it is no batch of sub-batch 2);
+    # b1 is still running and could be either's. Pairing sub-batch 1 with b1 (the earliest) would
+    # leave b2 behind and sub-batch 1's ids to be sent and paid for again.
+    intents = [Intent(sub_id=1, n=2, intent_at=T0), Intent(sub_id=2, n=2, intent_at=T0)]
+    listed = [snap(1, 2, T0), snap(2, 2, T0)]
+    out = match_orphans(
+        intents, listed, claimed=frozenset(), window=OrphanWindow(), foreign={2: frozenset({"b2"})}
+    )
+    assert [(1, "b2", 1), (2, "b1", 1)] == [(a.sub_id, a.batch.id, a.group) for a in out]
+
+
+@given(
+    st.lists(st.floats(0, 1200), min_size=1, max_size=4),
+    st.lists(st.floats(-300, 1500), max_size=4),
+    st.sets(st.tuples(st.integers(1, 4), st.integers(0, 3)), max_size=8),
+)
+def test_match_orphans_pairs_as_many_intents_as_any_pairing_could(
+    intent_at: list[float], created: list[float], foreign_pairs: set[tuple[int, int]]
+) -> None:
+    intents = [Intent(sub_id=i + 1, n=5, intent_at=T0 + dt) for i, dt in enumerate(intent_at)]
+    listed = [snap(i, 5, T0 + dt) for i, dt in enumerate(created)]
+    foreign = {s: frozenset(f"b{b}" for t, b in foreign_pairs if t == s) for s, _ in foreign_pairs}
+    window = OrphanWindow(window=900.0, skew=300.0)
+    out = match_orphans(intents, listed, claimed=frozenset(), window=window, foreign=foreign)
+
+    def fits(i: Intent, b: BatchSnapshot | None) -> bool:
+        return (
+            b is not None
+            and i.intent_at - 300.0 <= b.created_at <= i.intent_at + 900.0
+            and b.id not in foreign.get(i.sub_id, frozenset())
+        )
+
+    slots: list[BatchSnapshot | None] = [*listed, *[None] * len(intents)]
+    best = max(
+        sum(1 for i, b in zip(intents, chosen, strict=True) if fits(i, b))
+        for chosen in itertools.permutations(slots, len(intents))
+    )
+    assert best == len(out)
+    assert all(fits(next(i for i in intents if i.sub_id == a.sub_id), a.batch) for a in out)
