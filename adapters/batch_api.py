@@ -31,8 +31,9 @@ from anthropic.types.messages import MessageBatch
 from adapters.sdk_results import error_result, line_result, result_line
 from judgecore import BatchSnapshot, RawResult, RequestCounts
 from judgecore.batching import CREATE_DEADLINE
-from judgecore.chunking import body_size, create_body, create_body_chunks
-from judgecore.items import Request, RequestTemplate, sizes_of
+from judgecore.chunking import body_size
+from judgecore.encoding import create_body, create_body_chunks
+from judgecore.requests import Request, RequestTemplate, sizes_of
 
 _CREATE_PATH = "/v1/messages/batches"
 _READ = 1 << 16  # bytes read from a results file at a time

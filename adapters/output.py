@@ -15,9 +15,10 @@ import attrs
 from adapters.settings import JobSettings
 from adapters.store import TALLY, Store
 from judgecore.chunking import chunk
-from judgecore.items import Item, Items, Request, Requests
+from judgecore.items import Item, Items
 from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
 from judgecore.report import record_for  # per output line: not imported in the loop
+from judgecore.requests import Request, Requests
 from judgecore.routing import Route
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def iter_records(
     store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None, design: Design | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every item's output object (see `_request_records`); under a multi-request `design`, each
-    item's requests folded into its one line (`judgecore.designs.fold`)."""
+    item's requests folded into its one line (`judgecore.folding.fold`)."""
     records = _request_records(store, items, verdict)
     if design is None or design.single:
         return records
@@ -58,7 +59,7 @@ def fold_records(
     records: Iterable[dict[str, Any]], design: Design, verdict: VerdictSpec | None
 ) -> Iterator[dict[str, Any]]:
     """Request records, an item's together in key order (as a design's items are), folded per item."""
-    from judgecore.designs import fold
+    from judgecore.folding import fold
 
     keys = design.request_keys()
     per = len(keys)

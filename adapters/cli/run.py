@@ -120,7 +120,7 @@ def _remember_inspect_log(state: Path, log: Path) -> None:
 def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
     """Print the plan: `judge_dry_run`, with no event loop."""
     from adapters.job import judge_dry_run
-    from judgecore.planning import plan_json, render_plan
+    from judgecore.plan_text import plan_json, render_plan
 
     result = judge_dry_run(
         items, rubric=rubric, state_dir=ns.state or Path(), settings=settings, count_tokens=ns.count_tokens

@@ -32,9 +32,9 @@ from judgecore.batchrun._vocab import (
     Say,
 )
 from judgecore.harvesting import Held
-from judgecore.items import Request, custom_ids_of, item_ids_of
 from judgecore.outcomes import classify
 from judgecore.polling import BatchSnapshot, Wait, next_poll_action
+from judgecore.requests import Request, custom_ids_of, item_ids_of
 from judgecore.spend import budget_line
 from judgecore.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
 

@@ -39,11 +39,11 @@ from judgecore.batchrun._vocab import (
 from judgecore.breaker import Breaker
 from judgecore.chunking import chunk
 from judgecore.harvesting import Held
-from judgecore.items import Request, RequestIndex
 from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.polling import BatchSnapshot
+from judgecore.requests import Request, RequestIndex
 from judgecore.resume import JobState, diff_resume
 from judgecore.spend import Budget, Expect
 from judgecore.subbatch import (

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from judgecore.items import Request, RequestIndex
 from judgecore.planning import ModelPrice
 from judgecore.polling import BatchSnapshot
+from judgecore.requests import Request, RequestIndex
 from judgecore.spend import request_bound
 from judgecore.subbatch import Phase, SubState
 

@@ -12,10 +12,10 @@ from judgecore.batching import Intent, OrphanWindow, could_fit
 from judgecore.breaker import Breaker, BreakerPolicy
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.harvesting import Held
-from judgecore.items import Request
 from judgecore.machine import Done, Say
 from judgecore.outcomes import FailureClass, Outcome, RawResult, Usage
 from judgecore.polling import BatchSnapshot, PollPolicy
+from judgecore.requests import Request
 from judgecore.subbatch import SubEvent, SubState
 
 

@@ -35,7 +35,7 @@ from judgecore import (
     custom_id_for,
 )
 from judgecore import batchrun as br
-from judgecore.chunking import CHUNK_BYTES
+from judgecore.encoding import CHUNK_BYTES
 from judgecore.spend import Budget, request_bound
 
 from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests, messages_of, ok

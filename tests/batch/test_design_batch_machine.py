@@ -20,7 +20,9 @@ from adapters.output import iter_records
 from adapters.store import Store
 from judgecore import PollPolicy
 from judgecore.designs import Design, design_items, expand_item
-from judgecore.items import Items, build_requests, parse_items
+from judgecore.items import Items
+from judgecore.parsing import parse_items
+from judgecore.requests import build_requests
 from judgecore.verdicts import spec_from_json
 
 from .fakes import MESSAGES, TEMPLATE, bind

@@ -17,17 +17,15 @@ from judgecore.designs import (
     Design,
     DesignError,
     RequestKey,
-    consensus,
     design_items,
     expand_item,
     expand_templated,
-    fold,
     item_of_request,
-    pairwise_vote,
 )
 from judgecore.errors import InputError
+from judgecore.folding import consensus, fold, pairwise_vote
 from judgecore.ids import CUSTOM_ID_RE
-from judgecore.items import parse_items
+from judgecore.parsing import parse_items
 
 JOB = "abcdefghijklmnop"
 

@@ -20,7 +20,7 @@ from judgecore import (
     parse_item,
     parse_items,
 )
-from judgecore.items import MAX_DEPTH, MAX_LINE_BYTES
+from judgecore.parsing import MAX_DEPTH, MAX_LINE_BYTES
 
 
 @given(item_lists(max_size=20), templates)

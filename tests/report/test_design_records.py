@@ -16,8 +16,9 @@ from adapters.store import Store
 from adapters.summary import records_from_store
 from judgecore import RawResult, Usage, classify
 from judgecore.designs import design_items, expand_item
-from judgecore.items import RequestTemplate, build_requests, parse_items
+from judgecore.parsing import parse_items
 from judgecore.planning import JobPlan
+from judgecore.requests import RequestTemplate, build_requests
 from judgecore.verdicts import spec_from_json
 
 SHM = Path("/dev/shm")
