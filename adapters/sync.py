@@ -137,11 +137,16 @@ class _Shell:
         self.run = self.run.on(answered)
         while self.run.outbox:  # a step with an outbox only hands out what is in it
             self.run, action = self.run.step(clock.now())
-            match action:
-                case Record(rows=rows):
-                    self.record(rows)
-                case Say(level=level, text=message):
-                    self.emit(Notice(level=level, message=message))
+            assert isinstance(action, Record | Say), action
+            self._effect(action)
+
+    def _effect(self, action: Record | Say) -> None:
+        """Write the rows durably, or print the line."""
+        match action:
+            case Record(rows=rows):
+                self.record(rows)
+            case Say(level=level, text=message):
+                self.emit(Notice(level=level, message=message))
 
     async def interpret(self, run: SyncRun) -> tuple[SyncRun, Done]:
         """Perform the machine's actions until it is done; cancel what is in flight on the way out.
@@ -163,10 +168,8 @@ class _Shell:
                         (messages,) = self.store.messages_of([cid])
                         params = self.requests[cid].params(self.template, messages)
                         tasks.add(asyncio.ensure_future(self._send(cid, params)))
-                    case Record(rows=rows):
-                        self.record(rows)
-                    case Say(level=level, text=message):
-                        self.emit(Notice(level=level, message=message))
+                    case Record() | Say():
+                        self._effect(action)
                     case Wait(until=until):
                         self.progress(self.run, len(tasks), started)
                         await _wait(tasks, until, clock)
