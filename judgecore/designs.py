@@ -26,6 +26,7 @@ import orjson
 from judgecore.errors import InputError
 from judgecore.ids import check_unique, custom_ids_for
 from judgecore.items import Items
+from judgecore.moved import moved
 
 if TYPE_CHECKING:
     from judgecore.folding import consensus, fold, merge_pairwise, pairwise_vote, position_of
@@ -378,12 +379,9 @@ __all__ = [
 
 #: the fold's names, kept here for `from judgecore.designs import fold` (`judgecore.folding` imports
 #: this module, so it is loaded on first use, not at import)
-_FOLDING = frozenset({"consensus", "fold", "merge_pairwise", "pairwise_vote", "position_of"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FOLDING:
-        from judgecore import folding
-
-        return getattr(folding, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved(
+    __name__,
+    dict.fromkeys(
+        ("consensus", "fold", "merge_pairwise", "pairwise_vote", "position_of"), "judgecore.folding"
+    ),
+)

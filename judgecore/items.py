@@ -16,6 +16,7 @@ import attrs
 
 from judgecore.columns import Ints
 from judgecore.ids import check_unique, custom_id_for, custom_ids_for
+from judgecore.moved import moved
 
 RoutePath = Literal["sync", "batch"]
 #: The old name of `RoutePath` (a route is not a filesystem path); kept so older imports still work.
@@ -229,30 +230,27 @@ class Items(Sequence[Item]):
         return f"Items({len(self)} items: {list(self.ids[:5])!r}{' ...' if len(self) > 5 else ''})"
 
 
-_REQUESTS = frozenset(
+#: The names this module held before it was split (requests, parsing), for older imports.
+__getattr__ = moved(
+    __name__,
     {
-        "Request",
-        "RequestIndex",
-        "RequestTemplate",
-        "Requests",
-        "build_requests",
-        "cache_control_for",
-        "custom_ids_of",
-        "item_ids_of",
-        "sizes_of",
-    }
+        **dict.fromkeys(
+            (
+                "Request",
+                "RequestIndex",
+                "RequestTemplate",
+                "Requests",
+                "build_requests",
+                "cache_control_for",
+                "custom_ids_of",
+                "item_ids_of",
+                "sizes_of",
+            ),
+            "judgecore.requests",
+        ),
+        **dict.fromkeys(
+            ("MAX_DEPTH", "MAX_LINE_BYTES", "iter_line_messages", "parse_item", "parse_items"),
+            "judgecore.parsing",
+        ),
+    },
 )
-_PARSING = frozenset({"MAX_DEPTH", "MAX_LINE_BYTES", "iter_line_messages", "parse_item", "parse_items"})
-
-
-def __getattr__(name: str) -> Any:
-    """The names this module held before it was split (requests, parsing), for older imports."""
-    if name in _REQUESTS:
-        from judgecore import requests
-
-        return getattr(requests, name)
-    if name in _PARSING:
-        from judgecore import parsing
-
-        return getattr(parsing, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

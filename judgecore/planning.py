@@ -33,6 +33,7 @@ from judgecore.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.errors import RequestTooLargeError
 from judgecore.items import Item, Items, RoutePath
 from judgecore.models import MODELS, ModelPrice, Thinking, alias_of, model_info, price_for, thinks
+from judgecore.moved import moved
 from judgecore.outcomes import Usage
 from judgecore.requests import Request, Requests, RequestTemplate, build_requests
 from judgecore.resume import JobState
@@ -427,10 +428,5 @@ def usage_cost(usage: Usage, price: ModelPrice, path: RoutePath) -> float:
     return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
 
 
-def __getattr__(name: str) -> Any:
-    """`plan_json` and `render_plan`, which live in `judgecore.plan_text`, for older imports."""
-    if name in ("plan_json", "render_plan"):
-        from judgecore import plan_text
-
-        return getattr(plan_text, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: `plan_json` and `render_plan`, which live in `judgecore.plan_text`, for older imports
+__getattr__ = moved(__name__, dict.fromkeys(("plan_json", "render_plan"), "judgecore.plan_text"))
