@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Under PYTHONDONTWRITEBYTECODE=1 (set in many containers, this project's CI machine among them)
@@ -48,3 +50,12 @@ settings.register_profile(
 settings.load_profile(
     os.environ.get("JUDGECORE_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default")
 )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """How many workers `-n auto` (pyproject's addopts) starts: xdist's own count, one per core, for the
+    suite or a folder of it; none for test files or tests named one by one, which run in this process
+    (two workers' start-up, about 3 s of CPU each, would cost more than they save)."""
+    if any(Path(str(arg).split("::")[0]).is_dir() for arg in config.args):
+        return None
+    return 0
