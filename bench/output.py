@@ -29,7 +29,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
