@@ -95,7 +95,7 @@ class Outcomes:
                 usage = Usage(**orjson.loads(r[7])) if r[7] else None
                 outcome = Outcome(
                     status=_STATUS[r[1]],
-                    failure=None if r[2] is None else _failure(r[2]),
+                    failure=_FAILURE[r[2]],
                     reason=r[3],
                     text=r[4],
                     stop_reason=r[5],
@@ -152,8 +152,13 @@ TALLY = (
 )  # a dict lookup, not an Enum call, per row of `latest`
 
 
-def _failure(name: str) -> FailureClass:
-    return FailureClass(name)
+# What a status and a failure class are stored as, by a dict lookup (an Enum's `.value` is a Python
+# property: it cost more than the rest of binding a harvested row's columns).
+_STATUS_TEXT: dict[Status, str] = {s: s.value for s in Status}
+_FAILURE_TEXT: dict[FailureClass | None, str | None] = {None: None, **{f: f.value for f in FailureClass}}
+
+
+_FAILURE: dict[str | None, FailureClass | None] = {None: None, **{f.value: f for f in FailureClass}}
 
 
 class OutcomeWriter:
@@ -218,8 +223,8 @@ class OutcomeWriter:
                 sub_id,
                 route,
                 batch_id,
-                o.status.value,
-                o.failure.value if o.failure else None,
+                _STATUS_TEXT[o.status],
+                _FAILURE_TEXT[o.failure],
                 o.reason,
                 o.text,
                 o.stop_reason,
