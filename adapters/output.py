@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from adapters.settings import JobSettings
 from adapters.store import TALLY, Store
 from judgecore.chunking import chunk
 from judgecore.items import Item, Items
+from judgecore.outcomes import StopDetails
 from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
-from judgecore.report import record_for  # per output line: not imported in the loop
+from judgecore.report import record_for, record_of  # per output line: not imported in the loop
 from judgecore.requests import Request, Requests
 from judgecore.routing import Route
 
@@ -91,26 +93,72 @@ def _request_records(
     cols = Items.of(items)  # its columns: the messages (perhaps in the checkpoint only) are not read
     wanted = set(cols.custom_ids)
     early: dict[str, tuple[Any, ...]] = {}
-    rows = store.latest()
+    rows = store.latest_rows()
     for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
-        row = early.pop(cid, None)
-        while row is None:
-            got = next(rows, None)
-            if got is None:
-                row = (None, None, None, 0)
-            elif got[0] == cid:
-                row = tuple(got[1:])
-            elif got[0] in wanted:
-                early[got[0]] = tuple(got[1:])
-        yield stored_record(
-            item_id,
-            cid,
-            metadata_json,
-            row,
-            default_route=default_route,
-            waiting=waiting,
-            verdict=verdict,
+        row = early.pop(cid, None) if early else None
+        if row is None:
+            for got in rows:
+                if got[0] == cid:
+                    row = got
+                    break
+                if got[0] in wanted:
+                    early[got[0]] = got
+            else:
+                row = (cid, *_NO_OUTCOME)
+        yield row_record(
+            item_id, metadata_json, row, default_route=default_route, waiting=waiting, verdict=verdict
         )
+
+
+#: A `Store.latest_rows()` row's columns after the custom_id for an item with no outcome recorded.
+_NO_OUTCOME = (None,) * 12 + (0, None, None)
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def row_record(
+    item_id: str,
+    metadata_json: bytes | None,
+    row: Sequence[Any],
+    *,
+    default_route: str,
+    waiting: Mapping[str, str],
+    verdict: VerdictSpec | None,
+) -> dict[str, Any]:
+    """One output object from the checkpoint's row for an item (a `Store.latest_rows()` tuple), read
+    from its columns (no `Outcome` is built); an item not final yet names the live batch it waits in."""
+    usage, details = row[7], row[15]
+    return record_of(
+        item_id,
+        row[0],
+        metadata_json,
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        _usage(usage) if usage else None,
+        row[8],
+        row[9],
+        _stop_details(details) if details else None,
+        route=row[11] or default_route,
+        batch_id=row[12],
+        attempts=row[13],
+        verdict_spec=verdict,
+        waiting_in=waiting.get(row[0]) if waiting else None,
+    )
+
+
+def _usage(text: str) -> dict[str, int]:
+    """A stored usage's JSON object as `usage_json` makes it (its four counts, in their order)."""
+    u = orjson.loads(text)
+    return u if tuple(u) == _USAGE_KEYS else {k: u.get(k, 0) for k in _USAGE_KEYS}
+
+
+def _stop_details(text: str) -> dict[str, Any] | None:
+    """Stored stop details as `StopDetails.to_json()` writes them (None when they are not an object)."""
+    details = StopDetails.from_json(orjson.loads(text))
+    return None if details is None else details.to_json()
 
 
 def stored_record(
@@ -123,8 +171,8 @@ def stored_record(
     waiting: Mapping[str, str],
     verdict: VerdictSpec | None,
 ) -> dict[str, Any]:
-    """One output object from the checkpoint's row for an item (`Store.latest()`'s outcome, route,
-    batch id and attempts); an item not final yet names the live batch it waits in, if any."""
+    """One output object from an item's `(outcome, route, batch_id, attempts)` (`Store.latest()`'s row
+    less its custom_id); an item not final yet names the live batch it waits in, if any."""
     outcome, route_used, batch_id, attempts = row
     return record_for(
         item_id,
@@ -373,6 +421,7 @@ __all__ = [
     "plan_of",
     "record_estimate",
     "record_for_summary",
+    "row_record",
     "stored_record",
     "write_output",
     "write_output_atomic",

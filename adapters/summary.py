@@ -2,7 +2,7 @@
 
 Read-only: the checkpoint is opened with SQLite's `mode=ro`, no API call is made, no key is needed and
 the SDK is not imported. The output records are rebuilt from the checkpoint exactly as `run` writes them
-(the same `adapters.job.stored_record`), with the verdict spec given by `--verdict` or else the one the
+(the same `adapters.output.row_record`), with the verdict spec given by `--verdict` or else the one the
 last run kept, so a pattern changed after the run re-scores every answer. The statistics are the core's
 (`judgecore.summary`); this module only reads and prints.
 """
@@ -127,17 +127,15 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
 
 def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:
     """Every item's output object, as `run` writes it, from the checkpoint alone."""
-    from adapters.job import stored_record
+    from adapters.output import row_record
 
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
     out = []
-    for (cid, item_id, metadata), (cid2, *row) in zip(store.item_rows(), store.latest(), strict=True):
-        assert cid == cid2, "items and outcomes are read in the same order"
+    for (cid, item_id, metadata), row in zip(store.item_rows(), store.latest_rows(), strict=True):
+        assert cid == row[0], "items and outcomes are read in the same order"
         out.append(
-            stored_record(
-                item_id, cid, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict
-            )
+            row_record(item_id, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict)
         )
     kept = store.get_meta("design")
     if kept:  # a multi-request job: each item's requests folded into its line, as the output has it

@@ -18,8 +18,10 @@ from typing import Any
 import orjson
 
 from judgecore.items import Item, Path
-from judgecore.outcomes import Outcome, Status, Usage
+from judgecore.outcomes import FINAL_STATUSES, Outcome, Usage
 from judgecore.verdicts import VERDICT_UNPARSED, Unscored, VerdictSpec, parse_verdict
+
+_FINAL = frozenset(s.value for s in FINAL_STATUSES)
 
 #: The `error.class` of a pending item that has no answer yet (not a failure: it has not run).
 PENDING = "PENDING"
@@ -75,22 +77,71 @@ def record_for(
 ) -> dict[str, Any]:
     """One output object. An item whose latest outcome is not final (or that has none) is `pending`;
     `waiting_in` is the live batch holding a pending item (it becomes its `batch_id`)."""
-    status = str(outcome.status) if outcome is not None and outcome.final else "pending"
+    if outcome is None:
+        return record_of(
+            item_id, custom_id, metadata_json, None, None, None, None, None, None, None, None, None, None,
+            route=route, batch_id=batch_id, attempts=attempts, verdict_spec=verdict_spec, waiting_in=waiting_in,
+        )  # fmt: skip
+    o = outcome
+    return record_of(
+        item_id,
+        custom_id,
+        metadata_json,
+        str(o.status),
+        None if o.failure is None else str(o.failure),
+        o.reason,
+        o.text,
+        o.stop_reason,
+        o.model,
+        usage_json(o.usage),
+        o.error_type,
+        o.error_message,
+        None if o.stop_details is None else o.stop_details.to_json(),
+        route=route,
+        batch_id=batch_id,
+        attempts=attempts,
+        verdict_spec=verdict_spec,
+        waiting_in=waiting_in,
+    )
+
+
+def record_of(
+    item_id: str,
+    custom_id: str,
+    metadata_json: bytes | None,
+    status: str | None,
+    failure: str | None,
+    reason: str | None,
+    text: str | None,
+    stop_reason: str | None,
+    model: str | None,
+    usage: dict[str, int] | None,
+    error_type: str | None,
+    error_message: str | None,
+    stop_details: dict[str, Any] | None,
+    *,
+    route: Path,
+    batch_id: str | None,
+    attempts: int,
+    verdict_spec: VerdictSpec | None = None,
+    waiting_in: str | None = None,
+) -> dict[str, Any]:
+    """`record_for` from an outcome's fields as plain values (`status` None: no outcome yet), as the
+    checkpoint holds them: the output is written from its columns without an `Outcome` per item.
+    `usage` is `usage_json`'s object, `stop_details` `StopDetails.to_json()`'s."""
     error = None
     verdict = None
-    if outcome is not None and outcome.failure is not None:
-        error = {
-            "class": str(outcome.failure),
-            "type": outcome.error_type or outcome.stop_reason,
-            "message": outcome.error_message or outcome.reason,
-        }
-    elif status == "pending":
-        where = f"waiting in batch {waiting_in}" if waiting_in else "not answered yet"
-        error = {"class": PENDING, "type": None, "message": f"{where}; rerun the same command to resume"}
-    if status == "pending" and waiting_in:
-        batch_id = waiting_in
-    if verdict_spec is not None and outcome is not None and outcome.status is Status.SUCCEEDED:
-        parsed = parse_verdict(outcome.text, verdict_spec)
+    if status not in _FINAL:
+        status = "pending"
+        if failure is None:
+            where = f"waiting in batch {waiting_in}" if waiting_in else "not answered yet"
+            error = {"class": PENDING, "type": None, "message": f"{where}; rerun the same command to resume"}
+        if waiting_in:
+            batch_id = waiting_in
+    if failure is not None:
+        error = {"class": failure, "type": error_type or stop_reason, "message": error_message or reason}
+    if verdict_spec is not None and status == "succeeded":
+        parsed = parse_verdict(text, verdict_spec)
         if isinstance(parsed, Unscored):
             status = "miss"
             error = {"class": VERDICT_UNPARSED, "type": verdict_spec.kind, "message": parsed.reason}
@@ -101,18 +152,18 @@ def record_for(
         "custom_id": custom_id,
         "status": status,
         "route": route,
-        "text": outcome.text if outcome else None,
-        "stop_reason": outcome.stop_reason if outcome else None,
-        "model": outcome.model if outcome else None,
-        "usage": usage_json(outcome.usage if outcome else None),
+        "text": text,
+        "stop_reason": stop_reason,
+        "model": model,
+        "usage": usage,
         "error": error,
         "batch_id": batch_id,
         "attempts": attempts,
         "metadata": orjson.loads(metadata_json) if metadata_json else None,
         "verdict": verdict,
     }
-    if outcome is not None and outcome.stop_details is not None:  # a refusal: why the model declined
-        record["stop_details"] = outcome.stop_details.to_json()
+    if stop_details is not None:  # a refusal: why the model declined
+        record["stop_details"] = stop_details
     return record
 
 

@@ -9,7 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from adapters.store.schema import DB_NAME, SCHEMA, add_outcome_columns, create_temp_view, create_view, migrate
+from adapters.store.schema import (
+    DB_NAME,
+    SCHEMA,
+    add_latest,
+    add_outcome_columns,
+    create_temp_latest,
+    create_temp_view,
+    create_view,
+    migrate,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -107,6 +116,7 @@ class Connection:
         conn.executescript(SCHEMA)
         migrate(conn)
         add_outcome_columns(conn)
+        add_latest(conn)
         create_view(conn)
         return cls(conn, db, mode=mode, lock=lock)
 
@@ -129,6 +139,8 @@ class Connection:
         conn.execute("PRAGMA busy_timeout=10000")
         with contextlib.suppress(sqlite3.DatabaseError):  # not a checkpoint: its first read says so, as ever
             create_temp_view(conn)
+        with contextlib.suppress(sqlite3.DatabaseError):
+            create_temp_latest(conn)
         return cls(conn, db)
 
     @classmethod

@@ -57,40 +57,45 @@ class Outcomes:
     def counts(self) -> dict[str, int]:
         """Items by their latest status (`pending` for none or a non-final one)."""
         out = dict.fromkeys(TALLY, 0)
-        # Only final outcomes count, and an id's newest final one wins: rank row ids of final rows
-        # (no window over every outcome row and its text); the rest of the items are pending.
+        # Each id's winner is kept (`latest`); only final ones count, the rest of the items are pending.
         (n_items,) = self._conn.execute("SELECT COUNT(*) FROM items").fetchone()
         for status, n in self._conn.execute(
-            f"SELECT o.status, COUNT(*) FROM (SELECT MAX(row) AS best FROM outcomes WHERE status IN ({_FINAL_SQL}) "
-            "GROUP BY custom_id) b JOIN outcomes o ON o.row = b.best "
-            "WHERE o.custom_id IN (SELECT custom_id FROM items) GROUP BY o.status"
+            f"SELECT status, COUNT(*) FROM latest WHERE status IN ({_FINAL_SQL}) "
+            "AND custom_id IN (SELECT custom_id FROM items) GROUP BY status"
         ):
             key = status if status in out else "pending"
             out[key] += n
         out["pending"] += n_items - sum(out.values())
         return out
 
-    def latest(self) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
-        """`(custom_id, latest outcome, route, batch_id, attempts)` for every item in input order.
+    def latest_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Every item's latest outcome as the checkpoint holds it, in input order, one tuple of columns
+        each (see `LATEST_COLUMNS`; all None but `custom_id` and `attempts` 0 for an item with none).
 
         A final outcome wins over any later non-final one (a final id is never sent again, but a
-        duplicate result line could still arrive). Streams: memory does not grow with the job.
+        duplicate result line could still arrive), and the newest among equals; `attempts` is the sends
+        used over all of an id's outcomes. Each id's winner is kept at write time (the `latest` table),
+        so this reads by key, in the items' order, without grouping the outcomes. Streams.
         """
         q = (
-            f"WITH best AS ({_BEST}) "
             "SELECT i.custom_id, o.status, o.failure, o.reason, o.text, o.stop_reason, o.model, o.usage, "
-            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(b.total, 0), "
+            "o.error_type, o.error_message, o.retry_after, o.route, o.batch_id, COALESCE(l.attempts, 0), "
             f"{self._answer_columns()} "
-            "FROM items i LEFT JOIN best b ON b.custom_id = i.custom_id LEFT JOIN outcomes o ON o.row = b.row "
+            "FROM items i LEFT JOIN latest l ON l.custom_id = i.custom_id LEFT JOIN outcomes o ON o.row = l.row "
             "ORDER BY i.seq"
         )
-        for r in self._conn.execute(q):
+        return self._conn.execute(q)
+
+    def latest(self) -> Iterator[tuple[str, Outcome | None, str | None, str | None, int]]:
+        """`(custom_id, latest outcome, route, batch_id, attempts)` for every item in input order (the
+        winner `latest_rows` reads, as an `Outcome`). Streams: memory does not grow with the job."""
+        for r in self.latest_rows():
             outcome = None
             if r[1] is not None:
                 usage = Usage(**orjson.loads(r[7])) if r[7] else None
                 outcome = Outcome(
                     status=_STATUS[r[1]],
-                    failure=None if r[2] is None else _failure(r[2]),
+                    failure=_FAILURE[r[2]],
                     reason=r[3],
                     text=r[4],
                     stop_reason=r[5],
@@ -112,21 +117,30 @@ class Outcomes:
         return "NULL, NULL"
 
     def succeeded_texts(self) -> Iterator[str | None]:
-        """The text of every item whose latest outcome is `succeeded` (a final outcome wins over a
-        later non-final one, and among finals the newest: as `latest`), without building outcomes."""
-        final_in = ",".join(f"'{s}'" for s in sorted(FINAL_STATUSES))
-        q = f"SELECT custom_id, status, text FROM outcomes WHERE status IN ({final_in}) ORDER BY row"
-        latest = {cid: (status, text) for cid, status, text in self._conn.execute(q)}
-        return (text for status, text in latest.values() if status == "succeeded")
+        """The text of every id whose latest outcome is `succeeded` (a final outcome wins over a later
+        non-final one, and among finals the newest: as `latest`), without building outcomes."""
+        q = "SELECT o.text FROM latest l JOIN outcomes o ON o.row = l.row WHERE l.status = 'succeeded'"
+        return (text for (text,) in self._conn.execute(q))
 
 
-# Each custom_id's winning outcome row: a final one wins over any later non-final one, then the newest;
-# `total` is the sends used over all of them. One grouping pass over the row ids of `outcomes` (not
-# their text; no index on custom_id is needed, which keeps every harvested row cheaper to insert); the
-# winner's columns are then read by its row id.
-_BEST = (
-    f"SELECT custom_id, COALESCE(MAX(CASE WHEN status IN ({_FINAL_SQL}) THEN row END), "
-    "MAX(row)) AS row, SUM(attempts) AS total FROM outcomes GROUP BY custom_id"
+#: The columns of a `latest_rows` tuple, by position.
+LATEST_COLUMNS = (
+    "custom_id",
+    "status",
+    "failure",
+    "reason",
+    "text",
+    "stop_reason",
+    "model",
+    "usage",
+    "error_type",
+    "error_message",
+    "retry_after",
+    "route",
+    "batch_id",
+    "attempts",
+    "error_code",
+    "stop_details",
 )
 
 
@@ -138,8 +152,13 @@ TALLY = (
 )  # a dict lookup, not an Enum call, per row of `latest`
 
 
-def _failure(name: str) -> FailureClass:
-    return FailureClass(name)
+# What a status and a failure class are stored as, by a dict lookup (an Enum's `.value` is a Python
+# property: it cost more than the rest of binding a harvested row's columns).
+_STATUS_TEXT: dict[Status, str] = {s: s.value for s in Status}
+_FAILURE_TEXT: dict[FailureClass | None, str | None] = {None: None, **{f: f.value for f in FailureClass}}
+
+
+_FAILURE: dict[str | None, FailureClass | None] = {None: None, **{f.value: f for f in FailureClass}}
 
 
 class OutcomeWriter:
@@ -204,8 +223,8 @@ class OutcomeWriter:
                 sub_id,
                 route,
                 batch_id,
-                o.status.value,
-                o.failure.value if o.failure else None,
+                _STATUS_TEXT[o.status],
+                _FAILURE_TEXT[o.failure],
                 o.reason,
                 o.text,
                 o.stop_reason,

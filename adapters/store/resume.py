@@ -70,8 +70,8 @@ class Resume:
         return Checkpoint(subs=subs, final=self._final_ids(), first_final=first)
 
     def _final_ids(self) -> frozenset[str]:
-        # no DISTINCT: the set drops repeats, and SQLite's temporary B-tree for them doubled the time
+        # each id's winner is kept (`latest`): one row per id, and final when any of its outcomes is
         return frozenset(
             cid
-            for (cid,) in self._conn.execute(f"SELECT custom_id FROM outcomes WHERE status IN ({_FINAL_SQL})")
+            for (cid,) in self._conn.execute(f"SELECT custom_id FROM latest WHERE status IN ({_FINAL_SQL})")
         )

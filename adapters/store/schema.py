@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 DB_NAME = "judgecore.sqlite3"
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
-SCHEMA_VERSION = 2
+#: 3: each custom_id's winning outcome is kept at write time (the `latest` table and its trigger)
+SCHEMA_VERSION = 3
 #: custom_ids bound per `IN (...)` query (SQLite's default limit is 32,766 parameters).
 
 SCHEMA = """
@@ -139,6 +140,70 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+#: Each custom_id's winning outcome row, its status, and the sends used over all its rows (`attempts`).
+#: Kept by the trigger below in the transaction that inserts the outcome row, so the two commit together
+#: or not at all, and `latest()`/`counts()` read it by its key instead of grouping every outcome.
+LATEST_TABLE = (
+    "CREATE TABLE latest (custom_id TEXT PRIMARY KEY, row INTEGER NOT NULL, status TEXT NOT NULL, "
+    "attempts INTEGER NOT NULL) WITHOUT ROWID"
+)
+
+# A new row wins when it is final and the kept one is not, or when both are final (or both not) and it
+# is newer: a final outcome wins over any later non-final one, and among equals the newest.
+_NEW_FINAL = f"excluded.status IN ({FINAL_SQL})"
+_OLD_FINAL = f"latest.status IN ({FINAL_SQL})"
+_WINS = (
+    f"(({_NEW_FINAL}) > ({_OLD_FINAL}) OR (({_NEW_FINAL}) = ({_OLD_FINAL}) AND excluded.row > latest.row))"
+)
+LATEST_TRIGGER = (
+    "CREATE TRIGGER latest_of_outcome AFTER INSERT ON outcomes BEGIN "
+    "INSERT INTO latest (custom_id, row, status, attempts) VALUES (NEW.custom_id, NEW.row, NEW.status, NEW.attempts) "
+    f"ON CONFLICT (custom_id) DO UPDATE SET row = CASE WHEN {_WINS} THEN excluded.row ELSE latest.row END, "
+    f"status = CASE WHEN {_WINS} THEN excluded.status ELSE latest.status END, "
+    "attempts = latest.attempts + excluded.attempts; END"
+)
+
+#: The same winners computed from `outcomes` by one grouping pass: what fills `latest` when an older
+#: checkpoint is migrated, and what a read-only open of one reads instead (a temp view).
+_BEST = (
+    f"SELECT custom_id, COALESCE(MAX(CASE WHEN status IN ({FINAL_SQL}) THEN row END), MAX(row)) AS row, "
+    "SUM(attempts) AS attempts FROM outcomes GROUP BY custom_id"
+)
+LATEST_FROM_OUTCOMES = (
+    f"SELECT b.custom_id, b.row, o.status, b.attempts FROM ({_BEST}) b JOIN outcomes o ON o.row = b.row"
+)
+
+
+def _has_latest(conn: sqlite3.Connection) -> bool:
+    q = "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'latest'"
+    return conn.execute(q).fetchone() is not None
+
+
+def add_latest(conn: sqlite3.Connection) -> None:
+    """Give a checkpoint the `latest` table and its trigger (idempotent): a new one's is empty, an older
+    one's is built once from the outcomes it holds, in the same transaction as the trigger."""
+    if _has_latest(conn):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_latest(conn):  # another process may have migrated it meanwhile
+            conn.execute(LATEST_TABLE)
+            conn.execute(f"INSERT INTO latest (custom_id, row, status, attempts) {LATEST_FROM_OUTCOMES}")
+            conn.execute(LATEST_TRIGGER)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def create_temp_latest(conn: sqlite3.Connection) -> None:
+    """For a checkpoint opened read-only from before the `latest` table: a temp view of the same name
+    and columns, computed from the outcomes, which writes nothing to the database."""
+    if not _has_latest(conn):
+        conn.execute(f"CREATE TEMP VIEW latest AS {LATEST_FROM_OUTCOMES}")
 
 
 def add_outcome_columns(conn: sqlite3.Connection) -> None:

@@ -138,3 +138,156 @@ def test_a_checkpoint_from_before_stop_details_is_read_and_then_given_the_column
         columns = {r[1] for r in conn.execute("PRAGMA table_info(outcomes)")}
     conn.close()
     assert {"error_code", "stop_details"} <= columns
+
+
+def _as_before_the_latest_table(state: Path) -> None:
+    """Make `state`'s checkpoint as a schema-2 version of the code left it: no `latest` table, no trigger."""
+    import sqlite3
+
+    from adapters.store import DB_NAME
+
+    conn = sqlite3.connect(state / DB_NAME)
+    conn.execute("DROP TRIGGER latest_of_outcome")
+    conn.execute("DROP TABLE latest")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    conn.commit()
+    conn.close()
+
+
+def _answers(
+    store: Store,
+) -> tuple[list[tuple[str, str | None, str | None, int]], dict[str, int], list[str | None]]:
+    latest = [
+        (cid, o.status.value if o else None, o.text if o else None, n) for cid, o, _, _, n in store.latest()
+    ]
+    return latest, store.counts(), sorted(store.succeeded_texts(), key=str)
+
+
+def test_an_older_checkpoint_answers_the_same_read_only_without_a_write_and_once_migrated(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint from before the kept winners reads the same read-only (its file untouched) and after
+    a writable open builds them; outcomes recorded after that keep them up to date."""
+    import hashlib
+    import sqlite3
+
+    from adapters.store import DB_NAME
+
+    state = tmp_path / "s"
+    requests = make_requests(4)
+    a, b, c, d = (r.custom_id for r in requests)
+    store = Store.open(state)
+    try:
+        bind(store, requests)
+        store.record_outcomes(
+            [
+                _row(a, Status.SUCCEEDED, 1, 1.0, text="first"),
+                _row(a, Status.RETRY, 2, 2.0, attempts=2),
+                _row(b, Status.RETRY, 1, 1.0),
+                _row(c, Status.SUCCEEDED, 1, 1.0, text="old"),
+                _row(c, Status.SUCCEEDED, 2, 2.0, text="new"),
+            ]
+        )
+        expected = _answers(store)
+    finally:
+        store.close()
+    _as_before_the_latest_table(state)
+    digest = hashlib.sha256((state / DB_NAME).read_bytes()).hexdigest()
+    old = Store.open_readonly(state)
+    try:
+        assert expected == _answers(old)
+    finally:
+        old.close()
+    assert digest == hashlib.sha256((state / DB_NAME).read_bytes()).hexdigest(), "a read-only open wrote"
+    store = Store.open(state)
+    try:
+        assert expected == _answers(store)
+        store.record_outcomes([_row(b, Status.SUCCEEDED, 3, 3.0, text="late"), _row(d, Status.RETRY, 3, 3.0)])
+        latest, counts, _ = _answers(store)
+    finally:
+        store.close()
+    assert [(b, "succeeded", "late", 2), (d, "retry", None, 1)] == [r for r in latest if r[0] in (b, d)]
+    assert {"succeeded": 3, "miss": 0, "quarantined": 0, "pending": 1} == counts
+    conn = sqlite3.connect(state / DB_NAME)
+    try:
+        assert ("3",) == conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    finally:
+        conn.close()
+
+
+def test_an_outcome_rolled_back_leaves_no_winner_behind(tmp_path: Path) -> None:
+    """The winner is written in the outcome's own transaction: a group that fails to commit leaves both
+    the outcome and the winner as they were."""
+    import sqlite3
+
+    import pytest
+
+    requests = make_requests(2)
+    a, b = (r.custom_id for r in requests)
+    store = Store.open(tmp_path / "s")
+    try:
+        bind(store, requests)
+        store.record_outcomes([_row(a, Status.RETRY, 1, 1.0)])
+        w = store.writer()
+        w.add(_row(a, Status.SUCCEEDED, 2, 2.0, text="lost"))
+        w.add(_row(b, Status.SUCCEEDED, 2, 2.0, text="lost"))
+        w._buf.append(w._buf[-1][:3])  # a malformed third row: inserted after the two, it fails the group
+        with pytest.raises(sqlite3.ProgrammingError):
+            w.flush()
+    finally:
+        store.close()
+    store = Store.open(tmp_path / "s")
+    try:
+        latest, counts, _ = _answers(store)
+    finally:
+        store.close()
+    assert [(a, "retry", None, 1), (b, None, None, 0)] == latest
+    assert 2 == counts["pending"]
+
+
+_IDS = ("c1", "c2", "c3")
+
+
+def _outcome_rows() -> object:
+    from hypothesis import strategies as st
+
+    row = st.tuples(
+        st.sampled_from(_IDS), st.sampled_from(list(Status)), st.sampled_from([None, 1, 2]), st.integers(1, 3)
+    )
+    return st.lists(st.lists(row, max_size=6), max_size=4)
+
+
+def test_the_kept_winners_are_what_grouping_every_outcome_finds() -> None:
+    """For any outcomes recorded in any groups (duplicates of a sub-batch's line included, which are
+    not recorded), each id's kept winner, status and summed attempts are those of grouping them all."""
+    import tempfile
+
+    from hypothesis import given
+
+    from adapters.store.schema import LATEST_FROM_OUTCOMES
+
+    @given(_outcome_rows())
+    def check(groups: list[list[tuple[str, Status, int | None, int]]]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store.open(Path(tmp) / "s")
+            try:
+                store.bind_job({"model": "m"}, [(cid, "item-" + cid, "d") for cid in _IDS])
+                for k, group in enumerate(groups):
+                    store.record_outcomes(
+                        OutcomeRow(
+                            custom_id=cid,
+                            outcome=Outcome(status=status, failure=None, reason=status.value),
+                            route="batch" if sub is not None else "sync",
+                            at=float(k),
+                            sub_id=sub,
+                            attempts=attempts,
+                        )
+                        for cid, status, sub, attempts in group
+                    )
+                kept = store._conn.execute("SELECT * FROM latest ORDER BY custom_id").fetchall()
+                grouped = store._conn.execute(f"{LATEST_FROM_OUTCOMES} ORDER BY b.custom_id").fetchall()
+            finally:
+                store.close()
+        assert grouped == kept
+
+    check()
