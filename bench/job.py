@@ -67,7 +67,8 @@ def sample():
         cur, _ = tracemalloc.get_traced_memory()
         if cur > best["cur"] * 1.03:
             frame = sys._current_frames().get(main)
-            stack = traceback.format_stack(frame)[-10:] if frame else []
+            # lines looked up at exit: linecache would hold every source file read meanwhile
+            stack = traceback.StackSummary.extract(traceback.walk_stack(frame), limit=12, lookup_lines=False)
             best.update(cur=cur, snap=tracemalloc.take_snapshot(), stack=stack, at=time.perf_counter() - t0)
 threading.Thread(target=sample, daemon=True).start()
 def report():
@@ -75,7 +76,7 @@ def report():
     out = sys.__stderr__
     print(f"TRACE peak {peak / 2**20:.1f} MiB; nearest snapshot {best['cur'] / 2**20:.1f} MiB at "
           f"{best['at']:.1f} s, in:", file=out)
-    print("".join(best["stack"]), file=out)
+    print("".join(reversed(traceback.StackSummary.format(best["stack"]))) if best["stack"] else "", file=out)
     if best["snap"] is not None:
         for st in best["snap"].statistics("lineno")[:15]:
             print(f"TRACE {st.size / 2**20:7.1f} MiB {st.count:>9,} blocks  {st.traceback[0]}", file=out)
