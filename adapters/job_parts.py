@@ -4,7 +4,7 @@ event; none decides anything the machine did not say."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -12,9 +12,12 @@ import attrs
 from adapters.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.store import Store
 from adapters.usage import UsageError
+from judgecore.columns import Ints
+from judgecore.idsets import Picked
 from judgecore.items import RoutePath
 from judgecore.jobrun import BatchRan, History, Probed, RunSync, SyncRan
 from judgecore.planning import JobPlan
+from judgecore.requests import Requests
 from judgecore.routing import Route
 from judgecore.spend import Expect
 
@@ -145,7 +148,19 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
     )
 
 
-async def run_batch_part(p: Ports, ids: frozenset[str]) -> BatchRan:
+def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
+    """The job's requests of `ids`, in the job's order: a view by position when `ids` is a `Picked`
+    of the job's custom_ids (no set of ids is built), else by id."""
+    reqs = job.requests
+    if isinstance(ids, Picked) and len(ids.column) == len(reqs):
+        whole = ids.positions
+        if isinstance(whole, range) and len(whole) == len(reqs):
+            return reqs
+        return attrs.evolve(reqs, positions=Ints([reqs.positions[k] for k in whole]))
+    return reqs.only(frozenset(ids))
+
+
+async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
     """The batch machine over `ids` of the job."""
     from adapters.batch import BatchSettings, run_batch
     from adapters.batch_api import AnthropicBatchApi
@@ -154,7 +169,7 @@ async def run_batch_part(p: Ports, ids: frozenset[str]) -> BatchRan:
     s = p.settings
     res = await run_batch(
         store=p.store,
-        requests=p.job.requests.only(ids),
+        requests=requests_of(p.job, ids),
         template=p.job.batch_template,
         api=AnthropicBatchApi(p.client),
         clock=p.clock,
@@ -186,7 +201,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         reading = RateLimitReading.for_otpm(action.otpm)
     res = await run_sync(
         store=p.store,
-        requests=p.job.requests.only(action.ids),
+        requests=requests_of(p.job, action.ids),
         template=p.job.sync_template,
         api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
         clock=p.clock,

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -51,12 +52,53 @@ print(code, wall, u.ru_utime + u.ru_stime, u.ru_maxrss)
 """
 
 
+# `--trace`: the child under tracemalloc, a thread sampling the traced size every 20 ms; at each new
+# high (3% over the last), a snapshot and the main thread's stack. At exit, stderr gets where the peak
+# was and the top allocations (by line) of the snapshot nearest it.
+_TRACE = """
+import runpy, sys, threading, time, traceback, tracemalloc
+tracemalloc.start(1)
+main = threading.main_thread().ident
+best = {"cur": 0, "snap": None, "stack": [], "at": 0.0}
+t0 = time.perf_counter()
+def sample():
+    while True:
+        time.sleep(0.02)
+        cur, _ = tracemalloc.get_traced_memory()
+        if cur > best["cur"] * 1.03:
+            frame = sys._current_frames().get(main)
+            # lines looked up at exit: linecache would hold every source file read meanwhile
+            stack = traceback.StackSummary.extract(traceback.walk_stack(frame), limit=12, lookup_lines=False)
+            best.update(cur=cur, snap=tracemalloc.take_snapshot(), stack=stack, at=time.perf_counter() - t0)
+threading.Thread(target=sample, daemon=True).start()
+def report():
+    _, peak = tracemalloc.get_traced_memory()
+    out = sys.__stderr__
+    print(f"TRACE peak {peak / 2**20:.1f} MiB; nearest snapshot {best['cur'] / 2**20:.1f} MiB at "
+          f"{best['at']:.1f} s, in:", file=out)
+    print("".join(reversed(traceback.StackSummary.format(best["stack"]))) if best["stack"] else "", file=out)
+    if best["snap"] is not None:
+        for st in best["snap"].statistics("lineno")[:15]:
+            print(f"TRACE {st.size / 2**20:7.1f} MiB {st.count:>9,} blocks  {st.traceback[0]}", file=out)
+import atexit
+atexit.register(report)
+sys.argv = ["judgecore", *sys.argv[1:]]
+runpy.run_module("adapters.cli", run_name="__main__")
+"""
+
+
 def run(
-    python: str, root: Path, args: list[str], env: dict[str, str], module: str | None = "adapters.cli"
-) -> dict[str, float]:
+    python: str,
+    root: Path,
+    args: list[str],
+    env: dict[str, str],
+    module: str | None = "adapters.cli",
+    keep_err: bool = False,
+) -> dict[str, Any]:
     """One `judgecore` process (`python -m module args`, or `python args` when `module` is None): wall,
-    CPU (user + system) and its own peak RSS."""
+    CPU (user + system) and its own peak RSS (`keep_err`: and the `--trace` lines of its stderr)."""
     head = [python, "-m", module] if module is not None else [python]
+    err_text = ""
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         res = subprocess.run(
@@ -70,7 +112,9 @@ def run(
         code, wall, cpu, rss = res.stdout.split()
         if int(code) not in (0, 3):
             raise SystemExit(f"{args[0]} failed ({code}): {err.read_text()[-2000:]}")
-    return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024}
+        if keep_err:
+            err_text = "".join(ln for ln in err.read_text().splitlines(True) if ln.startswith(("TRACE", " ")))
+    return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024, "err": err_text}
 
 
 def write_items(path: Path, n: int, prompt_bytes: int = 0) -> None:
@@ -86,7 +130,13 @@ def write_items(path: Path, n: int, prompt_bytes: int = 0) -> None:
 
 
 def job(
-    python: str, root: Path, n: int, reruns: int, prompt_bytes: int = 0, samples: int = 1
+    python: str,
+    root: Path,
+    n: int,
+    reruns: int,
+    prompt_bytes: int = 0,
+    samples: int = 1,
+    trace: bool = False,
 ) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, serve(Simulator(Scenario(seed=1, batch_seconds=1.0))) as srv:
         items, rubric, state = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt", Path(tmp) / "s"
@@ -97,6 +147,10 @@ def job(
         args = ["run", str(items), "--state", str(state), "--rubric", str(rubric), "--poll-interval", "0.2"]
         if samples > 1:
             args += ["--samples", str(samples)]
+        if trace:  # the first run only, under tracemalloc (its CPU and RSS are not the job's)
+            traced = run(python, root, ["-c", _TRACE, *args], env, module=None, keep_err=True)
+            print(traced["err"], end="")
+            return traced
         first = run(python, root, args, env)
         sent = len(srv.sim.log)
         again = [run(python, root, args, env) for _ in range(reruns)]
@@ -150,6 +204,12 @@ def main() -> None:
         "(--repeats times), and print the medians' CPU ratio (target for K=3: <= 3.3x)",
     )
     ap.add_argument("--repeats", type=int, default=3, help="runs of each job for --samples (median)")
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="run each size's job once under tracemalloc: where its traced peak is, and the top "
+        "allocations (by line) nearest it (slow; no timing, no reruns)",
+    )
     ns = ap.parse_args()
     if ns.samples > 1:
         root = ns.root.resolve()
@@ -173,6 +233,11 @@ def main() -> None:
     print(f"judgecore whole-process bench of {root}")
     for name, wall in ({} if ns.no_small else small_commands(python, root)).items():
         print(f"  {name:<20} {wall:6.3f} s wall (median of 5; target <= 0.3 s)")
+    if ns.trace:
+        for n in ns.sizes:
+            print(f"  {n:,} items, under tracemalloc:")
+            job(python, root, n, 0, ns.prompt_bytes, trace=True)
+        return
     peaks: list[tuple[int, float]] = []
     for n in ns.sizes:
         r = job(python, root, n, ns.reruns, ns.prompt_bytes)

@@ -9,6 +9,7 @@ sub-batches. It plans from the requests' sizes alone; the bytes are the encoder'
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
@@ -64,7 +65,7 @@ def chunk(
         raise RequestTooLargeError(item_id, cid, sizes[i] + ENVELOPE_BYTES, max_bytes)
     # ends[k]: the body bytes of requests [0, k) with a comma after each (the body of [a, b) is then
     # ends[b] - ends[a] - 1 + the envelope); each sub-batch takes the most requests that fit both caps.
-    ends = list(accumulate((s + 1 for s in sizes), initial=0))
+    ends = array("q", accumulate((s + 1 for s in sizes), initial=0))  # 8 bytes a request, no int objects
     room = max_bytes - ENVELOPE_BYTES + 1
     out: list[SubBatch] = []
     start = 0

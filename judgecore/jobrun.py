@@ -29,10 +29,12 @@ are left pending, else 0).
 from __future__ import annotations
 
 import enum
+from collections.abc import Set
 from typing import assert_never
 
 import attrs
 
+from judgecore.idsets import Picked
 from judgecore.items import RoutePath
 from judgecore.machine import Done, ExitStatus, Say
 from judgecore.outcomes import FINAL_STATUSES, Status
@@ -97,17 +99,19 @@ class Probe:
 
 @attrs.frozen
 class RunBatch:
-    """Run the batch machine over these ids; answer with `BatchRan`."""
+    """Run the batch machine over these ids (a `Picked` of the job's: their positions too); answer
+    with `BatchRan`."""
 
-    ids: frozenset[str]
+    ids: Set[str]
 
 
 @attrs.frozen(kw_only=True)
 class RunSync:
     """Run the sync machine over these ids (those final already are skipped by it); answer with
-    `SyncRan`. `otpm`: the tier to pace by when no reading is stored (`--otpm`, or None)."""
+    `SyncRan`. `otpm`: the tier to pace by when no reading is stored (`--otpm`, or None). `ids` is
+    a `Picked` of the job's ids (their positions too)."""
 
-    ids: frozenset[str]
+    ids: Set[str]
     warm_up: bool
     contacted: bool
     otpm: int | None
@@ -325,14 +329,22 @@ class JobRun:
         if self.fatal is not None:
             return attrs.evolve(self, phase=Phase.OUTPUT)._next()
         sync = self.route.path == "sync"
+        every = self.custom_ids
         if not self.batch_ran:
             live = self.history.in_flight
-            ids = frozenset(c for c in self.custom_ids if c in live) if sync else frozenset(self.custom_ids)
+            ids = (
+                Picked.where(every, (c in live for c in every)) if sync else Picked(every, range(len(every)))
+            )
             if ids:
                 return attrs.evolve(self, phase=Phase.BATCH, batch_ran=True), (RunBatch(ids),)
         if not sync:
             return attrs.evolve(self, phase=Phase.OUTPUT)._next()
-        ids = frozenset(self.custom_ids) - ({self.spent} if self.spent is not None else set())
+        spent = self.spent
+        ids = (
+            Picked(every, range(len(every)))
+            if spent is None
+            else Picked.where(every, (c != spent for c in every))
+        )
         run_sync = RunSync(ids=ids, warm_up=not self.warmed, contacted=self.contacted, otpm=self.policy.otpm)
         return attrs.evolve(self, phase=Phase.SYNC, batch_ran=True), (run_sync,)
 

@@ -34,7 +34,7 @@ from judgecore.batchrun._vocab import (
 from judgecore.harvesting import Held
 from judgecore.outcomes import classify
 from judgecore.polling import BatchSnapshot, Wait, next_poll_action
-from judgecore.requests import Request, custom_ids_of, item_ids_of
+from judgecore.requests import Request, Requests, custom_ids_of, item_ids_of
 from judgecore.spend import budget_line
 from judgecore.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
 
@@ -84,6 +84,7 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
             state=SubState.INTENT,
             phase=Phase.CREATING,  # born with its create handed out
             ids=custom_ids_of(reqs),
+            at=_positions(run, reqs),
             requests=reqs,
             tries=1,
             bound=sum(bounds),
@@ -94,6 +95,13 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
         if cut:
             return attrs.evolve(run, queue=cut)
     return attrs.evolve(run, queue=tuple(queue))
+
+
+def _positions(run: BatchRun, reqs: Sequence[Request]) -> Sequence[int]:
+    """The column positions of `reqs` (a view of the run's requests, as the queue holds: its own)."""
+    if isinstance(reqs, Requests):
+        return reqs.positions
+    return tuple(run.position(r.custom_id) for r in reqs)
 
 
 def _out_of_budget(run: BatchRun, unsent: tuple[Sequence[Request], ...], next_bound: float) -> BatchRun:
@@ -158,7 +166,7 @@ def on_create_failed(run: BatchRun, event: CreateFailed) -> BatchRun:
             cid, item_id = custom_ids_of(sub.requests)[0], item_ids_of(sub.requests)[0]
             run = run._emit(Release((Held(cid, outcome, sub.sub_id, None),)))
             run = run._move(sub, E.REJECTED, T.SETTLED, outcome.reason)
-            run = attrs.evolve(run, final=run.final | {cid})
+            run = run.finalized([(cid, sub.at[0] if sub.at else run.position(cid))])
             return run._emit(Say("warning", f"item {item_id!r}: too large for any batch: quarantined"))
         case Fatal(outcome):
             run = run._fatal(outcome, f"creating sub-batch {sub.sub_id}")

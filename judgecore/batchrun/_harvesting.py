@@ -87,8 +87,9 @@ def on_harvested(run: BatchRun, h: Harvested) -> BatchRun:
     still_held = {x.custom_id for x in h.held}
     # held lines the gate let through during this stream were recorded (final), whatever becomes of
     # the sub-batch itself: a part of an orphan group, a cut stream (a tripped gate drops them)
-    released = set() if h.breaker.tripped else {x.custom_id for x in run.held} - still_held
-    run = attrs.evolve(run, breaker=h.breaker, held=h.held, final=run.final | released)
+    released = [] if h.breaker.tripped else [x for x in run.held if x.custom_id not in still_held]
+    run = run.finalized((x.custom_id, run.position(x.custom_id, x.sub_id)) for x in released)
+    run = attrs.evolve(run, breaker=h.breaker, held=h.held)
     if h.breaker.tripped and run.stop is None:
         run = attrs.evolve(run, stop=h.breaker.reason(), held=())._emit(Say("warning", h.breaker.reason()))
     if h.fatal is not None:
@@ -101,7 +102,7 @@ def on_harvested(run: BatchRun, h: Harvested) -> BatchRun:
     if sub.group is not None and sub.sub_id not in settle:
         return run._move(sub, E.GROUP_PART_HARVESTED, T.GROUPED, None, open=opened, cost=cost)
     not_final = opened | still_held
-    final: set[str] = set()
+    final: list[tuple[str, int]] = []
     members = [run.subs[i] for i in settle]
     not_final |= frozenset().union(*(m.open for m in members))
     cost += sum(m.cost for m in members if m.sub_id != sub.sub_id)
@@ -111,9 +112,9 @@ def on_harvested(run: BatchRun, h: Harvested) -> BatchRun:
         expect=run.expect.learn(cost, h.answers) if run.price is not None else run.expect,
     )
     for m in members:
-        final.update(c for c in m.ids if c not in not_final)
+        final.extend(pair for pair in zip(m.ids, m.at, strict=True) if pair[0] not in not_final)
         run = run._move(m, E.HARVESTED, T.SETTLED, None, open=frozenset())
-    return attrs.evolve(run, final=run.final | final)
+    return run.finalized(final)
 
 
 def _cut(run: BatchRun, sub: Sub, h: Harvested) -> BatchRun:

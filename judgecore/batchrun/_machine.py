@@ -3,7 +3,8 @@ and how it takes an answer (`on`, a table of handlers by event type)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -38,13 +39,14 @@ from judgecore.batchrun._vocab import (
 )
 from judgecore.breaker import Breaker
 from judgecore.chunking import chunk
+from judgecore.columns import Ints
 from judgecore.harvesting import Held
+from judgecore.idsets import Marked, marked
 from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.polling import BatchSnapshot
-from judgecore.requests import Request, RequestIndex
-from judgecore.resume import JobState, diff_resume
+from judgecore.requests import Request, RequestIndex, Requests
 from judgecore.spend import Budget, Expect
 from judgecore.subbatch import (
     BUSY,
@@ -77,8 +79,14 @@ class BatchRun:
     ids: tuple[str, ...]
     requests: RequestIndex = attrs.field(converter=RequestIndex.of, eq=False, repr=False)
     subs: Mapping[int, Sub] = attrs.field(converter=_frozen, repr=False)
-    final: frozenset[str] = attrs.field(repr=False)
-    offers: Mapping[str, int] = attrs.field(converter=_frozen, repr=False, factory=dict)
+    #: each id's position in the job's columns (`requests.requests.positions`), aligned with `ids`:
+    #: the per-id state below is a byte (or a count) at that position, not a str-keyed container
+    at: Sequence[int] = attrs.field(repr=False, eq=False)
+    #: 1 at the position of each final id (see `final`); `done_extra`: final ids outside the columns
+    done: bytes = attrs.field(repr=False)
+    done_extra: frozenset[str] = attrs.field(repr=False, default=frozenset())
+    #: how many rounds of this run offered each id, by position (`_tally` wide; see `offered`)
+    offers: bytes = attrs.field(repr=False, default=b"")
     breaker: Breaker
     held: tuple[Held, ...] = ()
     queue: tuple[Sequence[Request], ...] = ()  # planned sub-batches, not yet intents
@@ -153,6 +161,11 @@ class BatchRun:
                 due=now,
                 bound=sum(bound(c) for c in v.ids),
             )
+        at = by_id.requests.positions
+        ids = tuple(by_id.requests.custom_ids)  # a whole view's column itself: no copy
+        width = max(at) + 1 if len(at) else 0
+        done, extra, where = _from_checkpoint(checkpoint, ids, at, width)
+        subs = {k: attrs.evolve(s, at=tuple(where.get(c, -1) for c in s.ids)) for k, s in subs.items()}
         claimed = frozenset(v.batch_id for v in checkpoint.subs if v.batch_id is not None)
         breaker = Breaker.start(
             len(by_id) if total is None else total, checkpoint.first_final, settings.breaker
@@ -161,10 +174,13 @@ class BatchRun:
         budget = budget.reserve(sum(s.bound for s in subs.values()))
         return cls(
             settings=settings,
-            ids=tuple(by_id),
+            ids=ids,
             requests=by_id,
             subs=subs,
-            final=checkpoint.final,
+            at=at,
+            done=done,
+            done_extra=extra,
+            offers=bytes(width * array(_tally(settings)).itemsize),
             breaker=breaker,
             last_round=max((v.round for v in checkpoint.subs), default=0),
             next_sub=max((v.sub_id for v in checkpoint.subs), default=0) + 1,
@@ -188,8 +204,39 @@ class BatchRun:
         """The phase of every sub-batch of the run, by sub_id."""
         return tuple(self.subs[i].phase for i in sorted(self.subs))
 
+    @property
+    def final(self) -> Marked:
+        """The ids with a final outcome (the checkpoint's, and those this run made final), as a set."""
+        return Marked(self.ids, self.at, self.done, self.done_extra)
+
+    def offered(self, custom_id: str) -> int:
+        """How many rounds of this run offered `custom_id` (a lookup by id: O(n), for tests)."""
+        p = self.at[self.ids.index(custom_id)]
+        return int(memoryview(self.offers).cast(_tally(self.settings))[p])
+
     def pending(self) -> int:
-        return sum(1 for c in self.ids if c not in self.final)
+        return len(self.ids) - self.done.count(1)
+
+    def finalized(self, pairs: Iterable[tuple[str, int]]) -> BatchRun:
+        """The run with these `(custom_id, position)` final (position -1: outside the columns)."""
+        pairs = list(pairs)
+        extra = {c for c, p in pairs if p < 0}
+        return attrs.evolve(
+            self,
+            done=marked(self.done, (p for _, p in pairs)),
+            done_extra=self.done_extra | extra if extra else self.done_extra,
+        )
+
+    def position(self, custom_id: str, sub_id: int | None = None) -> int:
+        """The column position of `custom_id`, found in sub-batch `sub_id`'s ids when it is one of
+        them (else a scan of the run's ids); -1 outside the columns."""
+        sub = self.subs.get(sub_id) if sub_id is not None else None
+        if sub is not None and custom_id in sub.ids:
+            return sub.at[sub.ids.index(custom_id)]
+        try:
+            return self.at[self.ids.index(custom_id)]
+        except ValueError:
+            return -1
 
     # -- small helpers (shared by the handlers) ------------------------------------------------------
 
@@ -282,19 +329,34 @@ class BatchRun:
             return self
         if self.rounds >= self.settings.max_attempts:
             return self
-        held = frozenset(h.custom_id for h in self.held)  # awaiting the breaker: not resent meanwhile
-        state = JobState(final=self.final, in_flight=self.in_flight | held, attempts=self.offers)
-        submit = diff_resume(self.ids, state, max_attempts=self.settings.max_attempts).submit
-        if not submit:
+        # what `diff_resume` would submit, by position: neither final, nor in flight, nor held (awaiting
+        # the breaker: not resent meanwhile), nor offered `max_attempts` times; in input order
+        blocked = bytearray(self.done)
+        for s in self.subs.values():
+            if s.state in IN_FLIGHT:
+                for p in s.at:
+                    if p >= 0:
+                        blocked[p] = 1
+        for h in self.held:
+            if (p := self.position(h.custom_id, h.sub_id)) >= 0:
+                blocked[p] = 1
+        limit, code = self.settings.max_attempts, _tally(self.settings)
+        tally = memoryview(self.offers).cast(code)
+        picked = array("q", (p for p in self.at if not blocked[p] and tally[p] < limit))
+        if not picked:
             return self
+        submit: Sequence[int] = self.at if len(picked) == len(self.at) else Ints(picked)
+        del picked
         planned = chunk(
-            self.requests.select(submit),
+            _view(self.requests.requests, submit),
             max_requests=self.settings.max_batch_requests,
             max_bytes=self.settings.max_batch_bytes,
         )
-        offers = dict(self.offers)
-        for c in submit:
-            offers[c] = offers.get(c, 0) + 1
+        counts = array(code, self.offers)
+        for p in submit:
+            counts[p] += 1
+        offers = counts.tobytes()
+        del counts, blocked, tally
         number = self.last_round + 1
         run = attrs.evolve(
             self,
@@ -363,7 +425,8 @@ class BatchRun:
                 run = run._move(s, SubEvent.REFUSED, Trigger.SETTLED, "not sent: the run stopped")
         if run.held and not run.breaker.tripped:
             run = run._emit(Release(run.held))
-            run = attrs.evolve(run, final=run.final | {h.custom_id for h in run.held}, held=())
+            run = run.finalized((h.custom_id, run.position(h.custom_id, h.sub_id)) for h in run.held)
+            run = attrs.evolve(run, held=())
         effects = run.pending_effects
         return attrs.evolve(run, pending_effects=()), effects
 
@@ -377,6 +440,35 @@ class BatchRun:
     def on(self, event: Event) -> BatchRun:
         """The run after `event` (see the package docstring); an event of no known type is a KeyError."""
         return _HANDLERS[type(event)](self, event)
+
+
+def _tally(settings: BatchSettings) -> str:
+    """The typecode of `BatchRun.offers`: a count per id, at most `max_attempts` (one per round)."""
+    return "B" if settings.max_attempts < 256 else "I"
+
+
+def _view(requests: Requests, positions: Sequence[int]) -> Requests:
+    """The requests at these positions of the columns of `requests`, as a view (in this order)."""
+    return attrs.evolve(requests, positions=positions)
+
+
+def _from_checkpoint(
+    checkpoint: Checkpoint, ids: Sequence[str], at: Sequence[int], width: int
+) -> tuple[bytes, frozenset[str], dict[str, int]]:
+    """The final ids of `checkpoint` among `ids` as a byte per position (`width` of them); those of
+    its in-flight sub-batches outside `ids`, by id; and the position of each of those sub-batches' ids
+    (one walk of the columns, a dict the size of what is in flight)."""
+    final = checkpoint.final
+    live = {c for v in checkpoint.subs if v.state in IN_FLIGHT for c in v.ids}
+    done = bytearray(width)
+    where: dict[str, int] = {}
+    for c, p in zip(ids, at, strict=True):
+        if c in final:
+            done[p] = 1
+        if c in live:
+            where[c] = p
+    extra = frozenset(c for c in live if c in final and c not in where)
+    return bytes(done), extra, where
 
 
 _HANDLERS: Mapping[type, Callable[[BatchRun, Any], BatchRun]] = MappingProxyType(

@@ -23,6 +23,8 @@ class Sub:
     state: SubState
     phase: Phase
     ids: tuple[str, ...] = ()
+    #: the column position of each of `ids` (-1: outside the run's columns), what the run marks
+    at: Sequence[int] = ()
     requests: Sequence[Request] = ()  # known for sub-batches planned by this run
     group: int | None = None
     snap: BatchSnapshot | None = None

@@ -1,0 +1,109 @@
+"""What the job's and the batch run's machines hold per item, in one process, no HTTP: the items and
+requests are built first (their bytes are not counted), then `JobRun` hands out its `RunBatch` and a
+`BatchRun` runs it to `Done` with every batch answered at once and every line final. tracemalloc
+gives the peak and the end state over what the items hold, per item.
+
+    uv run python bench/machines.py --sizes 90000 720000
+    uv run python bench/machines.py --sizes 90000 720000 --root /work/base-scale   # another checkout
+
+Each size runs in its own process (`--root`'s .venv), so one size's garbage never counts in the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_CHILD = r"""
+import sys, time, tracemalloc
+n = int(sys.argv[1])
+from judgecore.items import Items, raw_digest, DIGEST_BYTES
+from judgecore.ids import custom_ids_for
+from judgecore.requests import RequestTemplate, build_requests
+from judgecore.jobrun import JobRun, History, JobPolicy, RunBatch
+from judgecore.polling import BatchSnapshot
+from judgecore import batchrun as br
+from judgecore.columns import Ints
+
+ids = tuple(f"item-{i}" for i in range(n))
+cids = custom_ids_for(ids, job="abcdefghijklmnop")
+items = Items(ids, range(1, n + 1), None, (None,) * n, (None,) * n, cids,
+              message_sizes=Ints([60] * n), digests=bytes(DIGEST_BYTES * n), job="abcdefghijklmnop")
+template = RequestTemplate.build(model="claude-sonnet-4-6", max_tokens=64, rubric="Rate.", path="batch")
+requests = build_requests(items, template)
+
+tracemalloc.start(1)
+base = tracemalloc.get_traced_memory()[0]
+t0 = time.process_time()
+job = JobRun.start(tuple(requests.custom_ids), History(), JobPolicy(force="batch"))
+job, actions = job.advance()
+(op,) = [a for a in actions if isinstance(a, RunBatch)]
+try:
+    from adapters.job_parts import requests_of
+    class _Job:
+        pass
+    j = _Job(); j.requests = requests
+    part = requests_of(j, op.ids)
+except ImportError:
+    part = requests.only(op.ids)
+run = br.BatchRun.start(br.Checkpoint(), requests=part, settings=br.BatchSettings(), now=0.0, total=n)
+now, steps = 0.0, 0
+while True:
+    now += 1.0
+    run, actions = run.advance(now)
+    events = []
+    for a in actions:
+        if isinstance(a, br.Create):
+            snap = BatchSnapshot(id=f"b{a.sub_id}", status="in_progress", created_at=now, expires_at=now + 86400)
+            events.append(br.Created(a.sub_id, snap, now))
+        elif isinstance(a, br.Poll):
+            snap = BatchSnapshot(id=a.batch_id, status="ended", created_at=now, expires_at=now + 86400)
+            events.append(br.Snapshot(a.sub_id, snap, now))
+        elif isinstance(a, br.Harvest):
+            events.append(br.Harvested(a.sub_id, at=now, u=0.0, breaker=a.breaker, held=()))
+        elif isinstance(a, br.Done):
+            events = None
+            break
+    if events is None:
+        break
+    for e in events:
+        run = run.on(e)
+    steps += 1
+assert run.pending() == 0, run.pending()
+cur, peak = tracemalloc.get_traced_memory()
+import json
+print(json.dumps({"peak": peak - base, "end": cur - base, "cpu": time.process_time() - t0, "steps": steps}))
+"""
+
+
+def measure(root: Path, n: int) -> dict[str, float]:
+    python = root / ".venv" / "bin" / "python"
+    out = subprocess.run(
+        [str(python), "-c", _CHILD, str(n)], cwd=root, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[90_000, 720_000])
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (its .venv)")
+    ns = ap.parse_args()
+    root = ns.root.resolve()
+    print(f"the machines' own memory over the items, {root}")
+    for n in ns.sizes:
+        r = measure(root, n)
+        print(
+            f"  {n:>7,} items: peak {r['peak'] / 2**20:7.1f} MiB = {r['peak'] / n:6.1f} B per item, "
+            f"at Done {r['end'] / 2**20:7.1f} MiB = {r['end'] / n:6.1f} B per item "
+            f"({r['cpu']:.1f} CPU s, {r['steps']} steps)"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
