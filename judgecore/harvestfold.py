@@ -8,8 +8,9 @@ time, to a `HarvestFold`; the fold owns the whole per-line policy and the shell 
   ids are sent again;
 - unknown lines (a custom_id none of ours, after the first) and duplicate lines (an id seen before in
   this stream: the first one is kept) are counted and the first `SHOWN` of each named;
-- each other line is classified (`judgecore.outcomes.classify`) and goes through the invalid-request
-  breaker's `Gate` while it decides; the rows it lets through are what the shell records, in order;
+- each other line's outcome (the port's own, `judgecore.resultlines.line_outcome`; or `classify` of
+  a `RawResult` a fake port gives) goes through the invalid-request breaker's `Gate` while it
+  decides; the rows it lets through are what the shell records, in order;
 - `finish` reads which ids of the settled sub-batches have no outcome recorded (the shell asks the
   checkpoint and passes them in) and turns those with no line at all into `MISSING` rows; it returns
   them with the `Harvested` event the machine takes. A stream cut (`cut`) settles nothing.
