@@ -25,7 +25,7 @@ from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.messages import CheckpointMessages
 from adapters.store import OutcomeRow, Store
-from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
+from judgecore import BatchSnapshot, ModelPrice, RequestTemplate
 from judgecore import batchrun as br
 from judgecore.batching import after_cancel_error
 from judgecore.batchrun import BatchSettings
@@ -34,6 +34,7 @@ from judgecore.encoding import create_body
 from judgecore.harvestfold import HarvestFold
 from judgecore.harvesting import IdSet
 from judgecore.requests import Request, Requests, custom_ids_of
+from judgecore.resultlines import ResultLine
 from judgecore.spend import Budget, Expect
 from judgecore.subbatch import SubEvent, SubState, next_state
 
@@ -236,7 +237,7 @@ class BatchShell:
         )
         with store.writer(self.settings.write_group, refetchable=True) as writer:
 
-            def take(lines: list[tuple[str, RawResult]]) -> HarvestFold:
+            def take(lines: list[ResultLine]) -> HarvestFold:
                 folded, rows, say = fold.take(lines)
                 at = clock.now()
                 for cid, o, owner, bid in rows:
@@ -245,7 +246,7 @@ class BatchShell:
                     self._warn(text)
                 return folded
 
-            group: list[tuple[str, RawResult]] = []
+            group: list[ResultLine] = []
             size = max(1, min(_GROUP, self.settings.write_group))  # none waits past a group commit
             try:
                 async with contextlib.aclosing(self.api.results(batch_id)) as stream:

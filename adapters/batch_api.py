@@ -3,7 +3,8 @@
 `BatchApi` is what `adapters.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
 implements it over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
 are translated here into core values (`BatchSnapshot`; `RawResult` through `adapters.sdk_results`, the
-sync port's translation too), and never cross into `judgecore`.
+sync port's translation too; a results line's `Outcome` through the core's `line_outcome`), and never
+cross into `judgecore`.
 A failed call raises `BatchApiError` carrying the failure as a `RawResult` (`http_error` with status,
 error type, message and retry-after; or `connection_error`).
 
@@ -29,11 +30,12 @@ import httpx2
 from anthropic.types.messages import MessageBatch
 
 from adapters.sdk_results import error_result, line_result, result_line
-from judgecore import BatchSnapshot, RawResult, RequestCounts
+from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
 from judgecore.batching import CREATE_DEADLINE
 from judgecore.chunking import body_size
 from judgecore.encoding import create_body, create_body_chunks
 from judgecore.requests import Request, RequestTemplate, sizes_of
+from judgecore.resultlines import ResultLine
 
 _CREATE_PATH = "/v1/messages/batches"
 _READ = 1 << 16  # bytes read from a results file at a time
@@ -92,8 +94,10 @@ class BatchApi(Protocol):
 
     async def cancel(self, batch_id: str) -> BatchSnapshot: ...
 
-    def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
-        """`(custom_id, result)` for each line of an ended batch's results, in the server's order."""
+    def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
+        """`(custom_id, result)` for each line of an ended batch's results, in the server's order: the
+        line's `Outcome` (the real port's translation, `judgecore.resultlines.line_outcome`), or a
+        `RawResult` for the harvest to classify (what a fake may give)."""
         ...
 
 
@@ -223,11 +227,12 @@ class AnthropicBatchApi:
         except _TRANSLATED as exc:
             raise self._error(exc) from exc
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
+    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
         # The SDK's own `results` call (its retrieve for the results_url, auth, headers, retries) as a
         # streamed raw response: the body read in large chunks and split into lines here, each parsed
-        # with orjson by `result_line`, with no SDK model built per line (the SDK's decoder reads 64
-        # bytes at a time and validates a pydantic model for every line).
+        # with orjson and translated by `result_line` straight to its `Outcome`, with no SDK model
+        # built per line (the SDK's decoder reads 64 bytes at a time and validates a pydantic model
+        # for every line).
         try:
             async with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
                 rest = b""

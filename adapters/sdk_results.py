@@ -1,7 +1,7 @@
-"""The one translation of what the SDK hands back into the core's `RawResult`, for both ports.
+"""The one translation of what the SDK hands back into the core's values, for both ports.
 
 `adapters.sync_api` (one message) and `adapters.batch_api` (batch calls and result lines) both read
-the SDK through these three functions, so an answer means the same on either route:
+the SDK through these functions, so an answer means the same on either route:
 
 - `message_result(message)`: an SDK `Message` (a sync answer, a streamed one's final message, or a
   succeeded batch line's) as a `succeeded` result: text blocks only (thinking and tool blocks are never
@@ -10,10 +10,10 @@ the SDK through these three functions, so an answer means the same on either rou
   an errored line's envelope is `{"type": "error", "error": {"type", "message", "details":
   {"error_code"}?}, "request_id"}`, its `error_code` read as the SDK reads an HTTP error's.
 - `result_line(line)`: one raw line of a results file (bytes, parsed with orjson) as `(custom_id,
-  RawResult)`, with no SDK model built: the harvest's per-line path. It gives exactly what
-  `line_result` gives for the SDK's model of the same line (`tests/batch/test_result_lines.py` checks
-  that on lines generated from the SDK's own types), through `message_json_result` and
-  `line_json_result`, the same rules read off plain JSON.
+  Outcome)`, with no SDK model built: the harvest's per-line path. Its translation is the core's pure
+  `judgecore.resultlines.line_outcome`, which means exactly what `classify(line_result(...))` means
+  for the SDK's model of the same line (`tests/batch/test_result_lines.py` checks that on lines
+  generated from the SDK's own types).
 - `error_result(exc, base_url=..., now=...)`: an exception of an SDK call. A status error is an
   `http_error` with its status, type, message, `error_code` (`exc.error_code`, read by
   `anthropic._exceptions.extract_error_code`) and retry-after (an error event inside a 200 stream is
@@ -26,7 +26,6 @@ the SDK through these three functions, so an answer means the same on either rou
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -34,8 +33,9 @@ import httpx2
 import orjson
 from anthropic._exceptions import extract_error_code
 
-from judgecore.outcomes import CONNECT_FAILED, RawResult, StopDetails, Usage
+from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, StopDetails, Usage
 from judgecore.ratelimit import retry_after
+from judgecore.resultlines import line_outcome
 
 #: httpx2 errors meaning no connection was made at all: nothing reached a server, nothing was made.
 NEVER_CONNECTED = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
@@ -104,78 +104,16 @@ def line_result(result: Any) -> RawResult:
     return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
 
 
-def _usage_json(u: Any) -> Usage | None:
-    if type(u) is not dict:  # orjson's objects are plain dicts: no ABC check per line
-        return None
-    get = u.get
-    return Usage(
-        input_tokens=get("input_tokens") or 0,
-        output_tokens=get("output_tokens") or 0,
-        cache_creation_input_tokens=get("cache_creation_input_tokens") or 0,
-        cache_read_input_tokens=get("cache_read_input_tokens") or 0,
-    )
-
-
-def message_json_result(message: Mapping[str, Any]) -> RawResult:
-    """`message_result` of a `Message` given as its JSON object."""
-    get = message.get
-    content = get("content")
-    text = None
-    if content:
-        texts = [b["text"] for b in content if b.get("type") == "text"]
-        if texts:
-            text = texts[0] if len(texts) == 1 else "".join(texts)
-    details = get("stop_details")
-    return RawResult(
-        kind="succeeded",
-        text=text,
-        stop_reason=get("stop_reason"),
-        model=get("model"),
-        usage=_usage_json(get("usage")),
-        stop_details=None if details is None else StopDetails.from_json(details),
-    )
-
-
-def _error_code(envelope: Any) -> str | None:
-    """`error.details.error_code` of an error envelope (the SDK's `extract_error_code`, on JSON)."""
-    for key in ("error", "details", "error_code"):
-        if not isinstance(envelope, Mapping):
-            return None
-        envelope = envelope.get(key)
-    return envelope if isinstance(envelope, str) else None
-
-
-def line_json_result(result: Mapping[str, Any]) -> RawResult:
-    """`line_result` of a results line's `result` given as its JSON object."""
-    kind = result.get("type")
-    if kind == "succeeded":
-        return message_json_result(result["message"])
-    if kind == "errored":
-        envelope = result.get("error")
-        inner = envelope.get("error") if isinstance(envelope, Mapping) else None
-        inner = inner if isinstance(inner, Mapping) else {}
-        return RawResult(
-            kind="errored",
-            error_type=inner.get("type"),
-            message=inner.get("message"),
-            error_code=_error_code(envelope),
-        )
-    if kind in ("canceled", "expired"):
-        return RawResult(kind=kind)
-    return RawResult(kind="errored", error_type=f"unknown_result_type:{kind}", message=repr(result)[:200])
-
-
-def result_line(line: bytes) -> tuple[str, RawResult]:
-    """One line of a batch's results file as `(custom_id, RawResult)`. A line that is not a results
-    line (torn, not JSON, no custom_id or result) raises `ValueError`."""
+def result_line(line: bytes) -> tuple[str, Outcome]:
+    """One line of a batch's results file as `(custom_id, Outcome)`, through the core's one pure
+    translation of a line (`judgecore.resultlines.line_outcome`). A line that is not a results line
+    (torn, not JSON, no custom_id or result) raises `ValueError`."""
     obj = orjson.loads(line)
     try:
         custom_id, result = obj["custom_id"], obj["result"]
         if type(custom_id) is not str or type(result) is not dict:  # orjson makes exactly these
             raise TypeError(type(custom_id).__name__)
-        if result.get("type") == "succeeded":  # the hot path, as `line_json_result` reads it
-            return custom_id, message_json_result(result["message"])
-        return custom_id, line_json_result(result)
+        return custom_id, line_outcome(result)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a batch results line: {line[:200]!r}") from exc
 
@@ -214,9 +152,7 @@ def error_result(exc: BaseException, *, base_url: str | None = None, now: float 
 __all__ = [
     "NEVER_CONNECTED",
     "error_result",
-    "line_json_result",
     "line_result",
-    "message_json_result",
     "message_result",
     "result_line",
     "stop_details_of",

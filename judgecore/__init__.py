@@ -17,6 +17,7 @@ disk or the terminal (that is `adapters`). The modules read like the list of dec
 - `syncrun`: the sync run as a machine: which item to send next, what each answer does to it, when it is done
 - `harvesting`: which of a batch's result lines are ours, and what the breaker lets through
 - `harvestfold`: one harvest as a fold: what each result line means, and what of it to record
+- `resultlines`: what one line of a batch's results file says, as its `Outcome`
 - `polling`: how long to wait for a batch, and when to stop waiting
 - `outcomes`: what one result means
 - `backoff`: how long to wait before a retry

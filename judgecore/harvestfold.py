@@ -8,8 +8,9 @@ time, to a `HarvestFold`; the fold owns the whole per-line policy and the shell 
   ids are sent again;
 - unknown lines (a custom_id none of ours, after the first) and duplicate lines (an id seen before in
   this stream: the first one is kept) are counted and the first `SHOWN` of each named;
-- each other line is classified (`judgecore.outcomes.classify`) and goes through the invalid-request
-  breaker's `Gate` while it decides; the rows it lets through are what the shell records, in order;
+- each other line's outcome (the port's own, `judgecore.resultlines.line_outcome`; or `classify` of
+  a `RawResult` a fake port gives) goes through the invalid-request breaker's `Gate` while it
+  decides; the rows it lets through are what the shell records, in order;
 - `finish` reads which ids of the settled sub-batches have no outcome recorded (the shell asks the
   checkpoint and passes them in) and turns those with no line at all into `MISSING` rows; it returns
   them with the `Harvested` event the machine takes. A stream cut (`cut`) settles nothing.
@@ -29,13 +30,34 @@ import attrs
 
 from judgecore.batchrun._vocab import Harvested
 from judgecore.breaker import Breaker
-from judgecore.harvesting import MISSING, Gate, Held, IdSet, usage_sum
+from judgecore.harvesting import MISSING, Gate, Held, IdSet
 from judgecore.outcomes import Outcome, RawResult, Status, Usage, classify
+from judgecore.resultlines import ResultLine
 
 __all__ = ["SHOWN", "HarvestEnd", "HarvestFold"]
 
 SHOWN = 5  # per batch, this many unknown / duplicate lines are named; the rest are counted
 _OPEN = (Status.RETRY, Status.FATAL)  # a line recorded with these leaves its id open (not final)
+_SUCCEEDED = Status.SUCCEEDED
+
+
+def _priced(usage: Usage, answers: int, rows: Iterable[Held]) -> tuple[Usage, int]:
+    """`usage` with the rows' answers' usage added, and how many of the rows carried one."""
+    i, o, w, r = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_creation_input_tokens,
+        usage.cache_read_input_tokens,
+    )
+    for row in rows:
+        u = row.outcome.usage
+        if u is not None:
+            i += u.input_tokens
+            o += u.output_tokens
+            w += u.cache_creation_input_tokens
+            r += u.cache_read_input_tokens
+            answers += 1
+    return Usage.of(i, o, w, r), answers
 
 
 @attrs.frozen(kw_only=True)
@@ -97,8 +119,9 @@ class HarvestFold:
             seen=bytes((ids.n + 7) // 8),
         )
 
-    def take(self, lines: Iterable[tuple[str, RawResult]]) -> tuple[Self, tuple[Held, ...], tuple[str, ...]]:
-        """The fold after these lines, the rows to record now (in order) and the lines to say."""
+    def take(self, lines: Iterable[ResultLine]) -> tuple[Self, tuple[Held, ...], tuple[str, ...]]:
+        """The fold after these lines, the rows to record now (in order) and the lines to say. A line's
+        result is its `Outcome` (what the real port gives) or a `RawResult`, classified here."""
         if self.stopped:
             return self, (), ()
         ids, batch_id, sub_id = self.ids, self.batch_id, self.sub_id
@@ -106,6 +129,7 @@ class HarvestFold:
         seen = bytearray(self.seen)
         gate, deciding = self.gate, not self.gate.closed
         tally = dict(self.tally)
+        succeeded = 0  # rows of the common status, counted apart from `tally`: no enum hash per row
         n, unknown, duplicate, fatal = self.lines, self.unknown, self.duplicate, self.fatal
         swallowed, passed = set(), set()
         rows: list[Held] = []
@@ -113,7 +137,7 @@ class HarvestFold:
         say: list[str] = []
         stopped = False
         held = tuple.__new__  # a `Held` without its Python-level __new__ per line
-        for custom_id, raw in lines:
+        for custom_id, said in lines:
             n += 1
             h = hash(custom_id)
             i = bisect_left(keys, h)
@@ -137,11 +161,14 @@ class HarvestFold:
                     say.append(f"batch {batch_id}: duplicate result line for {custom_id!r}; first one kept")
                 continue
             seen[byte] |= bit
-            outcome = classify(raw)
+            outcome = said if said.__class__ is Outcome else classify(said)  # type: ignore[arg-type]
             line = held(Held, (custom_id, outcome, sub_id if owners is None else owners[i], batch_id))
             if not deciding:  # the hot path: the breaker is closed, every line is recorded
                 rows.append(line)
                 status = outcome.status
+                if status is _SUCCEEDED:
+                    succeeded += 1
+                    continue
                 tally[status] = tally.get(status, 0) + 1
                 if status in _OPEN:
                     opened.append(custom_id)
@@ -162,10 +189,11 @@ class HarvestFold:
                     opened.append(h.custom_id)
                     if status is Status.FATAL and fatal is None:
                         fatal = (h.custom_id, h.outcome)
+        if succeeded:
+            tally[_SUCCEEDED] = tally.get(_SUCCEEDED, 0) + succeeded
         usage, answers = self.usage, self.answers
         if self.priced and rows:
-            usage = usage_sum((usage, *(h.outcome.usage for h in rows)))
-            answers += sum(1 for h in rows if h.outcome.usage is not None)
+            usage, answers = _priced(usage, answers, rows)
         fold = attrs.evolve(
             self,
             seen=bytes(seen),

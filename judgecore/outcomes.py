@@ -22,6 +22,7 @@ sends it. A refusal (`stop_reason: "refusal"`) is an answer, so it is final: a `
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Final, Literal
 
@@ -103,6 +104,24 @@ class Usage:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
 
+    @classmethod
+    def of(
+        cls,
+        input_tokens: int,
+        output_tokens: int,
+        cache_creation_input_tokens: int,
+        cache_read_input_tokens: int,
+    ) -> Usage:
+        """`Usage(...)` by position, for a value made once per result line: equal to the keyword-built
+        one, its slots set directly (see `_setters`)."""
+        u = _new(cls)
+        s_in, s_out, s_write, s_read = _USAGE_SETTERS
+        s_in(u, input_tokens)
+        s_out(u, output_tokens)
+        s_write(u, cache_creation_input_tokens)
+        s_read(u, cache_read_input_tokens)
+        return u
+
 
 @attrs.frozen(kw_only=True)
 class RawResult:
@@ -139,6 +158,37 @@ class Outcome:
     error_code: str | None = None
     stop_details: StopDetails | None = None
 
+    @classmethod
+    def answer(
+        cls,
+        status: Status,
+        failure: FailureClass | None,
+        reason: str,
+        text: str | None,
+        stop_reason: str | None,
+        model: str | None,
+        usage: Usage | None,
+        stop_details: StopDetails | None = None,
+    ) -> Outcome:
+        """The outcome of an answer (no error fields), by position: equal to `Outcome(...)` given the
+        same fields by keyword, made without its per-field frozen setattr (see `_setters`). What
+        `classify` and the harvest's per-line translation (`judgecore.resultlines`) build."""
+        return _outcome(
+            cls,
+            status,
+            failure,
+            reason,
+            text,
+            stop_reason,
+            model,
+            usage,
+            None,
+            None,
+            None,
+            None,
+            stop_details,
+        )
+
     @property
     def final(self) -> bool:
         return self.status in FINAL_STATUSES
@@ -147,6 +197,54 @@ class Outcome:
     def account_state(self) -> bool:
         """The API refused the account, not this request: the run stops, the item stays pending."""
         return self.failure is FailureClass.ACCOUNT_STATE
+
+
+def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The `__set__` of each of a frozen attrs class's slots, in field order. A hot value (one per result
+    line) is built as `object.__new__` and these: what the generated `__init__` does, without parsing
+    keywords and going through `object.__setattr__` by name for each field. Only for classes with no
+    validators, converters or factories, whose every slot the builder sets."""
+    fields = attrs.fields(cls)
+    assert all(f.validator is None and f.converter is None for f in fields), cls
+    return tuple(cls.__dict__[f.name].__set__ for f in fields)
+
+
+_new = object.__new__
+_USAGE_SETTERS = _setters(Usage)
+_OUTCOME_SETTERS = _setters(Outcome)
+
+
+def _outcome(
+    cls: type[Outcome],
+    status: Status,
+    failure: FailureClass | None,
+    reason: str,
+    text: str | None,
+    stop_reason: str | None,
+    model: str | None,
+    usage: Usage | None,
+    error_type: str | None,
+    error_message: str | None,
+    retry_after: float | None,
+    error_code: str | None,
+    stop_details: StopDetails | None,
+) -> Outcome:
+    """`Outcome(...)` by position: every slot set, in field order."""
+    o = _new(cls)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11 = _OUTCOME_SETTERS
+    s0(o, status)
+    s1(o, failure)
+    s2(o, reason)
+    s3(o, text)
+    s4(o, stop_reason)
+    s5(o, model)
+    s6(o, usage)
+    s7(o, error_type)
+    s8(o, error_message)
+    s9(o, retry_after)
+    s10(o, error_code)
+    s11(o, stop_details)
+    return o
 
 
 _CONTEXT = re.compile(
@@ -229,8 +327,11 @@ _BY_STATUS: dict[int, _Verdict] = {
     429: _RATE,
 }
 
-# Succeeded answers that ran out of room, by stop_reason.
-_MISS_STOPS: dict[str, _Verdict] = {
+#: What a succeeded answer that is not a refusal means, by its stop_reason:
+#: `MISS_STOPS.get(stop_reason or "", ANSWERED)` (read by `classify` and `judgecore.resultlines`).
+ANSWERED: tuple[Status, FailureClass | None, str] = (Status.SUCCEEDED, None, "succeeded")
+#: The answers that ran out of room, by stop_reason.
+MISS_STOPS: dict[str, tuple[Status, FailureClass | None, str]] = {
     "max_tokens": (Status.MISS, FailureClass.MODEL_TRUNCATION, "answer truncated at max_tokens"),
     "model_context_window_exceeded": (
         Status.MISS,
@@ -282,32 +383,43 @@ def _verdict(result: RawResult) -> _Verdict:
 def classify(result: RawResult) -> Outcome:
     """The `Outcome` of one normalised result (see the module docstring for the taxonomy)."""
     if result.kind == "succeeded":
-        if result.stop_reason == "refusal":
+        stop = result.stop_reason
+        if stop == "refusal":
             return _refusal(result)
-        miss = _MISS_STOPS.get(result.stop_reason or "")
-        status, failure, reason = miss if miss else (Status.SUCCEEDED, None, "succeeded")
-        return Outcome(
-            status=status,
-            failure=failure,
-            reason=reason,
-            text=result.text,
-            stop_reason=result.stop_reason,
-            model=result.model,
-            usage=result.usage,
-            stop_details=result.stop_details,
+        status, failure, reason = MISS_STOPS.get(stop or "", ANSWERED)
+        return _outcome(
+            Outcome,
+            status,
+            failure,
+            reason,
+            result.text,
+            stop,
+            result.model,
+            result.usage,
+            None,
+            None,
+            None,
+            None,
+            result.stop_details,
         )
     status, failure, reason = _verdict(result)
     detail = result.error_type or (f"HTTP {result.status}" if result.status else None)
     if detail:
         reason = f"{reason} ({detail})"
-    return Outcome(
-        status=status,
-        failure=failure,
-        reason=reason,
-        error_type=result.error_type or result.kind,
-        error_message=result.message,
-        retry_after=result.retry_after if status is Status.RETRY else None,
-        error_code=result.error_code,
+    return _outcome(
+        Outcome,
+        status,
+        failure,
+        reason,
+        None,
+        None,
+        None,
+        None,
+        result.error_type or result.kind,
+        result.message,
+        result.retry_after if status is Status.RETRY else None,
+        result.error_code,
+        None,
     )
 
 
@@ -317,17 +429,20 @@ def _refusal(result: RawResult) -> Outcome:
     status, failure, reason = _REFUSAL
     details = result.stop_details
     category = details.category if details is not None else None
-    return Outcome(
-        status=status,
-        failure=failure,
-        reason=f"{reason} ({category})" if category else reason,
-        text=result.text,
-        stop_reason=result.stop_reason,
-        model=result.model,
-        usage=result.usage,
-        error_type=category or "refusal",
-        error_message=details.explanation if details is not None else None,
-        stop_details=details,
+    return _outcome(
+        Outcome,
+        status,
+        failure,
+        f"{reason} ({category})" if category else reason,
+        result.text,
+        result.stop_reason,
+        result.model,
+        result.usage,
+        category or "refusal",
+        details.explanation if details is not None else None,
+        None,
+        None,
+        details,
     )
 
 

@@ -212,12 +212,12 @@ def _run(
     if result.cache_hit_rate is not None:
         closing.append(f"prompt cache hit rate: {result.cache_hit_rate:.1%}")
     closing.append(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd))
-    from judgecore.summary import unreadable_warning
+    if settings.verdict is not None:
+        # the statistics package (`judgecore.summary`, `statistics`): only a job with verdicts reads it
+        from judgecore.summary import unreadable_warning
 
-    if settings.verdict is not None and (
-        warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0))
-    ):
-        closing.append(f"warning: {warning}")
+        if warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0)):
+            closing.append(f"warning: {warning}")
     for line in closing:
         print(line, file=sys.stderr)
     if done is not None and not result.fatal and result.exit_code == EXIT_OK and not c.get("pending"):

@@ -1,5 +1,7 @@
 """A batch results line read as raw JSON (`result_line`, the harvest's path) means exactly what the SDK's
-own model of the same line means (`line_result`), for every result type and error the SDK defines."""
+own model of the same line means (`classify(line_result(...))`), for every result type and error the SDK
+defines; and the core's fast path for a plain answer (`line_outcome`) agrees with its general path
+(`classify(line_raw(...))`) on any line, SDK-valid or not."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.sdk_results import line_result, result_line
+from judgecore.outcomes import classify
+from judgecore.resultlines import line_outcome, line_raw
 
 
 def _members(alias: object) -> tuple[type, ...]:
@@ -101,11 +105,78 @@ lines = st.fixed_dictionaries({"custom_id": st.text(min_size=1, max_size=64), "r
 
 @given(lines)
 def test_a_raw_line_means_what_the_sdks_model_of_it_means(line: dict) -> None:
-    """Valid by the SDK's own validation, then read both ways: the same custom_id and RawResult."""
+    """Valid by the SDK's own validation, then read both ways: the same custom_id and Outcome, and the
+    same RawResult on the general path."""
     MessageBatchIndividualResponse.model_validate(line)  # the line is one the SDK's types allow
     sdk = construct_type_unchecked(value=line, type_=MessageBatchIndividualResponse)  # its JSONL decoder
-    expected = (sdk.custom_id, line_result(sdk.result))
-    assert expected == result_line(orjson.dumps(line))
+    raw = line_result(sdk.result)
+    assert raw == line_raw(orjson.loads(orjson.dumps(line))["result"])
+    assert (sdk.custom_id, classify(raw)) == result_line(orjson.dumps(line))
+
+
+# Answers as the fast path sees them, and lines the SDK would not validate: any stop_reason (and
+# none), stop_details present, null or odd, usage missing or partial or not an object, content with
+# no text or several texts.
+_any_stop = st.one_of(st.none(), st.sampled_from(STOP_REASONS), _text)
+_odd_usage = st.one_of(
+    _usage,
+    st.none(),
+    st.just("n/a"),
+    st.fixed_dictionaries(
+        {}, optional={"input_tokens": st.one_of(st.none(), _count), "output_tokens": _count}
+    ),
+)
+_odd_details = st.one_of(st.none(), _stop_details, st.just({}), st.just("refusal"), st.just([]))
+_odd_message = st.fixed_dictionaries(
+    {"content": st.one_of(st.none(), st.lists(_blocks, max_size=4))},
+    optional={
+        "model": st.one_of(st.none(), _text),
+        "stop_reason": _any_stop,
+        "stop_details": _odd_details,
+        "usage": _odd_usage,
+    },
+)
+_odd_results = st.one_of(
+    st.fixed_dictionaries({"type": st.just("succeeded"), "message": _odd_message}),
+    _results,
+    st.fixed_dictionaries({"type": st.one_of(st.none(), _text)}),
+    st.fixed_dictionaries({"type": st.just("errored")}, optional={"error": st.one_of(st.none(), _text)}),
+)
+
+
+@given(_odd_results)
+def test_the_fast_path_for_a_plain_answer_gives_the_general_paths_outcome(result: dict) -> None:
+    """`line_outcome` builds a plain answer's Outcome without a RawResult or `classify`: for any line
+    it is the Outcome the general path gives, field for field (equal, same hash)."""
+    expected = classify(line_raw(result))
+    actual = line_outcome(result)
+    assert expected == actual
+    assert hash(expected) == hash(actual)
+    assert repr(expected) == repr(actual)
+
+
+def test_the_fast_path_covers_the_usual_answer_and_a_truncation() -> None:
+    """The lines a harvest is made of: end_turn succeeded, max_tokens a miss (text kept), usage read."""
+    message = {
+        "model": "claude-sonnet-4-6",
+        "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "text", "text": "7"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 2, "cache_read_input_tokens": None},
+    }
+    ok = line_outcome({"type": "succeeded", "message": message})
+    cut = line_outcome({"type": "succeeded", "message": {**message, "stop_reason": "max_tokens"}})
+    assert ("succeeded", None, "7", (3, 2, 0, 0)) == (
+        ok.status,
+        ok.failure,
+        ok.text,
+        (
+            ok.usage.input_tokens,
+            ok.usage.output_tokens,
+            ok.usage.cache_creation_input_tokens,
+            ok.usage.cache_read_input_tokens,
+        ),
+    )
+    assert ("miss", "MODEL_TRUNCATION", "7") == (cut.status, cut.failure, cut.text)
 
 
 def test_the_generated_lines_cover_every_error_type_and_code_the_sdk_defines() -> None:
@@ -130,13 +201,21 @@ def test_an_errored_line_keeps_its_type_message_and_error_code() -> None:
             },
         },
     }
-    cid, raw = result_line(orjson.dumps(line))
-    assert ("a", "errored", "invalid_request_error", "org on hold", "organization_on_hold") == (
+    cid, outcome = result_line(orjson.dumps(line))
+    assert (
+        "a",
+        "fatal",
+        "ACCOUNT_STATE",
+        "invalid_request_error",
+        "org on hold",
+        "organization_on_hold",
+    ) == (
         cid,
-        raw.kind,
-        raw.error_type,
-        raw.message,
-        raw.error_code,
+        outcome.status,
+        outcome.failure,
+        outcome.error_type,
+        outcome.error_message,
+        outcome.error_code,
     )
 
 

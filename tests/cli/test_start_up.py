@@ -179,3 +179,39 @@ def test_the_commands_defaults_are_the_libraries():
 
     assert (None, DEFAULT_MAX_TOKENS) == (ns.max_tokens, lib.max_tokens)
     assert THINKING_MAX_TOKENS == JobSettings(model="claude-opus-5-5").max_tokens
+
+
+def test_a_run_without_a_verdict_spec_loads_no_statistics(tmp_path):
+    """A run's closing lines read the summary's statistics only for a job with verdicts (the warning
+    about unreadable verdicts): a run without `--verdict` never imports them."""
+    from adapters.simulator import Scenario, Simulator, serve
+
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b"".join(orjson.dumps({"id": f"q{i}", "prompt": "2+2?"}) + b"\n" for i in range(3)))
+    with serve(Simulator(Scenario(seed=1))) as srv:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(ANTHROPIC_BASE_URL=srv.base_url, ANTHROPIC_API_KEY="sk-test")
+        run = [
+            "run",
+            str(items),
+            "--state",
+            str(tmp_path / "s"),
+            "--force-sync",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+        res = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "adapters.cli", *run],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    assert 0 == res.returncode, res.stderr[-2000:]
+    trace = {
+        line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert {"anthropic", "judgecore.syncrun"} <= trace  # the trace is the run's
+    assert [] == sorted(m for m in ("judgecore.summary", "statistics") if m in trace)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import given
-from strategies import raw_results, succeeded_results
+from hypothesis import strategies as st
+from strategies import raw_results, succeeded_results, usages
 
-from judgecore import FailureClass, RawResult, Status, Usage, classify
+from judgecore import FailureClass, Outcome, RawResult, Status, Usage, classify
 from judgecore.backoff import BackoffPolicy
 from judgecore.batching import Fatal, RetryCreate, Split, after_create_error
 from judgecore.outcomes import ACCOUNT_REFUSED, StopDetails, stop_line
@@ -377,3 +379,43 @@ def test_every_refusal_is_a_final_miss_keeping_its_answer(raw):
         assert (raw.text, raw.stop_details, raw.usage) == (outcome.text, outcome.stop_details, outcome.usage)
     else:
         assert F.MODEL_REFUSAL is not outcome.failure
+
+
+_fields = st.one_of(st.none(), st.text(max_size=20))
+
+
+@given(
+    st.sampled_from(list(Status)),
+    st.one_of(st.none(), st.sampled_from(list(FailureClass))),
+    st.text(max_size=20),
+    _fields,
+    _fields,
+    _fields,
+    st.one_of(st.none(), usages),
+    st.one_of(st.none(), st.builds(StopDetails, category=_fields, explanation=_fields)),
+)
+def test_the_positional_builders_make_the_keyword_built_value(
+    status, failure, reason, text, stop_reason, model, usage, details
+):
+    """`Outcome.answer` and `Usage.of` (the per-line builders) make the very value the keyword
+    constructor makes: equal, same hash and repr, frozen."""
+    kw = Outcome(
+        status=status,
+        failure=failure,
+        reason=reason,
+        text=text,
+        stop_reason=stop_reason,
+        model=model,
+        usage=usage,
+        stop_details=details,
+    )
+    built = Outcome.answer(status, failure, reason, text, stop_reason, model, usage, details)
+    assert (kw, hash(kw), repr(kw)) == (built, hash(built), repr(built))
+    assert attrs.asdict(kw) == attrs.asdict(built)  # every field set
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.text = "changed"  # type: ignore[misc]
+    if usage is not None:
+        counts = attrs.astuple(usage)
+        assert (usage, hash(usage)) == (Usage.of(*counts), hash(Usage.of(*counts)))
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            Usage.of(*counts).input_tokens = 0  # type: ignore[misc]
