@@ -19,7 +19,7 @@ from typing import NamedTuple
 import attrs
 
 from judgecore.breaker import Breaker
-from judgecore.outcomes import FailureClass, Outcome, Status, Usage
+from judgecore.outcomes import FailureClass, Outcome, Status
 
 MISSING = Outcome(
     status=Status.RETRY,
@@ -96,20 +96,3 @@ class Gate:
     def closed(self) -> bool:
         """The breaker is closed for good: every line is recorded as it comes."""
         return not (self.breaker.deciding or self.breaker.tripped)
-
-
-def usage_sum(usages: Iterable[Usage | None]) -> Usage:
-    """The token counts of these answers together (what a batch cost, priced once)."""
-    total = [0, 0, 0, 0]
-    for u in usages:
-        if u is not None:
-            total[0] += u.input_tokens
-            total[1] += u.output_tokens
-            total[2] += u.cache_creation_input_tokens
-            total[3] += u.cache_read_input_tokens
-    return Usage(
-        input_tokens=total[0],
-        output_tokens=total[1],
-        cache_creation_input_tokens=total[2],
-        cache_read_input_tokens=total[3],
-    )
