@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.items_io import job_of
-from adapters.job_parts import history_from_store
 from adapters.output import plan_of
 from adapters.result import JudgeResult
 from adapters.settings import JobSettings
@@ -80,6 +79,7 @@ def dry_run_of(
     history = History()
     learned, spent = Learned(), 0.0
     if Store.exists(state_dir):
+        from adapters.job_parts import history_from_store
         from adapters.store import ContentConflictError, StateMismatchError
         from adapters.summary import learned_from_store, spend_from_store
 

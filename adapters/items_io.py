@@ -218,9 +218,9 @@ def job_of(
     """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
     holds (or of a new one), and its plan, built once (a dry run: the items keep their messages when
     they hold them, for `--count-tokens`)."""
-    from adapters.messages import JobInput
-
-    if isinstance(items, JobInput):
+    # a `JobInput` is made by `adapters.messages`: a dry run of a file's items never imports it
+    messages = sys.modules.get("adapters.messages")
+    if messages is not None and isinstance(items, messages.JobInput):
         items = items.items
     return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
 
@@ -289,7 +289,8 @@ def _checked_plan(items: Items, *, rubric: str | None, settings: JobSettings) ->
     if not items:
         raise UsageError("the input has no items")
     warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
-    for k, mt in enumerate(items.max_tokens):
+    given = items.max_tokens
+    for k, mt in enumerate(given if given.count(None) != len(given) else ()):  # () : none given
         if mt is None:
             continue
         for model in settings.models:

@@ -91,10 +91,14 @@ def input_lines(path: Path, kind: InputKind | None = None) -> Iterator[bytes]:
     """INPUT `path` as JSON lines, one per row of its format, numbered as the module docstring says.
     `InputError` names a bad row; `UsageError` a file that cannot be read at all."""
     kind = kind or input_kind(path)
+    if kind == "jsonl":  # the file itself: each line read in C, with no generator in between
+        return path.open("rb")
+    return _format_lines(path, kind)
+
+
+def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
+    """`input_lines` of every format but JSONL."""
     match kind:
-        case "jsonl":
-            with path.open("rb") as f:
-                yield from f
         case "jsonl.gz":
             with gzip.open(path, "rb") as f:
                 try:

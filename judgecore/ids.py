@@ -31,6 +31,18 @@ _DIGEST_BYTES = 15  # 120 bits: 24 base32 characters, no padding
 _DIGEST_CHARS = 24
 _MAX_PREFIX = 64 - 1 - _DIGEST_CHARS
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
+_SHA256_BYTES = 32
+#: the bytes a safe id is made of, and the "\n" `custom_ids_for` joins ids with
+_SAFE_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-\n"
+
+try:  # the interpreter's own SHA-256: the same digests, without OpenSSL's per-hash set-up
+    from _sha2 import sha256 as _sha256  # Python 3.12+
+except ImportError:  # pragma: no cover - the module's name before 3.12
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore[no-redef]
+    except ImportError:  # an interpreter built without it
+        _sha256 = hashlib.sha256  # type: ignore[assignment]
+_HASH_DIGEST = type(_sha256()).digest
 
 
 _ALPHABET = b"abcdefghijklmnopqrstuvwxyz234567"
@@ -102,26 +114,60 @@ def custom_id_for(item_id: str, *, job: str | None = None) -> str:
 
 
 def custom_ids_for(item_ids: Sequence[str], *, job: str | None = None) -> tuple[str, ...]:
-    """`custom_id_for` of many ids at once: one base32 pass over all digests (see `_b32_lower`), and
-    one scan for unsafe characters over all ids (ids already safe, the usual case, skip the fold)."""
-    sha = hashlib.sha256
+    """`custom_id_for` of many ids at once, with no Python-level step per id in the usual case.
+
+    Every id is hashed by a chain of C-level `map`s; the digests' base32 is one column-wise pass
+    over all of them (see `_b32_dashed`). Ids already safe and short (no character to fold, at most
+    `_MAX_PREFIX` long, no `_` to strip at either end: the usual case) are their own prefix, joined to
+    their digests by one more `map`; any other id has its prefix made one by one.
+    """
+    n = len(item_ids)
+    if not n:
+        return ()
     domain = _domain(job)
-    raw = b"".join(
-        [sha(domain + i.encode("utf-8", "surrogatepass")).digest()[:_DIGEST_BYTES] for i in item_ids]
-    )
-    digests = _b32_lower(raw)
-    if _UNSAFE.search("".join(item_ids)) is None:
+    joined = "\n".join(item_ids)
+    # every id of [a-zA-Z0-9_-] alone (no "\n" in one: the join splits back exactly), checked in C
+    ascii_ = joined.encode("ascii") if joined.isascii() else b"\x00"
+    safe = not ascii_.translate(None, _SAFE_BYTES) and ascii_.count(b"\n") == n - 1
+    if safe:
+        encoded: Iterable[bytes] = ascii_.split(b"\n")
+    else:
+        encoded = [i.encode("utf-8", "surrogatepass") for i in item_ids]
+    raw = b"".join(map(_HASH_DIGEST, map(_sha256, map(domain.__add__, encoded))))
+    dashed = _b32_dashed(raw, n)  # "-" + each id's 24 digits
+    if (
+        safe
+        and max(map(len, item_ids)) <= _MAX_PREFIX
+        and "" not in item_ids
+        and not joined.startswith("_")
+        and not joined.endswith("_")
+        and "_\n" not in joined
+        and "\n_" not in joined
+    ):
+        return tuple(map(str.__add__, item_ids, dashed))
+    if safe:
         prefixes = [i[:_MAX_PREFIX].strip("_") for i in item_ids]
     else:
         sub = _UNSAFE.sub
         prefixes = [sub("_", i)[:_MAX_PREFIX].strip("_") for i in item_ids]
-    step = _DIGEST_CHARS
-    return tuple(
-        [
-            f"{p}-{digests[k : k + step]}" if p else digests[k : k + step]
-            for p, k in zip(prefixes, range(0, len(digests), step), strict=True)
-        ]
-    )
+    return tuple([p + d if p else d[1:] for p, d in zip(prefixes, dashed, strict=True)])
+
+
+def _b32_dashed(raw: bytes, n: int) -> list[str]:
+    """For each of the `n` SHA-256 digests in `raw` (32 bytes apiece), `"-"` and the lowercase base32
+    of its first `_DIGEST_BYTES` bytes, as `_b32_lower` gives it: each of the 8 digit columns of
+    each 5-byte group is one `translate` over all digests at once (see `_b32_lower`), written into a
+    buffer of `"\n-" + 24 digits` per digest that one `split` cuts apart."""
+    width = 2 + _DIGEST_CHARS
+    out = bytearray(b"\n-" + bytes(_DIGEST_CHARS)) * n
+    for group in range(_DIGEST_BYTES // 5):
+        columns = [raw[5 * group + k :: _SHA256_BYTES] for k in range(5)]
+        for digit, pieces in enumerate(_DIGIT_PIECES):
+            value = 0
+            for column, table in pieces:
+                value |= int.from_bytes(columns[column].translate(table), "big")
+            out[2 + 8 * group + digit :: width] = value.to_bytes(n, "big").translate(_TO_CHAR)
+    return out.decode("ascii").split("\n")[1:]
 
 
 def assign_custom_ids(

@@ -271,11 +271,13 @@ class JobRun:
             case DecideRoute():
                 chosen = self.route_now(self.history.otpm_read)
         final, live = self.history.final, self.history.in_flight
+        ids = frozenset(self.custom_ids)  # a job's custom_ids are distinct: set algebra counts them
+        done = ids & final
         return DryRunPlan(
             route=chosen,
-            left=frozenset(c for c in self.custom_ids if c not in final and c not in live),
-            final=sum(1 for c in self.custom_ids if c in final),
-            live=sum(1 for c in self.custom_ids if c in live and c not in final),
+            left=ids.difference(final, live),
+            final=len(done),
+            live=len((ids & live) - done),
         )
 
     # -- the machine ----------------------------------------------------------------------------

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator
+from functools import partial
+from itertools import chain, compress, islice, repeat
+from operator import add, is_, is_not
 from typing import Any
 
 import orjson
@@ -181,6 +184,49 @@ def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
     return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
+#: Lines validated at a time by `_block_columns`: a block's parsed objects are held together, so
+#: this bounds the memory of a parse, not its result.
+BLOCK_LINES = 128
+
+
+class _Columns:
+    """The columns `parse_items` fills, a block of lines at a time (private to one call)."""
+
+    __slots__ = (
+        "digest_bytes",
+        "digests",
+        "hold",
+        "ids",
+        "lines",
+        "max_tokens",
+        "messages",
+        "metadata",
+        "sizes",
+    )
+
+    def __init__(self, *, hold: bool, digests: bool) -> None:
+        self.hold, self.digests = hold, digests and not hold
+        self.ids: list[str] = []
+        self.lines = array("q")
+        self.messages: list[bytes] = []
+        self.sizes = array("q")
+        self.digest_bytes = bytearray()
+        self.max_tokens: list[int | None] = []
+        self.metadata: list[bytes | None] = []
+
+    def add(self, f: _Fields) -> None:
+        """One item's fields (`_fields_of`)."""
+        self.ids.append(f[0])
+        self.lines.append(f[1])
+        self.sizes.append(len(f[2]))
+        self.max_tokens.append(f[3])
+        self.metadata.append(f[4])
+        if self.hold:
+            self.messages.append(f[2])
+        elif self.digests:
+            self.digest_bytes += raw_digest(f[2], f[3])
+
+
 def parse_items(
     lines: Iterable[bytes | str], *, hold_messages: bool = True, digests: bool = True, job: str | None = None
 ) -> Items:
@@ -188,7 +234,9 @@ def parse_items(
 
     Each line is parsed once, straight into the columns of an `Items`, and each custom_id derived once
     for the whole file at a time (see `judgecore.ids`). Duplicate ids (and custom_id collisions) are
-    reported with both line numbers.
+    reported with both line numbers. A block of lines is validated a column at a time
+    (`_block_columns`); a block it does not vouch for (a blank line, a content block, a bad line) is
+    parsed line by line (`_fields_of`), which names the first bad line: either way the same rules.
 
     `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
     job's bytes): their column is None, and whoever needs them reads them again
@@ -196,21 +244,36 @@ def parse_items(
     kept (a plan needs no more). `job` is the job key the custom_ids are derived with
     (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
     """
-    ids: list[str] = []
-    line_nos = array("q")
-    messages: list[bytes] = []
-    sizes = array("q")
-    digest_bytes = bytearray()
-    sizes_only = not hold_messages and not digests
+    cols = _Columns(hold=hold_messages, digests=digests)
+    rows = iter(lines)
+    first = 1
+    while block := list(islice(rows, BLOCK_LINES)):
+        if not _block_columns(cols, block, first):
+            _line_by_line(cols, block, first)
+        first += len(block)
+    ids = cols.ids
+    cids = custom_ids_for(ids, job=job)
+    check_unique(ids, cids, cols.lines)
+    return Items(
+        tuple(ids),
+        cols.lines,
+        tuple(cols.messages) if hold_messages else None,
+        tuple(cols.max_tokens),
+        tuple(cols.metadata),
+        cids,
+        message_sizes=cols.sizes,
+        digests=bytes(cols.digest_bytes) if cols.digests else None,
+        job=job,
+    )
+
+
+def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
+    """The lines of `block` (the first being line `first`) one at a time: blank lines skipped, the
+    first bad one raised."""
+    sizes_only = not cols.hold and not cols.digests
     head_tail = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
-    max_tokens: list[int | None] = []
-    metadata: list[bytes | None] = []
-    add_id, add_line, add_messages = ids.append, line_nos.append, messages.append
-    add_max, add_meta = max_tokens.append, metadata.append
-    add_size = sizes.append
     loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
-    head, tail = _PROMPT_HEAD, _PROMPT_TAIL
-    for n, raw in enumerate(lines, start=1):
+    for n, raw in enumerate(block, start=first):
         if len(raw) > MAX_LINE_BYTES:
             raise _too_long(n, raw)
         try:
@@ -220,46 +283,132 @@ def parse_items(
                 continue
             raise _fail(n, f"not valid JSON ({exc})") from None
         # the usual line, `{"id": "...", "prompt": "..."}`, in one test; every other goes the long way
-        if type(obj) is dict and len(obj) == 2:
+        if sizes_only and type(obj) is dict and len(obj) == 2:
             item_id, prompt = obj.get("id"), obj.get("prompt")
             if type(item_id) is str and item_id and type(prompt) is str and prompt:
-                add_id(item_id)
-                add_line(n)
-                add_max(None)
-                add_meta(None)
-                if sizes_only:
-                    add_size(len(dumps(prompt)) + head_tail)
-                    continue
-                mj = head + dumps(prompt) + tail
-                add_size(len(mj))
-                if hold_messages:
-                    add_messages(mj)
-                else:
-                    digest_bytes += raw_digest(mj, None)
+                cols.ids.append(item_id)
+                cols.lines.append(n)
+                cols.max_tokens.append(None)
+                cols.metadata.append(None)
+                cols.sizes.append(len(dumps(prompt)) + head_tail)
                 continue
-        f = _fields_of(n, raw, obj, hold=hold_messages)
-        add_id(f[0])
-        add_line(n)
-        add_size(len(f[2]))
-        add_max(f[3])
-        add_meta(f[4])
-        if hold_messages:
-            add_messages(f[2])
-        elif not sizes_only:
-            digest_bytes += raw_digest(f[2], f[3])
-    cids = custom_ids_for(ids, job=job)
-    check_unique(ids, cids, line_nos)
-    return Items(
-        tuple(ids),
-        line_nos,
-        tuple(messages) if hold_messages else None,
-        tuple(max_tokens),
-        tuple(metadata),
-        cids,
-        message_sizes=sizes,
-        digests=None if hold_messages or sizes_only else bytes(digest_bytes),
-        job=job,
-    )
+        cols.add(_fields_of(n, raw, obj, hold=cols.hold))
+
+
+_NONE = type(None)
+#: (type of `prompt`, type of `messages`) of a line that gives exactly one of them
+_SHAPES = frozenset({(str, _NONE), (_NONE, list)})
+#: what a line's `prompt` adds to its serialized text (one user turn), and the length of `null`
+_HEAD_TAIL = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
+_NULL = len(b"null")
+_ABSENT = object()  # a key not in the line (`"metadata": null` is metadata, kept as `null`)
+
+
+def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool:
+    """Validate `block` (the first being line `first`) a column at a time, each check one C-level pass
+    over the block (`map` of a builtin), and add its items to `cols`: the same rules as `_fields_of`
+    and `_check_messages` line by line, stated over columns. False (nothing added) when the block
+    is not plainly valid, for `_line_by_line` to name its first bad line, or skip its blank ones."""
+    if max(map(len, block)) > MAX_LINE_BYTES:
+        return False
+    try:
+        objs = list(map(orjson.loads, block))
+    except orjson.JSONDecodeError:  # a blank line, or a bad one
+        return False
+    if set(map(type, objs)) != {dict} or not all(map(_ITEM_KEYS.issuperset, objs)):
+        return False
+    ids = list(map(dict.get, objs, repeat("id")))
+    if set(map(type, ids)) != {str} or "" in ids:
+        return False
+    prompts = list(map(dict.get, objs, repeat("prompt")))
+    messages = list(map(dict.get, objs, repeat("messages")))
+    shapes = set(zip(map(type, prompts), map(type, messages), strict=True))
+    if not shapes <= _SHAPES or "" in prompts:
+        return False
+    content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
+    if (_NONE, list) in shapes:
+        content_blocks = _message_blocks(messages)
+        if content_blocks is None:
+            return False
+    max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
+    mt_types = set(map(type, max_tokens))
+    if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
+        return False
+    metadata: list[bytes | None] = [None] * len(objs)
+    given = list(map(dict.get, objs, repeat("metadata"), repeat(_ABSENT)))
+    for k in compress(range(len(objs)), map(is_not, given, repeat(_ABSENT))):
+        if _too_deep(block[k], objs[k]):
+            return False
+        metadata[k] = _dumps(given[k])
+    if content_blocks and any(map(_too_deep, compress(block, messages), compress(objs, messages))):
+        return False
+    cols.ids += ids
+    cols.lines.extend(range(first, first + len(block)))
+    cols.max_tokens += max_tokens
+    cols.metadata += metadata
+    dumps = orjson.dumps
+    if not cols.hold and not cols.digests:  # the sizes alone, each a C-level pass
+        if _NONE not in map(type, prompts):
+            cols.sizes.extend(map(add, map(len, map(dumps, prompts)), repeat(_HEAD_TAIL)))
+        elif (str, _NONE) not in shapes:
+            cols.sizes.extend(map(len, map(dumps, messages)))
+        else:  # len(dumps(None)) is _NULL: each item's size is both lengths less one of them
+            both = map(add, map(len, map(dumps, prompts)), map(len, map(dumps, messages)))
+            cols.sizes.extend(map(add, both, map(_PROMPT_EXTRA.__getitem__, map(type, prompts))))
+        return True
+    enc = _dumps if cols.hold else dumps
+    head, tail = _PROMPT_HEAD, _PROMPT_TAIL
+    mjs = [
+        head + dumps(p) + tail if p is not None else enc(m) for p, m in zip(prompts, messages, strict=True)
+    ]
+    cols.sizes.extend(map(len, mjs))
+    if cols.hold:
+        cols.messages += mjs
+    elif cols.digests:
+        cols.digest_bytes += b"".join(map(raw_digest, mjs, max_tokens))
+    return True
+
+
+#: an item's size less the lengths of its `prompt` and `messages` serialized (one of them `null`)
+_PROMPT_EXTRA = {str: _HEAD_TAIL - _NULL, _NONE: -_NULL}
+_not_none = partial(is_not, None)
+
+
+def _too_deep(raw: bytes | str, obj: Any) -> bool:
+    """Whether line `raw` (parsed: `obj`) nests more than `MAX_DEPTH` levels (see `_brackets`)."""
+    return _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH
+
+
+def _message_blocks(messages: list[Any]) -> bool | None:
+    """Whether any of the conversations in `messages` (a block's column; None where a line gives a
+    prompt) has content blocks, when every one is a conversation `_check_messages` accepts, checked
+    a column of messages (and of content blocks) at a time; None when one is not, or not plainly so.
+    A message's content of a string cannot nest: only content blocks need a look at the depth."""
+    if [] in messages:
+        return None
+    flat = list(chain.from_iterable(filter(None, messages)))
+    if set(map(type, flat)) != {dict} or set(map(len, flat)) != {2}:
+        return None
+    roles = list(map(dict.get, flat, repeat("role")))
+    if set(map(type, roles)) != {str} or not set(roles) <= _ROLES:
+        return None
+    # two keys, a role among them: the other is `content`, checked now
+    contents = list(map(dict.get, flat, repeat("content")))
+    content_types = set(map(type, contents))
+    if "" in contents or not content_types <= {str, list}:
+        return None
+    if list not in content_types:
+        return False
+    if [] in contents:
+        return None
+    blocks = list(chain.from_iterable(compress(contents, map(is_, map(type, contents), repeat(list)))))
+    if set(map(type, blocks)) != {dict}:
+        return None
+    block_types = list(map(dict.get, blocks, repeat("type")))
+    if set(map(type, block_types)) != {str} or "" in block_types:
+        return None
+    texts = compress(map(dict.get, blocks, repeat("text")), map("text".__eq__, block_types))
+    return True if set(map(type, texts)) <= {str} else None
 
 
 def iter_line_messages(lines: Iterable[bytes | str]) -> Iterator[tuple[int, str, bytes, int | None]]:

@@ -11,7 +11,10 @@ without re-serializing the rubric 100,000 times.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
+from operator import add
 from types import MappingProxyType
 from typing import Any, overload
 
@@ -308,15 +311,25 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
     requests share the items' columns (see `Requests`); they need the messages' sizes only, never
     the messages."""
     cols = Items.of(items)
-    fixed = template.fixed_size
     default_mt = template.max_tokens
-    dd = len(str(default_mt))
-    mts = Ints([m or default_mt for m in cols.max_tokens])
     msg_sizes = cols.message_sizes
-    sizes = [
-        fixed + len(c) + (len(str(m)) if m else dd) + j
-        for c, m, j in zip(cols.custom_ids, cols.max_tokens, msg_sizes, strict=True)
-    ]
+    given = cols.max_tokens
+    if given.count(None) == len(given):  # the usual job: every request asks the default
+        mts = Ints(array("q", [default_mt]) * len(given))
+        digits: Iterable[int] = repeat(len(str(default_mt)))
+    else:
+        filled = [m or default_mt for m in given]
+        mts = Ints(filled)
+        digits = map(len, map(str, filled))
+    # each size: the fixed bytes, the custom_id, the max_tokens digits and the messages, summed in C
+    sizes: Sequence[int] = array(
+        "q",
+        map(
+            add,
+            map(add, map(len, cols.custom_ids), digits),
+            map(add, msg_sizes.view, repeat(template.fixed_size)),
+        ),
+    )
     models = cols.models
     if models is not None:  # a panel: each request's body names its own model
         own = len(orjson.dumps(template.model))

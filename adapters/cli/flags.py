@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 from adapters.usage import UsageError
 
 if TYPE_CHECKING:
-    from adapters.job import JobSettings
+    from adapters.settings import JobSettings
 
 
 def _settings(ns: argparse.Namespace) -> JobSettings:
-    from adapters.job import JobSettings
+    from adapters.settings import JobSettings
 
     force = "sync" if ns.force_sync else "batch" if ns.force_batch else None
     extra: dict[str, Any] = {} if ns.max_tokens is None else {"max_tokens": ns.max_tokens}

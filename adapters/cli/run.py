@@ -32,8 +32,7 @@ class _Terminated(Exception):
 
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
-    from adapters.items_io import load_design_input, load_design_items, load_input
-    from adapters.job import load_items
+    from adapters.items_io import load_design_input, load_design_items, load_input, load_items
 
     kept = _remembered(ns, argv)
     kind = _input_of(ns)
@@ -119,7 +118,7 @@ def _remember_inspect_log(state: Path, log: Path) -> None:
 
 def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
     """Print the plan: `judge_dry_run`, with no event loop."""
-    from adapters.job import judge_dry_run
+    from adapters.dryrun import judge_dry_run
     from judgecore.plan_text import plan_json, render_plan
 
     result = judge_dry_run(

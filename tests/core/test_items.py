@@ -135,6 +135,12 @@ BAD_LINES = [
         "string 'text'",
     ),
     ('{"id": "a", "messages": [{"role": "user", "content": []}]}', "content must be a non-empty"),
+    (
+        '{"id": "a", "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}, '
+        '{"role": "user", "content": []}]}',
+        "messages[1].content must be a non-empty",
+    ),
+    ('{"id": "a", "messages": [{"role": "user", "content": [{"type": ""}]}]}', "with a string 'type'"),
     ('{"id": "a", "messages": [{"role": "user", "content": 7}]}', "content must be a non-empty"),
     ('{"id": "a", "messages": [{"role": "user", "content": "x", "name": "bob"}]}', "unknown key(s) name"),
     ('{"id": "a", "messages": ["hello"]}', "messages[0] must be an object"),
@@ -291,3 +297,88 @@ def test_items_parsed_without_their_messages_have_the_same_sizes_and_digests(its
             lean[0]
         with pytest.raises(LookupError):
             list(sizes)
+
+
+_GOOD_LINES = [
+    '{"id": "p", "prompt": "fine"}',
+    '{"id": "m", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
+    '{"id": "b", "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "image"}]}]}',
+    '{"id": "t", "prompt": "x", "max_tokens": 7, "metadata": {"k": [1, {"j": null}]}}',
+    '{"id": "n", "prompt": "x", "metadata": null}',
+    '{"id": "d", "prompt": "[[[[", "metadata": ' + "[" * 63 + "]" * 63 + "}",
+    '{"id": "c", "messages": [{"role": "user", "content": [{"type": "x", "v": '
+    + "[" * 60
+    + "]" * 60
+    + "}]}]}",
+    '{"id": "é", "prompt": "ü\\n", "max_tokens": 1}',
+]
+
+
+def _check_parses_as_one_by_one(lines: list[str], block: int, hold: bool, digests: bool) -> None:
+    """`parse_items` of `lines` (as text and as bytes, `block` lines validated at a time) gives the
+    items `parse_item` makes of each line, or the error `parse_item` raises for the first bad one."""
+    from unittest import mock
+
+    import judgecore.parsing
+
+    expected: list[Item] = []
+    error = None
+    for n, raw in enumerate(lines, start=1):
+        try:
+            expected.append(parse_item(n, raw))
+        except InputError as exc:
+            error = (exc.line, exc.reason)
+            break
+    with mock.patch.object(judgecore.parsing, "BLOCK_LINES", block):
+        for raws in (lines, [raw.encode() for raw in lines]):
+            if error is not None:
+                with pytest.raises(InputError) as err:
+                    parse_items(raws, hold_messages=hold, digests=digests)
+                assert error == (err.value.line, err.value.reason)
+                continue
+            parsed = parse_items(raws, hold_messages=hold, digests=digests)
+            assert [len(i.messages_json) for i in expected] == list(parsed.message_sizes)
+            assert [i.metadata_json for i in expected] == list(parsed.metadata_json)
+            assert [i.custom_id for i in expected] == list(parsed.custom_ids)
+            if hold:
+                assert tuple(expected) == tuple(parsed)
+            elif digests:
+                assert list(parse_items(lines).bindings()) == list(parsed.bindings())
+
+
+_MODES = [(True, True), (False, True), (False, False)]
+
+
+def _unique(lines: list[str]) -> list[str]:
+    return [
+        line.replace('"id": "', f'"id": "{n}', 1) if '"id": ""' not in line else line
+        for n, line in enumerate(lines)
+    ]
+
+
+@pytest.mark.parametrize(("bad", "reason"), BAD_LINES)
+def test_a_bad_line_anywhere_in_a_block_is_named_as_line_by_line(bad, reason):
+    """Validated a block of lines at a time, a file with a bad line among good ones raises the error
+    `parse_item` gives that line, wherever it sits in its block, whatever the kept columns."""
+    del reason
+    for at in range(len(_GOOD_LINES) + 1):
+        lines = _unique([*_GOOD_LINES[:at], bad, *_GOOD_LINES[at:]])
+        for block in (1, 3, 128):
+            for hold, digests in _MODES:
+                _check_parses_as_one_by_one(lines, block, hold, digests)
+
+
+@given(
+    st.lists(st.sampled_from(_GOOD_LINES), max_size=12),
+    st.lists(st.sampled_from([bad for bad, _ in BAD_LINES]), max_size=2),
+    st.data(),
+)
+def test_a_file_parses_as_its_lines_do_one_by_one(good, bad, data):
+    """Validated a block of lines at a time, a file gives the items `parse_item` makes of each line,
+    or the first bad line's error, whatever the block size and the kept columns."""
+    lines = list(good)
+    for line in bad:
+        lines.insert(data.draw(st.integers(0, len(lines))), line)
+    block = data.draw(st.integers(1, 5))
+    hold, digests = data.draw(st.sampled_from(_MODES))
+    _check_parses_as_one_by_one(_unique(lines), block, hold, digests)
