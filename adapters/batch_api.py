@@ -95,9 +95,8 @@ class BatchApi(Protocol):
     async def cancel(self, batch_id: str) -> BatchSnapshot: ...
 
     def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
-        """`(custom_id, result)` for each line of an ended batch's results, in the server's order: the
-        line's `Outcome` (the real port's translation, `judgecore.resultlines.line_outcome`), or a
-        `RawResult` for the harvest to classify (what a fake may give)."""
+        """`(custom_id, outcome)` for each line of an ended batch's results, in the server's order: the
+        line's `Outcome` (the port's translation, `judgecore.resultlines.line_outcome`)."""
         ...
 
 

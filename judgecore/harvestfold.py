@@ -8,9 +8,9 @@ time, to a `HarvestFold`; the fold owns the whole per-line policy and the shell 
   ids are sent again;
 - unknown lines (a custom_id none of ours, after the first) and duplicate lines (an id seen before in
   this stream: the first one is kept) are counted and the first `SHOWN` of each named;
-- each other line's outcome (the port's own, `judgecore.resultlines.line_outcome`; or `classify` of
-  a `RawResult` a fake port gives) goes through the invalid-request breaker's `Gate` while it
-  decides; the rows it lets through are what the shell records, in order;
+- each other line's outcome (the port's translation, `judgecore.resultlines.line_outcome`) goes
+  through the invalid-request breaker's `Gate` while it decides; the rows it lets through are what
+  the shell records, in order;
 - `finish` reads which ids of the settled sub-batches have no outcome recorded (the shell asks the
   checkpoint and passes them in) and turns those with no line at all into `MISSING` rows; it returns
   them with the `Harvested` event the machine takes. A stream cut (`cut`) settles nothing.
@@ -31,7 +31,7 @@ import attrs
 from judgecore.batchrun._vocab import Harvested
 from judgecore.breaker import Breaker
 from judgecore.harvesting import MISSING, Gate, Held, IdSet
-from judgecore.outcomes import Outcome, RawResult, Status, Usage, classify
+from judgecore.outcomes import Outcome, RawResult, Status, Usage
 from judgecore.resultlines import ResultLine
 
 __all__ = ["SHOWN", "HarvestEnd", "HarvestFold"]
@@ -120,8 +120,8 @@ class HarvestFold:
         )
 
     def take(self, lines: Iterable[ResultLine]) -> tuple[Self, tuple[Held, ...], tuple[str, ...]]:
-        """The fold after these lines, the rows to record now (in order) and the lines to say. A line's
-        result is its `Outcome` (what the real port gives) or a `RawResult`, classified here."""
+        """The fold after these lines (each a custom_id and its `Outcome`), the rows to record now (in
+        order) and the lines to say."""
         if self.stopped:
             return self, (), ()
         ids, batch_id, sub_id = self.ids, self.batch_id, self.sub_id
@@ -137,7 +137,7 @@ class HarvestFold:
         say: list[str] = []
         stopped = False
         held = tuple.__new__  # a `Held` without its Python-level __new__ per line
-        for custom_id, said in lines:
+        for custom_id, outcome in lines:
             n += 1
             h = hash(custom_id)
             i = bisect_left(keys, h)
@@ -161,7 +161,6 @@ class HarvestFold:
                     say.append(f"batch {batch_id}: duplicate result line for {custom_id!r}; first one kept")
                 continue
             seen[byte] |= bit
-            outcome = said if said.__class__ is Outcome else classify(said)  # type: ignore[arg-type]
             line = held(Held, (custom_id, outcome, sub_id if owners is None else owners[i], batch_id))
             if not deciding:  # the hot path: the breaker is closed, every line is recorded
                 rows.append(line)

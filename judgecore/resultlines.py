@@ -25,10 +25,9 @@ from judgecore.outcomes import ANSWERED, MISS_STOPS, Outcome, RawResult, StopDet
 
 __all__ = ["ResultLine", "line_outcome", "line_raw", "message_raw"]
 
-#: One line of a batch's results as the harvest takes it: its custom_id and what it says, either the
-#: `Outcome` (the real port translates each line with `line_outcome`) or a `RawResult` still to
-#: `classify` (a fake port's lines, a test's).
-ResultLine: TypeAlias = tuple[str, Outcome | RawResult]
+#: One line of a batch's results as the harvest takes it: its custom_id and its `Outcome` (the port
+#: translates each line with `line_outcome`; a fake port classifies the `RawResult` it draws).
+ResultLine: TypeAlias = tuple[str, Outcome]
 
 _answer = Outcome.answer
 _usage_of = Usage.of

@@ -27,6 +27,7 @@ from judgecore import (
     build_requests,
     parse_items,
 )
+from judgecore.outcomes import Outcome, classify
 
 # result kind for a (custom_id, attempt) -> RawResult
 Outcomer = Callable[[str, int], RawResult]
@@ -219,7 +220,7 @@ class FakeBatchApi:
         b.cancel_at = self.clock.now()
         return self._snap(b)
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
+    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
         self.calls.append(("results", batch_id))
         b = self.batches[batch_id]
         status = self._status(b)
@@ -241,11 +242,11 @@ class FakeBatchApi:
                 raise Crash()
             cid = b.custom_ids[i]
             raw = RESULTS["canceled"] if canceled else self.outcome(cid, b.attempts[i])
-            yield cid, raw
+            yield cid, classify(raw)
             if self.duplicate_every and n % self.duplicate_every == 0:
-                yield cid, RESULTS["api_error"]  # a contradicting duplicate: must not be trusted
-        for line in self.extra_lines:
-            yield line
+                yield cid, classify(RESULTS["api_error"])  # a contradicting duplicate: must not be trusted
+        for cid, raw in self.extra_lines:
+            yield cid, classify(raw)
 
 
 # -- job helpers ------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from judgecore.batchrun import (
     Say,
     Sleep,
 )
+from judgecore.outcomes import Outcome, classify
 from judgecore.subbatch import TERMINAL, Phase
 
 from .fakes import RESULTS, TEMPLATE, bind, make_requests
@@ -166,7 +167,7 @@ class ModelApi:
     async def cancel(self, batch_id: str) -> BatchSnapshot:  # pragma: no cover - not used by a run
         raise NotImplementedError
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, RawResult]]:
+    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
         b = self.batches[batch_id]
         if self._status(b) != "ended":
             raise BatchApiError(RawResult(kind="connection_error", message="no results_url: not ended"))
@@ -178,7 +179,7 @@ class ModelApi:
                 raise BatchApiError(RawResult(kind="connection_error", message="peer closed connection"))
             kind = "expired" if hung else b.kinds[c]
             b.kinds[c] = kind
-            yield c, RESULTS[kind]
+            yield c, classify(RESULTS[kind])
 
 
 class _Clock:

@@ -14,10 +14,11 @@ from judgecore.harvestfold import SHOWN, HarvestFold
 from judgecore.harvesting import MISSING, IdSet
 from judgecore.outcomes import classify
 
-OK = RawResult(kind="succeeded", text="7", stop_reason="end_turn")
-INVALID = RawResult(kind="errored", error_type="invalid_request_error", message="bad")
-OVERLOADED = RawResult(kind="errored", error_type="overloaded_error", message="busy")
-AUTH = RawResult(kind="errored", error_type="authentication_error", message="no key")
+# a line's result as the port gives it: its Outcome
+OK = classify(RawResult(kind="succeeded", text="7", stop_reason="end_turn"))
+INVALID = classify(RawResult(kind="errored", error_type="invalid_request_error", message="bad"))
+OVERLOADED = classify(RawResult(kind="errored", error_type="overloaded_error", message="busy"))
+AUTH = classify(RawResult(kind="errored", error_type="authentication_error", message="no key"))
 
 
 def fold_of(ids: list[str], breaker: Breaker | None = None, settle: tuple[int, ...] = (1,)) -> HarvestFold:
@@ -67,7 +68,7 @@ def test_the_first_fatal_line_is_the_events_fatal() -> None:
     fold, rows, _ = fold_of(["a", "b", "c"]).take([("a", OK), ("b", AUTH), ("c", AUTH)])
     end = fold.finish({1: []}, at=5.0, u=0.5)
     assert 3 == len(rows)
-    assert (classify(AUTH), "result of b in batch msgbatch_1") == (end.event.fatal, end.event.fatal_where)
+    assert (AUTH, "result of b in batch msgbatch_1") == (end.event.fatal, end.event.fatal_where)
 
 
 def test_invalid_lines_are_held_while_the_breaker_decides_then_released_in_order() -> None:

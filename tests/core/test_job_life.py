@@ -60,7 +60,7 @@ from judgecore.batchrun import (
 )
 from judgecore.harvestfold import HarvestFold
 from judgecore.harvesting import IdSet
-from judgecore.outcomes import FINAL_STATUSES, Outcome
+from judgecore.outcomes import FINAL_STATUSES, Outcome, classify
 from judgecore.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState
 
 
@@ -303,7 +303,7 @@ class JobLife(RuleBasedStateMachine):
             settle=op.settle,
         )
         _, cids = self.server[op.batch_id]
-        fold, rows, _ = fold.take((c, self.answers[f"{op.batch_id}/{c}"]) for c in cids)
+        fold, rows, _ = fold.take((c, classify(self.answers[f"{op.batch_id}/{c}"])) for c in cids)
         for h in rows:
             self.cp.record(h.sub_id, h.custom_id, h.outcome)
         unanswered = {
