@@ -40,7 +40,6 @@ from adapters.output import (
     iter_records,
     record_estimate,
     record_for_summary,
-    stored_record,
     write_output,
     write_output_atomic,
 )
@@ -313,6 +312,5 @@ __all__ = [
     "judge",
     "judge_dry_run",
     "load_items",
-    "stored_record",
     "write_output_atomic",
 ]

@@ -19,7 +19,7 @@ from judgecore.chunking import chunk
 from judgecore.items import Item, Items
 from judgecore.outcomes import StopDetails
 from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
-from judgecore.report import record_for, record_of  # per output line: not imported in the loop
+from judgecore.report import record_of  # per output line: not imported in the loop
 from judgecore.requests import Request, Requests
 from judgecore.routing import Route
 
@@ -159,32 +159,6 @@ def _stop_details(text: str) -> dict[str, Any] | None:
     """Stored stop details as `StopDetails.to_json()` writes them (None when they are not an object)."""
     details = StopDetails.from_json(orjson.loads(text))
     return None if details is None else details.to_json()
-
-
-def stored_record(
-    item_id: str,
-    custom_id: str,
-    metadata_json: bytes | None,
-    row: Sequence[Any],
-    *,
-    default_route: str,
-    waiting: Mapping[str, str],
-    verdict: VerdictSpec | None,
-) -> dict[str, Any]:
-    """One output object from an item's `(outcome, route, batch_id, attempts)` (`Store.latest()`'s row
-    less its custom_id); an item not final yet names the live batch it waits in, if any."""
-    outcome, route_used, batch_id, attempts = row
-    return record_for(
-        item_id,
-        custom_id,
-        metadata_json,
-        outcome,
-        route=route_used or default_route,
-        batch_id=batch_id,
-        attempts=attempts,
-        verdict_spec=verdict,
-        waiting_in=waiting.get(custom_id) if outcome is None or not outcome.final else None,
-    )
 
 
 def collect_records(
@@ -422,7 +396,6 @@ __all__ = [
     "record_estimate",
     "record_for_summary",
     "row_record",
-    "stored_record",
     "write_output",
     "write_output_atomic",
 ]
