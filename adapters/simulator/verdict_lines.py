@@ -17,6 +17,7 @@ simulator answers the one verdict line of `answers.judge_format`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -99,9 +100,11 @@ def _parse(rubric: str, line: str) -> FormatLine | None:
     return FormatLine(field, "text")
 
 
+@functools.lru_cache(maxsize=64)
 def format_lines(rubric: str) -> tuple[FormatLine, ...] | None:
     """The answer format the rubric spells out line by line (the first block of consecutive `Field:
-    spec` lines that asks for a value), or None when it spells out none."""
+    spec` lines that asks for a value), or None when it spells out none. Cached, as `judge_format` is:
+    every request of a job carries the same rubric."""
     block: list[FormatLine] = []
     for line in [*rubric.splitlines(), ""]:
         parsed = _parse(rubric, line)
