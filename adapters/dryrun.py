@@ -25,7 +25,7 @@ def machine_of(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
     """The job's machine, started from what its checkpoint holds (`history`) under the settings' policy:
     the run's and the dry run's alike."""
     policy = JobPolicy(force=settings.force, otpm=settings.otpm, route_policy=settings.route_policy)
-    return JobRun.start(tuple(job.requests.custom_ids), history, policy)
+    return JobRun.start(job.requests.custom_ids, history, policy)
 
 
 def judge_dry_run(

@@ -1,18 +1,37 @@
-"""An immutable column of integers, 8 bytes each: what the columnar values (`Items`, `Requests`) keep
-their line numbers, sizes, max_tokens and positions in.
+"""Immutable columns: what the columnar values (`Items`, `Requests`) keep their line numbers, sizes,
+max_tokens, positions (`Ints`) and ids (`Texts`) in, a few bytes per value and no object per value.
 
 An `array("q")` is as compact but mutable: a frozen value holding one could be changed behind its
 back. `Ints` keeps the bytes (immutable) and reads them through a read-only view, so it is as cheap to
-read and as small as the array, and it hashes and compares by value.
+read and as small as the array, and it hashes and compares by value. It keeps 4 bytes per value when
+every value fits in 32 bits (line numbers, sizes and max_tokens always do), else 8.
+
+`Texts` keeps a column of strings as one string and the end offset of each (an `Ints`): a job's
+720,000 item ids cost their characters and 4 bytes apiece, where a tuple of `str` costs about 60
+bytes apiece more. A value is a slice of the one string, made when read.
+
+`taken(column, positions)` is a lazy view of a column at some positions (a part of a job's requests
+reads its columns through one), not a copy.
 """
 
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from itertools import accumulate, chain, compress, repeat
+from operator import is_not
+from typing import Any, TypeVar, overload
 
-_WIDTH = array("q").itemsize
+_T = TypeVar("_T")
+_I32 = (-(2**31), 2**31 - 1)
+
+
+def _narrow(wide: array[int]) -> tuple[bytes, str]:
+    """The bytes of `wide` (an `array("q")`) in the narrowest of 4 or 8 bytes per value, and its code."""
+    if not wide or (_I32[0] <= min(wide) and max(wide) <= _I32[1]):
+        return array("i", wide).tobytes(), "i"
+    return wide.tobytes(), "q"
 
 
 class Ints(Sequence[int]):
@@ -25,15 +44,30 @@ class Ints(Sequence[int]):
     view: memoryview
 
     def __init__(self, values: Iterable[int] | bytes = ()) -> None:
-        """The integers of `values` (`bytes`: their native 8-byte encoding, as `array.tobytes` gives)."""
+        """The integers of `values` (`bytes`: their native 8-byte encoding, as `array("q").tobytes`
+        gives)."""
         if isinstance(values, bytes):
-            data = values
+            wide = array("q")
+            wide.frombytes(values)
         elif isinstance(values, array) and values.typecode == "q":
-            data = values.tobytes()
+            wide = values
         else:
-            data = array("q", values).tobytes()
+            wide = array("q", values)
+        data, code = _narrow(wide)
         object.__setattr__(self, "_data", data)
-        object.__setattr__(self, "view", memoryview(data).cast("q"))
+        object.__setattr__(self, "view", memoryview(data).cast(code))
+
+    @classmethod
+    def _of_view(cls, view: memoryview) -> Ints:
+        """The values of `view` (a slice of another `Ints`'s view: already as narrow as they can be
+        only when it was 8 bytes wide, so narrowed again)."""
+        if view.format == "i":
+            new = cls.__new__(cls)
+            data = view.tobytes()
+            object.__setattr__(new, "_data", data)
+            object.__setattr__(new, "view", memoryview(data).cast("i"))
+            return new
+        return cls(array("q", view))
 
     @classmethod
     def of(cls, values: Iterable[int]) -> Ints:
@@ -44,7 +78,7 @@ class Ints(Sequence[int]):
         raise AttributeError(f"Ints is immutable (cannot set {name})")
 
     def __len__(self) -> int:
-        return len(self._data) // _WIDTH
+        return len(self.view)
 
     @overload
     def __getitem__(self, k: int) -> int: ...
@@ -52,7 +86,7 @@ class Ints(Sequence[int]):
     def __getitem__(self, k: slice) -> Ints: ...
     def __getitem__(self, k: int | slice) -> int | Ints:
         if isinstance(k, slice):
-            return Ints(self.view[k].tobytes())
+            return Ints._of_view(self.view[k])
         return self.view[k]  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[int]:
@@ -66,14 +100,14 @@ class Ints(Sequence[int]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Ints):
-            return self._data == other._data
+            return self.view.format == other.view.format and self._data == other._data
         return NotImplemented
 
     def __hash__(self) -> int:
         return hash(self._data)
 
     def __reduce__(self) -> tuple[type[Ints], tuple[bytes]]:
-        return Ints, (self._data,)
+        return Ints, (array("q", self.view).tobytes(),)
 
     def __repr__(self) -> str:
         head = self.view[:8].tolist()
@@ -88,3 +122,223 @@ def ints(values: Iterable[int]) -> Ints:
 def positions_of(values: Sequence[int]) -> Sequence[int]:
     """A sequence of positions as an immutable one: a `range` kept as it is, anything else as `Ints`."""
     return values if isinstance(values, range | Ints) else Ints(values)
+
+
+class Texts(Sequence[str]):
+    """Strings, immutable, kept as one string and each value's end offset in it; equal to another
+    `Texts`, a tuple or a list of the same strings in the same order."""
+
+    __slots__ = ("_ends", "_text")
+
+    _text: str
+    #: where each value ends in `_text` (the first starts at 0)
+    _ends: Ints
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        vals = values if isinstance(values, list | tuple) else list(values)
+        object.__setattr__(self, "_text", "".join(vals))
+        object.__setattr__(self, "_ends", Ints(accumulate(map(len, vals))))
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> Texts:
+        """`values` as `Texts` (itself when it is one already)."""
+        return values if isinstance(values, Texts) else cls(values)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Texts is immutable (cannot set {name})")
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def _starts(self) -> Iterator[int]:
+        return chain((0,), self._ends.view)
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+    @overload
+    def __getitem__(self, k: slice) -> Texts: ...
+    def __getitem__(self, k: int | slice) -> str | Texts:
+        ends = self._ends.view
+        if isinstance(k, slice):
+            return Texts(map(self.__getitem__, range(len(ends))[k]))
+        if k < 0:
+            k += len(ends)
+            if k < 0:
+                raise IndexError("Texts index out of range")
+        end = ends[k]  # raises IndexError past the end
+        return self._text[ends[k - 1] if k else 0 : end]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._text.__getitem__, map(slice, self._starts(), self._ends.view))
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and value in self._text and value in iter(self)
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        return list(self).index(value, start, len(self) if stop is None else stop)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Texts):
+            return self._text == other._text and self._ends == other._ends
+        if isinstance(other, tuple | list):
+            return len(other) == len(self) and all(map(str.__eq__, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:  # equal to a tuple of the same strings, so hashed the same
+        return hash(tuple(self))
+
+    def __reduce__(self) -> tuple[type[Texts], tuple[tuple[str, ...]]]:
+        return Texts, (tuple(self),)
+
+    def __repr__(self) -> str:
+        head = [self[k] for k in range(min(5, len(self)))]
+        return f"Texts({len(self)}: {head!r}{' ...' if len(self) > 5 else ''})"
+
+
+class Sparse(Sequence[_T | None]):
+    """A column mostly None (the max_tokens or metadata few items give), kept as the positions and
+    values of the others: no slot per item. Equal to a tuple or a list of the same values."""
+
+    __slots__ = ("_at", "_n", "_values")
+
+    _n: int
+    #: the positions of the values that are not None, increasing, and those values
+    _at: Ints
+    _values: tuple[_T, ...]
+
+    def __init__(self, values: Iterable[_T | None] = ()) -> None:
+        vals = values if isinstance(values, list | tuple) else list(values)
+        given = list(map(is_not, vals, repeat(None)))
+        object.__setattr__(self, "_n", len(vals))
+        object.__setattr__(self, "_at", Ints(compress(range(len(vals)), given)))
+        object.__setattr__(self, "_values", tuple(compress(vals, given)))
+
+    @classmethod
+    def of(cls, values: Iterable[_T | None]) -> Sparse[_T]:
+        """`values` as `Sparse` (itself when it is one already)."""
+        return values if isinstance(values, Sparse) else cls(values)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Sparse is immutable (cannot set {name})")
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, k: int) -> _T | None: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sparse[_T]: ...
+    def __getitem__(self, k: int | slice) -> _T | Sparse[_T] | None:
+        if isinstance(k, slice):
+            return Sparse(map(self.__getitem__, range(self._n)[k]))
+        if k < 0:
+            k += self._n
+        if not 0 <= k < self._n:
+            raise IndexError("Sparse index out of range")
+        at = self._at.view
+        i = bisect_left(at, k)
+        return self._values[i] if i < len(at) and at[i] == k else None
+
+    def __iter__(self) -> Iterator[_T | None]:
+        if not self._values:
+            return repeat(None, self._n)
+        return self._walk()
+
+    def _walk(self) -> Iterator[_T | None]:
+        prev = 0
+        for k, v in zip(self._at.view, self._values, strict=True):
+            yield from repeat(None, k - prev)
+            yield v
+            prev = k + 1
+        yield from repeat(None, self._n - prev)
+
+    def count(self, value: object) -> int:
+        if value is None:
+            return self._n - len(self._values)
+        return self._values.count(value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sparse):
+            return (self._n, self._at, self._values) == (other._n, other._at, other._values)
+        if isinstance(other, tuple | list):
+            return len(other) == self._n and list(self) == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:  # equal to a tuple of the same values, so hashed the same
+        return hash(tuple(self))
+
+    def __reduce__(self) -> tuple[type[Sparse[_T]], tuple[tuple[_T | None, ...]]]:
+        return Sparse, (tuple(self),)
+
+    def __repr__(self) -> str:
+        return f"Sparse({self._n} values, {len(self._values)} given)"
+
+
+class TextsBuilder:
+    """A `Texts` made a chunk of values at a time, so that no list of every value is ever held (the
+    parse of a big input adds its ids a chunk at a time). Private to the call that fills it."""
+
+    __slots__ = ("_at", "_ends", "_parts")
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._ends = array("q")
+        self._at = 0
+
+    def extend(self, values: Sequence[str]) -> None:
+        part = "".join(values)
+        self._parts.append(part)
+        self._ends.extend(accumulate(map(len, values), initial=self._at))
+        del self._ends[len(self._ends) - len(values) - 1]  # the `initial`: where this chunk starts
+        self._at += len(part)
+
+    def build(self) -> Texts:
+        out = Texts.__new__(Texts)
+        object.__setattr__(out, "_text", "".join(self._parts))
+        object.__setattr__(out, "_ends", Ints(self._ends))
+        return out
+
+
+class Taken(Sequence[_T]):
+    """A lazy view of `column` at `positions` (each read when asked): what a part of a job's requests
+    reads its columns through, instead of a copy of each column."""
+
+    __slots__ = ("column", "positions")
+
+    def __init__(self, column: Sequence[_T], positions: Sequence[int]) -> None:
+        self.column = column.view if type(column) is Ints else column  # an Ints read in C
+        self.positions = positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, k: int) -> _T: ...
+    @overload
+    def __getitem__(self, k: slice) -> Taken[_T]: ...
+    def __getitem__(self, k: int | slice) -> _T | Taken[_T]:
+        if isinstance(k, slice):
+            return Taken(self.column, self.positions[k])
+        return self.column[self.positions[k]]  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[_T]:
+        return map(self.column.__getitem__, self.positions)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == len(self) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Taken({len(self)} of {len(self.column)})"
+
+
+def taken(column: Sequence[_T], positions: Sequence[int]) -> Sequence[_T]:
+    """`column` at `positions`: the column itself when `positions` is all of it in order, else a lazy
+    view (`Taken`)."""
+    p = positions
+    if isinstance(p, range) and p.start == 0 and p.step == 1 and p.stop == len(column):
+        return column
+    return Taken(column, p)

@@ -14,7 +14,7 @@ from typing import Any, Literal, overload
 
 import attrs
 
-from judgecore.columns import Ints
+from judgecore.columns import Ints, Sparse, Texts
 from judgecore.ids import check_unique, custom_id_for, custom_ids_for
 from judgecore.moved import moved
 
@@ -86,13 +86,13 @@ class Items(Sequence[Item]):
     columns are; an `Items` is not equal to a tuple of `Item`s (compare `tuple(items)`).
     """
 
-    ids: tuple[str, ...] = attrs.field(converter=tuple)
+    ids: Texts = attrs.field(converter=Texts.of)
     lines: Ints = attrs.field(converter=Ints.of)
     #: each item's serialized messages; None: not held (the shell keeps them)
     messages_json: tuple[bytes, ...] | None
-    max_tokens: tuple[int | None, ...] = attrs.field(converter=tuple)
-    metadata_json: tuple[bytes | None, ...] = attrs.field(converter=tuple)
-    custom_ids: tuple[str, ...] = attrs.field(converter=tuple)
+    max_tokens: Sparse[int] = attrs.field(converter=Sparse.of)
+    metadata_json: Sparse[bytes] = attrs.field(converter=Sparse.of)
+    custom_ids: Texts = attrs.field(converter=Texts.of)
     #: the byte length of each item's serialized messages
     message_sizes: Ints = attrs.field(
         default=attrs.Factory(_sizes_of, takes_self=True), converter=Ints.of, kw_only=True

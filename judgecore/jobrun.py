@@ -29,11 +29,12 @@ are left pending, else 0).
 from __future__ import annotations
 
 import enum
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from typing import assert_never
 
 import attrs
 
+from judgecore.columns import Texts
 from judgecore.idsets import Picked
 from judgecore.items import RoutePath
 from judgecore.machine import Done, ExitStatus, Say
@@ -207,7 +208,8 @@ class DryRunPlan:
 class JobRun:
     """The job's run; see the module docstring."""
 
-    custom_ids: tuple[str, ...]
+    #: the job's custom_ids in input order, as one immutable column (`judgecore.columns.Texts`)
+    custom_ids: Texts = attrs.field(converter=Texts.of)
     history: History
     policy: JobPolicy
     phase: Phase = Phase.START
@@ -227,8 +229,8 @@ class JobRun:
     queued: tuple[Action, ...] = ()
 
     @classmethod
-    def start(cls, custom_ids: tuple[str, ...], history: History, policy: JobPolicy) -> JobRun:
-        return cls(custom_ids=tuple(custom_ids), history=history, policy=policy)
+    def start(cls, custom_ids: Sequence[str], history: History, policy: JobPolicy) -> JobRun:
+        return cls(custom_ids=Texts.of(custom_ids), history=history, policy=policy)
 
     # -- the decisions, shared by the run and the dry run ---------------------------------------
 

@@ -21,7 +21,7 @@ from typing import Any, overload
 import attrs
 import orjson
 
-from judgecore.columns import Ints, positions_of
+from judgecore.columns import Ints, Texts, positions_of, taken
 from judgecore.items import Item, Items, RoutePath
 
 
@@ -163,8 +163,8 @@ class Requests(Sequence[Request]):
     requests in the same order (a `Requests` is not equal to a tuple: compare `tuple(requests)`).
     """
 
-    _cids: tuple[str, ...]
-    _ids: tuple[str, ...]
+    _cids: Sequence[str] = attrs.field(converter=Texts.of)
+    _ids: Sequence[str] = attrs.field(converter=Texts.of)
     _max_tokens: Ints = attrs.field(converter=Ints.of)
     _sizes: Ints = attrs.field(converter=Ints.of)
     _msg_sizes: Ints = attrs.field(converter=Ints.of)
@@ -198,10 +198,7 @@ class Requests(Sequence[Request]):
         return isinstance(p, range) and p.start == 0 and p.step == 1 and p.stop == len(self._cids)
 
     def _column(self, column: Sequence[Any]) -> Sequence[Any]:
-        if self._whole():
-            return column
-        read = column.view if type(column) is Ints else column  # an Ints read in C
-        return [read[p] for p in self.positions]
+        return taken(column, self.positions)  # the column itself, or a lazy view: never a copy
 
     @property
     def custom_ids(self) -> Sequence[str]:

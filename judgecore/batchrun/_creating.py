@@ -83,7 +83,7 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
             intent_at=now,
             state=SubState.INTENT,
             phase=Phase.CREATING,  # born with its create handed out
-            ids=custom_ids_of(reqs),
+            ids=reqs.custom_ids if isinstance(reqs, Requests) else custom_ids_of(reqs),  # a view: no copy
             at=_positions(run, reqs),
             requests=reqs,
             tries=1,

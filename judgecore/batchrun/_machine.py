@@ -76,7 +76,8 @@ class BatchRun:
     """The batch run of one job (see the package docstring); build it with `BatchRun.start`."""
 
     settings: BatchSettings
-    ids: tuple[str, ...]
+    #: the run's custom_ids, in the job's order: its requests' column (or a lazy view of it), no copy
+    ids: Sequence[str]
     requests: RequestIndex = attrs.field(converter=RequestIndex.of, eq=False, repr=False)
     subs: Mapping[int, Sub] = attrs.field(converter=_frozen, repr=False)
     #: each id's position in the job's columns (`requests.requests.positions`), aligned with `ids`:
@@ -162,7 +163,7 @@ class BatchRun:
                 bound=sum(bound(c) for c in v.ids),
             )
         at = by_id.requests.positions
-        ids = tuple(by_id.requests.custom_ids)  # a whole view's column itself: no copy
+        ids = by_id.requests.custom_ids  # the column itself, or a view of it by position: no copy
         width = max(at) + 1 if len(at) else 0
         done, extra, where = _from_checkpoint(checkpoint, ids, at, width)
         subs = {k: attrs.evolve(s, at=tuple(where.get(c, -1) for c in s.ids)) for k, s in subs.items()}

@@ -22,7 +22,9 @@ class Sub:
     intent_at: float
     state: SubState
     phase: Phase
-    ids: tuple[str, ...] = ()
+    #: its custom_ids: a view of the run's column when this run planned it (see `requests`), else as
+    #: the checkpoint lists them
+    ids: Sequence[str] = ()
     #: the column position of each of `ids` (-1: outside the run's columns), what the run marks
     at: Sequence[int] = ()
     requests: Sequence[Request] = ()  # known for sub-batches planned by this run

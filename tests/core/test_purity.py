@@ -105,7 +105,7 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
 
     import attr._make
 
-    from judgecore.columns import Ints
+    from judgecore.columns import Ints, Sparse, Taken, Texts
 
     found: list[str] = []
     seen: set[int] = set()
@@ -120,6 +120,20 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
         elif type(v) is Ints:
             if type(v._data) is not bytes or not v.view.readonly:
                 found.append(f"{where}: an Ints over a writable buffer")
+        elif type(v) is Texts:  # one str and an Ints of where each value ends
+            if type(v._text) is not str:
+                found.append(f"{where}: a Texts over something else than a str")
+            stack.append((v._ends, f"{where}._ends"))
+        elif type(v) is Sparse:  # the positions and values of those not None
+            stack.append((v._at, f"{where}._at"))
+            stack.append((v._values, f"{where}._values"))
+        elif type(v) is Taken:  # a lazy view of a column by position: the column and the positions
+            column = v.column
+            if type(column) is memoryview and not column.readonly:
+                found.append(f"{where}: a Taken over a writable buffer")
+            elif type(column) is not memoryview:
+                stack.append((column, f"{where}.column"))
+            stack.append((v.positions, f"{where}.positions"))
         elif type(v) is MappingProxyType:  # a read-only view; the dict behind it is reachable only so
             stack.extend((x, f"{where}[{k!r}]") for k, x in v.items())
             stack.extend((k, f"{where} key") for k in v)

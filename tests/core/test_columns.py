@@ -1,0 +1,110 @@
+"""The immutable columns a job's items and requests are kept in (`judgecore.columns`): each reads back
+exactly what it was given, compares like the tuple it replaces, and keeps a few bytes per value."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from judgecore.columns import Ints, Sparse, Taken, Texts, taken
+
+# any strings, lone surrogates and the empty string included (an item id may be any JSON string)
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+
+
+@given(st.lists(_TEXT, max_size=40), st.data())
+def test_texts_read_back_what_they_were_given_and_compare_like_the_tuple(
+    values: list[str], data: st.DataObject
+) -> None:
+    t = Texts(values)
+    assert list(t) == values
+    assert [t[k] for k in range(len(values))] == values
+    assert [t[-k] for k in range(1, len(values) + 1)] == [values[-k] for k in range(1, len(values) + 1)]
+    assert t == tuple(values) and tuple(values) == t and t == values
+    assert hash(t) == hash(tuple(values))  # equal to the tuple, so hashed alike
+    s = data.draw(st.slices(len(values) + 2))
+    assert list(t[s]) == values[s] and isinstance(t[s], Texts)
+    probe = data.draw(_TEXT)
+    assert (probe in t) == (probe in values)
+    assert pickle.loads(pickle.dumps(t)) == t
+    assert Texts.of(t) is t
+
+
+def test_a_texts_raises_index_error_past_either_end_and_cannot_be_changed() -> None:
+    t = Texts(["a", "", "bc"])
+    for k in (3, -4):
+        with pytest.raises(IndexError):
+            t[k]
+    assert t.index("bc") == 2
+    with pytest.raises(ValueError):
+        t.index("b")  # a part of a value, not a value
+    with pytest.raises(AttributeError):
+        t._text = "x"  # type: ignore[misc]
+    assert Texts(["ab", "c"]) != Texts(["a", "bc"])  # the same characters, other values
+
+
+def test_a_column_of_ids_costs_its_characters_and_four_bytes_each() -> None:
+    ids = [f"item-{i}" for i in range(100_000)]
+    t = Texts(ids)
+    held = sys.getsizeof(t._text) + sys.getsizeof(t._ends._data)
+    chars = sum(map(len, ids))
+    assert held < chars + 4 * len(ids) + 1_000
+    as_tuple = sys.getsizeof(tuple(ids)) + sum(map(sys.getsizeof, ids))
+    assert held * 4 < as_tuple  # 14 bytes an id against 67
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30), st.data())
+def test_ints_read_back_any_64_bit_values_in_four_bytes_when_they_fit(
+    values: list[int], data: st.DataObject
+) -> None:
+    n = Ints(values)
+    assert n.tolist() == values and list(n) == values
+    fits = all(-(2**31) <= v < 2**31 for v in values)
+    assert n.view.itemsize == (4 if fits else 8)
+    s = data.draw(st.slices(len(values) + 1))
+    assert n[s] == Ints(values[s]) and n[s].tolist() == values[s]
+    assert pickle.loads(pickle.dumps(n)) == n
+
+
+def test_ints_made_from_8_byte_native_encoding_are_the_same_values() -> None:
+    from array import array
+
+    wide = array("q", [1, -2, 2**40])
+    assert Ints(wide.tobytes()).tolist() == [1, -2, 2**40]
+    assert Ints(array("q", [1, 2]).tobytes()) == Ints([1, 2])  # narrowed: equal to the same values
+
+
+def test_taken_is_a_lazy_view_equal_to_the_values_at_its_positions() -> None:
+    cids = Texts(["a", "b", "c", "d"])
+    view = taken(cids, Ints([3, 1]))
+    assert isinstance(view, Taken)
+    assert list(view) == ["d", "b"] and view == ["d", "b"] and view[1] == "b" and list(view[1:]) == ["b"]
+    assert taken(cids, range(4)) is cids  # all of it, in order: the column itself
+    sizes = taken(Ints([10, 20, 30]), Ints([2, 0]))
+    assert list(sizes) == [30, 10] and sum(sizes) == 40
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(1, 10**6)), max_size=30), st.data())
+def test_a_sparse_column_reads_back_what_it_was_given_and_compares_like_the_tuple(
+    values: list[int | None], data: st.DataObject
+) -> None:
+    c = Sparse(values)
+    assert list(c) == values and [c[k] for k in range(len(values))] == values
+    assert [c[-k] for k in range(1, len(values) + 1)] == [values[-k] for k in range(1, len(values) + 1)]
+    assert c == tuple(values) and tuple(values) == c and hash(c) == hash(tuple(values))
+    assert c.count(None) == values.count(None)
+    s = data.draw(st.slices(len(values) + 2))
+    assert list(c[s]) == values[s]
+    assert pickle.loads(pickle.dumps(c)) == c
+    for k in (len(values), -len(values) - 1):
+        with pytest.raises(IndexError):
+            c[k]
+
+
+def test_a_sparse_column_keeps_a_slot_only_for_the_values_given() -> None:
+    c = Sparse([None] * 100_000 + [b"{}"])
+    assert len(c) == 100_001 and len(c._values) == 1 and c[100_000] == b"{}" and c[5] is None
