@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
+from judgecore.columns import TextsBuilder
 from judgecore.errors import InputError
-from judgecore.ids import check_unique, custom_ids_for
+from judgecore.ids import check_unique, custom_ids_for, distinct_hashes
 from judgecore.items import Item, Items, raw_digest
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
@@ -187,6 +188,8 @@ def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
 #: Lines validated at a time by `_block_columns`: a block's parsed objects are held together, so
 #: this bounds the memory of a parse, not its result.
 BLOCK_LINES = 128
+#: how many ids a parse holds as `str`s before it moves them (and their custom_ids) into the columns
+CHUNK_IDS = 16_384
 
 
 class _Columns:
@@ -245,22 +248,35 @@ def parse_items(
     (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
     """
     cols = _Columns(hold=hold_messages, digests=digests)
+    ids, cids, hashes = TextsBuilder(), TextsBuilder(), array("q")
     rows = iter(lines)
     first = 1
+
+    def flush() -> None:  # a chunk's ids and custom_ids into their columns: no list of all of them
+        chunk = cols.ids
+        derived = custom_ids_for(chunk, job=job)
+        ids.extend(chunk)
+        cids.extend(derived)
+        hashes.extend(map(hash, derived))
+        cols.ids = []
+
     while block := list(islice(rows, BLOCK_LINES)):
         if not _block_columns(cols, block, first):
             _line_by_line(cols, block, first)
         first += len(block)
-    ids = cols.ids
-    cids = custom_ids_for(ids, job=job)
-    check_unique(ids, cids, cols.lines)
+        if len(cols.ids) >= CHUNK_IDS:
+            flush()
+    flush()
+    item_ids, custom_ids = ids.build(), cids.build()
+    if not distinct_hashes(hashes):  # a repeated id, or only a collision of hashes: the ids tell
+        check_unique(item_ids, custom_ids, cols.lines)
     return Items(
-        tuple(ids),
+        item_ids,
         cols.lines,
         tuple(cols.messages) if hold_messages else None,
-        tuple(cols.max_tokens),
-        tuple(cols.metadata),
-        cids,
+        cols.max_tokens,
+        cols.metadata,
+        custom_ids,
         message_sizes=cols.sizes,
         digests=bytes(cols.digest_bytes) if cols.digests else None,
         job=job,

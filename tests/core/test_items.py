@@ -20,6 +20,7 @@ from judgecore import (
     parse_item,
     parse_items,
 )
+from judgecore.ids import custom_ids_for
 from judgecore.parsing import MAX_DEPTH, MAX_LINE_BYTES
 
 
@@ -382,3 +383,34 @@ def test_a_file_parses_as_its_lines_do_one_by_one(good, bad, data):
     block = data.draw(st.integers(1, 5))
     hold, digests = data.draw(st.sampled_from(_MODES))
     _check_parses_as_one_by_one(_unique(lines), block, hold, digests)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 16_384])
+def test_ids_parsed_a_chunk_at_a_time_are_the_same_and_a_repeat_across_chunks_names_both_lines(chunk):
+    """The parse moves its ids into the columns a chunk at a time: the columns are the same for any
+    chunk, and an id repeated in another chunk is still named with both lines."""
+    from unittest import mock
+
+    import judgecore.parsing
+
+    lines = [f'{{"id": "r{n}", "prompt": "p"}}' for n in range(7)] + ['{"id": "é/ü", "prompt": "p"}']
+    whole = parse_items(lines)
+    with mock.patch.object(judgecore.parsing, "CHUNK_IDS", chunk):
+        parsed = parse_items(lines, job="abcdefghijklmnop")
+        assert list(parsed.ids) == list(whole.ids)
+        assert list(parsed.custom_ids) == list(custom_ids_for(whole.ids, job="abcdefghijklmnop"))
+        with pytest.raises(DuplicateIdError) as err:
+            parse_items([*lines, '{"id": "r1", "prompt": "again"}'])
+    assert (err.value.first_line, err.value.line) == (2, 9)
+
+
+def test_a_collision_of_hashes_alone_is_no_repeated_id():
+    """Distinct ids whose custom_ids' hashes collide (as `distinct_hashes` reports it) parse: the ids
+    themselves decide."""
+    from unittest import mock
+
+    import judgecore.parsing
+
+    lines = ['{"id": "a", "prompt": "p"}', '{"id": "b", "prompt": "p"}']
+    with mock.patch.object(judgecore.parsing, "distinct_hashes", lambda hashes: False):
+        assert list(parse_items(lines).ids) == ["a", "b"]
