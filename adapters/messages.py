@@ -121,9 +121,9 @@ def split_messages(items: Items) -> JobInput:
 def hand_to_checkpoint(store: Store, job: JobPlan, source: MessageSource) -> None:
     """Keep the job's messages in `store` (those not kept yet), then empty `source`: from here on the
     run reads back the messages it sends (`CheckpointMessages`, `Store.messages_of`)."""
-    missing = store.messages_missing()
+    missing = store.messages_missing_count()  # a count: a new job's ids are not listed in memory
     if missing:
-        want = None if len(missing) >= len(job.items) else frozenset(missing)
+        want = None if missing >= len(job.items) else frozenset(store.messages_missing())
         store.keep_messages(source.pairs(job.items, want))
     source.release()
 

@@ -91,7 +91,7 @@ def _request_records(
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
     cols = Items.of(items)  # its columns: the messages (perhaps in the checkpoint only) are not read
-    wanted = set(cols.custom_ids)
+    wanted: set[str] | None = None  # the job's custom_ids, made once a row comes out of order
     early: dict[str, tuple[Any, ...]] = {}
     rows = store.latest_rows()
     for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
@@ -101,6 +101,8 @@ def _request_records(
                 if got[0] == cid:
                     row = got
                     break
+                if wanted is None:
+                    wanted = set(cols.custom_ids)
                 if got[0] in wanted:
                     early[got[0]] = got
             else:

@@ -24,6 +24,14 @@ class KeptMessages:
         )
         return [r[0] for r in self._conn.execute(q)]
 
+    def messages_missing_count(self) -> int:
+        """How many bound items' messages are not kept yet (all of a new job's), counted by SQLite."""
+        q = (
+            "SELECT COUNT(*) FROM items i LEFT JOIN item_messages m ON m.custom_id = i.custom_id "
+            "WHERE m.custom_id IS NULL"
+        )
+        return int(self._conn.execute(q).fetchone()[0])
+
     def keep_messages(self, rows: Iterable[tuple[str, bytes]]) -> None:
         """Keep each bound item's serialized messages (`(custom_id, bytes)`); they never change under
         an id (a changed item is a content conflict), so one kept already is left as it is."""
