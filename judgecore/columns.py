@@ -19,7 +19,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import is_not
 from typing import Any, TypeVar, overload
 
@@ -125,19 +125,19 @@ def positions_of(values: Sequence[int]) -> Sequence[int]:
 
 
 class Texts(Sequence[str]):
-    """Strings, immutable, kept as one string and each value's end offset in it; equal to another
-    `Texts`, a tuple or a list of the same strings in the same order."""
+    """Strings, immutable, kept as one string and each value's bounds in it; equal to another `Texts`,
+    a tuple or a list of the same strings in the same order."""
 
-    __slots__ = ("_ends", "_text")
+    __slots__ = ("_bounds", "_text")
 
     _text: str
-    #: where each value ends in `_text` (the first starts at 0)
-    _ends: Ints
+    #: where each value starts in `_text`, then where the last ends (`len(self) + 1` offsets)
+    _bounds: Ints
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         vals = values if isinstance(values, list | tuple) else list(values)
         object.__setattr__(self, "_text", "".join(vals))
-        object.__setattr__(self, "_ends", Ints(accumulate(map(len, vals))))
+        object.__setattr__(self, "_bounds", Ints(accumulate(map(len, vals), initial=0)))
 
     @classmethod
     def of(cls, values: Iterable[str]) -> Texts:
@@ -148,28 +148,34 @@ class Texts(Sequence[str]):
         raise AttributeError(f"Texts is immutable (cannot set {name})")
 
     def __len__(self) -> int:
-        return len(self._ends)
-
-    def _starts(self) -> Iterator[int]:
-        return chain((0,), self._ends.view)
+        return len(self._bounds) - 1
 
     @overload
     def __getitem__(self, k: int) -> str: ...
     @overload
     def __getitem__(self, k: slice) -> Texts: ...
     def __getitem__(self, k: int | slice) -> str | Texts:
-        ends = self._ends.view
         if isinstance(k, slice):
-            return Texts(map(self.__getitem__, range(len(ends))[k]))
+            return Texts(self.at(range(len(self))[k]))
+        b = self._bounds.view
+        n = len(b) - 1
         if k < 0:
-            k += len(ends)
-            if k < 0:
-                raise IndexError("Texts index out of range")
-        end = ends[k]  # raises IndexError past the end
-        return self._text[ends[k - 1] if k else 0 : end]
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("Texts index out of range")
+        return self._text[b[k] : b[k + 1]]
 
     def __iter__(self) -> Iterator[str]:
-        return map(self._text.__getitem__, map(slice, self._starts(), self._ends.view))
+        b = self._bounds.view
+        return map(self._text.__getitem__, map(slice, b[:-1], b[1:]))
+
+    def at(self, positions: Iterable[int]) -> Iterator[str]:
+        """The values at `positions`, in their order, each read in C (no Python step per value)."""
+        b = self._bounds.view
+        ps = positions if isinstance(positions, range | Sequence) else list(positions)
+        starts = map(b.__getitem__, ps)
+        ends = map(b[1:].__getitem__, ps)
+        return map(self._text.__getitem__, map(slice, starts, ends))
 
     def __contains__(self, value: object) -> bool:
         return isinstance(value, str) and value in self._text and value in iter(self)
@@ -179,7 +185,7 @@ class Texts(Sequence[str]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Texts):
-            return self._text == other._text and self._ends == other._ends
+            return self._text == other._text and self._bounds == other._bounds
         if isinstance(other, tuple | list):
             return len(other) == len(self) and all(map(str.__eq__, self, other))
         return NotImplemented
@@ -278,24 +284,24 @@ class TextsBuilder:
     """A `Texts` made a chunk of values at a time, so that no list of every value is ever held (the
     parse of a big input adds its ids a chunk at a time). Private to the call that fills it."""
 
-    __slots__ = ("_at", "_ends", "_parts")
+    __slots__ = ("_at", "_bounds", "_parts")
 
     def __init__(self) -> None:
         self._parts: list[str] = []
-        self._ends = array("q")
+        self._bounds = array("q", [0])
         self._at = 0
 
     def extend(self, values: Sequence[str]) -> None:
         part = "".join(values)
         self._parts.append(part)
-        self._ends.extend(accumulate(map(len, values), initial=self._at))
-        del self._ends[len(self._ends) - len(values) - 1]  # the `initial`: where this chunk starts
+        self._bounds.extend(accumulate(map(len, values), initial=self._at))
+        del self._bounds[len(self._bounds) - len(values) - 1]  # the `initial`: already the last bound
         self._at += len(part)
 
     def build(self) -> Texts:
         out = Texts.__new__(Texts)
         object.__setattr__(out, "_text", "".join(self._parts))
-        object.__setattr__(out, "_ends", Ints(self._ends))
+        object.__setattr__(out, "_bounds", Ints(self._bounds))
         return out
 
 
@@ -322,6 +328,8 @@ class Taken(Sequence[_T]):
         return self.column[self.positions[k]]  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[_T]:
+        if type(self.column) is Texts:
+            return self.column.at(self.positions)  # type: ignore[return-value]
         return map(self.column.__getitem__, self.positions)
 
     def __eq__(self, other: object) -> bool:

@@ -245,8 +245,7 @@ class Requests(Sequence[Request]):
 
     def position_index(self) -> dict[str, int]:
         """custom_id -> its position in the columns, for the requests of this view."""
-        cids = self._cids
-        return {cids[p]: p for p in self.positions}
+        return dict(zip(self.custom_ids, self.positions, strict=True))
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -274,18 +273,16 @@ class Requests(Sequence[Request]):
         )
 
     def __iter__(self) -> Iterator[Request]:
-        if self._whole():
-            cols: tuple[Sequence[Any], ...] = (
-                self._cids,
-                self._ids,
-                self._max_tokens,
-                self._sizes,
-                self._msg_sizes,
-            )
-            if self._models is not None:
-                cols = (*cols, self._models)
-            return map(Request, *cols)
-        return map(self.at, self.positions)
+        cols: tuple[Sequence[Any], ...] = (
+            self._cids,
+            self._ids,
+            self._max_tokens,
+            self._sizes,
+            self._msg_sizes,
+        )
+        if self._models is not None:
+            cols = (*cols, self._models)
+        return map(Request, *map(self._column, cols))  # each column read in C, a view's as well
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Requests):

@@ -32,6 +32,8 @@ def test_texts_read_back_what_they_were_given_and_compare_like_the_tuple(
     assert (probe in t) == (probe in values)
     assert pickle.loads(pickle.dumps(t)) == t
     assert Texts.of(t) is t
+    where = data.draw(st.lists(st.integers(0, len(values) - 1), max_size=10)) if values else []
+    assert list(t.at(where)) == [values[k] for k in where] == list(Taken(t, Ints(where)))
 
 
 def test_a_texts_raises_index_error_past_either_end_and_cannot_be_changed() -> None:
@@ -50,7 +52,7 @@ def test_a_texts_raises_index_error_past_either_end_and_cannot_be_changed() -> N
 def test_a_column_of_ids_costs_its_characters_and_four_bytes_each() -> None:
     ids = [f"item-{i}" for i in range(100_000)]
     t = Texts(ids)
-    held = sys.getsizeof(t._text) + sys.getsizeof(t._ends._data)
+    held = sys.getsizeof(t._text) + sys.getsizeof(t._bounds._data)
     chars = sum(map(len, ids))
     assert held < chars + 4 * len(ids) + 1_000
     as_tuple = sys.getsizeof(tuple(ids)) + sum(map(sys.getsizeof, ids))

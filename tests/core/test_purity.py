@@ -120,10 +120,10 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
         elif type(v) is Ints:
             if type(v._data) is not bytes or not v.view.readonly:
                 found.append(f"{where}: an Ints over a writable buffer")
-        elif type(v) is Texts:  # one str and an Ints of where each value ends
+        elif type(v) is Texts:  # one str and an Ints of where each value starts and ends
             if type(v._text) is not str:
                 found.append(f"{where}: a Texts over something else than a str")
-            stack.append((v._ends, f"{where}._ends"))
+            stack.append((v._bounds, f"{where}._bounds"))
         elif type(v) is Sparse:  # the positions and values of those not None
             stack.append((v._at, f"{where}._at"))
             stack.append((v._values, f"{where}._values"))
