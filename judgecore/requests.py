@@ -193,10 +193,6 @@ class Requests(Sequence[Request]):
     def _view(self, positions: Sequence[int]) -> Requests:
         return attrs.evolve(self, positions=positions)
 
-    def _whole(self) -> bool:
-        p = self.positions
-        return isinstance(p, range) and p.start == 0 and p.step == 1 and p.stop == len(self._cids)
-
     def _column(self, column: Sequence[Any]) -> Sequence[Any]:
         return taken(column, self.positions)  # the column itself, or a lazy view: never a copy
 
