@@ -1,7 +1,5 @@
 """`python -m adapters`: the `judgecore` command, for an environment where the script is not on PATH."""
 
-import sys
+from adapters.cli import command
 
-from adapters.cli import main
-
-sys.exit(main())
+command()

@@ -9,8 +9,10 @@ again). This module maps each command to its handler and a `UsageError` to exit 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from adapters import keep_bytecode
 from adapters.cli.cancel import cmd_cancel
@@ -26,6 +28,7 @@ __all__ = [
     "EXIT_TERMINATED",
     "PROJECT",
     "build_parser",
+    "command",
     "command_line",
     "launcher",
     "main",
@@ -87,3 +90,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     parser.error(f"unknown command {ns.command!r}")  # pragma: no cover
     return EXIT_USAGE  # pragma: no cover
+
+
+def command() -> NoReturn:
+    """The `judgecore` command (its console script, `python -m adapters.cli`, `python -m adapters`):
+    `main()`, then out of the process without tearing the interpreter down.
+
+    When `main` returns, everything the command wrote is committed and closed (a run's checkpoint, its
+    output, a report), and no thread of its is left. What the interpreter would still do is free every
+    module it imported, the SDK's pydantic models most of all: about 0.45 s of CPU at the end of a
+    20,000-item job (a third of what the job itself spends above `import anthropic`; bench/floor.py),
+    for nothing. So the standard streams are flushed and the process ends here, as mypy's command
+    does. A flush that fails (the reader of a pipe went away) exits 120, as Python's own shutdown
+    would. An exception out of `main` (argparse's `--help` and usage errors are `SystemExit`s) takes
+    the usual way out. A program calling `main()` itself gets its exit status back instead.
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe, a stream someone closed
+            code = code or 120
+    os._exit(code)

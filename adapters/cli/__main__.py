@@ -1,7 +1,5 @@
 """`python -m adapters.cli`: the `judgecore` command."""
 
-import sys
+from adapters.cli import command
 
-from adapters.cli import main
-
-sys.exit(main())
+command()
