@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -225,6 +226,18 @@ def write_output(
     return Written(counts=counts, records=records, unparsed=unparsed)
 
 
+def _order_digest(custom_ids: Iterable[str], chunk: int = 16_384) -> str:
+    """The blake2b-128 of the custom_ids joined by newlines, hashed `chunk` ids at a time: the digest
+    of the whole joined text without ever holding it (72 MB at 1,000,000 items, as text and bytes)."""
+    h = hashlib.blake2b(digest_size=16)
+    ids = iter(custom_ids)
+    sep = ""
+    while part := list(islice(ids, chunk)):
+        h.update((sep + "\n".join(part)).encode())
+        sep = "\n"
+    return h.hexdigest()
+
+
 def _output_stamp(
     store: Store, items: Sequence[Item], out: Path, verdict: VerdictSpec | None
 ) -> dict[str, Any] | None:
@@ -234,7 +247,7 @@ def _output_stamp(
         st = out.stat()
     except OSError:
         return None
-    order = hashlib.blake2b("\n".join(Items.of(items).custom_ids).encode(), digest_size=16).hexdigest()
+    order = _order_digest(Items.of(items).custom_ids)
     return {
         "out": str(out.resolve()),
         "size": st.st_size,

@@ -102,3 +102,21 @@ def test_a_rerun_of_a_finished_job_leaves_the_output_it_wrote_and_rewrites_any_o
         assert inode != out.stat().st_ino, "a new outcome rewrites the output"
     finally:
         store.close()
+
+
+@given(
+    st.lists(
+        st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF), min_size=1, max_size=12), max_size=40
+    ),
+    st.integers(1, 9),
+)
+def test_the_output_stamps_item_order_is_the_digest_of_the_whole_order_read_a_chunk_at_a_time(ids, chunk):
+    """The stamp's `order` is hashed a chunk of custom_ids at a time (no text of them all is held), and
+    is the digest of them all joined: an output stamped by an earlier run still counts as unchanged."""
+    import hashlib
+
+    from adapters.output import _order_digest
+
+    whole = hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
+    assert _order_digest(ids, chunk=chunk) == whole
+    assert _order_digest(iter(ids), chunk=chunk) == whole
