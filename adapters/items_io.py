@@ -238,9 +238,12 @@ def run_job_of(
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
-        path = Path(items)
+        from adapters.store import ids_job_for
+
+        # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
+        path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
         single = design.single and design.template is None
-        items = load_input(path) if single else load_design_input(path, design, job=None)
+        items = load_input(path, job=job) if single else load_design_input(path, design, job=job)
     if isinstance(items, JobInput):
         cols, source = _items_of(items.items, rubric, settings, state_dir), items.messages
     else:

@@ -135,3 +135,28 @@ def test_numpy_values_in_metadata_are_numbers_and_a_non_dict_row_names_its_posit
     assert b'{"n":3,"v":0.5}' == items_from_objects(rows)[0].metadata_json
     with pytest.raises(UsageError, match=r"line 2: expected a dict shaped like an input line, got str"):
         judge_dry_run([{"id": "a", "prompt": "x"}, "just a string"], rubric=None, state_dir=tmp_path / "t")
+
+
+def test_a_path_given_to_the_python_api_has_its_custom_ids_derived_once_with_the_jobs_key(
+    tmp_path, monkeypatch
+):
+    """`judge("items.jsonl")` parses the file with the state dir's job key, as the CLI does: no second
+    pass over every id to derive them again (twice the work and a tuple of them all at 270,000 items)."""
+    import orjson
+
+    import judgecore.items
+    from adapters.items_io import run_job_of
+    from adapters.store import Store
+
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(
+        b"".join(orjson.dumps({"id": f"q{n}", "prompt": f"grade {n}"}) + b"\n" for n in range(5))
+    )
+
+    def again(*args, **kwargs):
+        raise AssertionError("the custom_ids were derived a second time")
+
+    monkeypatch.setattr(judgecore.items, "custom_ids_for", again)
+    job, _ = run_job_of(path, rubric="Score 1-5.", settings=JobSettings(), state_dir=tmp_path / "s")
+    assert job.items.job is not None  # the new job's own key, not the `v1` ids
+    assert not Store.exists(tmp_path / "s")  # reading the key made no state dir
