@@ -55,6 +55,9 @@ def test_two_jobs_killed_mid_create_each_take_only_their_own_batch(served, tmp_p
     assert 2 == len(srv.sim.batches)
     a_ids, b_ids = (set(b.custom_ids) for b in srv.sim.batches)
     assert not a_ids & b_ids  # the same items, but each job's custom_ids are its own
+    if ended:  # the case under test: both orphans have ended when the reruns list them (not a race
+        # between a rerun's start and the second orphan's 0.2 s; a machine under load lost it)
+        srv.wait_for(lambda: all(b.processing_status == "ended" for b in srv.sim.batches), timeout=30)
 
     for name in ("b", "a"):  # b first: a's orphan is the older one, the first a count-and-time match takes
         _, _, args = jobs[name]
