@@ -100,9 +100,10 @@ def command() -> NoReturn:
     output, a report), and no thread of its is left. What the interpreter would still do is free every
     module it imported, the SDK's pydantic models most of all: about 0.45 s of CPU at the end of a
     20,000-item job (bench/floor.py), for nothing. So the standard streams are flushed and the
-    process ends here, as mypy's command does. A flush that fails (the reader of a pipe went away) exits 120, as Python's own shutdown
-    would. An exception out of `main` (argparse's `--help` and usage errors are `SystemExit`s) takes
-    the usual way out. A program calling `main()` itself gets its exit status back instead.
+    process ends here, as mypy's command does. A flush that fails (the reader of a pipe went away)
+    exits 120, as Python's own shutdown would. An exception out of `main` (argparse's `--help` and
+    usage errors are `SystemExit`s) takes the usual way out. A program calling `main()` itself gets
+    its exit status back instead.
     """
     code = main()
     for stream in (sys.stdout, sys.stderr):
