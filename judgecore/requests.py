@@ -229,9 +229,15 @@ class Requests(Sequence[Request]):
         return self._sizes.view[position], self._max_tokens.view[position]
 
     def select(self, custom_ids: Iterable[str], index: Mapping[str, int] | None = None) -> Requests:
-        """The view of these requests, in the order given (`index`: `position_index()`, when kept)."""
-        at = self.position_index() if index is None else index
-        return self._view(Ints([at[c] for c in custom_ids]))
+        """The view of these requests, in the order given (`index`: `position_index()`, when kept).
+
+        Without an index, one walk of the columns finds the positions of these ids alone: a probe's
+        one id costs a pass, not a dict of the job's every custom_id (127 MB at 720,000 requests)."""
+        wanted = custom_ids if isinstance(custom_ids, Sequence) else list(custom_ids)
+        if index is None:
+            keep = frozenset(wanted)
+            index = {c: p for c, p in zip(self.custom_ids, self.positions, strict=True) if c in keep}
+        return self._view(Ints([index[c] for c in wanted]))
 
     def only(self, keep: Iterable[str] | frozenset[str]) -> Requests:
         """The view of the requests whose custom_id is in `keep`, in this order."""
