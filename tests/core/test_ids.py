@@ -187,3 +187,15 @@ def test_a_malformed_job_key_is_refused():
         custom_id_for("q1", job="short")
     with pytest.raises(ValueError, match="nonce"):
         judgecore.ids.job_key(b"{}", "")
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=200), st.data())
+def test_distinct_hashes_finds_a_repeat_wherever_it_is(hashes, data):
+    """The hashes are checked a bucket at a time: a repeat is found as a sort of all of them finds it."""
+    from array import array
+
+    from judgecore.ids import distinct_hashes
+
+    if hashes and data.draw(st.booleans()):
+        hashes.insert(data.draw(st.integers(0, len(hashes))), data.draw(st.sampled_from(hashes)))
+    assert distinct_hashes(array("q", hashes)) == (len(set(hashes)) == len(hashes))
