@@ -261,7 +261,10 @@ def _output_stamp(
 def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
     """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
     spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
-    store.record_metadata(zip(job.items.custom_ids, job.items.metadata_json, strict=True))
+    meta = job.items.metadata_json
+    store.record_metadata(
+        zip(job.items.custom_ids, meta, strict=True), any_given=meta.count(None) != len(meta)
+    )
     store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
     design = settings.design
     if not design.single:  # what `summary` needs to fold the checkpoint's requests into items

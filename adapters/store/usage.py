@@ -24,9 +24,14 @@ class Usages:
 
     _conn: sqlite3.Connection
 
-    def record_metadata(self, rows: Iterable[tuple[str, bytes | None]]) -> None:
+    def record_metadata(self, rows: Iterable[tuple[str, bytes | None]], *, any_given: bool = True) -> None:
         """Keep each item's metadata (`(custom_id, JSON bytes or None)`), so `summary` can group by it
-        from the checkpoint alone; the latest run's metadata wins (it is not part of the item's digest)."""
+        from the checkpoint alone; the latest run's metadata wins (it is not part of the item's digest).
+
+        `any_given=False` (no row has metadata): nothing is written, nor `rows` read, unless some
+        metadata was kept before (to be cleared); an item with no row reads as one with none."""
+        if not any_given and self._conn.execute("SELECT 1 FROM item_metadata LIMIT 1").fetchone() is None:
+            return
         with self._tx() as c:
             c.executemany(
                 "INSERT INTO item_metadata (custom_id, metadata) VALUES (?, ?) "

@@ -67,6 +67,27 @@ def test_a_reruns_metadata_replaces_the_earlier_one_and_an_unchanged_one_stays(t
     ]
 
 
+def test_a_run_with_no_metadata_writes_none_and_clears_what_an_earlier_run_kept(tmp_path: Path) -> None:
+    """No item with metadata, none kept: nothing is written (its rows are not even read). Once some
+    was kept, a rerun without any clears it, as the latest run's metadata always wins."""
+
+    def unread():
+        raise AssertionError("the rows were read")
+        yield  # pragma: no cover
+
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"model": "m"}, [("c1", "a", "d"), ("c2", "b", "d")])
+        store.record_metadata(unread(), any_given=False)
+        first = list(store.item_rows())
+        store.record_metadata([("c1", b'{"m": 1}'), ("c2", None)])
+        store.record_metadata([("c1", None), ("c2", None)], any_given=False)
+        cleared = list(store.item_rows())
+    finally:
+        store.close()
+    assert [("c1", "a", None), ("c2", "b", None)] == first == cleared
+
+
 def test_a_refusal_keeps_its_stop_details_and_an_error_its_code_in_the_checkpoint(tmp_path: Path) -> None:
     from judgecore import RawResult, Usage, classify
     from judgecore.outcomes import StopDetails
