@@ -22,6 +22,7 @@ import re
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
+from operator import eq
 
 from judgecore.errors import DuplicateIdError
 
@@ -188,11 +189,14 @@ def assign_custom_ids(
 
 def distinct_hashes(hashes: array[int]) -> bool:
     """Whether the `hash` of each of a job's custom_ids (`hashes`) is distinct: then so are the ids.
-    False may be a collision of hashes only (the caller checks the ids). Sorted, not put in a set: a
-    job of 720,000 ids holds a list of ints for a moment (29 MB), not a set of them (55 MB), nor a
-    set of the ids (each id a `str` again)."""
-    ordered = sorted(hashes)
-    return not any(map(int.__eq__, ordered, islice(ordered, 1, None)))
+    False may be a collision of hashes only, or of their top 53 bits (the caller checks the ids).
+
+    Sorted, not put in a set: a job of 720,000 ids holds a list of floats for a moment (26 MB), not a
+    set of ints (55 MB), nor a set of the ids (each id a `str` again). Each hash is sorted as a float:
+    the sort compares floats in C, where a 64-bit int takes the generic comparison (twice the time),
+    and a float is 24 bytes where such an int is 36 (a list of the ints peaks at 34 MB)."""
+    ordered = sorted(map(float, hashes))
+    return not any(map(eq, ordered, islice(ordered, 1, None)))
 
 
 def check_unique(ids: Sequence[str], cids: Sequence[str], lines: Sequence[int]) -> None:
