@@ -8,10 +8,12 @@ The floor is the least work any planner must do, also run as a whole process: re
 orjson, build the batch request dict (`{"custom_id", "params": {model, max_tokens, system, messages}}`),
 serialize it once, and sum the sizes, with the raw item id as the custom_id (the issue's floor). A
 valid batch request needs a derived custom_id, so a second floor derives it per line with
-`judgecore.ids.custom_id_for` (importing `judgecore`), and is printed beside the first. The dry-run does more (it
-validates every line, derives each custom_id, checks duplicates, chunks, estimates the cost), and the
-target (issue 21) is that it stays within 1.5x the floor (issue 11's was 2.0x). Both are timed as the wall time of a fresh
-`python` process, interleaved so the machine's load hits both alike.
+`judgecore.ids.custom_id_for` (importing `judgecore`), and is printed beside the first. The dry-run
+does more (it validates every line, checks for repeated ids, sizes each request, chunks, estimates the
+cost), and the target (issue 21) is that it stays within 1.5x the floor (issue 11's was 2.0x). On a
+fresh state dir, as here, it derives no custom_id: the job key they would be derived with is drawn for
+the dry run alone, and a request's size needs only their lengths, which the ids tell. Each is timed
+(wall and CPU time) as a fresh `python` process, interleaved so the machine's load hits all alike.
 """
 
 from __future__ import annotations

@@ -194,6 +194,10 @@ class Texts(Sequence[str]):
         b = self._bounds.view
         return map(sub, b[1:], b[:-1])
 
+    def joined(self) -> str:
+        """Every value, one after another (the one string the column keeps)."""
+        return self._text
+
     def __contains__(self, value: object) -> bool:
         return isinstance(value, str) and value in self._text and value in iter(self)
 
@@ -216,6 +220,35 @@ class Texts(Sequence[str]):
     def __repr__(self) -> str:
         head = [self[k] for k in range(min(5, len(self)))]
         return f"Texts({len(self)}: {head!r}{' ...' if len(self) > 5 else ''})"
+
+
+class LazyTexts(Texts):
+    """A `Texts` whose values are made when first read, once (`_values`): a column that may never be
+    read costs nothing until it is. A subclass gives `_values`, and may answer its length, a value or
+    the values' lengths without making them all; any other read makes them."""
+
+    __slots__ = ()
+
+    def _values(self) -> Sequence[str]:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        """The column's own attributes (`_text`, `_bounds`), made the first time one is read."""
+        if name not in ("_text", "_bounds") or self.made:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        whole = Texts.of(self._values())
+        object.__setattr__(self, "_text", whole._text)
+        object.__setattr__(self, "_bounds", whole._bounds)
+        return object.__getattribute__(self, name)
+
+    @property
+    def made(self) -> bool:
+        """Whether the values have been made (and are kept)."""
+        try:
+            object.__getattribute__(self, "_text")
+        except AttributeError:
+            return False
+        return True
 
 
 class Sparse(Sequence[_T | None]):

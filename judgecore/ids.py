@@ -20,9 +20,9 @@ import base64
 import hashlib
 import re
 from array import array
-from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
-from operator import eq
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice, repeat
+from operator import add, eq
 
 from judgecore.errors import DuplicateIdError
 
@@ -37,6 +37,8 @@ _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 _SHA256_BYTES = 32
 #: the bytes a safe id is made of, and the "\n" `custom_ids_for` joins ids with
 _SAFE_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-\n"
+#: the bytes of an id that is its own prefix whatever its place (no "_" a prefix could lose at an end)
+_OWN_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"
 
 try:  # the interpreter's own SHA-256: the same digests, without OpenSSL's per-hash set-up
     from _sha2 import sha256 as _sha256  # Python 3.12+
@@ -154,6 +156,17 @@ def custom_ids_for(item_ids: Sequence[str], *, job: str | None = None) -> tuple[
         sub = _UNSAFE.sub
         prefixes = [sub("_", i)[:_MAX_PREFIX].strip("_") for i in item_ids]
     return tuple([p + d if p else d[1:] for p, d in zip(prefixes, dashed, strict=True)])
+
+
+def custom_id_lengths(joined: str, lengths: Sequence[int]) -> Iterator[int] | None:
+    """The length of each id's custom_id, told by the ids alone when each is its own prefix: ids of
+    `[a-zA-Z0-9-]` only (no character to fold, no `_` a prefix could lose at an end), none empty nor
+    longer than `_MAX_PREFIX`, given as their `lengths` and their characters one after another
+    (`joined`); None for any other ids."""
+    own = joined.isascii() and not joined.encode("ascii").translate(None, _OWN_BYTES)
+    if own and (not lengths or (min(lengths) > 0 and max(lengths) <= _MAX_PREFIX)):
+        return map(add, lengths, repeat(1 + _DIGEST_CHARS))
+    return None
 
 
 def _b32_dashed(raw: bytes, n: int) -> list[str]:

@@ -15,7 +15,7 @@ import orjson
 from judgecore.columns import TextsBuilder
 from judgecore.errors import InputError
 from judgecore.ids import check_unique, custom_ids_for, distinct_hashes
-from judgecore.items import Item, Items, raw_digest
+from judgecore.items import CustomIds, Item, Items, raw_digest
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -231,7 +231,12 @@ class _Columns:
 
 
 def parse_items(
-    lines: Iterable[bytes | str], *, hold_messages: bool = True, digests: bool = True, job: str | None = None
+    lines: Iterable[bytes | str],
+    *,
+    hold_messages: bool = True,
+    digests: bool = True,
+    job: str | None = None,
+    lazy_ids: bool = False,
 ) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
@@ -246,6 +251,11 @@ def parse_items(
     (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
     kept (a plan needs no more). `job` is the job key the custom_ids are derived with
     (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
+
+    `lazy_ids=True` (a dry run on a fresh state dir, whose job key is drawn for it alone): the
+    custom_ids are derived when first read (`judgecore.items.CustomIds`), and a repeated id is told by
+    the ids' own hashes. Only a custom_id collision of distinct ids (two equal 120-bit digests under
+    that fresh key) goes unlooked-for: nothing of the job is ever kept under those custom_ids.
     """
     cols = _Columns(hold=hold_messages, digests=digests)
     ids, cids, hashes = TextsBuilder(), TextsBuilder(), array("q")
@@ -254,10 +264,13 @@ def parse_items(
 
     def flush() -> None:  # a chunk's ids and custom_ids into their columns: no list of all of them
         chunk = cols.ids
-        derived = custom_ids_for(chunk, job=job)
         ids.extend(chunk)
-        cids.extend(derived)
-        hashes.extend(map(hash, derived))
+        if lazy_ids:
+            hashes.extend(map(hash, chunk))
+        else:
+            derived = custom_ids_for(chunk, job=job)
+            cids.extend(derived)
+            hashes.extend(map(hash, derived))
         cols.ids = []
 
     while block := list(islice(rows, BLOCK_LINES)):
@@ -267,7 +280,8 @@ def parse_items(
         if len(cols.ids) >= CHUNK_IDS:
             flush()
     flush()
-    item_ids, custom_ids = ids.build(), cids.build()
+    item_ids = ids.build()
+    custom_ids = CustomIds(item_ids, job) if lazy_ids else cids.build()
     if not distinct_hashes(hashes):  # a repeated id, or only a collision of hashes: the ids tell
         check_unique(item_ids, custom_ids, cols.lines)
     return Items(
