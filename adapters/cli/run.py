@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.cli.flags import _read_rubric, _settings
-from adapters.cli.launcher import command_line
 from adapters.cli.remembered import _NOT_REMEMBERED, _check_manifest, _invocation, _remembered
-from adapters.cli.status import _spend_line
 from adapters.paths import input_problem, out_problem, state_problem
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 
@@ -153,6 +151,8 @@ def _run(
     import signal
 
     from adapters import finished
+    from adapters.cli.launcher import command_line
+    from adapters.cli.status import _spend_line
     from adapters.job import ajudge
     from adapters.progress import plural, stderr_progress
 
