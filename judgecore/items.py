@@ -8,14 +8,13 @@ an `Items` holds immutable data only. The requests built from them are `judgecor
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, overload
 
 import attrs
 
 from judgecore.columns import Ints, LazyTexts, Sparse, Texts
-from judgecore.ids import check_unique, custom_id_for, custom_id_lengths, custom_ids_for
+from judgecore.ids import check_unique, custom_id_for, custom_id_lengths, custom_ids_for, sha256
 from judgecore.moved import moved
 
 RoutePath = Literal["sync", "batch"]
@@ -54,7 +53,7 @@ def _digest(messages_json: bytes, max_tokens: int | None) -> str:
 
 def raw_digest(messages_json: bytes, max_tokens: int | None) -> bytes:
     """The 16 bytes of an item's digest (`Item.digest` is their hex)."""
-    h = hashlib.sha256(messages_json)
+    h = sha256(messages_json)
     h.update(b"\x00" + str(max_tokens).encode())
     return h.digest()[:DIGEST_BYTES]
 
