@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import add, floordiv
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -36,8 +36,10 @@ from judgecore.models import MODELS, ModelPrice, Thinking, alias_of, model_info,
 from judgecore.moved import moved
 from judgecore.outcomes import Usage
 from judgecore.requests import Request, Requests, RequestTemplate, build_requests
-from judgecore.resume import JobState
 from judgecore.routing import Route
+
+if TYPE_CHECKING:
+    from judgecore.resume import JobState
 
 
 @attrs.frozen(kw_only=True)
