@@ -264,8 +264,12 @@ class Sparse(Sequence[_T | None]):
 
     def __init__(self, values: Iterable[_T | None] = ()) -> None:
         vals = values if isinstance(values, list | tuple) else list(values)
-        given = list(map(is_not, vals, repeat(None)))
         object.__setattr__(self, "_n", len(vals))
+        if vals.count(None) == len(vals):  # none given (the usual max_tokens): one C-level count
+            object.__setattr__(self, "_at", Ints())
+            object.__setattr__(self, "_values", ())
+            return
+        given = list(map(is_not, vals, repeat(None)))
         object.__setattr__(self, "_at", Ints(compress(range(len(vals)), given)))
         object.__setattr__(self, "_values", tuple(compress(vals, given)))
 
