@@ -353,8 +353,9 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     prompt_types, messages_types = set(map(type, prompts)), set(map(type, messages))
     if not prompt_types <= _PROMPT_TYPES or not messages_types <= _MESSAGES_TYPES or "" in prompts:
         return False
-    # exactly one of the two on each line: a line giving both, or neither, has both None-nesses alike
-    if True in map(is_, map(is_, prompts, repeat(None)), map(is_, messages, repeat(None))):
+    # exactly one of the two on each line: as many lines give neither (both None: one object) as give
+    # both when the Nones add up to one a line, and none gives neither when no prompt is its messages
+    if prompts.count(None) + messages.count(None) != len(objs) or True in map(is_, prompts, messages):
         return False
     content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
     if list in messages_types:
@@ -362,9 +363,10 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         if content_blocks is None:
             return False
     max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
-    mt_types = set(map(type, max_tokens))
-    if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
-        return False
+    if max_tokens.count(None) != len(max_tokens):  # some line gives one
+        mt_types = set(map(type, max_tokens))
+        if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
+            return False
     given = list(map(dict.get, objs, repeat("metadata"), repeat(_ABSENT)))
     has_metadata = list(map(is_not, given, repeat(_ABSENT)))
     # only metadata and content blocks can nest: those lines are looked at, and only when one of them
