@@ -16,7 +16,6 @@ id alone. Such a dir keeps the ids it has.
 
 from __future__ import annotations
 
-import base64
 import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -96,7 +95,7 @@ def job_key(manifest_json: bytes, nonce: str) -> str:
     if not nonce:
         raise ValueError("a job key needs a non-empty nonce")
     raw = _sha256(b"judgecore/job/v1\x00" + manifest_json + b"\x00" + nonce.encode()).digest()
-    return base64.b32encode(raw[:10]).decode("ascii").lower()
+    return _b32_lower(raw[:10])
 
 
 def _domain(job: str | None) -> bytes:
@@ -109,7 +108,7 @@ def _domain(job: str | None) -> bytes:
 
 def _digest(item_id: str, job: str | None) -> str:
     raw = _sha256(_domain(job) + item_id.encode("utf-8", "surrogatepass")).digest()
-    return base64.b32encode(raw[:_DIGEST_BYTES]).decode("ascii").lower()
+    return _b32_lower(raw[:_DIGEST_BYTES])
 
 
 def custom_id_for(item_id: str, *, job: str | None = None) -> str:
