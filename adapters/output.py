@@ -17,6 +17,7 @@ import orjson
 from adapters.settings import JobSettings
 from adapters.store import TALLY, Store
 from judgecore.items import Item, Items
+from judgecore.moved import moved
 from judgecore.outcomes import StopDetails
 from judgecore.planning import JobPlan
 from judgecore.report import record_of  # per output line: not imported in the loop
@@ -289,3 +290,6 @@ __all__ = [
     "write_output",
     "write_output_atomic",
 ]
+
+#: `plan_of`, which lives with the dry run now (`adapters.dryrun`), for older imports
+__getattr__ = moved(__name__, {"plan_of": "adapters.dryrun"})
