@@ -57,6 +57,7 @@ def load_items(
     digests: bool = True,
     job: str | None = None,
     kind: InputKind | None = None,
+    lazy_ids: bool = False,
 ) -> Items:
     """Parse an input file (JSONL, CSV, Parquet, a saved dataset, an inspect_ai log: `kind`, else by
     its name; see `adapters.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
@@ -64,13 +65,15 @@ def load_items(
     `hold_messages=False`: the items keep each message's size and digest, not the messages (a dry
     run's plan needs no more; to run them, `load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
-    job key of the custom_ids (`adapters.store.ids_job_for`)."""
+    job key of the custom_ids (`adapters.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
+    state dir, whose key is drawn for it alone): they are derived only if read
+    (`judgecore.parsing.parse_items`)."""
     from adapters.readers import input_kind, input_lines
     from judgecore.parsing import parse_items
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
-        items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job)
+        items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job, lazy_ids=lazy_ids)
     if not items:
         raise UsageError(f"{path}: the input has no items")
     return items

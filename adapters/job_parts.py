@@ -51,7 +51,7 @@ def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePat
     answer of the run then adds its real cost). None without a budget."""
     if settings.budget is None or not len(job.requests):
         return None
-    from adapters.output import plan_of
+    from adapters.dryrun import plan_of
     from adapters.summary import learned_from_store
 
     learned = learned_from_store(store)

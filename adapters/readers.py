@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import csv
-import gzip
 import importlib
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -100,6 +98,8 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
     """`input_lines` of every format but JSONL."""
     match kind:
         case "jsonl.gz":
+            import gzip
+
             with gzip.open(path, "rb") as f:
                 try:
                     yield from f
@@ -205,6 +205,8 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
     """A CSV file (header row, UTF-8, a byte order mark and CRLF accepted; every cell text). Bytes
     that are not UTF-8 are read as lone surrogates (`surrogateescape`), so the row that holds them is
     the one named; a csv error names the row it happened in (where an unclosed quote opened)."""
+    import csv
+
     with path.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.reader(f, strict=True)
         n = 1  # the row being read

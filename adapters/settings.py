@@ -4,7 +4,6 @@ settings drawn from it and the environment, and the budget as it stands in the c
 from __future__ import annotations
 
 import datetime
-import hashlib
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ import attrs
 
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
+from judgecore.ids import sha256
 from judgecore.items import RoutePath
 from judgecore.models import (
     Deprecated,
@@ -169,7 +169,7 @@ class JobSettings:
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
-        digest = hashlib.sha256(rubric.encode()).hexdigest()[:32] if rubric else None
+        digest = sha256(rubric.encode()).hexdigest()[:32] if rubric else None
         manifest: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
@@ -180,9 +180,7 @@ class JobSettings:
             manifest["verdict_schema_sha256"] = schema
         if self.thinking is not None:  # likewise: only when set
             manifest["thinking"] = self.thinking.param()
-        template = (
-            hashlib.sha256(self.template.encode()).hexdigest()[:32] if self.template is not None else None
-        )
+        template = sha256(self.template.encode()).hexdigest()[:32] if self.template is not None else None
         manifest.update(self.design.manifest(template))  # likewise: only what is set
         return manifest
 

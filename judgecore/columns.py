@@ -16,20 +16,32 @@ reads its columns through one), not a copy.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, compress, repeat
-from operator import is_not
+from operator import is_not, sub
 from typing import Any, TypeVar, overload
 
 _T = TypeVar("_T")
 _I32 = (-(2**31), 2**31 - 1)
+#: which 4-byte half of a native 8-byte value is its low one, and which byte of that half holds its sign
+_LOW, _HIGH, _SIGN = (0, 1, 3) if sys.byteorder == "little" else (1, 0, 0)
+_NO_SIGN = bytes(range(128))  # the bytes whose top bit is clear
 
 
 def _narrow(wide: array[int]) -> tuple[bytes, str]:
-    """The bytes of `wide` (an `array("q")`) in the narrowest of 4 or 8 bytes per value, and its code."""
-    if not wide or (_I32[0] <= min(wide) and max(wide) <= _I32[1]):
+    """The bytes of `wide` (an `array("q")`) in the narrowest of 4 or 8 bytes per value, and its code.
+
+    Values in [0, 2**31) (line numbers, sizes, offsets: nearly every column) are told by their bytes,
+    each test one C-level pass over the column: every high half zero, no low half's sign bit set.
+    Then the low halves are the 4-byte values. Any other column is told by its least and greatest."""
+    with memoryview(wide) as view, view.cast("B") as raw, raw.cast("I") as halves:
+        low, high = halves[_LOW::2].tobytes(), halves[_HIGH::2].tobytes()
+    if not high.strip(b"\0") and not low[_SIGN::4].translate(None, _NO_SIGN):
+        return low, "i"
+    if _I32[0] <= min(wide) and max(wide) <= _I32[1]:
         return array("i", wide).tobytes(), "i"
     return wide.tobytes(), "q"
 
@@ -177,6 +189,15 @@ class Texts(Sequence[str]):
         ends = map(b[1:].__getitem__, ps)
         return map(self._text.__getitem__, map(slice, starts, ends))
 
+    def lengths(self) -> Iterator[int]:
+        """The length of each value, in order, read from the bounds: no value is made."""
+        b = self._bounds.view
+        return map(sub, b[1:], b[:-1])
+
+    def joined(self) -> str:
+        """Every value, one after another (the one string the column keeps)."""
+        return self._text
+
     def __contains__(self, value: object) -> bool:
         return isinstance(value, str) and value in self._text and value in iter(self)
 
@@ -201,6 +222,35 @@ class Texts(Sequence[str]):
         return f"Texts({len(self)}: {head!r}{' ...' if len(self) > 5 else ''})"
 
 
+class LazyTexts(Texts):
+    """A `Texts` whose values are made when first read, once (`_values`): a column that may never be
+    read costs nothing until it is. A subclass gives `_values`, and may answer its length, a value or
+    the values' lengths without making them all; any other read makes them."""
+
+    __slots__ = ()
+
+    def _values(self) -> Sequence[str]:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        """The column's own attributes (`_text`, `_bounds`), made the first time one is read."""
+        if name not in ("_text", "_bounds") or self.made:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        whole = Texts.of(self._values())
+        object.__setattr__(self, "_text", whole._text)
+        object.__setattr__(self, "_bounds", whole._bounds)
+        return object.__getattribute__(self, name)
+
+    @property
+    def made(self) -> bool:
+        """Whether the values have been made (and are kept)."""
+        try:
+            object.__getattribute__(self, "_text")
+        except AttributeError:
+            return False
+        return True
+
+
 class Sparse(Sequence[_T | None]):
     """A column mostly None (the max_tokens or metadata few items give), kept as the positions and
     values of the others: no slot per item. Equal to a tuple or a list of the same values."""
@@ -214,8 +264,12 @@ class Sparse(Sequence[_T | None]):
 
     def __init__(self, values: Iterable[_T | None] = ()) -> None:
         vals = values if isinstance(values, list | tuple) else list(values)
-        given = list(map(is_not, vals, repeat(None)))
         object.__setattr__(self, "_n", len(vals))
+        if vals.count(None) == len(vals):  # none given (the usual max_tokens): one C-level count
+            object.__setattr__(self, "_at", Ints())
+            object.__setattr__(self, "_values", ())
+            return
+        given = list(map(is_not, vals, repeat(None)))
         object.__setattr__(self, "_at", Ints(compress(range(len(vals)), given)))
         object.__setattr__(self, "_values", tuple(compress(vals, given)))
 

@@ -8,14 +8,13 @@ an `Items` holds immutable data only. The requests built from them are `judgecor
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal, overload
 
 import attrs
 
-from judgecore.columns import Ints, Sparse, Texts
-from judgecore.ids import check_unique, custom_id_for, custom_ids_for
+from judgecore.columns import Ints, LazyTexts, Sparse, Texts
+from judgecore.ids import check_unique, custom_id_for, custom_id_lengths, custom_ids_for, sha256
 from judgecore.moved import moved
 
 RoutePath = Literal["sync", "batch"]
@@ -54,7 +53,7 @@ def _digest(messages_json: bytes, max_tokens: int | None) -> str:
 
 def raw_digest(messages_json: bytes, max_tokens: int | None) -> bytes:
     """The 16 bytes of an item's digest (`Item.digest` is their hex)."""
-    h = hashlib.sha256(messages_json)
+    h = sha256(messages_json)
     h.update(b"\x00" + str(max_tokens).encode())
     return h.digest()[:DIGEST_BYTES]
 
@@ -68,6 +67,52 @@ class MessagesNotHeldError(LookupError):
 
 def _not_held() -> MessagesNotHeldError:
     return MessagesNotHeldError("the items do not hold their messages (parsed with hold_messages=False)")
+
+
+class CustomIds(LazyTexts):
+    """A job's custom_ids, `custom_ids_for(ids, job=job)`, derived when first read: a `Texts` equal to
+    the derived one, for a job whose custom_ids may never be read (a dry run on a fresh state dir:
+    its job key is drawn for it alone, and its plan needs their lengths only).
+
+    One value read by its position is derived alone (`custom_id_for`); any other read of the values
+    (iterating, a slice, an equality, a lookup) derives them all, once. Their count is the ids', and
+    their lengths (`lengths`) are told by the ids alone when each id is its own prefix (the usual
+    case; `judgecore.ids.custom_id_lengths`), else by the derived values."""
+
+    __slots__ = ("_ids", "_job")
+
+    _ids: Texts
+    _job: str | None
+
+    def __init__(self, ids: Sequence[str], job: str | None) -> None:
+        texts = Texts.of(ids)
+        if len(texts):  # a bad key is a `ValueError` now, as `custom_ids_for` would raise it
+            custom_id_for(texts[0], job=job)
+        object.__setattr__(self, "_ids", texts)
+        object.__setattr__(self, "_job", job)
+
+    def _values(self) -> Sequence[str]:
+        return custom_ids_for(self._ids, job=self._job)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+    @overload
+    def __getitem__(self, k: slice) -> Texts: ...
+    def __getitem__(self, k: int | slice) -> str | Texts:
+        if isinstance(k, slice) or self.made:
+            return super().__getitem__(k)
+        return custom_id_for(self._ids[k], job=self._job)
+
+    def lengths(self) -> Iterator[int]:
+        """The length of each custom_id, told by the ids when each is its own prefix (none derived)."""
+        if not self.made:
+            told = custom_id_lengths(self._ids.joined(), list(self._ids.lengths()))
+            if told is not None:
+                return told
+        return super().lengths()
 
 
 def _sizes_of(self: Items) -> Ints:

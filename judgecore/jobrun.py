@@ -199,7 +199,7 @@ class DryRunPlan:
     items are final or live in a batch (counted, not sent)."""
 
     route: Route
-    left: frozenset[str]
+    left: Set[str]
     final: int
     live: int
 
@@ -273,6 +273,9 @@ class JobRun:
             case DecideRoute():
                 chosen = self.route_now(self.history.otpm_read)
         final, live = self.history.final, self.history.in_flight
+        if not final and not live:  # a fresh job: every id is left, and no set of them is built
+            every = Picked(self.custom_ids, range(len(self.custom_ids)))
+            return DryRunPlan(route=chosen, left=every, final=0, live=0)
         ids = frozenset(self.custom_ids)  # a job's custom_ids are distinct: set algebra counts them
         done = ids & final
         return DryRunPlan(

@@ -7,7 +7,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import chain, compress, islice, repeat
-from operator import add, is_, is_not
+from operator import add, is_, is_not, or_, truth
 from typing import Any
 
 import orjson
@@ -15,7 +15,7 @@ import orjson
 from judgecore.columns import TextsBuilder
 from judgecore.errors import InputError
 from judgecore.ids import check_unique, custom_ids_for, distinct_hashes
-from judgecore.items import Item, Items, raw_digest
+from judgecore.items import CustomIds, Item, Items, raw_digest
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -231,7 +231,12 @@ class _Columns:
 
 
 def parse_items(
-    lines: Iterable[bytes | str], *, hold_messages: bool = True, digests: bool = True, job: str | None = None
+    lines: Iterable[bytes | str],
+    *,
+    hold_messages: bool = True,
+    digests: bool = True,
+    job: str | None = None,
+    lazy_ids: bool = False,
 ) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
@@ -246,6 +251,11 @@ def parse_items(
     (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
     kept (a plan needs no more). `job` is the job key the custom_ids are derived with
     (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
+
+    `lazy_ids=True` (a dry run on a fresh state dir, whose job key is drawn for it alone): the
+    custom_ids are derived when first read (`judgecore.items.CustomIds`), and a repeated id is told by
+    the ids' own hashes. Only a custom_id collision of distinct ids (two equal 120-bit digests under
+    that fresh key) goes unlooked-for: nothing of the job is ever kept under those custom_ids.
     """
     cols = _Columns(hold=hold_messages, digests=digests)
     ids, cids, hashes = TextsBuilder(), TextsBuilder(), array("q")
@@ -254,10 +264,13 @@ def parse_items(
 
     def flush() -> None:  # a chunk's ids and custom_ids into their columns: no list of all of them
         chunk = cols.ids
-        derived = custom_ids_for(chunk, job=job)
         ids.extend(chunk)
-        cids.extend(derived)
-        hashes.extend(map(hash, derived))
+        if lazy_ids:
+            hashes.extend(map(hash, chunk))
+        else:
+            derived = custom_ids_for(chunk, job=job)
+            cids.extend(derived)
+            hashes.extend(map(hash, derived))
         cols.ids = []
 
     while block := list(islice(rows, BLOCK_LINES)):
@@ -267,7 +280,8 @@ def parse_items(
         if len(cols.ids) >= CHUNK_IDS:
             flush()
     flush()
-    item_ids, custom_ids = ids.build(), cids.build()
+    item_ids = ids.build()
+    custom_ids = CustomIds(item_ids, job) if lazy_ids else cids.build()
     if not distinct_hashes(hashes):  # a repeated id, or only a collision of hashes: the ids tell
         check_unique(item_ids, custom_ids, cols.lines)
     return Items(
@@ -312,11 +326,11 @@ def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
 
 
 _NONE = type(None)
-#: (type of `prompt`, type of `messages`) of a line that gives exactly one of them
-_SHAPES = frozenset({(str, _NONE), (_NONE, list)})
-#: what a line's `prompt` adds to its serialized text (one user turn), and the length of `null`
+#: the types a line's `prompt` and `messages` may have in a block (None: not given)
+_PROMPT_TYPES = frozenset({str, _NONE})
+_MESSAGES_TYPES = frozenset({list, _NONE})
+#: what a line's `prompt` adds to its serialized text (one user turn)
 _HEAD_TAIL = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
-_NULL = len(b"null")
 _ABSENT = object()  # a key not in the line (`"metadata": null` is metadata, kept as `null`)
 
 
@@ -329,48 +343,59 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         return False
     try:
         objs = list(map(orjson.loads, block))
-    except orjson.JSONDecodeError:  # a blank line, or a bad one
+        ids = list(map(dict.get, objs, repeat("id")))  # `dict.get` of anything but an object: TypeError
+    except (orjson.JSONDecodeError, TypeError):  # a blank line, a bad one, or one that is no object
         return False
-    if set(map(type, objs)) != {dict} or not all(map(_ITEM_KEYS.issuperset, objs)):
-        return False
-    ids = list(map(dict.get, objs, repeat("id")))
-    if set(map(type, ids)) != {str} or "" in ids:
+    if not all(map(_ITEM_KEYS.issuperset, objs)) or set(map(type, ids)) != {str} or "" in ids:
         return False
     prompts = list(map(dict.get, objs, repeat("prompt")))
     messages = list(map(dict.get, objs, repeat("messages")))
-    shapes = set(zip(map(type, prompts), map(type, messages), strict=True))
-    if not shapes <= _SHAPES or "" in prompts:
+    prompt_types, messages_types = set(map(type, prompts)), set(map(type, messages))
+    if not prompt_types <= _PROMPT_TYPES or not messages_types <= _MESSAGES_TYPES or "" in prompts:
+        return False
+    # exactly one of the two on each line: as many lines give neither (both None: one object) as give
+    # both when the Nones add up to one a line, and none gives neither when no prompt is its messages
+    if prompts.count(None) + messages.count(None) != len(objs) or True in map(is_, prompts, messages):
         return False
     content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
-    if (_NONE, list) in shapes:
+    if list in messages_types:
         content_blocks = _message_blocks(messages)
         if content_blocks is None:
             return False
     max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
-    mt_types = set(map(type, max_tokens))
-    if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
-        return False
-    metadata: list[bytes | None] = [None] * len(objs)
-    given = list(map(dict.get, objs, repeat("metadata"), repeat(_ABSENT)))
-    for k in compress(range(len(objs)), map(is_not, given, repeat(_ABSENT))):
-        if _too_deep(block[k], objs[k]):
+    if max_tokens.count(None) != len(max_tokens):  # some line gives one
+        mt_types = set(map(type, max_tokens))
+        if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
             return False
-        metadata[k] = _dumps(given[k])
-    if content_blocks and any(map(_too_deep, compress(block, messages), compress(objs, messages))):
+    given = list(map(dict.get, objs, repeat("metadata"), repeat(_ABSENT)))
+    has_metadata = list(map(is_not, given, repeat(_ABSENT)))
+    # only metadata and content blocks can nest: those lines are looked at, and only when one of them
+    # opens more than `MAX_DEPTH` arrays and objects is each walked (`_too_deep`)
+    look = list(map(or_, has_metadata, map(truth, messages))) if content_blocks else has_metadata
+    deep = True in look and _most_brackets(list(compress(block, look))) > MAX_DEPTH
+    if deep and any(map(_too_deep, compress(block, look), compress(objs, look))):
         return False
+    metadata: list[bytes | None]
+    if True in has_metadata:  # each given one copied to its exact size (`_dumps`), None elsewhere
+        dumped = map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata))))
+        metadata = list(map(next, map((repeat(None), dumped).__getitem__, has_metadata)))
+    else:
+        metadata = [None] * len(objs)
     cols.ids += ids
     cols.lines.extend(range(first, first + len(block)))
     cols.max_tokens += max_tokens
     cols.metadata += metadata
     dumps = orjson.dumps
     if not cols.hold and not cols.digests:  # the sizes alone, each a C-level pass
-        if _NONE not in map(type, prompts):
+        if list not in messages_types:
             cols.sizes.extend(map(add, map(len, map(dumps, prompts)), repeat(_HEAD_TAIL)))
-        elif (str, _NONE) not in shapes:
+        elif str not in prompt_types:
             cols.sizes.extend(map(len, map(dumps, messages)))
-        else:  # len(dumps(None)) is _NULL: each item's size is both lengths less one of them
-            both = map(add, map(len, map(dumps, prompts)), map(len, map(dumps, messages)))
-            cols.sizes.extend(map(add, both, map(_PROMPT_EXTRA.__getitem__, map(type, prompts))))
+        else:  # both kinds: each kind's sizes, taken in the lines' order (no `null` serialized)
+            is_prompt = list(map(is_not, prompts, repeat(None)))
+            prompt_sizes = map(add, map(len, map(dumps, compress(prompts, is_prompt))), repeat(_HEAD_TAIL))
+            messages_sizes = map(len, map(dumps, filter(None, messages)))
+            cols.sizes.extend(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt)))
         return True
     enc = _dumps if cols.hold else dumps
     head, tail = _PROMPT_HEAD, _PROMPT_TAIL
@@ -385,8 +410,17 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     return True
 
 
-#: an item's size less the lengths of its `prompt` and `messages` serialized (one of them `null`)
-_PROMPT_EXTRA = {str: _HEAD_TAIL - _NULL, _NONE: -_NULL}
+def _most_brackets(raws: list[bytes | str]) -> int:
+    """The most arrays and objects any of `raws` opens (`_brackets`), counted in C when the lines are
+    all bytes or all text."""
+    kinds = set(map(type, raws))
+    if kinds == {bytes}:
+        return max(map(add, map(bytes.count, raws, repeat(b"[")), map(bytes.count, raws, repeat(b"{"))))
+    if kinds == {str}:
+        return max(map(add, map(str.count, raws, repeat("[")), map(str.count, raws, repeat("{"))))
+    return max(map(_brackets, raws))
+
+
 _not_none = partial(is_not, None)
 
 
@@ -403,10 +437,11 @@ def _message_blocks(messages: list[Any]) -> bool | None:
     if [] in messages:
         return None
     flat = list(chain.from_iterable(filter(None, messages)))
-    if set(map(type, flat)) != {dict} or set(map(len, flat)) != {2}:
-        return None
-    roles = list(map(dict.get, flat, repeat("role")))
-    if set(map(type, roles)) != {str} or not set(roles) <= _ROLES:
+    try:
+        roles = list(map(dict.get, flat, repeat("role")))  # a message that is no object: TypeError
+        if not set(roles) <= _ROLES or set(map(len, flat)) != {2}:  # an unhashable role: TypeError
+            return None
+    except TypeError:
         return None
     # two keys, a role among them: the other is `content`, checked now
     contents = list(map(dict.get, flat, repeat("content")))

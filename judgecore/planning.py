@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import add, floordiv
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -36,8 +36,10 @@ from judgecore.models import MODELS, ModelPrice, Thinking, alias_of, model_info,
 from judgecore.moved import moved
 from judgecore.outcomes import Usage
 from judgecore.requests import Request, Requests, RequestTemplate, build_requests
-from judgecore.resume import JobState
 from judgecore.routing import Route
+
+if TYPE_CHECKING:
+    from judgecore.resume import JobState
 
 
 @attrs.frozen(kw_only=True)
@@ -336,7 +338,11 @@ def plan(
     # estimate_tokens (ceil(bytes / 4)) and min() per request, each sum one pass in C
     cols = Requests.of(requests)
     input_tokens = sum(map(floordiv, map(add, cols.message_sizes, repeat(3)), repeat(4)))
-    output_tokens = sum(map(min, cols.max_tokens, repeat(output_per_answer)))
+    mts = cols.max_tokens
+    if n and min(mts) >= output_per_answer:  # no request caps its answer below the expected length
+        output_tokens = output_per_answer * n
+    else:
+        output_tokens = sum(map(min, mts, repeat(output_per_answer)))
     scale = learned.input_scale((input_tokens + rubric_tokens * n) / n if n else 0.0)
     if scale != 1.0:
         input_tokens, rubric_tokens = round(input_tokens * scale), round(rubric_tokens * scale)

@@ -322,7 +322,7 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
         "q",
         map(
             add,
-            map(add, map(len, cols.custom_ids), digits),
+            map(add, cols.custom_ids.lengths(), digits),
             map(add, msg_sizes.view, repeat(template.fixed_size)),
         ),
     )

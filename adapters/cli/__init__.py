@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from adapters import keep_bytecode
-from adapters.cli.cancel import cmd_cancel
 from adapters.cli.launcher import PROJECT, command_line, launcher
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
-from adapters.cli.status import cmd_export, cmd_status, cmd_summary
 from adapters.paths import directory_problem
 from adapters.usage import EXIT_OK, EXIT_USAGE, UsageError
 
@@ -37,6 +35,7 @@ __all__ = [
 # Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
 # `status` reads the checkpoint, a dry run plans (no event loop, no SQLite on a fresh state dir), and
 # only a run, `cancel` and `demo` import the SDK and the run machines (tests/cli/test_start_up.py).
+# The commands' own modules as well: a dry run loads neither `status` nor `cancel`.
 
 
 def cmd_simulator(ns: argparse.Namespace) -> int:
@@ -67,12 +66,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "run":
                 return cmd_run(ns, argv)
             case "status":
+                from adapters.cli.status import cmd_status
+
                 return cmd_status(ns)
             case "cancel":
+                from adapters.cli.cancel import cmd_cancel
+
                 return cmd_cancel(ns)
             case "summary":
+                from adapters.cli.status import cmd_summary
+
                 return cmd_summary(ns)
             case "export":
+                from adapters.cli.status import cmd_export
+
                 return cmd_export(ns)
             case "demo":
                 from adapters.demo import run_demo

@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.cli.flags import _read_rubric, _settings
-from adapters.cli.launcher import command_line
 from adapters.cli.remembered import _NOT_REMEMBERED, _check_manifest, _invocation, _remembered
-from adapters.cli.status import _spend_line
 from adapters.paths import input_problem, out_problem, state_problem
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 
@@ -63,17 +61,20 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
                 print(line, file=sys.stderr)
             return EXIT_OK
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
-    # run needs the sizes, and the digests only to check an existing checkpoint.
+    # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
+    # fresh state dir, its job key is drawn for the dry run alone: its custom_ids, derived only if read).
     from adapters.store import Store, ids_job_for
 
-    digests = not ns.dry_run or Store.exists(ns.state or Path())
+    fresh = ns.dry_run and not Store.exists(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
     design = settings.design
     single = design.single and design.template is None
     if ns.dry_run:  # the messages held only when one prompt is counted (--count-tokens)
         held = bool(ns.count_tokens)
         dry = (
-            load_items(ns.input, hold_messages=held, digests=digests, job=ids_job, kind=kind)
+            load_items(
+                ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh
+            )
             if single
             else load_design_items(ns.input, design, job=ids_job, kind=kind)
         )
@@ -150,6 +151,8 @@ def _run(
     import signal
 
     from adapters import finished
+    from adapters.cli.launcher import command_line
+    from adapters.cli.status import _spend_line
     from adapters.job import ajudge
     from adapters.progress import plural, stderr_progress
 

@@ -22,6 +22,7 @@ memory file are created mode 0600 in a directory of mode 0700; no credential is 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,6 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
     ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
     keeps it, and every later run reads it back, so the ids are the job's own in every process.
     """
-    import secrets
-
     from judgecore.ids import job_key
 
     if state_dir is not None and Store.exists(state_dir):
@@ -89,4 +88,4 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
             finally:
                 store.close()
     canonical = orjson.dumps(dict(manifest), option=orjson.OPT_SORT_KEYS)
-    return job_key(canonical, secrets.token_hex(8))
+    return job_key(canonical, os.urandom(8).hex())  # `secrets.token_hex(8)`, without importing `secrets`

@@ -3,12 +3,12 @@ answers' usage (per route, per judge) and spend, and the timeline of outcomes.""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import orjson
 
+from judgecore.ids import sha256
 from judgecore.outcomes import Usage
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class Usages:
     def items_digest(self) -> str:
         """One SHA-256 over every item's id and content digest, in input order: what the job judged,
         whatever file it was read from."""
-        h = hashlib.sha256()
+        h = sha256()
         for item_id, digest in self._conn.execute("SELECT item_id, digest FROM items ORDER BY seq"):
             h.update(f"{item_id}\x00{digest}\n".encode())
         return h.hexdigest()

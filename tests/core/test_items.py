@@ -414,3 +414,23 @@ def test_a_collision_of_hashes_alone_is_no_repeated_id():
     lines = ['{"id": "a", "prompt": "p"}', '{"id": "b", "prompt": "p"}']
     with mock.patch.object(judgecore.parsing, "distinct_hashes", lambda hashes: False):
         assert list(parse_items(lines).ids) == ["a", "b"]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 16_384])
+def test_a_parse_whose_custom_ids_are_derived_when_read_gives_the_same_items_and_the_same_errors(chunk):
+    """`lazy_ids=True` (a dry run on a fresh state dir) parses the same columns, its custom_ids read
+    later are the ones derived at once, and a repeated id is named with both lines as before."""
+    from unittest import mock
+
+    import judgecore.parsing
+
+    lines = [f'{{"id": "r{n}", "prompt": "p"}}' for n in range(7)] + ['{"id": "é/ü", "prompt": "p"}']
+    job = "abcdefghijklmnop"
+    with mock.patch.object(judgecore.parsing, "CHUNK_IDS", chunk):
+        eager = parse_items(lines, hold_messages=False, digests=False, job=job)
+        lazy = parse_items(lines, hold_messages=False, digests=False, job=job, lazy_ids=True)
+        assert not lazy.custom_ids.made
+        assert eager == lazy
+        with pytest.raises(DuplicateIdError) as err:
+            parse_items([*lines, '{"id": "r1", "prompt": "again"}'], job=job, lazy_ids=True)
+    assert (err.value.item_id, err.value.first_line, err.value.line) == ("r1", 2, 9)
