@@ -108,7 +108,7 @@ class SyncRunLife(RuleBasedStateMachine):
             todos, policy=self.policy, now=self.now, breaker=breaker, reading=self.reading
         )
         self.runs += 1
-        self.recorded_this_run: list[Row] = []
+        self.first_row_of_run = len(self.recorded)  # this run's rows: `self.recorded` from here
         self.flying: dict[str, int] = {}  # custom_id -> launches in flight (0 or 1)
         self.sends: Counter[str] = Counter()  # launches this run
         self.failures: Counter[str] = Counter()
@@ -153,7 +153,6 @@ class SyncRunLife(RuleBasedStateMachine):
                     assert row.custom_id not in self.finals()
                     assert self.answers[row.custom_id] == row.attempts, "a row's attempts: its run's answers"
                 self.recorded.extend(rows)
-                self.recorded_this_run.extend(rows)
             case Say():
                 pass
             case Done(exit_status=status):
@@ -237,7 +236,11 @@ class SyncRunLife(RuleBasedStateMachine):
         """Not in the run that tripped it. An earlier run that ended with the breaker undecided recorded
         what it held (final, by design: `judgecore.breaker`), and this run's breaker counted those."""
         if self.run.breaker.tripped:
-            mine = [r for r in self.recorded_this_run if r.outcome.failure is FailureClass.INVALID_REQUEST]
+            mine = [
+                r
+                for r in self.recorded[self.first_row_of_run :]
+                if r.outcome.failure is FailureClass.INVALID_REQUEST
+            ]
             assert not mine
             earlier = [r for r in self.recorded if r.outcome.failure is FailureClass.INVALID_REQUEST]
             assert len(earlier) < self.run.breaker.need, "a breaker tripped past as many quarantines"
