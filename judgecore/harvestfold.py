@@ -227,10 +227,12 @@ class HarvestFold:
             )
         missing: list[Held] = []
         counts: dict[str, int] | None = None
+        held_ids = {h.custom_id for h in self.gate.held}
         if self.error is None:
             for m in self.settle:
-                # held or dropped by the breaker: they had a line, so they are not missing
-                here = [c for c in unanswered.get(m, ()) if c not in self.swallowed]
+                # held or dropped by the breaker: they had a line, so they are not missing. Held ones
+                # may be of an earlier harvest (a sub-batch settled by a later one): the gate's count
+                here = [c for c in unanswered.get(m, ()) if c not in self.swallowed and c not in held_ids]
                 if here:
                     say.append(
                         f"batch {self.batch_id}: no result line for {len(here):,} request(s), e.g. "
@@ -241,7 +243,6 @@ class HarvestFold:
             if missing:
                 tally[Status.RETRY] = tally.get(Status.RETRY, 0) + len(missing)
             counts = {str(k): v for k, v in tally.items() if v}
-        held_ids = {h.custom_id for h in self.gate.held}
         opened = frozenset(c for group in self.opened for c in group)
         fatal = self.fatal
         event = Harvested(

@@ -92,6 +92,34 @@ def test_a_tripped_breaker_drops_its_invalid_lines_and_leaves_them_open() -> Non
     assert frozenset({"a", "b"}) == end.event.open
 
 
+def test_lines_an_earlier_harvest_held_are_not_missing_when_a_later_one_settles_their_batch() -> None:
+    """Sub-batch 1's invalid lines are held while the breaker decides, and sub-batch 1 is settled by
+    the harvest of sub-batch 2: they had their lines, so no missing row takes their (sub-batch, id)
+    slot, and once the breaker closes they are recorded as quarantined under sub-batch 1."""
+    breaker = Breaker.start(10, policy=BreakerPolicy(k=5))
+    first, rows, _ = fold_of(["a", "b"], breaker, settle=()).take([("a", INVALID), ("b", INVALID)])
+    assert () == rows
+    end = first.finish({}, at=5.0, u=0.5)
+    second = HarvestFold.start(
+        sub_id=2,
+        batch_id="msgbatch_2",
+        ids=IdSet(["c"]),
+        breaker=end.event.breaker,
+        held=end.event.held,
+        settle=(1, 2),
+    )
+    second, rows, _ = second.take([("c", INVALID)])
+    end = second.finish({1: ["a", "b"], 2: ["c"]}, at=6.0, u=0.5)
+    assert () == end.rows  # none missing: all three are held
+    assert ["a", "b", "c"] == [h.custom_id for h in end.event.held]
+    third = HarvestFold.start(
+        sub_id=3, batch_id="msgbatch_3", ids=IdSet(["d"]), breaker=end.event.breaker, held=end.event.held
+    )
+    _, rows, _ = third.take([("d", OK)])
+    assert [("a", 1), ("b", 1), ("c", 2), ("d", 3)] == [(h.custom_id, h.sub_id) for h in rows]
+    assert [Status.QUARANTINED] * 3 + [Status.SUCCEEDED] == [h.outcome.status for h in rows]
+
+
 _answers = st.sampled_from([OK, INVALID, OVERLOADED, AUTH])
 
 
