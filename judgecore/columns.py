@@ -3,8 +3,9 @@ max_tokens, positions (`Ints`) and ids (`Texts`) in, a few bytes per value and n
 
 An `array("q")` is as compact but mutable: a frozen value holding one could be changed behind its
 back. `Ints` keeps the bytes (immutable) and reads them through a read-only view, so it is as cheap to
-read and as small as the array, and it hashes and compares by value. It keeps 4 bytes per value when
-every value fits in 32 bits (line numbers, sizes and max_tokens always do), else 8.
+read and as small as the array, and it hashes and compares by value. It keeps 2 bytes per value when
+every value is in [0, 2**15) (a job's sizes and max_tokens, most of the time), 4 when every value fits
+in 32 bits (line numbers, sizes and max_tokens always do), else 8.
 
 `Texts` keeps a column of strings as one string and the end offset of each (an `Ints`): a job's
 720,000 item ids cost their characters and 4 bytes apiece, where a tuple of `str` costs about 60
@@ -19,31 +20,45 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, compress, repeat
-from operator import is_not, sub
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate, chain, compress, repeat
+from operator import add, is_not, mul, sub
 from typing import Any, TypeVar, overload
 
 _T = TypeVar("_T")
 _I32 = (-(2**31), 2**31 - 1)
 #: which 4-byte half of a native 8-byte value is its low one, and which byte of that half holds its sign
 _LOW, _HIGH, _SIGN = (0, 1, 3) if sys.byteorder == "little" else (1, 0, 0)
+#: which byte of a 2-byte value holds its sign
+_SIGN16 = 1 if sys.byteorder == "little" else 0
 _NO_SIGN = bytes(range(128))  # the bytes whose top bit is clear
 
 
 def _narrow(wide: array[int]) -> tuple[bytes, str]:
-    """The bytes of `wide` (an `array("q")`) in the narrowest of 4 or 8 bytes per value, and its code.
+    """The bytes of `wide` (an `array("q")`) in the narrowest of 2, 4 or 8 bytes per value, and its
+    code.
 
     Values in [0, 2**31) (line numbers, sizes, offsets: nearly every column) are told by their bytes,
     each test one C-level pass over the column: every high half zero, no low half's sign bit set.
-    Then the low halves are the 4-byte values. Any other column is told by its least and greatest."""
+    Then the low halves are the 4-byte values (`_narrow4` tries 2). Any other column is told by its
+    least and greatest."""
     with memoryview(wide) as view, view.cast("B") as raw, raw.cast("I") as halves:
         low, high = halves[_LOW::2].tobytes(), halves[_HIGH::2].tobytes()
     if not high.strip(b"\0") and not low[_SIGN::4].translate(None, _NO_SIGN):
-        return low, "i"
+        return _narrow4(low)
     if _I32[0] <= min(wide) and max(wide) <= _I32[1]:
-        return array("i", wide).tobytes(), "i"
+        return _narrow4(array("i", wide).tobytes())
     return wide.tobytes(), "q"
+
+
+def _narrow4(data: bytes) -> tuple[bytes, str]:
+    """4-byte values (`data`, code "i") in 2 bytes each when all are in [0, 2**15) (a job's sizes and
+    max_tokens, most of the time): every high 2-byte half zero, no low half's sign bit set."""
+    with memoryview(data) as view, view.cast("H") as halves:
+        low, high = halves[_LOW::2].tobytes(), halves[_HIGH::2].tobytes()
+    if not high.strip(b"\0") and not low[_SIGN16::2].translate(None, _NO_SIGN):
+        return low, "h"
+    return data, "i"
 
 
 class Ints(Sequence[int]):
@@ -72,12 +87,12 @@ class Ints(Sequence[int]):
     @classmethod
     def _of_view(cls, view: memoryview) -> Ints:
         """The values of `view` (a slice of another `Ints`'s view: already as narrow as they can be
-        only when it was 8 bytes wide, so narrowed again)."""
-        if view.format == "i":
+        unless it was 4 or 8 bytes wide, so narrowed again)."""
+        if view.format in ("h", "i"):
             new = cls.__new__(cls)
-            data = view.tobytes()
+            data, code = (view.tobytes(), "h") if view.format == "h" else _narrow4(view.tobytes())
             object.__setattr__(new, "_data", data)
-            object.__setattr__(new, "view", memoryview(data).cast("i"))
+            object.__setattr__(new, "view", memoryview(data).cast(code))
             return new
         return cls(array("q", view))
 
@@ -129,6 +144,21 @@ class Ints(Sequence[int]):
 def ints(values: Iterable[int]) -> Ints:
     """`Ints.of(values)`."""
     return Ints.of(values)
+
+
+def counted(values: Iterable[int]) -> range | Ints:
+    """`values` as an immutable column: a `range` kept as it is; values that count up by one (a file's
+    line numbers with no blank line among them) as their `range`, no bytes per value; any other as
+    `Ints`. Equal values give equal columns."""
+    if isinstance(values, range):
+        return values if values.step == 1 or len(values) <= 1 else Ints(values)
+    column = Ints.of(values)
+    n = len(column)
+    if n and column.view[-1] - column.view[0] == n - 1:
+        run = range(column.view[0], column.view[0] + n)
+        if column == Ints(run):
+            return run
+    return column if n else range(0)
 
 
 def positions_of(values: Sequence[int]) -> Sequence[int]:
@@ -198,11 +228,29 @@ class Texts(Sequence[str]):
         """Every value, one after another (the one string the column keeps)."""
         return self._text
 
+    def bounds(self) -> memoryview:
+        """Where each value starts in `joined()`, then where the last ends (`len(self) + 1` offsets)."""
+        return self._bounds.view
+
     def __contains__(self, value: object) -> bool:
         return isinstance(value, str) and value in self._text and value in iter(self)
 
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
-        return list(self).index(value, start, len(self) if stop is None else stop)
+        """The first position of `value` from `start` (found in the one string, in C: no list of the
+        values)."""
+        n = len(self)
+        lo, hi = (max(0, min(n, k + n if k < 0 else k)) for k in (start, n if stop is None else stop))
+        if isinstance(value, str):
+            b, text = self._bounds.view, self._text
+            at = b[lo]
+            while lo < hi and (found := text.find(value, at, b[hi])) >= 0:
+                k = max(lo, bisect_left(b, found))  # the first value starting at or after `found`
+                while k < hi and b[k] == found:  # (empty values start where the next one does)
+                    if b[k + 1] == found + len(value):
+                        return k
+                    k += 1
+                at = found + 1
+        raise ValueError(f"{value!r} is not in Texts")
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Texts):
@@ -249,6 +297,161 @@ class LazyTexts(Texts):
         except AttributeError:
             return False
         return True
+
+
+class Keyed(Sequence[str]):
+    """Strings each made of a `prefixes` value and a suffix of fixed width that `encode` makes of its
+    record in `raw` (`width` bytes apiece): a job's custom_ids, each its item id, `-` and its digest's
+    base32 (`judgecore.ids.custom_ids_of_digests`), kept as the ids' column (shared with the items)
+    and 15 bytes apiece, where a `Texts` of them keeps about 40 bytes apiece.
+
+    A value is made when read, a chunk at a time (`encode` is one C-level pass over a chunk's
+    records); the chunk last read by position is kept (a walk by position reads the next one from
+    it), nothing else. `encode` maps the records of any number of values (their bytes one after
+    another) to their suffixes, in order: a module's function, so a `Keyed` pickles. Equal to a
+    `Texts`, a tuple or a list of the same strings in the same order."""
+
+    __slots__ = ("_memo", "encode", "prefixes", "raw", "width")
+
+    #: values made at a time, walked or read by position
+    CHUNK = 4096
+
+    prefixes: Texts
+    raw: bytes
+    width: int
+    encode: Callable[[bytes], Sequence[str]]
+    _memo: tuple[int, Sequence[str]]
+
+    def __init__(
+        self, prefixes: Sequence[str], raw: bytes, width: int, encode: Callable[[bytes], Sequence[str]]
+    ) -> None:
+        texts = Texts.of(prefixes)
+        if width < 1 or len(raw) != width * len(texts):
+            raise ValueError(
+                f"{len(texts)} values need {width * len(texts)} bytes of records, not {len(raw)}"
+            )
+        object.__setattr__(self, "prefixes", texts)
+        object.__setattr__(self, "raw", bytes(raw))
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "encode", encode)
+        object.__setattr__(self, "_memo", (-1, ()))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Keyed is immutable (cannot set {name})")
+
+    def __len__(self) -> int:
+        return len(self.prefixes)
+
+    def _suffixes(self, start: int, stop: int) -> Sequence[str]:
+        return self.encode(self.raw[start * self.width : stop * self.width])
+
+    def _chunk(self, c: int) -> Sequence[str]:
+        memo = self._memo
+        if memo[0] != c:
+            w = self.CHUNK
+            memo = (c, tuple(self._suffixes(c * w, (c + 1) * w)))
+            object.__setattr__(self, "_memo", memo)  # a cache of a pure function: not state
+        return memo[1]
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+    @overload
+    def __getitem__(self, k: slice) -> Keyed: ...
+    def __getitem__(self, k: int | slice) -> str | Keyed:
+        if isinstance(k, slice):
+            picked = range(len(self))[k]
+            return Keyed(self.prefixes[k], self._records(picked), self.width, self.encode)
+        n = len(self)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError("Keyed index out of range")
+        return self.prefixes[k] + self._chunk(k // self.CHUNK)[k % self.CHUNK]
+
+    def _records(self, positions: Sequence[int]) -> bytes:
+        """The records of the values at `positions`, one after another (gathered in C)."""
+        w, raw = self.width, self.raw
+        if isinstance(positions, range) and positions.step == 1:
+            return raw[positions.start * w : positions.stop * w]
+        starts = list(map(mul, positions, repeat(w)))
+        return b"".join(map(raw.__getitem__, map(slice, starts, map(add, starts, repeat(w)))))
+
+    def __iter__(self) -> Iterator[str]:
+        w, n = self.CHUNK, len(self)
+        at = self.prefixes.at
+        parts = (
+            map(str.__add__, at(range(k, min(n, k + w))), self._suffixes(k, k + w)) for k in range(0, n, w)
+        )
+        return chain.from_iterable(parts)
+
+    def at(self, positions: Iterable[int]) -> Iterator[str]:
+        """The values at `positions`, in their order: only theirs made, a chunk at a time."""
+        ps = positions if isinstance(positions, range | Sequence) else list(positions)
+        w, at, encode = self.CHUNK, self.prefixes.at, self.encode
+        parts = (
+            map(str.__add__, at(ps[k : k + w]), encode(self._records(ps[k : k + w])))
+            for k in range(0, len(ps), w)
+        )
+        return chain.from_iterable(parts)
+
+    def suffix_length(self) -> int:
+        """The length of every value's suffix (0 for an empty column)."""
+        return len(self._chunk(0)[0]) if len(self) else 0
+
+    def lengths(self) -> Iterator[int]:
+        """The length of each value, told by its prefix's: no value is made."""
+        return map(add, self.prefixes.lengths(), repeat(self.suffix_length()))
+
+    def joined(self) -> str:
+        """Every value, one after another."""
+        return "".join(self)
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        """The first position of `value` from `start`: its prefix found in the prefixes' one string
+        (in C), then its suffix compared; no value made but those."""
+        n = len(self)
+        lo, hi = (max(0, min(n, k + n if k < 0 else k)) for k in (start, n if stop is None else stop))
+        cut = len(value) - self.suffix_length() if isinstance(value, str) else -1
+        if cut >= 0:
+            prefix, prefixes = value[:cut], self.prefixes
+            while lo < hi:
+                try:
+                    k = prefixes.index(prefix, lo, hi)
+                except ValueError:
+                    break
+                if self[k] == value:
+                    return k
+                lo = k + 1
+        raise ValueError(f"{value!r} is not in Keyed")
+
+    def __contains__(self, value: object) -> bool:
+        try:
+            self.index(value)
+        except ValueError:
+            return False
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Keyed) and self.encode is other.encode and self.width == other.width:
+            return self.raw == other.raw and self.prefixes == other.prefixes
+        if isinstance(other, Keyed | Texts | tuple | list):
+            return len(other) == len(self) and all(map(str.__eq__, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:  # equal to a tuple of the same strings, so hashed the same
+        return hash(tuple(self))
+
+    def __reduce__(self) -> tuple[type[Keyed], tuple[Any, ...]]:
+        return Keyed, (self.prefixes, self.raw, self.width, self.encode)
+
+    def __repr__(self) -> str:
+        head = [self[k] for k in range(min(5, len(self)))]
+        return f"Keyed({len(self)}: {head!r}{' ...' if len(self) > 5 else ''})"
+
+
+def texts_of(values: Iterable[str]) -> Texts | Keyed:
+    """`values` as an immutable column of strings: a `Keyed` one kept as it is, else `Texts.of`."""
+    return values if isinstance(values, Keyed) else Texts.of(values)
 
 
 class Sparse(Sequence[_T | None]):
@@ -382,7 +585,7 @@ class Taken(Sequence[_T]):
         return self.column[self.positions[k]]  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[_T]:
-        if type(self.column) is Texts:
+        if type(self.column) is Texts or type(self.column) is Keyed:
             return self.column.at(self.positions)  # type: ignore[return-value]
         return map(self.column.__getitem__, self.positions)
 

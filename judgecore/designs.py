@@ -24,7 +24,7 @@ import attrs
 import orjson
 
 from judgecore.errors import InputError
-from judgecore.ids import check_unique, custom_ids_for
+from judgecore.ids import check_unique, job_custom_ids
 from judgecore.items import Items
 from judgecore.moved import moved
 
@@ -322,7 +322,7 @@ def design_items(design: Design, rows: Iterable[ExpandedRow], *, job: str | None
             max_tokens.append(row.max_tokens)
             metadata.append(row.metadata_json)
     check_unique(item_ids, item_ids, item_lines)
-    cids = custom_ids_for(ids, job=job)
+    cids = job_custom_ids(ids, job=job)
     check_unique(ids, cids, lines)
     models = None
     if design.judges:

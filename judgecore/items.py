@@ -13,8 +13,15 @@ from typing import Any, Literal, overload
 
 import attrs
 
-from judgecore.columns import Ints, LazyTexts, Sparse, Texts
-from judgecore.ids import check_unique, custom_id_for, custom_id_lengths, custom_ids_for, sha256
+from judgecore.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, texts_of
+from judgecore.ids import (
+    check_unique,
+    custom_id_for,
+    custom_id_lengths,
+    custom_ids_for,
+    job_custom_ids,
+    sha256,
+)
 from judgecore.moved import moved
 
 RoutePath = Literal["sync", "batch"]
@@ -132,12 +139,15 @@ class Items(Sequence[Item]):
     """
 
     ids: Texts = attrs.field(converter=Texts.of)
-    lines: Ints = attrs.field(converter=Ints.of)
+    #: each item's line in its file: a `range` when they count up by one (no blank line between)
+    lines: range | Ints = attrs.field(converter=counted)
     #: each item's serialized messages; None: not held (the shell keeps them)
     messages_json: tuple[bytes, ...] | None
     max_tokens: Sparse[int] = attrs.field(converter=Sparse.of)
     metadata_json: Sparse[bytes] = attrs.field(converter=Sparse.of)
-    custom_ids: Texts = attrs.field(converter=Texts.of)
+    #: each item's custom_id: usually the `Keyed` column of the ids and their digests a parse makes
+    #: (`judgecore.ids.job_custom_ids`: 15 bytes an item), else held (`Texts`)
+    custom_ids: Texts | Keyed = attrs.field(converter=texts_of)
     #: the byte length of each item's serialized messages
     message_sizes: Ints = attrs.field(
         default=attrs.Factory(_sizes_of, takes_self=True), converter=Ints.of, kw_only=True
@@ -187,7 +197,7 @@ class Items(Sequence[Item]):
         """The same items with the custom_ids of job `job` (itself when they are already)."""
         if job == self.job:
             return self
-        cids = custom_ids_for(self.ids, job=job)
+        cids = job_custom_ids(self.ids, job=job)
         check_unique(self.ids, cids, self.lines)
         return attrs.evolve(self, custom_ids=cids, job=job)
 

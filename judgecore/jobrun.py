@@ -34,7 +34,7 @@ from typing import assert_never
 
 import attrs
 
-from judgecore.columns import Texts
+from judgecore.columns import Keyed, Texts, texts_of
 from judgecore.idsets import Picked
 from judgecore.items import RoutePath
 from judgecore.machine import Done, ExitStatus, Say
@@ -208,8 +208,9 @@ class DryRunPlan:
 class JobRun:
     """The job's run; see the module docstring."""
 
-    #: the job's custom_ids in input order, as one immutable column (`judgecore.columns.Texts`)
-    custom_ids: Texts = attrs.field(converter=Texts.of)
+    #: the job's custom_ids in input order, as one immutable column (`judgecore.columns.Texts`, or the
+    #: `Keyed` one of the item ids and their digests a parse makes)
+    custom_ids: Texts | Keyed = attrs.field(converter=texts_of)
     history: History
     policy: JobPolicy
     phase: Phase = Phase.START
@@ -230,7 +231,7 @@ class JobRun:
 
     @classmethod
     def start(cls, custom_ids: Sequence[str], history: History, policy: JobPolicy) -> JobRun:
-        return cls(custom_ids=Texts.of(custom_ids), history=history, policy=policy)
+        return cls(custom_ids=texts_of(custom_ids), history=history, policy=policy)
 
     # -- the decisions, shared by the run and the dry run ---------------------------------------
 

@@ -14,7 +14,7 @@ import orjson
 
 from judgecore.columns import TextsBuilder
 from judgecore.errors import InputError
-from judgecore.ids import check_unique, custom_ids_for, distinct_hashes
+from judgecore.ids import ID_DIGEST_BYTES, check_unique, custom_ids_of_digests, digests_for, distinct_hashes
 from judgecore.items import CustomIds, Item, Items, raw_digest
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
@@ -240,8 +240,9 @@ def parse_items(
 ) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
-    Each line is parsed once, straight into the columns of an `Items`, and each custom_id derived once
-    for the whole file at a time (see `judgecore.ids`). Duplicate ids (and custom_id collisions) are
+    Each line is parsed once, straight into the columns of an `Items`, and each custom_id's digest
+    made once, a chunk of ids at a time (see `judgecore.ids`): the custom_ids are the ids and their
+    digests (`judgecore.columns.Keyed`, usually), 15 bytes an item. Duplicate ids (and custom_id collisions) are
     reported with both line numbers. A block of lines is validated a column at a time
     (`_block_columns`); a block it does not vouch for (a blank line, a content block, a bad line) is
     parsed line by line (`_fields_of`), which names the first bad line: either way the same rules.
@@ -258,19 +259,22 @@ def parse_items(
     that fresh key) goes unlooked-for: nothing of the job is ever kept under those custom_ids.
     """
     cols = _Columns(hold=hold_messages, digests=digests)
-    ids, cids, hashes = TextsBuilder(), TextsBuilder(), array("q")
+    ids, id_digests, hashes = TextsBuilder(), bytearray(), array("q")
     rows = iter(lines)
     first = 1
 
-    def flush() -> None:  # a chunk's ids and custom_ids into their columns: no list of all of them
+    def flush() -> None:  # a chunk's ids and their custom_ids' digests: no list of all of them
         chunk = cols.ids
         ids.extend(chunk)
         if lazy_ids:
             hashes.extend(map(hash, chunk))
-        else:
-            derived = custom_ids_for(chunk, job=job)
-            cids.extend(derived)
-            hashes.extend(map(hash, derived))
+        else:  # equal custom_ids have equal digests: distinct digests, distinct ids and custom_ids
+            raw = digests_for(chunk, job=job)
+            ends = range(ID_DIGEST_BYTES, len(raw) + 1, ID_DIGEST_BYTES)
+            hashes.extend(
+                map(hash, map(raw.__getitem__, map(slice, range(0, len(raw), ID_DIGEST_BYTES), ends)))
+            )
+            id_digests.extend(raw)
         cols.ids = []
 
     while block := list(islice(rows, BLOCK_LINES)):
@@ -281,7 +285,7 @@ def parse_items(
             flush()
     flush()
     item_ids = ids.build()
-    custom_ids = CustomIds(item_ids, job) if lazy_ids else cids.build()
+    custom_ids = CustomIds(item_ids, job) if lazy_ids else custom_ids_of_digests(item_ids, bytes(id_digests))
     if not distinct_hashes(hashes):  # a repeated id, or only a collision of hashes: the ids tell
         check_unique(item_ids, custom_ids, cols.lines)
     return Items(

@@ -21,7 +21,7 @@ from typing import Any, overload
 import attrs
 import orjson
 
-from judgecore.columns import Ints, Texts, positions_of, taken
+from judgecore.columns import Ints, Texts, positions_of, taken, texts_of
 from judgecore.items import Item, Items, RoutePath
 
 
@@ -163,7 +163,7 @@ class Requests(Sequence[Request]):
     requests in the same order (a `Requests` is not equal to a tuple: compare `tuple(requests)`).
     """
 
-    _cids: Sequence[str] = attrs.field(converter=Texts.of)
+    _cids: Sequence[str] = attrs.field(converter=texts_of)
     _ids: Sequence[str] = attrs.field(converter=Texts.of)
     _max_tokens: Ints = attrs.field(converter=Ints.of)
     _sizes: Ints = attrs.field(converter=Ints.of)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.columns import Ints, Sparse, Taken, Texts, taken
+from judgecore.columns import Ints, Sparse, Taken, Texts, counted, taken
 
 # any strings, lone surrogates and the empty string included (an item id may be any JSON string)
 _TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
@@ -59,14 +59,20 @@ def test_a_column_of_ids_costs_its_characters_and_four_bytes_each() -> None:
     assert held * 4 < as_tuple  # 14 bytes an id against 67
 
 
-@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30), st.data())
-def test_ints_read_back_any_64_bit_values_in_four_bytes_when_they_fit(
+_INT64 = st.one_of(  # each width's edges: 2 bytes below 2**15, 4 below 2**31, 8 for the rest
+    st.integers(-2, 2**15 + 1), st.integers(-(2**31) - 1, 2**31), st.integers(-(2**63), 2**63 - 1)
+)
+
+
+@given(st.lists(_INT64, max_size=30), st.data())
+def test_ints_read_back_any_64_bit_values_in_two_or_four_bytes_when_they_fit(
     values: list[int], data: st.DataObject
 ) -> None:
     n = Ints(values)
     assert n.tolist() == values and list(n) == values
     fits = all(-(2**31) <= v < 2**31 for v in values)
-    assert n.view.itemsize == (4 if fits else 8)
+    small = all(0 <= v < 2**15 for v in values)
+    assert n.view.itemsize == (2 if small else 4 if fits else 8)
     s = data.draw(st.slices(len(values) + 1))
     assert n[s] == Ints(values[s]) and n[s].tolist() == values[s]
     assert pickle.loads(pickle.dumps(n)) == n
@@ -78,6 +84,30 @@ def test_ints_made_from_8_byte_native_encoding_are_the_same_values() -> None:
     wide = array("q", [1, -2, 2**40])
     assert Ints(wide.tobytes()).tolist() == [1, -2, 2**40]
     assert Ints(array("q", [1, 2]).tobytes()) == Ints([1, 2])  # narrowed: equal to the same values
+
+
+@given(st.lists(st.integers(-3, 40), max_size=12), st.integers(0, 10**6))
+def test_counted_keeps_values_that_count_up_by_one_as_a_range_and_any_other_as_ints(
+    values: list[int], start: int
+) -> None:
+    run = list(range(start, start + len(values)))
+    for given in (values, run):
+        column = counted(given)
+        assert list(column) == given and counted(column) == column
+        assert isinstance(column, range) == (
+            given == list(range(given[0], given[0] + len(given))) if given else True
+        )
+        assert column == counted(Ints(given)) == counted(tuple(given))  # equal values: equal columns
+    assert counted(range(start, start + 9, 3)) == Ints(range(start, start + 9, 3))
+
+
+def test_the_line_numbers_of_a_file_with_no_blank_line_cost_no_bytes_per_item() -> None:
+    from judgecore.parsing import parse_items
+
+    lines = [b'{"id": "q%d", "prompt": "p"}\n' % k for k in range(5000)]
+    assert parse_items(lines).lines == range(1, 5001)
+    with_blank = parse_items([*lines[:10], b"\n", *lines[10:]]).lines
+    assert isinstance(with_blank, Ints) and with_blank[9:12] == Ints([10, 12, 13])
 
 
 def test_taken_is_a_lazy_view_equal_to_the_values_at_its_positions() -> None:

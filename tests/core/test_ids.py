@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
 import subprocess
 import sys
 
@@ -91,6 +92,45 @@ def test_distinct_realistic_ids_never_collide(ids):
 def test_a_whole_job_gets_the_same_custom_ids_as_one_by_one(ids):
     """assign_custom_ids encodes a job's digests in one pass; the answer is custom_id_for's."""
     assert tuple(custom_id_for(i) for i in ids) == assign_custom_ids(ids)
+
+
+_JOB_KEYS = st.one_of(
+    st.none(), st.text(alphabet="abcdefghijklmnopqrstuvwxyz234567", min_size=16, max_size=16)
+)
+
+
+@given(
+    st.lists(st.one_of(realistic_item_ids, any_item_ids), unique=True, max_size=60),
+    _JOB_KEYS,
+    st.data(),
+)
+def test_the_column_a_job_keeps_reads_back_its_custom_ids_whichever_way_it_is_read(ids, job, data):
+    """`job_custom_ids` keeps usual ids' custom_ids as the ids and their digests (a `Keyed` column);
+    every read of it (walk, position, slice, positions, lookup, lengths, pickle) is the custom_ids'."""
+    from judgecore.columns import Keyed, Texts
+
+    column = judgecore.ids.job_custom_ids(ids, job=job)
+    made = tuple(custom_id_for(i, job=job) for i in ids)
+    assert isinstance(column, Keyed) == judgecore.ids.own_prefixes(ids)
+    assert column == made and tuple(column) == made and column == Texts(made) and hash(column) == hash(made)
+    assert list(column.lengths()) == list(map(len, made)) and column.joined() == "".join(made)
+    if ids:
+        k = data.draw(st.integers(-len(ids), len(ids) - 1))
+        assert column[k] == made[k] and column.index(made[k]) == k % len(ids) and made[k] in column
+        picked = data.draw(st.lists(st.integers(0, len(ids) - 1), max_size=10))
+        assert list(column.at(picked)) == [made[p] for p in picked]
+    where = data.draw(st.slices(len(ids) + 1))
+    assert column[where] == made[where]
+    assert "not-" + (made[0] if made else "x") not in column
+    assert pickle.loads(pickle.dumps(column)) == column
+
+
+def test_a_job_keeps_its_usual_custom_ids_in_15_bytes_an_item_beside_the_ids() -> None:
+    ids = [f"item-{k}" for k in range(20_000)]
+    column = judgecore.ids.job_custom_ids(ids, job="abcdefghijklmnop")
+    assert len(column.raw) == 15 * len(ids)  # no string held: a Texts of them would be 36 B an item
+    assert column.prefixes.joined() == "".join(ids)
+    assert column[19_999] == custom_id_for("item-19999", job="abcdefghijklmnop")
 
 
 def test_ids_and_line_numbers_must_pair_up():

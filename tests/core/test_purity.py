@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,7 +106,7 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
 
     import attr._make
 
-    from judgecore.columns import Ints, Sparse, Taken, Texts
+    from judgecore.columns import Ints, Keyed, Sparse, Taken, Texts
 
     found: list[str] = []
     seen: set[int] = set()
@@ -124,6 +125,14 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
             if type(v._text) is not str:
                 found.append(f"{where}: a Texts over something else than a str")
             stack.append((v._bounds, f"{where}._bounds"))
+        elif type(v) is Keyed:  # a Texts of prefixes, bytes of records, a module's function, a cache
+            if type(v.raw) is not bytes:
+                found.append(f"{where}: a Keyed over something else than bytes")
+            encode = v.encode
+            if type(encode) is not types.FunctionType or encode.__closure__ or "." in encode.__qualname__:
+                found.append(f"{where}.encode: {type(encode).__qualname__} (not a module's function)")
+            stack.append((v.prefixes, f"{where}.prefixes"))
+            stack.append((v._memo, f"{where}._memo"))  # the last chunk's suffixes: a tuple of str
         elif type(v) is Sparse:  # the positions and values of those not None
             stack.append((v._at, f"{where}._at"))
             stack.append((v._values, f"{where}._values"))
