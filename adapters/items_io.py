@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import orjson
 
 from adapters.settings import JobSettings
@@ -87,7 +88,9 @@ def load_input(path: Path, *, job: str | None = None, kind: InputKind | None = N
     from adapters.readers import input_kind
 
     kind = kind or input_kind(path)
-    return JobInput(load_items(path, hold_messages=False, job=job, kind=kind), InputMessages(path, kind))
+    items = load_items(path, hold_messages=False, job=job, kind=kind)
+    # the digests held by the source, which drops them once the checkpoint keeps them (not the items)
+    return JobInput(attrs.evolve(items, digests=None), InputMessages(path, kind, digests=items.digests))
 
 
 def load_design_input(
@@ -224,7 +227,10 @@ def job_of(
     # a `JobInput` is made by `adapters.messages`: a dry run of a file's items never imports it
     messages = sys.modules.get("adapters.messages")
     if messages is not None and isinstance(items, messages.JobInput):
-        items = items.items
+        given = items
+        items = given.items
+        if not items.holds_messages and items.digests is None:  # the source holds them (`load_input`)
+            items = attrs.evolve(items, digests=b"".join(given.messages.digests(items)))
     return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
 
 

@@ -176,7 +176,8 @@ async def _run(
         from adapters.store import ContentConflictError, StateMismatchError
 
         try:
-            store.bind_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
+            bindings = job.items.bindings(messages.digests(job.items))  # the source may hold the digests
+            store.bind_job(settings.manifest(rubric), bindings, ids_job=job.items.job)
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
         if invocation is not None:

@@ -35,6 +35,10 @@ class MessageSource(Protocol):
         """`(custom_id, messages_json)` of the items in `want` (all: None), in the items' order."""
         ...
 
+    def digests(self, items: Items) -> Iterator[bytes]:
+        """Each item's `judgecore.items.raw_digest`, in the items' order: what the checkpoint binds."""
+        ...
+
     def release(self) -> None:
         """The checkpoint has them: drop what is held."""
         ...
@@ -59,18 +63,39 @@ class HeldMessages:
         pairs = zip(items.custom_ids, self._values, strict=True)
         return pairs if want is None else (p for p in pairs if p[0] in want)
 
+    def digests(self, items: Items) -> Iterator[bytes]:
+        return items.raw_digests()  # the items keep theirs (`Items.without_messages`)
+
     def release(self) -> None:
         self._values = None
 
 
-@attrs.frozen
+@attrs.define
 class InputMessages:
     """The messages of items parsed from `path` without holding them (`parse_items(...,
     hold_messages=False)`): `pairs` reads them from the file again, each checked against the digest
-    taken when the file was parsed. Nothing is held, so there is nothing to release."""
+    taken when the file was parsed.
+
+    The digests (`DIGEST_BYTES` an item) are held here, not by the items, when the source is made with
+    them (`load_input`): the run binds its checkpoint with them and checks the file read again
+    against them, then `release` drops them (the checkpoint keeps them), whoever still holds the
+    items. Made without them, the items' own are read (`Items.raw_digests`)."""
 
     path: Path
     kind: InputKind | None = None  # the input's format (`adapters.readers`): read again the same way
+    _digests: bytes | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+    _released: bool = attrs.field(default=False, eq=False, repr=False, init=False)
+
+    def digests(self, items: Items) -> Iterator[bytes]:
+        """Each item's digest, as the file was parsed (`RuntimeError` once released)."""
+        d = self._digests
+        if d is None:
+            if self._released:
+                raise RuntimeError("the digests were released already (the checkpoint keeps them)")
+            return items.raw_digests()
+        from judgecore.items import DIGEST_BYTES as w
+
+        return map(d.__getitem__, map(slice, range(0, len(d), w), range(w, len(d) + 1, w)))
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""
@@ -79,12 +104,13 @@ class InputMessages:
 
         k = -1
         ids, cids = iter(items.ids), iter(items.custom_ids)  # each read in C, in step with the lines
+        digests = self.digests(items)
         with contextlib.closing(input_lines(self.path, self.kind)) as f:
             for k, (line, item_id, messages, max_tokens) in enumerate(iter_line_messages(f)):
                 if (
                     k >= len(items)
                     or item_id != next(ids)
-                    or raw_digest(messages, max_tokens) != items.digest_at(k)
+                    or raw_digest(messages, max_tokens) != next(digests)
                 ):
                     raise InputChangedError(self.path, line)
                 cid = next(cids)
@@ -94,7 +120,8 @@ class InputMessages:
             raise InputChangedError(self.path, None)
 
     def release(self) -> None:
-        return None
+        self._digests = None
+        self._released = True
 
 
 class InputChangedError(Exception):
@@ -112,6 +139,11 @@ class JobInput:
 
     items: Items
     messages: MessageSource
+
+    def bindings(self) -> Iterator[tuple[str, str, str]]:
+        """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks (the
+        digests from `messages`, which may hold them for the items)."""
+        return self.items.bindings(self.messages.digests(self.items))
 
 
 def split_messages(items: Items) -> JobInput:

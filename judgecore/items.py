@@ -207,9 +207,16 @@ class Items(Sequence[Item]):
             return (d[k : k + w] for k in range(0, len(d), w))
         return map(raw_digest, self.messages(), self.max_tokens)
 
-    def bindings(self) -> Iterator[tuple[str, str, str]]:
-        """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks."""
-        return zip(self.custom_ids, self.ids, map(bytes.hex, self._digests()), strict=True)
+    def raw_digests(self) -> Iterator[bytes]:
+        """Each item's `raw_digest`, in order (`MessagesNotHeldError` when neither they nor the
+        messages are held)."""
+        return self._digests()
+
+    def bindings(self, digests: Iterable[bytes] | None = None) -> Iterator[tuple[str, str, str]]:
+        """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks.
+        `digests`: each item's `raw_digest`, when held elsewhere (None: the items' own)."""
+        raw = self._digests() if digests is None else digests
+        return zip(self.custom_ids, self.ids, map(bytes.hex, raw), strict=True)
 
     def digest_at(self, k: int) -> bytes:
         """The `raw_digest` of item `k`."""

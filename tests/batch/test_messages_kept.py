@@ -131,14 +131,17 @@ def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again
     held = load_items(path)
     lean = load_input(path)
     assert lean.items.messages_json is None
-    assert list(held.bindings()) == list(lean.items.bindings())
+    assert lean.items.digests is None  # the source holds them, until the checkpoint keeps them
+    assert list(held.bindings()) == list(lean.bindings())
     job = _plan(lean.items)
     assert list(_plan(held).requests.sizes) == list(job.requests.sizes)
     store = Store.open(tmp_path / "s")
     try:
-        store.bind_job({"m": 1}, lean.items.bindings())
+        store.bind_job({"m": 1}, lean.bindings())
         hand_to_checkpoint(store, job, lean.messages)
         assert list(held.messages()) == store.messages_of(list(held.custom_ids))
+        with pytest.raises(RuntimeError, match="released"):  # the checkpoint keeps them: none held
+            lean.bindings()
     finally:
         store.close()
 
@@ -164,7 +167,7 @@ def test_an_input_changed_after_it_was_parsed_keeps_nothing_and_says_so(tmp_path
     _write(path, change(rows))
     store = Store.open(tmp_path / "s")
     try:
-        store.bind_job({"m": 1}, job_input.items.bindings())
+        store.bind_job({"m": 1}, job_input.bindings())
         with pytest.raises(InputChangedError, match=str(path)):
             hand_to_checkpoint(store, job, job_input.messages)
         assert 6 == len(store.messages_missing())
@@ -189,7 +192,7 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
         )
     job, source = run_job_of(load_input(path), rubric=None, settings=settings, state_dir=tmp_path / "s")
     held, _ = run_job_of(load_items(path), rubric=None, settings=settings, state_dir=tmp_path / "s")
-    digests = [d for _, _, d in job.items.bindings()]  # a new dir's custom_ids differ from run to run
+    digests = [d for _, _, d in job.items.bindings(source.digests(job.items))]  # (custom_ids: per dir)
     assert (list(held.requests.message_sizes), digests) == (
         list(job.requests.message_sizes),
         [d for _, _, d in held.items.bindings()],
@@ -210,7 +213,7 @@ def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(
     assert source == InputMessages(path, "jsonl") and job.items.messages_json is None
     store = Store.open(tmp_path / "s")
     try:
-        store.bind_job({"m": 1}, job.items.bindings())
+        store.bind_job({"m": 1}, job.items.bindings(source.digests(job.items)))
         hand_to_checkpoint(store, job, source)
         want = [orjson.dumps([{"role": "user", "content": f"answer {i}"}]) for i in range(4)]
         assert want == store.messages_of(list(job.items.custom_ids))

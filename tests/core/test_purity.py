@@ -275,10 +275,15 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
     assert _reachable_bytes(job) < 40 * 2000 // 10
     store = Store.open(state)
     try:
-        store.bind_job(settings.manifest("Grade."), job.items.bindings(), ids_job=job.items.job)
+        bindings = job.items.bindings(messages.digests(job.items))
+        store.bind_job(settings.manifest("Grade."), bindings, ids_job=job.items.job)
         hand_to_checkpoint(store, job, messages)
         _assert_holds_values_only(job)
         assert [] == store.messages_missing()
+        if source == "input file":  # the digests were the source's, and went with the hand-off
+            assert job.items.digests is None
+            with pytest.raises(RuntimeError, match="released"):
+                next(messages.digests(job.items))
     finally:
         store.close()
 
