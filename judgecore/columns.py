@@ -78,6 +78,11 @@ class Ints(Sequence[int]):
             wide.frombytes(values)
         elif isinstance(values, array) and values.typecode == "q":
             wide = values
+        elif isinstance(values, array) and values.typecode == "i" and values.itemsize == 4:
+            data, code = _narrow4(values.tobytes())  # no 8-byte copy of a 4-byte column
+            object.__setattr__(self, "_data", data)
+            object.__setattr__(self, "view", memoryview(data).cast(code))
+            return
         else:
             wide = array("q", values)
         data, code = _narrow(wide)
@@ -162,8 +167,10 @@ def counted(values: Iterable[int]) -> range | Ints:
 
 
 def positions_of(values: Sequence[int]) -> Sequence[int]:
-    """A sequence of positions as an immutable one: a `range` kept as it is, anything else as `Ints`."""
-    return values if isinstance(values, range | Ints) else Ints(values)
+    """A sequence of positions as an immutable one: a `range` kept as it is; positions that count up
+    by one (a round of every id but the one probed, a sub-batch of it) as their `range`, no bytes
+    per position; any other as `Ints`."""
+    return values if isinstance(values, range) else counted(values)
 
 
 class Texts(Sequence[str]):

@@ -39,7 +39,7 @@ from judgecore.batchrun._vocab import (
 )
 from judgecore.breaker import Breaker
 from judgecore.chunking import chunk
-from judgecore.columns import Ints
+from judgecore.columns import positions_of
 from judgecore.harvesting import Held
 from judgecore.idsets import Marked, marked
 from judgecore.machine import ExitStatus
@@ -343,10 +343,12 @@ class BatchRun:
                 blocked[p] = 1
         limit, code = self.settings.max_attempts, _tally(self.settings)
         tally = memoryview(self.offers).cast(code)
-        picked = array("q", (p for p in self.at if not blocked[p] and tally[p] < limit))
+        # 4 bytes a position (a job's positions fit), and a range when they count up by one (all but
+        # the probed id): no 8-byte copy of a round's positions, nor one held per sub-batch
+        picked = array("i", (p for p in self.at if not blocked[p] and tally[p] < limit))
         if not picked:
             return self
-        submit: Sequence[int] = self.at if len(picked) == len(self.at) else Ints(picked)
+        submit: Sequence[int] = self.at if len(picked) == len(self.at) else positions_of(picked)
         del picked
         planned = chunk(
             _view(self.requests.requests, submit),
