@@ -22,7 +22,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain, compress, repeat
-from operator import add, is_not, mul, sub
+from operator import add, eq, is_not, mul, sub
 from typing import Any, TypeVar, overload
 
 _T = TypeVar("_T")
@@ -157,13 +157,23 @@ def counted(values: Iterable[int]) -> range | Ints:
     `Ints`. Equal values give equal columns."""
     if isinstance(values, range):
         return values if values.step == 1 or len(values) <= 1 else Ints(values)
-    column = Ints.of(values)
-    n = len(column)
-    if n and column.view[-1] - column.view[0] == n - 1:
-        run = range(column.view[0], column.view[0] + n)
-        if column == Ints(run):
+    column: Ints | None
+    if isinstance(values, Ints):
+        column, given = values, values.view
+    elif isinstance(values, Sequence | array):  # looked at before any copy of them is made
+        column, given = None, values
+    else:
+        column = Ints(values)
+        given = column.view
+    n = len(given)
+    if not n:
+        return range(0)
+    first = given[0]
+    if type(first) is int and given[-1] - first == n - 1:
+        run = range(first, first + n)
+        if all(map(eq, given, run)):  # compared in C, value by value: no copy of the values or the run
             return run
-    return column if n else range(0)
+    return column if column is not None else Ints(values)
 
 
 def positions_of(values: Sequence[int]) -> Sequence[int]:
