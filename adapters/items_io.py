@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from adapters.jobkey import holds_checkpoint, ids_job_for
 from adapters.settings import JobSettings
-from adapters.store import Store
 from adapters.usage import UsageError
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
@@ -241,8 +241,6 @@ def run_job_of(
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
-        from adapters.store import ids_job_for
-
         # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
         path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
         single = design.single and design.template is None
@@ -279,10 +277,8 @@ def _items_of(
         items = _design_objects(design, items)  # type: ignore[arg-type]
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
-    from adapters.store import ids_job_for
-
     cols = Items.of(items)
-    if cols.job is None or Store.exists(state_dir):  # the CLI derived a new dir's key already
+    if cols.job is None or holds_checkpoint(state_dir):  # the CLI derived a new dir's key already
         try:
             cols = cols.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
         except DuplicateIdError as exc:

@@ -25,8 +25,8 @@ from judgecore.models import (
     thinking_room_problem,
 )
 from judgecore.models import price_for as _table_price
-from judgecore.outcomes import ACCOUNT_REFUSED
 from judgecore.routing import RoutePolicy
+from judgecore.status import ACCOUNT_REFUSED
 
 if TYPE_CHECKING:
     from adapters.store import Store

@@ -38,8 +38,8 @@ from judgecore.columns import Texts
 from judgecore.idsets import Picked
 from judgecore.items import RoutePath
 from judgecore.machine import Done, ExitStatus, Say
-from judgecore.outcomes import FINAL_STATUSES, Status
 from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
+from judgecore.status import FINAL_STATUSES, Status
 
 
 @attrs.frozen(kw_only=True)
