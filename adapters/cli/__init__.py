@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from adapters import keep_bytecode
+from adapters import keep_bytecode, release_collector
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
 from adapters.paths import directory_problem
@@ -75,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if not (ns.command == "run" and ns.dry_run):
+        release_collector()  # only a dry run ends without the collector (see `adapters`)
     try:
         match ns.command:
             case "run":

@@ -223,3 +223,40 @@ def test_a_run_without_a_verdict_spec_loads_no_statistics(tmp_path):
     }
     assert {"anthropic", "judgecore.syncrun"} <= trace  # the trace is the run's
     assert [] == sorted(m for m in ("judgecore.summary", "statistics") if m in trace)
+
+
+@pytest.mark.parametrize(
+    ("orig_argv", "held"),
+    [
+        (["python", "-m", "adapters.cli", "run"], True),
+        (["python", "-X", "importtime", "-madapters", "run"], True),
+        (["python", "-m", "adapters.simulator"], False),
+        (["python", "eval.py", "-m", "adapters.cli"], False),
+        (["python", "-c", "import adapters"], False),
+    ],
+)
+def test_the_command_alone_starts_without_the_garbage_collector(orig_argv, held):
+    """`judgecore` (`python -m adapters.cli`, `python -m adapters`) imports with cyclic garbage
+    collection off (issue 21: its passes were about 7 ms of a dry run's start); a program importing
+    `adapters`, or running another module, keeps the collector as it was."""
+    code = (
+        f"import gc, sys; sys.orig_argv = {orig_argv!r}; import adapters; "
+        "print(adapters.COLLECTOR_HELD, gc.isenabled())"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert f"{held} {not held}" == res.stdout.strip()
+
+
+def test_a_dry_run_ends_without_the_collector_and_every_other_command_turns_it_on(job, tmp_path):
+    items, rubric = job
+    code = (
+        "import gc, io, contextlib, sys; sys.orig_argv = ['python', '-m', 'adapters.cli']; "
+        "from adapters.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['run', {str(items)!r}, '--rubric', {str(rubric)!r}, '--dry-run', '--json'])\n"
+        "off = gc.isenabled()\n"
+        f"main(['status', '--state', {str(tmp_path / 'none')!r}])\n"
+        "print(off, gc.isenabled())"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "False True" == res.stdout.strip().splitlines()[-1]
