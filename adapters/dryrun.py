@@ -132,8 +132,7 @@ def plan_of(
         if chosen.path == "batch" and chunked
         else ()
     )
-    design = settings.design
-    if not design.single:
+    if not settings.plain and not (design := settings.design).single:
         whole = _plan(
             job,
             requests,

@@ -266,15 +266,13 @@ def _items_of(
     state_dir: Path,
 ) -> Items:
     """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's)."""
-    design = settings.design
+    plain = settings.plain
     if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
         items = (
-            load_items(Path(items))
-            if design.single and design.template is None
-            else load_design_items(Path(items), design, job=None)
+            load_items(Path(items)) if plain else load_design_items(Path(items), settings.design, job=None)
         )
-    if not isinstance(items, Items) and not (design.single and design.template is None):
-        items = _design_objects(design, items)  # type: ignore[arg-type]
+    if not isinstance(items, Items) and not plain:
+        items = _design_objects(settings.design, items)  # type: ignore[arg-type]
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     cols = Items.of(items)

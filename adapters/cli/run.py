@@ -67,8 +67,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 
     fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    design = settings.design
-    single = design.single and design.template is None
+    single = settings.plain  # one request per item: `judgecore.designs` is not imported
     if ns.dry_run:  # the messages held only when one prompt is counted (--count-tokens)
         held = bool(ns.count_tokens)
         dry = (
@@ -76,14 +75,14 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
                 ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh
             )
             if single
-            else load_design_items(ns.input, design, job=ids_job, kind=kind)
+            else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
         )
         return _dry_run(ns, dry, rubric, settings)
     # each row expanded into its requests (judgecore.designs): their messages built, held by the shell
     items = (
         load_input(ns.input, job=ids_job, kind=kind)
         if single
-        else load_design_input(ns.input, design, job=ids_job, kind=kind)
+        else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
     )
     assert out is not None  # a run has a --state
     if kind == "inspect":

@@ -34,9 +34,16 @@ HEAVY = (
 
 #: What a dry run on a fresh state dir (or none) does not need either, each a few milliseconds of its
 #: start (issue 21): the checkpoint's package (it asks only whether the dir holds one), the
-#: classification of results (the plan reads `judgecore.status`), and the words of a command to run
-#: again (`shlex`).
-RUN_ONLY = ("adapters.store", "judgecore.outcomes", "judgecore.resume", "adapters.cli.relaunch", "shlex")
+#: classification of results (the plan reads `judgecore.status`), the words of a command to run
+#: again (`shlex`), and the judge designs (a job of one request per item is `JobSettings.plain`).
+RUN_ONLY = (
+    "adapters.store",
+    "judgecore.outcomes",
+    "judgecore.resume",
+    "adapters.cli.relaunch",
+    "shlex",
+    "judgecore.designs",
+)
 
 
 def imported(args: list[str]) -> set[str]:
