@@ -388,12 +388,10 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     deep = True in look and _most_brackets(list(compress(block, look))) > MAX_DEPTH
     if deep and any(map(_too_deep, compress(block, look), compress(objs, look))):
         return False
-    metadata: list[bytes | None]
-    if True in has_metadata:  # each given one copied to its exact size (`_dumps`), None elsewhere
+    metadata: list[bytes | None] = [None] * len(objs)
+    if True in has_metadata:  # each given one copied to its exact size (`_dumps`) into its line's place
         dumped = map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata))))
-        metadata = list(map(next, map((repeat(None), dumped).__getitem__, has_metadata)))
-    else:
-        metadata = [None] * len(objs)
+        any(map(metadata.__setitem__, compress(range(len(objs)), has_metadata), dumped))  # (each None)
     cols.ids += ids
     cols.lines.extend(range(first, first + len(block)))
     cols.max_tokens += max_tokens
