@@ -35,7 +35,8 @@ HEAVY = (
 #: What a dry run on a fresh state dir (or none) does not need either, each a few milliseconds of its
 #: start (issue 21): the checkpoint's package (it asks only whether the dir holds one), the
 #: classification of results (the plan reads `judgecore.status`), the words of a command to run
-#: again (`shlex`), and the judge designs (a job of one request per item is `JobSettings.plain`).
+#: again (`shlex`), the judge designs (a job of one request per item is `JobSettings.plain`), and
+#: the job machine's actions and events (a dry run asks `JobRun.dry_run` alone).
 RUN_ONLY = (
     "adapters.store",
     "judgecore.outcomes",
@@ -43,6 +44,7 @@ RUN_ONLY = (
     "adapters.cli.relaunch",
     "shlex",
     "judgecore.designs",
+    "judgecore.jobvocab",
 )
 
 
