@@ -382,16 +382,25 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     known = 2 * len(objs) + len(max_tokens) - max_tokens.count(None) + has_metadata.count(True)
     if sum(map(len, objs)) != known and not all(map(_ITEM_KEYS.issuperset, objs)):
         return False
+    # each given metadata copied to its exact size (`_dumps`), put in its line's place below
+    try:
+        dumped = list(map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata)))))
+    except TypeError:  # nested past what orjson serializes (254 levels): too deep, named line by line
+        return False
     # only metadata and content blocks can nest: those lines are looked at, and only when one of them
-    # opens more than `MAX_DEPTH` arrays and objects is each walked (`_too_deep`)
-    look = list(map(or_, has_metadata, map(truth, messages))) if content_blocks else has_metadata
-    deep = True in look and _most_brackets(list(compress(block, look))) > MAX_DEPTH
+    # opens more than `MAX_DEPTH` arrays and objects is each walked (`_too_deep`). With no content
+    # blocks a line nests one level deeper than its metadata, which opens as many as its bytes do.
+    if content_blocks:
+        look = list(map(or_, has_metadata, map(truth, messages)))
+        deep = _most_brackets(list(compress(block, look))) > MAX_DEPTH
+    else:
+        look = has_metadata
+        deep = bool(dumped) and _most_brackets(dumped) + 1 > MAX_DEPTH
     if deep and any(map(_too_deep, compress(block, look), compress(objs, look))):
         return False
     metadata: list[bytes | None] = [None] * len(objs)
-    if True in has_metadata:  # each given one copied to its exact size (`_dumps`) into its line's place
-        dumped = map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata))))
-        any(map(metadata.__setitem__, compress(range(len(objs)), has_metadata), dumped))  # (each None)
+    if dumped:  # (`__setitem__` gives None each time: `any` only runs it)
+        any(map(metadata.__setitem__, compress(range(len(objs)), has_metadata), dumped))
     cols.ids += ids
     cols.lines.extend(range(first, first + len(block)))
     cols.max_tokens += max_tokens
