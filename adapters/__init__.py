@@ -8,6 +8,7 @@ importing the SDK (about two seconds).
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,9 +37,42 @@ def keep_bytecode() -> None:
 # (`adapters.cli` itself: about 3 ms compiled again at every start). A program importing `adapters` is
 # left as it is.
 _argv0 = (getattr(sys, "argv", None) or [""])[0]
+#: The command turned cyclic garbage collection off at its start (`release_collector`).
+COLLECTOR_HELD = False
 if _argv0 == "-m" or Path(_argv0).stem == "judgecore":
     keep_bytecode()
+
+
+def _the_command() -> bool:
+    """This process is the `judgecore` command itself: its console script, `python -m adapters.cli`
+    or `python -m adapters` (not another module run with `-m`, nor a program importing `adapters`)."""
+    words = iter((getattr(sys, "orig_argv", None) or [""])[1:])
+    for word in words:  # the interpreter's own options, up to the module, the code or the script
+        if word.startswith("-m"):
+            return (word[2:] or next(words, "")) in ("adapters", "adapters.cli")
+        if word in ("-X", "-W"):
+            next(words, None)  # the option's value
+        elif not word.startswith("-") or word.startswith("-c"):
+            break
+    return Path(sys.argv[0]).stem == "judgecore"
+
+
+# Its imports make tens of thousands of objects and no garbage worth a collection pass (about 7 ms of
+# a dry run's start went to those passes): the collector stays off until the command knows what it
+# runs (`adapters.cli.main`), and a dry run, which makes no cycles to speak of, ends without it.
+if _the_command() and gc.isenabled():
+    gc.disable()
+    COLLECTOR_HELD = True
 del _argv0
+
+
+def release_collector() -> None:
+    """Turn cyclic garbage collection on again if the command's start turned it off (a run, `status`:
+    anything but a dry run, which ends without it)."""
+    global COLLECTOR_HELD
+    if COLLECTOR_HELD:
+        COLLECTOR_HELD = False
+        gc.enable()
 
 
 def __getattr__(name: str) -> Any:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from adapters.items_io import job_of
+from adapters.jobkey import holds_checkpoint
 from adapters.result import JudgeResult
 from adapters.settings import JobSettings
-from adapters.store import Store
 from adapters.usage import EXIT_OK, UsageError
 from judgecore.chunking import chunk
 from judgecore.items import Item
@@ -84,9 +84,9 @@ def dry_run_of(
     """
     history = History()
     learned, spent = Learned(), 0.0
-    if Store.exists(state_dir):
+    if holds_checkpoint(state_dir):  # the checkpoint's package (and SQLite) only for one that exists
         from adapters.job_parts import history_from_store
-        from adapters.store import ContentConflictError, StateMismatchError
+        from adapters.store import ContentConflictError, StateMismatchError, Store
         from adapters.summary import learned_from_store, spend_from_store
 
         store = Store.open_readonly(state_dir)
@@ -132,8 +132,7 @@ def plan_of(
         if chosen.path == "batch" and chunked
         else ()
     )
-    design = settings.design
-    if not design.single:
+    if not settings.plain and not (design := settings.design).single:
         whole = _plan(
             job,
             requests,

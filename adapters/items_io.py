@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from adapters.jobkey import holds_checkpoint, ids_job_for
 from adapters.settings import JobSettings
-from adapters.store import Store
 from adapters.usage import UsageError
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
 from judgecore.ids import check_unique
@@ -247,8 +247,6 @@ def run_job_of(
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
-        from adapters.store import ids_job_for
-
         # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
         path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
         single = design.single and design.template is None
@@ -274,21 +272,17 @@ def _items_of(
     state_dir: Path,
 ) -> Items:
     """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's)."""
-    design = settings.design
+    plain = settings.plain
     if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
         items = (
-            load_items(Path(items))
-            if design.single and design.template is None
-            else load_design_items(Path(items), design, job=None)
+            load_items(Path(items)) if plain else load_design_items(Path(items), settings.design, job=None)
         )
-    if not isinstance(items, Items) and not (design.single and design.template is None):
-        items = _design_objects(design, items)  # type: ignore[arg-type]
+    if not isinstance(items, Items) and not plain:
+        items = _design_objects(settings.design, items)  # type: ignore[arg-type]
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
-    from adapters.store import ids_job_for
-
     cols = Items.of(items)
-    if cols.job is None or Store.exists(state_dir):  # the CLI derived a new dir's key already
+    if cols.job is None or holds_checkpoint(state_dir):  # the CLI derived a new dir's key already
         try:
             cols = cols.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
         except DuplicateIdError as exc:

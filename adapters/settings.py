@@ -25,8 +25,8 @@ from judgecore.models import (
     thinking_room_problem,
 )
 from judgecore.models import price_for as _table_price
-from judgecore.outcomes import ACCOUNT_REFUSED
 from judgecore.routing import RoutePolicy
+from judgecore.status import ACCOUNT_REFUSED
 
 if TYPE_CHECKING:
     from adapters.store import Store
@@ -78,6 +78,18 @@ class JobSettings:
         default=None, converter=attrs.converters.optional(lambda v: _pair(v))
     )
     judges: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    @property
+    def plain(self) -> bool:
+        """One request per item, the item's own: no design knob set (what `design` tells as `single`
+        with no template, without importing `judgecore.designs`: a plain dry run never does)."""
+        return (
+            self.template is None
+            and type(self.samples) is int
+            and self.samples == 1
+            and self.pairwise is None
+            and not self.judges
+        )
 
     @property
     def design(self) -> Design:
@@ -142,12 +154,13 @@ class JobSettings:
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
-        from judgecore.designs import DesignError
+        if not self.plain:  # a plain design is one request per item: nothing to check
+            from judgecore.designs import DesignError
 
-        try:
-            self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
-        except DesignError as exc:
-            raise ValueError(str(exc)) from None
+            try:
+                self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
+            except DesignError as exc:
+                raise ValueError(str(exc)) from None
         if self.pairwise is not None and self.verdict is None:  # the judge's choice, read by default
             from judgecore.verdicts import spec_from_json
 
@@ -181,7 +194,8 @@ class JobSettings:
         if self.thinking is not None:  # likewise: only when set
             manifest["thinking"] = self.thinking.param()
         template = sha256(self.template.encode()).hexdigest()[:32] if self.template is not None else None
-        manifest.update(self.design.manifest(template))  # likewise: only what is set
+        if not self.plain:  # likewise: only what is set (a plain design sets nothing)
+            manifest.update(self.design.manifest(template))
         return manifest
 
     def on_date(self) -> datetime.date:

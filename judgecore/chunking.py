@@ -12,8 +12,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import accumulate, repeat
-from operator import add
+from itertools import accumulate
 
 import attrs
 
@@ -64,15 +63,22 @@ def chunk(
         i = next(k for k, s in enumerate(sizes) if s + ENVELOPE_BYTES > max_bytes)
         item_id, cid = item_ids_of(view[i : i + 1])[0], custom_ids_of(view[i : i + 1])[0]
         raise RequestTooLargeError(item_id, cid, sizes[i] + ENVELOPE_BYTES, max_bytes)
-    # ends[k]: the body bytes of requests [0, k) with a comma after each (the body of [a, b) is then
-    # ends[b] - ends[a] - 1 + the envelope); each sub-batch takes the most requests that fit both caps.
-    ends = array("q", accumulate(map(add, sizes, repeat(1)), initial=0))  # 8 bytes a request, in C
+    # acc[k]: the bytes of requests [0, k), so with a comma after each they are acc[k] + k (`ends`; the
+    # body of [a, b) is then ends(b) - ends(a) - 1 + the envelope); each sub-batch takes the most
+    # requests that fit both caps, found by bisecting the positions by their `ends`.
+    acc = array("q", accumulate(sizes, initial=0))  # 8 bytes a request, in C
+
+    def ends(k: int) -> int:
+        return acc[k] + k
+
     room = max_bytes - ENVELOPE_BYTES + 1
+    positions = range(n + 1)
     out: list[SubBatch] = []
     start = 0
     while start < n:
-        stop = min(start + max_requests, bisect_right(ends, ends[start] + room, lo=start + 1) - 1)
-        out.append(SubBatch(len(out), view[start:stop], ENVELOPE_BYTES - 1 + ends[stop] - ends[start]))
+        fit = bisect_right(positions, ends(start) + room, lo=start + 1, key=ends) - 1
+        stop = min(start + max_requests, fit)
+        out.append(SubBatch(len(out), view[start:stop], ENVELOPE_BYTES - 1 + ends(stop) - ends(start)))
         start = stop
     return tuple(out)
 

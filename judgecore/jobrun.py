@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence, Set
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 import attrs
 
@@ -38,8 +38,32 @@ from judgecore.columns import Keyed, Texts, texts_of
 from judgecore.idsets import Picked
 from judgecore.items import RoutePath
 from judgecore.machine import Done, ExitStatus, Say
-from judgecore.outcomes import FINAL_STATUSES, Status
+from judgecore.moved import moved
 from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
+from judgecore.status import FINAL_STATUSES, Status
+
+if TYPE_CHECKING:
+    from judgecore.jobvocab import (
+        AWAITING,
+        MOVES,
+        Action,
+        BatchRan,
+        Connect,
+        Estimate,
+        Event,
+        Probe,
+        Probed,
+        RecordRoute,
+        RunBatch,
+        RunSync,
+        SyncRan,
+        WriteOutput,
+        Wrote,
+    )
+
+# The machine's words (its actions and events, `MOVES`) are `judgecore.jobvocab`'s, loaded by the
+# machine's steps when they first run (and by `__getattr__` for an import of them from here): a dry
+# run asks only `dry_run`, and creates none of their classes.
 
 
 @attrs.frozen(kw_only=True)
@@ -69,104 +93,6 @@ class JobPolicy:
     route_policy: RoutePolicy = attrs.Factory(RoutePolicy)
 
 
-# -- actions -----------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Connect:
-    """The run will send: build the client and hand the messages to the checkpoint."""
-
-
-@attrs.frozen
-class RecordRoute:
-    """Store the route decided in this run (a kept route is not written again)."""
-
-    route: Route
-
-
-@attrs.frozen
-class Estimate:
-    """Keep the dry-run's estimate of the whole job on this route."""
-
-    route: Route
-
-
-@attrs.frozen
-class Probe:
-    """Send this item alone (the sync machine limited to it); answer with `Probed`."""
-
-    custom_id: str
-
-
-@attrs.frozen
-class RunBatch:
-    """Run the batch machine over these ids (a `Picked` of the job's: their positions too); answer
-    with `BatchRan`."""
-
-    ids: Set[str]
-
-
-@attrs.frozen(kw_only=True)
-class RunSync:
-    """Run the sync machine over these ids (those final already are skipped by it); answer with
-    `SyncRan`. `otpm`: the tier to pace by when no reading is stored (`--otpm`, or None). `ids` is
-    a `Picked` of the job's ids (their positions too)."""
-
-    ids: Set[str]
-    warm_up: bool
-    contacted: bool
-    otpm: int | None
-
-
-@attrs.frozen
-class WriteOutput:
-    """Write the output from the checkpoint; `reuse`: an output file the last run wrote from this
-    same checkpoint may be left as it is. Answer with `Wrote`."""
-
-    reuse: bool
-
-
-Effect = Connect | RecordRoute | Estimate | Say
-Operation = Probe | RunBatch | RunSync | WriteOutput
-Action = Effect | Operation | Done
-
-
-# -- events ------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Probed:
-    """What the probe found: a stop (`fatal`), or its outcome's status, reason and the tier read."""
-
-    item_id: str = ""
-    status: Status | None = None
-    reason: str | None = None
-    otpm: int | None = None
-    fatal: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class BatchRan:
-    fatal: str | None = None
-    stuck: tuple[str, ...] = ()
-
-
-@attrs.frozen(kw_only=True)
-class SyncRan:
-    fatal: str | None = None
-    cache_hit_rate: float | None = None
-
-
-@attrs.frozen
-class Wrote:
-    """The output was written: this many items are still pending."""
-
-    pending: int
-
-
-Event = Probed | BatchRan | SyncRan | Wrote
-
-
 class Phase(enum.StrEnum):
     START = "start"
     PROBING = "probing"
@@ -176,17 +102,6 @@ class Phase(enum.StrEnum):
     OUTPUT = "output"
     WRITING = "writing"
     DONE = "done"
-
-
-#: `(phase, event type) -> phase`: what answers each operation; anything else is a bug.
-MOVES: dict[tuple[Phase, type], Phase] = {
-    (Phase.PROBING, Probed): Phase.RUNNING,
-    (Phase.BATCH, BatchRan): Phase.RUNNING,
-    (Phase.SYNC, SyncRan): Phase.OUTPUT,
-    (Phase.WRITING, Wrote): Phase.DONE,
-}
-#: The phases an operation is out in: `advance` has nothing to do until its event comes.
-AWAITING = frozenset(phase for phase, _ in MOVES)
 
 
 class IllegalJobMove(Exception):
@@ -296,6 +211,8 @@ class JobRun:
         return run, self.queued + actions
 
     def _next(self) -> tuple[JobRun, tuple[Action, ...]]:
+        from judgecore.jobvocab import WriteOutput
+
         match self.phase:
             case Phase.START:
                 return self._begin()
@@ -312,6 +229,8 @@ class JobRun:
                 assert_never(self.phase)
 
     def _begin(self) -> tuple[JobRun, tuple[Action, ...]]:
+        from judgecore.jobvocab import Connect, Estimate, Probe
+
         if self.finished:
             say = Say("info", "every item is final already: nothing to send")
             return _then((say,), attrs.evolve(self, phase=Phase.OUTPUT, route=self.history.stored)._next())
@@ -333,6 +252,8 @@ class JobRun:
         )
 
     def _run_parts(self) -> tuple[JobRun, tuple[Action, ...]]:
+        from judgecore.jobvocab import RunBatch, RunSync
+
         assert self.route is not None
         if self.fatal is not None:
             return attrs.evolve(self, phase=Phase.OUTPUT)._next()
@@ -358,6 +279,8 @@ class JobRun:
 
     def on(self, event: Event) -> JobRun:
         """The answer to the operation out; see `MOVES`."""
+        from judgecore.jobvocab import MOVES, BatchRan, Probed, SyncRan, Wrote
+
         nxt = MOVES.get((self.phase, type(event)))
         if nxt is None:
             raise IllegalJobMove(f"{type(event).__name__} while {self.phase}: no operation awaits it")
@@ -407,6 +330,8 @@ def _then(
 
 def _decided(chosen: Route) -> tuple[Action, ...]:
     """What a route decided in this run asks: say it, record it, keep its estimate."""
+    from judgecore.jobvocab import Estimate, RecordRoute
+
     return (Say("info", f"route: {chosen.path} ({chosen.reason})"), RecordRoute(chosen), Estimate(chosen))
 
 
@@ -443,3 +368,30 @@ __all__ = [
     "Wrote",
     "exit_status",
 ]
+
+
+__getattr__ = moved(
+    __name__,
+    dict.fromkeys(
+        (
+            "AWAITING",
+            "MOVES",
+            "Action",
+            "BatchRan",
+            "Connect",
+            "Effect",
+            "Estimate",
+            "Event",
+            "Operation",
+            "Probe",
+            "Probed",
+            "RecordRoute",
+            "RunBatch",
+            "RunSync",
+            "SyncRan",
+            "WriteOutput",
+            "Wrote",
+        ),
+        "judgecore.jobvocab",
+    ),
+)

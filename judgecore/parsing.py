@@ -330,9 +330,6 @@ def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
 
 
 _NONE = type(None)
-#: the types a line's `prompt` and `messages` may have in a block (None: not given)
-_PROMPT_TYPES = frozenset({str, _NONE})
-_MESSAGES_TYPES = frozenset({list, _NONE})
 #: what a line's `prompt` adds to its serialized text (one user turn)
 _HEAD_TAIL = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
 _ABSENT = object()  # a key not in the line (`"metadata": null` is metadata, kept as `null`)
@@ -343,27 +340,37 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     over the block (`map` of a builtin), and add its items to `cols`: the same rules as `_fields_of`
     and `_check_messages` line by line, stated over columns. False (nothing added) when the block
     is not plainly valid, for `_line_by_line` to name its first bad line, or skip its blank ones."""
-    if max(map(len, block)) > MAX_LINE_BYTES:
+    try:  # the whole block within one line's limit: no line is over it (one copy in C, no pass)
+        short = len(b"".join(block) if type(block[0]) is bytes else "".join(block)) <= MAX_LINE_BYTES
+    except TypeError:  # bytes and text mixed
+        short = False
+    if not short and max(map(len, block)) > MAX_LINE_BYTES:
         return False
     try:
         objs = list(map(orjson.loads, block))
         ids = list(map(dict.get, objs, repeat("id")))  # `dict.get` of anything but an object: TypeError
+        "".join(ids)  # every id a string: anything else (None: no id) is a TypeError
     except (orjson.JSONDecodeError, TypeError):  # a blank line, a bad one, or one that is no object
         return False
-    if not all(map(_ITEM_KEYS.issuperset, objs)) or set(map(type, ids)) != {str} or "" in ids:
+    if "" in ids:
         return False
     prompts = list(map(dict.get, objs, repeat("prompt")))
     messages = list(map(dict.get, objs, repeat("messages")))
-    prompt_types, messages_types = set(map(type, prompts)), set(map(type, messages))
-    if not prompt_types <= _PROMPT_TYPES or not messages_types <= _MESSAGES_TYPES or "" in prompts:
+    # exactly one of the two on each line: no messages where a prompt is, and messages where none is
+    is_prompt = list(map(is_not, prompts, repeat(None)))
+    if list(map(is_, messages, repeat(None))) != is_prompt:
         return False
-    # exactly one of the two on each line: as many lines give neither (both None: one object) as give
-    # both when the Nones add up to one a line, and none gives neither when no prompt is its messages
-    if prompts.count(None) + messages.count(None) != len(objs) or True in map(is_, prompts, messages):
+    texts = list(compress(prompts, is_prompt))
+    convs = list(filter(None, messages))  # a conversation that is empty (or any falsy value) is not kept
+    if len(texts) + len(convs) != len(objs) or "" in texts or not set(map(type, convs)) <= {list}:
+        return False
+    try:
+        joined = "".join(texts)  # every prompt a string
+    except TypeError:
         return False
     content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
-    if list in messages_types:
-        content_blocks = _message_blocks(messages)
+    if convs:
+        content_blocks = _message_blocks(convs)
         if content_blocks is None:
             return False
     max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
@@ -373,32 +380,49 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
             return False
     given = list(map(dict.get, objs, repeat("metadata"), repeat(_ABSENT)))
     has_metadata = list(map(is_not, given, repeat(_ABSENT)))
+    # no key but the item's: each line has its id, its prompt or messages, and the max_tokens and
+    # metadata it gives, so as many keys in all as those tell only when no line has another (or one
+    # given as null); else each line's keys are looked at
+    known = 2 * len(objs) + len(max_tokens) - max_tokens.count(None) + has_metadata.count(True)
+    if sum(map(len, objs)) != known and not all(map(_ITEM_KEYS.issuperset, objs)):
+        return False
+    # each given metadata copied to its exact size (`_dumps`), put in its line's place below
+    try:
+        dumped = list(map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata)))))
+    except TypeError:  # nested past what orjson serializes (254 levels): too deep, named line by line
+        return False
     # only metadata and content blocks can nest: those lines are looked at, and only when one of them
-    # opens more than `MAX_DEPTH` arrays and objects is each walked (`_too_deep`)
-    look = list(map(or_, has_metadata, map(truth, messages))) if content_blocks else has_metadata
-    deep = True in look and _most_brackets(list(compress(block, look))) > MAX_DEPTH
+    # opens more than `MAX_DEPTH` arrays and objects is each walked (`_too_deep`). With no content
+    # blocks a line nests one level deeper than its metadata, which opens as many as its bytes do.
+    if content_blocks:
+        look = list(map(or_, has_metadata, map(truth, messages)))
+        deep = _most_brackets(list(compress(block, look))) > MAX_DEPTH
+    else:
+        look = has_metadata
+        deep = bool(dumped) and _most_brackets(dumped) + 1 > MAX_DEPTH
     if deep and any(map(_too_deep, compress(block, look), compress(objs, look))):
         return False
-    metadata: list[bytes | None]
-    if True in has_metadata:  # each given one copied to its exact size (`_dumps`), None elsewhere
-        dumped = map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata))))
-        metadata = list(map(next, map((repeat(None), dumped).__getitem__, has_metadata)))
-    else:
-        metadata = [None] * len(objs)
+    metadata: list[bytes | None] = [None] * len(objs)
+    if dumped:  # (`__setitem__` gives None each time: `any` only runs it)
+        any(map(metadata.__setitem__, compress(range(len(objs)), has_metadata), dumped))
     cols.ids += ids
     cols.lines.extend(range(first, first + len(block)))
     cols.max_tokens += max_tokens
     cols.metadata += metadata
     dumps = orjson.dumps
     if not cols.hold and not cols.digests:  # the sizes alone, each a C-level pass
-        if list not in messages_types:
-            cols.sizes.extend(map(add, map(len, map(dumps, prompts)), repeat(_HEAD_TAIL)))
-        elif str not in prompt_types:
-            cols.sizes.extend(map(len, map(dumps, messages)))
+        # a prompt's serialized size is its length and its quotes when none of the block's prompts
+        # has a character to escape or to encode in more than a byte (told by serializing them once)
+        if joined.isascii() and len(dumps(joined)) == len(joined) + 2:
+            prompt_sizes = map(add, map(len, texts), repeat(_HEAD_TAIL + 2))
+        else:
+            prompt_sizes = map(add, map(len, map(dumps, texts)), repeat(_HEAD_TAIL))
+        if not convs:
+            cols.sizes.extend(prompt_sizes)
+        elif not texts:
+            cols.sizes.extend(map(len, map(dumps, convs)))
         else:  # both kinds: each kind's sizes, taken in the lines' order (no `null` serialized)
-            is_prompt = list(map(is_not, prompts, repeat(None)))
-            prompt_sizes = map(add, map(len, map(dumps, compress(prompts, is_prompt))), repeat(_HEAD_TAIL))
-            messages_sizes = map(len, map(dumps, filter(None, messages)))
+            messages_sizes = map(len, map(dumps, convs))
             cols.sizes.extend(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt)))
         return True
     enc = _dumps if cols.hold else dumps
@@ -433,14 +457,12 @@ def _too_deep(raw: bytes | str, obj: Any) -> bool:
     return _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH
 
 
-def _message_blocks(messages: list[Any]) -> bool | None:
-    """Whether any of the conversations in `messages` (a block's column; None where a line gives a
-    prompt) has content blocks, when every one is a conversation `_check_messages` accepts, checked
-    a column of messages (and of content blocks) at a time; None when one is not, or not plainly so.
-    A message's content of a string cannot nest: only content blocks need a look at the depth."""
-    if [] in messages:
-        return None
-    flat = list(chain.from_iterable(filter(None, messages)))
+def _message_blocks(convs: list[Any]) -> bool | None:
+    """Whether any of the conversations `convs` (a block's, each a non-empty list) has content
+    blocks, when every one is a conversation `_check_messages` accepts, checked a column of messages
+    (and of content blocks) at a time; None when one is not, or not plainly so. A message's content
+    of a string cannot nest: only content blocks need a look at the depth."""
+    flat = list(chain.from_iterable(convs))
     try:
         roles = list(map(dict.get, flat, repeat("role")))  # a message that is no object: TypeError
         if not set(roles) <= _ROLES or set(map(len, flat)) != {2}:  # an unhashable role: TypeError
@@ -449,12 +471,15 @@ def _message_blocks(messages: list[Any]) -> bool | None:
         return None
     # two keys, a role among them: the other is `content`, checked now
     contents = list(map(dict.get, flat, repeat("content")))
-    content_types = set(map(type, contents))
-    if "" in contents or not content_types <= {str, list}:
+    if "" in contents:
         return None
-    if list not in content_types:
+    try:
+        "".join(contents)  # every content a string (the usual): no blocks
         return False
-    if [] in contents:
+    except TypeError:
+        pass
+    content_types = set(map(type, contents))
+    if not content_types <= {str, list} or [] in contents:
         return None
     blocks = list(chain.from_iterable(compress(contents, map(is_, map(type, contents), repeat(list)))))
     if set(map(type, blocks)) != {dict}:

@@ -34,9 +34,9 @@ from judgecore.errors import RequestTooLargeError
 from judgecore.items import Item, Items, RoutePath
 from judgecore.models import MODELS, ModelPrice, Thinking, alias_of, model_info, price_for, thinks
 from judgecore.moved import moved
-from judgecore.outcomes import Usage
 from judgecore.requests import Request, Requests, RequestTemplate, build_requests
 from judgecore.routing import Route
+from judgecore.status import Usage
 
 if TYPE_CHECKING:
     from judgecore.resume import JobState

@@ -310,22 +310,17 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
     default_mt = template.max_tokens
     msg_sizes = cols.message_sizes
     given = cols.max_tokens
+    # each size: the fixed bytes, the custom_id, the max_tokens digits and the messages, summed in C
+    fixed, cid_lengths = template.fixed_size, cols.custom_ids.lengths()
     if given.count(None) == len(given):  # the usual job: every request asks the default
         mts = Ints(array("q", [default_mt]) * len(given))
-        digits: Iterable[int] = repeat(len(str(default_mt)))
+        rest = repeat(fixed + len(str(default_mt)))  # its digits are every request's: fixed bytes too
+        sizes: Sequence[int] = array("q", map(add, cid_lengths, map(add, msg_sizes.view, rest)))
     else:
         filled = [m or default_mt for m in given]
         mts = Ints(filled)
-        digits = map(len, map(str, filled))
-    # each size: the fixed bytes, the custom_id, the max_tokens digits and the messages, summed in C
-    sizes: Sequence[int] = array(
-        "q",
-        map(
-            add,
-            map(add, cols.custom_ids.lengths(), digits),
-            map(add, msg_sizes.view, repeat(template.fixed_size)),
-        ),
-    )
+        with_digits = map(add, cid_lengths, map(len, map(str, filled)))
+        sizes = array("q", map(add, with_digits, map(add, msg_sizes.view, repeat(fixed))))
     models = cols.models
     if models is not None:  # a panel: each request's body names its own model
         own = len(orjson.dumps(template.model))

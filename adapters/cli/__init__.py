@@ -2,7 +2,7 @@
 
 The package's modules, one idea each: `parser` (the grammar and help text), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
-read a checkpoint: status, summary, export), `cancel` and `launcher` (the words that start judgecore
+read a checkpoint: status, summary, export), `cancel` and `relaunch` (the words that start judgecore
 again). This module maps each command to its handler and a `UsageError` to exit 2.
 """
 
@@ -12,14 +12,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from adapters import keep_bytecode
-from adapters.cli.launcher import PROJECT, command_line, launcher
+from adapters import keep_bytecode, release_collector
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
 from adapters.paths import directory_problem
 from adapters.usage import EXIT_OK, EXIT_USAGE, UsageError
+
+if TYPE_CHECKING:
+    from adapters.cli.relaunch import PROJECT, command_line, launcher
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -35,7 +37,19 @@ __all__ = [
 # Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
 # `status` reads the checkpoint, a dry run plans (no event loop, no SQLite on a fresh state dir), and
 # only a run, `cancel` and `demo` import the SDK and the run machines (tests/cli/test_start_up.py).
-# The commands' own modules as well: a dry run loads neither `status` nor `cancel`.
+# The commands' own modules as well: a dry run loads neither `status` nor `cancel`, nor `relaunch`
+# (`shutil`, `shlex`: only a line that prints a command to run again needs it), whose names this
+# package gives on first use.
+
+_LAUNCHER_NAMES = frozenset({"PROJECT", "command_line", "launcher"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAUNCHER_NAMES:
+        from adapters.cli import relaunch as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module 'adapters.cli' has no attribute {name!r}")
 
 
 def cmd_simulator(ns: argparse.Namespace) -> int:
@@ -61,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if not (ns.command == "run" and ns.dry_run):
+        release_collector()  # only a dry run ends without the collector (see `adapters`)
     try:
         match ns.command:
             case "run":

@@ -28,10 +28,10 @@ _FLAG_OF = {
 
 def _holds_checkpoint(state: Path | None) -> bool:
     """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
-    from adapters.store import Store
+    from adapters.jobkey import holds_checkpoint
 
     try:
-        return state is not None and Store.exists(state)
+        return state is not None and holds_checkpoint(state)
     except OSError:
         return False
 
@@ -55,10 +55,10 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     """Fill `ns` from how the job in `--state` was started: INPUT, `--out` and every flag this command
     leaves out take the remembered values (never their defaults); the flags it gives apply. Returns the
     job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
-    from adapters.store import Store
-
     kept = None
     if _holds_checkpoint(ns.state):
+        from adapters.store import Store
+
         store = Store.open_readonly(ns.state)
         try:
             kept = store.get_meta("invocation")
@@ -99,10 +99,10 @@ def _invocation(ns: argparse.Namespace, out: Path) -> dict[str, Any]:
 def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any]) -> None:
     """A flag that shapes what a request asks and differs from how the job was started is exit 2,
     naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
-    from adapters.store import Store
-
     if not _holds_checkpoint(ns.state):
         return
+    from adapters.store import Store
+
     store = Store.open_readonly(ns.state)
     try:
         old = store.get_meta("manifest")

@@ -63,12 +63,11 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
     # fresh state dir, its job key is drawn for the dry run alone: its custom_ids, derived only if read).
-    from adapters.store import Store, ids_job_for
+    from adapters.jobkey import holds_checkpoint, ids_job_for
 
-    fresh = ns.dry_run and not Store.exists(ns.state or Path())
+    fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    design = settings.design
-    single = design.single and design.template is None
+    single = settings.plain  # one request per item: `judgecore.designs` is not imported
     if ns.dry_run:  # the messages held only when one prompt is counted (--count-tokens)
         held = bool(ns.count_tokens)
         dry = (
@@ -76,14 +75,14 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
                 ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh
             )
             if single
-            else load_design_items(ns.input, design, job=ids_job, kind=kind)
+            else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
         )
         return _dry_run(ns, dry, rubric, settings)
     # each row expanded into its requests (judgecore.designs): their messages built, held by the shell
     items = (
         load_input(ns.input, job=ids_job, kind=kind)
         if single
-        else load_design_input(ns.input, design, job=ids_job, kind=kind)
+        else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
     )
     assert out is not None  # a run has a --state
     if kind == "inspect":
@@ -151,7 +150,7 @@ def _run(
     import signal
 
     from adapters import finished
-    from adapters.cli.launcher import command_line
+    from adapters.cli.relaunch import command_line
     from adapters.cli.status import _spend_line
     from adapters.job import ajudge
     from adapters.progress import plural, stderr_progress

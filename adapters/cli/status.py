@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adapters.cli.launcher import command_line
+from adapters.cli.relaunch import command_line
 from adapters.paths import existing_state_problem
 from adapters.usage import EXIT_OK, EXIT_PENDING, UsageError
 

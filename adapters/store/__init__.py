@@ -22,13 +22,7 @@ memory file are created mode 0600 in a directory of mode 0700; no credential is 
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
-
-import orjson
-
+from adapters.jobkey import ids_job_for
 from adapters.store.binding import Binding, ContentConflictError, StateMismatchError
 from adapters.store.connection import Connection, filesystem_type
 from adapters.store.messages import KeptMessages
@@ -61,31 +55,3 @@ __all__ = [
 
 class Store(Binding, KeptMessages, SubBatches, Outcomes, Resume, Usages, Connection):
     """The checkpoint of one job. Open with `Store.open(state_dir)`; close when done."""
-
-
-def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
-    """The job key a job's custom_ids are derived with (`judgecore.ids`), read before its input is.
-
-    A state dir bound to a job keeps its key (None for one bound before job keys: it keeps its `v1`
-    ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
-    keeps it, and every later run reads it back, so the ids are the job's own in every process.
-    """
-    from judgecore.ids import job_key
-
-    if state_dir is not None and Store.exists(state_dir):
-        import sqlite3
-
-        try:
-            store = Store.open_readonly(state_dir)
-        except sqlite3.Error:
-            store = None
-        if store is not None:
-            try:
-                if store.get_meta("manifest") is not None:
-                    return store.get_meta("custom_id_job")
-            except sqlite3.Error:
-                pass  # a database never bound (no tables yet): a new job's
-            finally:
-                store.close()
-    canonical = orjson.dumps(dict(manifest), option=orjson.OPT_SORT_KEYS)
-    return job_key(canonical, os.urandom(8).hex())  # `secrets.token_hex(8)`, without importing `secrets`

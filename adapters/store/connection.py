@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
+from adapters.jobkey import holds_checkpoint
 from adapters.store.schema import (
     DB_NAME,
     SCHEMA,
@@ -145,7 +146,7 @@ class Connection:
 
     @classmethod
     def exists(cls, state_dir: Path | str) -> bool:
-        return (Path(state_dir) / DB_NAME).exists()
+        return holds_checkpoint(state_dir)
 
     def close(self) -> None:
         self._conn.close()

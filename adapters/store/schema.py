@@ -11,7 +11,10 @@ from judgecore.subbatch import IN_FLIGHT
 if TYPE_CHECKING:
     import sqlite3
 
-DB_NAME = "judgecore.sqlite3"
+from adapters.jobkey import (
+    DB_NAME as DB_NAME,  # told without this package, for a dry run on a fresh state dir
+)
+
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
 #: 3: each custom_id's winning outcome is kept at write time (the `latest` table and its trigger)
 SCHEMA_VERSION = 3

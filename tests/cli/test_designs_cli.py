@@ -183,3 +183,29 @@ def test_a_panels_budget_is_never_exceeded_at_each_judges_prices(tmp_path: Path)
     assert result.counts["pending"] > 0
     billed = {m for m, _, _ in sim.billed_by_model}
     assert billed <= {"claude-haiku-4-5", "claude-opus-4-6"}
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {},
+        {"samples": 3},
+        {"template": "Grade {answer}."},
+        {"template": "{first} or {second}?", "pairwise": ("a", "b")},
+        {"judges": ("claude-sonnet-4-6", "claude-opus-4-6")},
+        {"judges": ("claude-sonnet-4-6",)},
+    ],
+)
+def test_a_plain_job_is_the_design_of_one_request_per_item_its_own(knobs):
+    """`JobSettings.plain` (what a dry run asks instead of importing `judgecore.designs`) is the
+    design's own word: one request per item, with no template; and it changes no manifest."""
+    s = JobSettings(**knobs)
+    assert s.plain == (s.design.single and s.design.template is None)
+    assert s.plain == (set(s.manifest("r")) == {"model", "max_tokens", "rubric_sha256"})
+
+
+def test_samples_that_are_not_a_whole_number_are_refused_even_when_they_equal_one():
+    with pytest.raises(ValueError, match="--samples must be a whole number"):
+        JobSettings(samples=True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="--samples must be a whole number"):
+        JobSettings(samples=1.0)  # type: ignore[arg-type]

@@ -32,6 +32,22 @@ HEAVY = (
 )
 
 
+#: What a dry run on a fresh state dir (or none) does not need either, each a few milliseconds of its
+#: start (issue 21): the checkpoint's package (it asks only whether the dir holds one), the
+#: classification of results (the plan reads `judgecore.status`), the words of a command to run
+#: again (`shlex`), the judge designs (a job of one request per item is `JobSettings.plain`), and
+#: the job machine's actions and events (a dry run asks `JobRun.dry_run` alone).
+RUN_ONLY = (
+    "adapters.store",
+    "judgecore.outcomes",
+    "judgecore.resume",
+    "adapters.cli.relaunch",
+    "shlex",
+    "judgecore.designs",
+    "judgecore.jobvocab",
+)
+
+
 def imported(args: list[str]) -> set[str]:
     """The modules `judgecore ARGS` imports, read from the interpreter's own import trace."""
     res = subprocess.run(
@@ -89,13 +105,14 @@ def test_a_dry_run_on_a_fresh_state_dir_imports_no_sqlite_event_loop_sdk_or_run_
         "--dry-run",
         "--json",
     ]
-    assert [] == loaded(args, (*HEAVY, "sqlite3"))
+    assert [] == loaded(args, (*HEAVY, "sqlite3", *RUN_ONLY))
     assert not (tmp_path / "new").exists()
 
 
 def test_a_dry_run_without_state_and_in_text_imports_neither(job, tmp_path):
     items, rubric = job
-    assert [] == loaded(["run", str(items), "--rubric", str(rubric), "--dry-run"], (*HEAVY, "sqlite3"))
+    watched = (*HEAVY, "sqlite3", *RUN_ONLY)
+    assert [] == loaded(["run", str(items), "--rubric", str(rubric), "--dry-run"], watched)
 
 
 def test_a_dry_run_on_an_existing_checkpoint_reads_it_with_sqlite_and_nothing_heavier(job, tmp_path):
@@ -215,3 +232,40 @@ def test_a_run_without_a_verdict_spec_loads_no_statistics(tmp_path):
     }
     assert {"anthropic", "judgecore.syncrun"} <= trace  # the trace is the run's
     assert [] == sorted(m for m in ("judgecore.summary", "statistics") if m in trace)
+
+
+@pytest.mark.parametrize(
+    ("orig_argv", "held"),
+    [
+        (["python", "-m", "adapters.cli", "run"], True),
+        (["python", "-X", "importtime", "-madapters", "run"], True),
+        (["python", "-m", "adapters.simulator"], False),
+        (["python", "eval.py", "-m", "adapters.cli"], False),
+        (["python", "-c", "import adapters"], False),
+    ],
+)
+def test_the_command_alone_starts_without_the_garbage_collector(orig_argv, held):
+    """`judgecore` (`python -m adapters.cli`, `python -m adapters`) imports with cyclic garbage
+    collection off (issue 21: its passes were about 7 ms of a dry run's start); a program importing
+    `adapters`, or running another module, keeps the collector as it was."""
+    code = (
+        f"import gc, sys; sys.orig_argv = {orig_argv!r}; import adapters; "
+        "print(adapters.COLLECTOR_HELD, gc.isenabled())"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert f"{held} {not held}" == res.stdout.strip()
+
+
+def test_a_dry_run_ends_without_the_collector_and_every_other_command_turns_it_on(job, tmp_path):
+    items, rubric = job
+    code = (
+        "import gc, io, contextlib, sys; sys.orig_argv = ['python', '-m', 'adapters.cli']; "
+        "from adapters.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['run', {str(items)!r}, '--rubric', {str(rubric)!r}, '--dry-run', '--json'])\n"
+        "off = gc.isenabled()\n"
+        f"main(['status', '--state', {str(tmp_path / 'none')!r}])\n"
+        "print(off, gc.isenabled())"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "False True" == res.stdout.strip().splitlines()[-1]
