@@ -91,13 +91,13 @@ def test_counted_keeps_values_that_count_up_by_one_as_a_range_and_any_other_as_i
     values: list[int], start: int
 ) -> None:
     run = list(range(start, start + len(values)))
-    for given in (values, run):
-        column = counted(given)
-        assert list(column) == given and counted(column) == column
+    for seq in (values, run):
+        column = counted(seq)
+        assert list(column) == seq and counted(column) == column
         assert isinstance(column, range) == (
-            given == list(range(given[0], given[0] + len(given))) if given else True
+            seq == list(range(seq[0], seq[0] + len(seq))) if seq else True
         )
-        assert column == counted(Ints(given)) == counted(tuple(given))  # equal values: equal columns
+        assert column == counted(Ints(seq)) == counted(tuple(seq))  # equal values: equal columns
     assert counted(range(start, start + 9, 3)) == Ints(range(start, start + 9, 3))
 
 
