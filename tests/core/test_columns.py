@@ -94,9 +94,7 @@ def test_counted_keeps_values_that_count_up_by_one_as_a_range_and_any_other_as_i
     for seq in (values, run):
         column = counted(seq)
         assert list(column) == seq and counted(column) == column
-        assert isinstance(column, range) == (
-            seq == list(range(seq[0], seq[0] + len(seq))) if seq else True
-        )
+        assert isinstance(column, range) == (seq == list(range(seq[0], seq[0] + len(seq))) if seq else True)
         assert column == counted(Ints(seq)) == counted(tuple(seq))  # equal values: equal columns
     assert counted(range(start, start + 9, 3)) == Ints(range(start, start + 9, 3))
 
