@@ -63,23 +63,31 @@ def chunk(
         i = next(k for k, s in enumerate(sizes) if s + ENVELOPE_BYTES > max_bytes)
         item_id, cid = item_ids_of(view[i : i + 1])[0], custom_ids_of(view[i : i + 1])[0]
         raise RequestTooLargeError(item_id, cid, sizes[i] + ENVELOPE_BYTES, max_bytes)
-    # acc[k]: the bytes of requests [0, k), so with a comma after each they are acc[k] + k (`ends`; the
-    # body of [a, b) is then ends(b) - ends(a) - 1 + the envelope); each sub-batch takes the most
-    # requests that fit both caps, found by bisecting the positions by their `ends`.
-    acc = array("q", accumulate(sizes, initial=0))  # 8 bytes a request, in C
-
-    def ends(k: int) -> int:
-        return acc[k] + k
-
+    # A sub-batch's requests are found in a window of the next ones (at most `max_requests`): acc[k]
+    # is the bytes of the window's first k, so with a comma after each they are acc[k] + k (`ends`;
+    # the body of the first k is then ends(k) - 1 + the envelope); each sub-batch takes the most that
+    # fit both caps, found by bisecting the window by its `ends`. A window is 8 bytes a request of one
+    # sub-batch, never of the job (5.8 MB at 720,000 requests); after a sub-batch the bytes cut short,
+    # the next window is about twice its size (doubled while the cap is not found in it).
     room = max_bytes - ENVELOPE_BYTES + 1
-    positions = range(n + 1)
     out: list[SubBatch] = []
-    start = 0
+    start, width = 0, max_requests
     while start < n:
-        fit = bisect_right(positions, ends(start) + room, lo=start + 1, key=ends) - 1
-        stop = min(start + max_requests, fit)
-        out.append(SubBatch(len(out), view[start:stop], ENVELOPE_BYTES - 1 + ends(stop) - ends(start)))
-        start = stop
+        whole = min(n - start, max_requests)
+        while True:
+            cap = min(whole, width)
+            acc = array("q", accumulate(sizes[start : start + cap], initial=0))
+
+            def ends(k: int, acc: array[int] = acc) -> int:
+                return acc[k] + k
+
+            fit = bisect_right(range(cap + 1), room, lo=1, key=ends) - 1
+            if fit < cap or cap == whole:
+                break
+            width = min(max_requests, 2 * width)
+        out.append(SubBatch(len(out), view[start : start + fit], ENVELOPE_BYTES - 1 + ends(fit)))
+        start += fit
+        width = max_requests if fit == cap else min(max_requests, 2 * fit + 1)
     return tuple(out)
 
 

@@ -207,3 +207,30 @@ def test_chunking_a_view_of_requests_is_chunking_the_same_requests_as_a_tuple(ca
     assert [(sb.custom_ids, sb.size) for sb in by_tuple] == [(sb.custom_ids, sb.size) for sb in by_view]
     for a, b in zip(by_tuple, by_view, strict=True):
         assert judgecore_body(a.requests, template) == judgecore_body(b.requests, template)
+
+
+def _greedy(sizes, max_requests, max_bytes):
+    """The reference: each sub-batch takes requests while both caps hold (one at a time)."""
+    parts, current = [], []
+    for s in sizes:
+        if current and (len(current) == max_requests or body_size([*current, s]) > max_bytes):
+            parts.append(current)
+            current = []
+        current.append(s)
+    return [*parts, current] if current else parts
+
+
+@given(
+    st.lists(st.sampled_from([1, 2, 3, 40, 300, 1000]), max_size=400),
+    st.integers(1, 64),
+    st.integers(1000 + ENVELOPE_BYTES, 4000),
+)
+def test_sub_batches_cut_short_by_bytes_then_by_count_are_the_greedy_ones(sizes, max_requests, max_bytes):
+    """Runs of big requests (cut by the bytes cap) between runs of small ones (cut by the count): the
+    window each sub-batch is found in shrinks after a short one and grows back, with the same cuts."""
+    from types import SimpleNamespace
+
+    reqs = [SimpleNamespace(size=s, custom_id=f"c{k}", item_id=f"i{k}") for k, s in enumerate(sizes)]
+    subs = chunk(reqs, max_requests=max_requests, max_bytes=max_bytes)
+    assert [[r.size for r in sb.requests] for sb in subs] == _greedy(sizes, max_requests, max_bytes)
+    assert [sb.size for sb in subs] == [body_size([r.size for r in sb.requests]) for sb in subs]
