@@ -93,9 +93,10 @@ class InputMessages:
             if self._released:
                 raise RuntimeError("the digests were released already (the checkpoint keeps them)")
             return items.raw_digests()
-        from judgecore.items import DIGEST_BYTES as w
+        from judgecore.columns import records
+        from judgecore.items import DIGEST_BYTES
 
-        return map(d.__getitem__, map(slice, range(0, len(d), w), range(w, len(d) + 1, w)))
+        return records(d, DIGEST_BYTES)
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""

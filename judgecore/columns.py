@@ -73,19 +73,17 @@ class Ints(Sequence[int]):
     def __init__(self, values: Iterable[int] | bytes = ()) -> None:
         """The integers of `values` (`bytes`: their native 8-byte encoding, as `array("q").tobytes`
         gives)."""
-        if isinstance(values, bytes):
-            wide = array("q")
-            wide.frombytes(values)
-        elif isinstance(values, array) and values.typecode == "q":
-            wide = values
-        elif isinstance(values, array) and values.typecode == "i" and values.itemsize == 4:
-            data, code = _narrow4(values.tobytes())  # no 8-byte copy of a 4-byte column
-            object.__setattr__(self, "_data", data)
-            object.__setattr__(self, "view", memoryview(data).cast(code))
-            return
+        if isinstance(values, array) and values.typecode == "i" and values.itemsize == 4:
+            data, code = _narrow4(values.tobytes())  # a 4-byte column: no 8-byte copy of it
         else:
-            wide = array("q", values)
-        data, code = _narrow(wide)
+            if isinstance(values, bytes):
+                wide = array("q")
+                wide.frombytes(values)
+            elif isinstance(values, array) and values.typecode == "q":
+                wide = values
+            else:
+                wide = array("q", values)
+            data, code = _narrow(wide)
         object.__setattr__(self, "_data", data)
         object.__setattr__(self, "view", memoryview(data).cast(code))
 
@@ -176,6 +174,17 @@ def counted(values: Iterable[int]) -> range | Ints:
     return column if column is not None else Ints(values)
 
 
+def records(raw: bytes, width: int) -> Iterator[bytes]:
+    """The records of `raw`, `width` bytes apiece (a job's digests), each cut in C."""
+    return map(raw.__getitem__, map(slice, range(0, len(raw), width), range(width, len(raw) + 1, width)))
+
+
+def _span(n: int, start: int, stop: int | None) -> tuple[int, int]:
+    """The positions from `start` to `stop` of a sequence of `n` values, as `list.index` reads them."""
+    lo, hi = (k + n if k < 0 else k for k in (start, n if stop is None else stop))
+    return max(0, min(n, lo)), max(0, min(n, hi))
+
+
 def positions_of(values: Sequence[int]) -> Sequence[int]:
     """A sequence of positions as an immutable one: a `range` kept as it is; positions that count up
     by one (a round of every id but the one probed, a sub-batch of it) as their `range`, no bytes
@@ -255,8 +264,7 @@ class Texts(Sequence[str]):
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
         """The first position of `value` from `start` (found in the one string, in C: no list of the
         values)."""
-        n = len(self)
-        lo, hi = (max(0, min(n, k + n if k < 0 else k)) for k in (start, n if stop is None else stop))
+        lo, hi = _span(len(self), start, stop)
         if isinstance(value, str):
             b, text = self._bounds.view, self._text
             at = b[lo]
@@ -394,12 +402,7 @@ class Keyed(Sequence[str]):
         return b"".join(map(raw.__getitem__, map(slice, starts, map(add, starts, repeat(w)))))
 
     def __iter__(self) -> Iterator[str]:
-        w, n = self.CHUNK, len(self)
-        at = self.prefixes.at
-        parts = (
-            map(str.__add__, at(range(k, min(n, k + w))), self._suffixes(k, k + w)) for k in range(0, n, w)
-        )
-        return chain.from_iterable(parts)
+        return self.at(range(len(self)))
 
     def at(self, positions: Iterable[int]) -> Iterator[str]:
         """The values at `positions`, in their order: only theirs made, a chunk at a time."""
@@ -426,8 +429,7 @@ class Keyed(Sequence[str]):
     def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
         """The first position of `value` from `start`: its prefix found in the prefixes' one string
         (in C), then its suffix compared; no value made but those."""
-        n = len(self)
-        lo, hi = (max(0, min(n, k + n if k < 0 else k)) for k in (start, n if stop is None else stop))
+        lo, hi = _span(len(self), start, stop)
         cut = len(value) - self.suffix_length() if isinstance(value, str) else -1
         if cut >= 0:
             prefix, prefixes = value[:cut], self.prefixes

@@ -13,7 +13,7 @@ from typing import Any, Literal, overload
 
 import attrs
 
-from judgecore.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, texts_of
+from judgecore.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, records, texts_of
 from judgecore.ids import (
     check_unique,
     custom_id_for,
@@ -203,8 +203,7 @@ class Items(Sequence[Item]):
 
     def _digests(self) -> Iterator[bytes]:
         if self.digests is not None:
-            d, w = self.digests, DIGEST_BYTES
-            return (d[k : k + w] for k in range(0, len(d), w))
+            return records(self.digests, DIGEST_BYTES)
         return map(raw_digest, self.messages(), self.max_tokens)
 
     def raw_digests(self) -> Iterator[bytes]:

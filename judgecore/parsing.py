@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from judgecore.columns import TextsBuilder
+from judgecore.columns import TextsBuilder, records
 from judgecore.errors import InputError
 from judgecore.ids import ID_DIGEST_BYTES, check_unique, custom_ids_of_digests, digests_for, distinct_hashes
 from judgecore.items import CustomIds, Item, Items, raw_digest
@@ -270,10 +270,7 @@ def parse_items(
             hashes.extend(map(hash, chunk))
         else:  # equal custom_ids have equal digests: distinct digests, distinct ids and custom_ids
             raw = digests_for(chunk, job=job)
-            ends = range(ID_DIGEST_BYTES, len(raw) + 1, ID_DIGEST_BYTES)
-            hashes.extend(
-                map(hash, map(raw.__getitem__, map(slice, range(0, len(raw), ID_DIGEST_BYTES), ends)))
-            )
+            hashes.extend(map(hash, records(raw, ID_DIGEST_BYTES)))
             id_digests.extend(raw)
         cols.ids = []
 
