@@ -179,7 +179,9 @@ async def _run(
             # the source may hold the digests; nothing here keeps the spent iterator, which holds
             # them (11.5 MB at 720,000 items) until the run ends when a local name keeps it
             store.bind_job(
-                settings.manifest(rubric), job.items.bindings(messages.digests(job.items)), ids_job=job.items.job
+                settings.manifest(rubric),
+                job.items.bindings(messages.digests(job.items)),
+                ids_job=job.items.job,
             )
         except (StateMismatchError, ContentConflictError) as exc:
             raise UsageError(str(exc)) from None
