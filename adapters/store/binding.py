@@ -80,6 +80,13 @@ class Binding:
                         "INSERT INTO meta (key, value) VALUES ('custom_id_job', ?)",
                         (orjson.dumps(ids_job).decode(),),
                     )
+            if c.execute("SELECT 1 FROM items LIMIT 1").fetchone() is None:
+                # a new job (or one bound with no items): nothing to check against, so the rows go
+                # straight into `items`, one insert each (the temp table costs a second)
+                c.executemany(
+                    "INSERT OR IGNORE INTO items (custom_id, item_id, digest) VALUES (?, ?, ?)", items
+                )
+                return
             self._check_content(c, items)
             c.execute(
                 "INSERT OR IGNORE INTO items (custom_id, item_id, digest) "
