@@ -1,0 +1,50 @@
+"""A run imports the SDK once, at its first API call, and without the collector's passes over it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from adapters.simulator import Scenario
+from tests.integration.conftest import ROOT, write_items
+
+pytestmark = pytest.mark.integration
+
+# `adapters.cli.main` in a child whose collector is on (as in a program that calls it), counting the
+# collection passes that start while the SDK's package is being imported.
+_CHILD = r"""
+import gc, sys
+passes = []
+
+def counted(phase, info):
+    sdk = sys.modules.get("anthropic")
+    if phase == "start" and sdk is not None and getattr(sdk.__spec__, "_initializing", False):
+        passes.append(info["generation"])
+
+gc.callbacks.append(counted)
+from adapters.cli import main
+code = main(sys.argv[1:])
+print("anthropic" in sys.modules, len(passes), gc.isenabled())
+sys.exit(code)
+"""
+
+
+def test_a_run_imports_the_sdk_with_no_collection_pass_over_its_models(served, tmp_path):
+    """The SDK's import is most of a small job's CPU (its pydantic models: tens of thousands of
+    objects, none of them garbage); a collection pass during it walks them all again (hundreds of
+    passes, about 0.1 s). A run makes it with the collector paused, and turns it on again after."""
+    srv = served(Scenario(seed=1))
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(3)])
+    res = subprocess.run(
+        [sys.executable, "-c", _CHILD, "run", str(items), "--state", str(tmp_path / "s")],
+        cwd=ROOT,
+        env=srv.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == res.returncode, res.stderr[-2000:]
+    assert "True 0 True" == res.stdout.strip().splitlines()[-1]
