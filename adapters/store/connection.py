@@ -114,6 +114,11 @@ class Connection:
         # Checkpoint the WAL into the database every ~80 MB instead of every 4 MB: a checkpoint inside a
         # harvest's commit costs more than the commit itself (bench/harvest.py); durability is the WAL's.
         conn.execute("PRAGMA wal_autocheckpoint=20000")
+        # An 8 MB page cache (SQLite's default is 2 MB): a harvest's rows land in the outcomes and
+        # latest indexes in the results' own order, which is not the items'; with 2 MB most of those
+        # index pages are read again from the OS for each row (bench/harvest.py: 27,600 -> 34,400
+        # results/s, 6.7 MB more at its peak, the same at any size of job).
+        conn.execute("PRAGMA cache_size=-8192")
         conn.executescript(SCHEMA)
         migrate(conn)
         add_outcome_columns(conn)
