@@ -176,8 +176,8 @@ async def _run(
         from adapters.store import ContentConflictError, StateMismatchError
 
         try:
-            # the source may hold the digests; nothing here keeps the spent iterator, which holds
-            # them (11.5 MB at 720,000 items) until the run ends when a local name keeps it
+            # no name keeps the bindings' iterator: spent, it still refers to the digests the source
+            # may hold (11.5 MB at 720,000 items), which the source drops at the hand-off
             store.bind_job(
                 settings.manifest(rubric),
                 job.items.bindings(messages.digests(job.items)),

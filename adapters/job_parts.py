@@ -102,7 +102,8 @@ def connect(
         # thousands of objects, as long-lived as its modules, and no garbage. The collector's passes
         # would walk them again and again (333 passes, about 0.1 CPU s), then twice more once it
         # is on again (about 0.19 s): it is paused for the import, and what is alive then is frozen
-        # (`gc.freeze`, as the run's own items are: `adapters.job.ajudge` gives them back at its end).
+        # (`gc.freeze`, as the run's own items are: `adapters.job.ajudge`, when it froze them, gives
+        # every frozen object back at its end).
         with bulk_allocation():
             import adapters.sync  # noqa: F401
 
