@@ -12,6 +12,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -121,6 +122,20 @@ def served() -> Iterator[Callable[[Scenario], Served]]:
     yield start
     for cm in reversed(stack):
         cm.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+
+def python_c(code: str, args: Sequence[str], *, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE ARGS...` run to its end in the clone with exactly `env` (a served simulator's,
+    say), its output captured as text; a child still going after 120 s fails the test."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def write_items(path: Path, rows: Sequence[dict]) -> Path:

@@ -4,14 +4,13 @@ JSONL (or CSV) job, and a format that needs an extra is exit 2 naming it, with n
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from adapters.simulator import Scenario
-from tests.integration.conftest import ROOT, write_items
+from tests.integration.conftest import python_c, write_items
 
 pytestmark = pytest.mark.integration
 
@@ -51,15 +50,7 @@ for args in json.loads(sys.argv[1]):  # one command after another, as a shell wo
 def _plain(srv, commands: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:
     """The commands run one after another in one interpreter that cannot import the extras (one
     start-up for them all: each start is 3-4 s of CPU)."""
-    res = subprocess.run(
-        [sys.executable, "-c", WITHOUT_EXTRAS, orjson.dumps(commands).decode()],
-        cwd=ROOT,
-        env=srv.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    res = python_c(WITHOUT_EXTRAS, [orjson.dumps(commands).decode()], env=srv.env())
     assert 0 == res.returncode, res.stderr[-3000:]
     lines = res.stdout.splitlines()
     assert len(commands) == len(lines), res.stdout[-3000:]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from adapters.simulator import Scenario
-from tests.integration.conftest import ROOT, write_items
+from tests.integration.conftest import python_c, write_items
 
 pytestmark = pytest.mark.integration
 
@@ -43,15 +40,7 @@ def test_a_run_imports_the_sdk_with_no_collection_pass_over_its_models(served, t
     with the collector paused, freezes what it made, and turns the collector on again after."""
     srv = served(Scenario(seed=1))
     items = write_items(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(3)])
-    res = subprocess.run(
-        [sys.executable, "-c", _CHILD, "run", str(items), "--state", str(tmp_path / "s")],
-        cwd=ROOT,
-        env=srv.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    res = python_c(_CHILD, ["run", str(items), "--state", str(tmp_path / "s")], env=srv.env())
     assert 0 == res.returncode, res.stderr[-2000:]
     sdk, passes, enabled, walked = res.stdout.strip().splitlines()[-1].split()
     assert ("True", "0", "True") == (sdk, passes, enabled)
