@@ -415,8 +415,9 @@ class Keyed(Sequence[str]):
         return chain.from_iterable(parts)
 
     def suffix_length(self) -> int:
-        """The length of every value's suffix (0 for an empty column)."""
-        return len(self._chunk(0)[0]) if len(self) else 0
+        """The length of every value's suffix (0 for an empty column): the first record's, made
+        alone (the chunk kept for a walk by position stays as it is)."""
+        return len(self.encode(self.raw[: self.width])[0]) if len(self) else 0
 
     def lengths(self) -> Iterator[int]:
         """The length of each value, told by its prefix's: no value is made."""

@@ -232,8 +232,11 @@ class BatchRun:
         """The column position of `custom_id`, found in sub-batch `sub_id`'s ids when it is one of
         them (else a scan of the run's ids); -1 outside the columns."""
         sub = self.subs.get(sub_id) if sub_id is not None else None
-        if sub is not None and custom_id in sub.ids:
-            return sub.at[sub.ids.index(custom_id)]
+        if sub is not None:
+            try:
+                return sub.at[sub.ids.index(custom_id)]
+            except ValueError:
+                pass  # not one of its ids: the run's
         try:
             return self.at[self.ids.index(custom_id)]
         except ValueError:
