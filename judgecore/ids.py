@@ -43,7 +43,6 @@ _SHA256_BYTES = 32
 #: the bytes a safe id is made of, and the "\n" `custom_ids_for` joins ids with
 _SAFE_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-\n"
 #: the bytes of an id that is its own prefix whatever its place (no "_" a prefix could lose at an end)
-_OWN_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-"
 
 try:  # the interpreter's own SHA-256: the same digests, without OpenSSL's per-hash set-up
     from _sha2 import sha256 as _sha256  # Python 3.12+
@@ -206,14 +205,11 @@ def dashed_base32(digests: bytes) -> list[str]:
     return _b32_dashed(digests, len(digests) // _DIGEST_BYTES, _DIGEST_BYTES)
 
 
-def custom_id_lengths(joined: str, lengths: Sequence[int]) -> Iterator[int] | None:
-    """The length of each id's custom_id, told by the ids alone when each is its own prefix: ids of
-    `[a-zA-Z0-9-]` only (no character to fold, no `_` a prefix could lose at an end), none empty nor
-    longer than `_MAX_PREFIX`, given as their `lengths` and their characters one after another
-    (`joined`); None for any other ids."""
-    own = joined.isascii() and not joined.encode("ascii").translate(None, _OWN_BYTES)
-    if own and (not lengths or (min(lengths) > 0 and max(lengths) <= _MAX_PREFIX)):
-        return map(add, lengths, repeat(1 + _DIGEST_CHARS))
+def custom_id_lengths(item_ids: Texts) -> Iterator[int] | None:
+    """The length of each id's custom_id, told by the ids alone when each is its own prefix
+    (`own_prefixes`); None for any other ids."""
+    if own_prefixes(item_ids):
+        return map(add, item_ids.lengths(), repeat(1 + _DIGEST_CHARS))
     return None
 
 

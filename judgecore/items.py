@@ -116,7 +116,7 @@ class CustomIds(LazyTexts):
     def lengths(self) -> Iterator[int]:
         """The length of each custom_id, told by the ids when each is its own prefix (none derived)."""
         if not self.made:
-            told = custom_id_lengths(self._ids.joined(), list(self._ids.lengths()))
+            told = custom_id_lengths(self._ids)
             if told is not None:
                 return told
         return super().lengths()
@@ -185,7 +185,7 @@ class Items(Sequence[Item]):
         """The same items, their messages not held (their digests kept, for the checkpoint's binding)."""
         if self.messages_json is None:
             return self
-        return attrs.evolve(self, messages_json=None, digests=self.digests or b"".join(self._digests()))
+        return attrs.evolve(self, messages_json=None, digests=self.digests or b"".join(self.raw_digests()))
 
     def messages(self) -> tuple[bytes, ...]:
         """The held messages, one per item; `MessagesNotHeldError` when they are not held."""
@@ -201,20 +201,17 @@ class Items(Sequence[Item]):
         check_unique(self.ids, cids, self.lines)
         return attrs.evolve(self, custom_ids=cids, job=job)
 
-    def _digests(self) -> Iterator[bytes]:
+    def raw_digests(self) -> Iterator[bytes]:
+        """Each item's `raw_digest`, in order (`MessagesNotHeldError` when neither they nor the
+        messages are held)."""
         if self.digests is not None:
             return records(self.digests, DIGEST_BYTES)
         return map(raw_digest, self.messages(), self.max_tokens)
 
-    def raw_digests(self) -> Iterator[bytes]:
-        """Each item's `raw_digest`, in order (`MessagesNotHeldError` when neither they nor the
-        messages are held)."""
-        return self._digests()
-
     def bindings(self, digests: Iterable[bytes] | None = None) -> Iterator[tuple[str, str, str]]:
         """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks.
         `digests`: each item's `raw_digest`, when held elsewhere (None: the items' own)."""
-        raw = self._digests() if digests is None else digests
+        raw = self.raw_digests() if digests is None else digests
         return zip(self.custom_ids, self.ids, map(bytes.hex, raw), strict=True)
 
     def digest_at(self, k: int) -> bytes:
