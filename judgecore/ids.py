@@ -159,21 +159,27 @@ def own_prefixes(item_ids: Sequence[str]) -> bool:
     Then a custom_id is its id, `-` and its digest's base32 (`Keyed` keeps them so). Checked in C."""
     from judgecore.columns import Texts  # `custom_id_for` alone loads no columns
 
-    texts = Texts.of(item_ids)
+    return _own_lengths(Texts.of(item_ids)) is not None
+
+
+def _own_lengths(texts: Texts) -> list[int] | None:
+    """The length of each of `texts` when each is its own custom_id's prefix (`own_prefixes`), else
+    None."""
     if not len(texts):
-        return True
+        return []
     joined = texts.joined()
     if not joined.isascii() or joined.encode("ascii").translate(None, _SAFE_BYTES[:-1]):
-        return False
+        return None
     lengths = list(texts.lengths())
     if min(lengths) < 1 or max(lengths) > _MAX_PREFIX:
-        return False
-    if "_" not in joined:
-        return True
-    bounds = texts.bounds()
-    firsts = map(joined.__getitem__, bounds[:-1])
-    lasts = map(joined.__getitem__, map(sub, bounds[1:], repeat(1)))
-    return "_" not in firsts and "_" not in lasts
+        return None
+    if "_" in joined:
+        bounds = texts.bounds()
+        firsts = map(joined.__getitem__, bounds[:-1])
+        lasts = map(joined.__getitem__, map(sub, bounds[1:], repeat(1)))
+        if "_" in firsts or "_" in lasts:
+            return None
+    return lengths
 
 
 def custom_ids_of_digests(item_ids: Sequence[str], digests: bytes) -> Texts | Keyed:
@@ -208,9 +214,8 @@ def dashed_base32(digests: bytes) -> list[str]:
 def custom_id_lengths(item_ids: Texts) -> Iterator[int] | None:
     """The length of each id's custom_id, told by the ids alone when each is its own prefix
     (`own_prefixes`); None for any other ids."""
-    if own_prefixes(item_ids):
-        return map(add, item_ids.lengths(), repeat(1 + _DIGEST_CHARS))
-    return None
+    lengths = _own_lengths(item_ids)
+    return None if lengths is None else map(add, lengths, repeat(1 + _DIGEST_CHARS))
 
 
 def _b32_dashed(raw: bytes, n: int, stride: int = _SHA256_BYTES) -> list[str]:
