@@ -12,6 +12,11 @@ the other, round after round, so machine load falls on all of them alike:
   stream each results file and write one output line per result. Nothing durable, no retries.
 - `sdk floor`: the same, after `import anthropic` (what any client built on the SDK pays before its
   first request; the calls themselves stay `http.client`).
+- `durable floor`: the SDK floor plus the least a client keeps to resume without paying twice, in
+  SQLite (WAL): each sub-batch's custom_ids, one row (fsynced) before its create, and its batch id
+  after; each result line's status, text and usage appended as a row (no index), committed 5,000 at a
+  time; the batch marked harvested (fsynced).
+  Its ratio to the SDK floor is what durability alone costs, whatever else a client does.
 - `judgecore`: `judgecore run` of this checkout (durable, resumable, budgeted), and `--baseline`'s.
 
 Each is a child process measured from a small wrapper (`bench/job.py`'s `run`): CPU is its user +
@@ -46,7 +51,8 @@ PER_BATCH = 8000
 FLOOR = r"""
 import http.client, sys, time, urllib.parse
 import orjson
-if len(sys.argv) > 8 and sys.argv[8] == "sdk":
+MODE = sys.argv[8] if len(sys.argv) > 8 else ""
+if MODE in ("sdk", "durable"):
     import anthropic  # noqa: F401  what a client built on the SDK pays before its first request
 items_path, rubric_path, out_path, base = sys.argv[1:5]
 MODEL, MAX_TOKENS, PER_BATCH = sys.argv[5], int(sys.argv[6]), int(sys.argv[7])
@@ -70,10 +76,24 @@ with open(items_path, "rb") as f:
         requests.append({"custom_id": item["id"], "params": {
             "model": MODEL, "max_tokens": MAX_TOKENS, "system": system,
             "messages": [{"role": "user", "content": item["prompt"]}]}})
+db = None
+if MODE == "durable":  # the least a client that resumes without paying twice keeps (see `durable floor`)
+    import sqlite3
+    db = sqlite3.connect(out_path + ".db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript(
+        "CREATE TABLE subs (sub INTEGER PRIMARY KEY, ids BLOB NOT NULL, batch_id TEXT, harvested INTEGER);"
+        "CREATE TABLE results (custom_id TEXT NOT NULL, status TEXT NOT NULL, text TEXT, usage BLOB);")
 batches = []
 for i in range(0, len(requests), PER_BATCH):
-    body = orjson.dumps({"requests": requests[i:i + PER_BATCH]})
-    batches.append(call("POST", "/v1/messages/batches", body)["id"])
+    part = requests[i:i + PER_BATCH]
+    if db is not None:  # the intent, durable before the create: a crash after it finds the batch again
+        ids = "\n".join(r["custom_id"] for r in part).encode()
+        db.execute("INSERT INTO subs (sub, ids) VALUES (?, ?)", (i, ids))
+    batches.append(call("POST", "/v1/messages/batches", orjson.dumps({"requests": part}))["id"])
+    if db is not None:
+        db.execute("UPDATE subs SET batch_id = ? WHERE sub = ?", (batches[-1], i))
 del requests
 with open(out_path, "wb") as out:
     for batch_id in batches:
@@ -82,17 +102,37 @@ with open(out_path, "wb") as out:
         results = http.client.HTTPConnection(url.hostname, url.port)  # read to its end, then closed
         results.request("GET", urllib.parse.urlsplit(b["results_url"]).path, headers=headers)
         r = results.getresponse()
+        kept = []
         for line in r:
             if not line.strip():
                 continue
             rec = orjson.loads(line)
             res = rec["result"]
-            text = None
+            text = usage = None
             if res["type"] == "succeeded":
                 text = "".join(c["text"] for c in res["message"]["content"] if c["type"] == "text")
+                usage = orjson.dumps(res["message"]["usage"])
             out.write(orjson.dumps({"custom_id": rec["custom_id"], "status": res["type"], "text": text}) + b"\n")
+            if db is not None:
+                kept.append((rec["custom_id"], res["type"], text, usage))
+                if len(kept) == 5000:  # a group a commit, safe against a kill -9 (the results stay fetchable)
+                    db.execute("PRAGMA synchronous=NORMAL")
+                    db.execute("BEGIN IMMEDIATE")
+                    db.executemany("INSERT INTO results VALUES (?, ?, ?, ?)", kept)
+                    db.execute("COMMIT")
+                    kept.clear()
         results.close()
+        if db is not None:  # the rest, and the batch marked harvested, fsynced
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?)", kept)
+            db.execute("UPDATE subs SET harvested = 1 WHERE batch_id = ?", (batch_id,))
+            db.execute("COMMIT")
 """
+
+
+#: The floor clients, by the mode the script above takes.
+FLOOR_MODES = {"floor": "", "sdk floor": "sdk", "durable floor": "durable"}
 
 
 def one(kind: str, n: int, python: str, root: Path) -> dict[str, float]:
@@ -104,12 +144,10 @@ def one(kind: str, n: int, python: str, root: Path) -> dict[str, float]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(ANTHROPIC_BASE_URL=srv.base_url, ANTHROPIC_API_KEY="sk-bench")
         out = Path(tmp) / "out.jsonl"
-        if kind in ("floor", "sdk floor"):
+        if kind in FLOOR_MODES:
             args = ["-c", FLOOR, str(items), str(rubric), str(out), srv.base_url, MODEL, str(MAX_TOKENS)]
-            args.append(str(PER_BATCH))
-            r = measure_judgecore(
-                python, root, args + (["sdk"] if kind == "sdk floor" else []), env, module=None
-            )
+            args += [str(PER_BATCH), FLOOR_MODES[kind]]
+            r = measure_judgecore(python, root, args, env, module=None)
         else:
             args = ["run", str(items), "--state", str(Path(tmp) / "s"), "--rubric", str(rubric)]
             args += ["--poll-interval", "0.2", "--out", str(out), "--max-tokens", str(MAX_TOKENS)]
@@ -130,6 +168,7 @@ def main() -> None:
     clients: dict[str, tuple[str, Path]] = {
         "floor": ("floor", ROOT),
         "sdk floor": ("sdk floor", ROOT),
+        "durable floor": ("durable floor", ROOT),
         "judgecore": ("judgecore", ROOT),
     }
     if ns.baseline is not None:
@@ -156,8 +195,14 @@ def main() -> None:
                     f"  {name} / sdk floor: CPU {m['cpu'] / sdk['cpu']:.2f}x "
                     f"(target <= {targets.get(n, 1.3)}x), wall {m['wall'] / sdk['wall']:.2f}x, "
                     f"peak RSS {m['rss_mb'] / sdk['rss_mb']:.2f}x (target <= 1.2x); "
-                    f"CPU {m['cpu'] / med['floor']['cpu']:.1f}x the orjson floor"
+                    f"CPU {m['cpu'] / med['floor']['cpu']:.1f}x the orjson floor, "
+                    f"{m['cpu'] / med['durable floor']['cpu']:.2f}x the durable floor"
                 )
+        durable = med["durable floor"]
+        print(
+            f"  durable floor / sdk floor: CPU {durable['cpu'] / sdk['cpu']:.2f}x "
+            f"({(durable['cpu'] - sdk['cpu']) / n * 1e6:.1f} us an item kept)"
+        )
 
 
 if __name__ == "__main__":
