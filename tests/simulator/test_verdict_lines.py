@@ -72,15 +72,14 @@ def test_labels_of_any_case_and_length_come_back_as_written(labels, sep):
 
 @pytest.mark.integration
 def test_a_job_with_the_example_rubric_reads_every_answer(served, tmp_path):
-    """Through the real SDK: `--verdict` over the example rubric's two lines leaves nothing unparsed."""
+    """Through the real SDK: the example rubric's own verdict file (`examples/helpfulness.json`, the
+    README's) reads both lines of every answer: nothing unparsed."""
     s = served(Scenario(seed=5))
     rows = [
         orjson.loads(line) for line in (ROOT / "examples" / "completions.jsonl").read_bytes().splitlines()
     ]
     items = write_items(tmp_path / "items.jsonl", rows)
-    spec = tmp_path / "verdict.json"
-    pattern = r"Helpfulness: (?P<score>\d+)\nRefusal: (?P<refusal>[\w/]+)"
-    spec.write_text(orjson.dumps({"pattern": pattern}).decode())
+    spec = ROOT / "examples" / "helpfulness.json"
     out = tmp_path / "out.jsonl"
     res = s.cli(
         [
@@ -105,4 +104,5 @@ def test_a_job_with_the_example_rubric_reads_every_answer(served, tmp_path):
         r["status"] == "succeeded" and r["verdict"]["refusal"] in ("appropriate", "unneeded", "n/a")
         for r in got
     )
-    assert all(0 <= r["verdict"]["score"] <= 5 for r in got)
+    assert all(0 <= r["verdict"]["helpfulness"] <= 5 for r in got)
+    assert {r["verdict"]["helpfulness"] for r in got} != {0}  # a number read, not a default
