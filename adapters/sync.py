@@ -254,6 +254,7 @@ async def probe(
         budget=budget,
         price=price,
         record_held=False,
+        tells_budget=False,
         expect=expect,
     )
     shell = _Shell(store, {request.custom_id: request}, template, api, clock, emit, rng or random.Random())

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from judgecore.figures import usd
 from judgecore.models import ModelPrice
 from judgecore.models import price_for as _table_price
 from judgecore.outcomes import Usage
@@ -177,9 +178,9 @@ def budget_line(
     )
     many = noun if left == 1 else f"{noun}s"
     return (
-        f"budget: ${budget.cap:,.2f} cannot cover the next request at its upper bound (${next_bound:,.4f}; "
-        f"${budget.spent:,.2f} spent, ${budget.reserved:,.2f} held for what is in flight); {left:,} {many} "
-        f"left pending need about ${need:,.2f} more ({basis}); rerun with --budget {rerun:.2f} to send them"
+        f"budget: {usd(budget.cap)} cannot cover the next request at its upper bound (${next_bound:,.4f}; "
+        f"{usd(budget.spent)} spent, {usd(budget.reserved)} held for what is in flight); {left:,} {many} "
+        f"left pending need about {usd(need)} more ({basis}); rerun with --budget {rerun:.2f} to send them"
     )
 
 

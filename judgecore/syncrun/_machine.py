@@ -58,6 +58,9 @@ class SyncRun:
     #: Record what the breaker holds when the run ends undecided (False for the probe: the run that
     #: follows it asks again, so its breaker sees the answer among the job's first).
     record_held: bool = True
+    #: Say the budget's line when the cap stops the run (False for the probe: the run that follows it
+    #: says one line for every item left, where the probe's would count itself alone).
+    tells_budget: bool = True
     held: tuple[Row, ...] = ()  # INVALID_REQUEST rows held while the breaker decides
     outbox: tuple[Record | Say, ...] = ()
     stop: str | None = None  # why the run stopped early (exit 4)
@@ -82,6 +85,7 @@ class SyncRun:
         price: ModelPrice | None = None,
         contacted: bool = False,
         record_held: bool = True,
+        tells_budget: bool = True,
         expect: Expect | None = None,
     ) -> SyncRun:
         """A run over `todos` (the job's items not final yet, in input order, no repeats).
@@ -105,6 +109,7 @@ class SyncRun:
             warming=warm,
             contacted=contacted,
             record_held=record_held,
+            tells_budget=tells_budget,
             expect=expect or Expect(),
         )
 
@@ -188,6 +193,8 @@ class SyncRun:
 
     def _out_of_budget(self, next_bound: float) -> SyncRun:
         left = len(self.retries) + len(self.todos) - self.fresh
+        if not self.tells_budget:
+            return attrs.evolve(self, out_of_budget=True)
         text = budget_line(self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound)
         note = Say("warning", text)
         return attrs.evolve(self, out_of_budget=True, outbox=(*self.outbox, note))

@@ -131,3 +131,25 @@ def test_dry_run_count_tokens_counts_one_prompt_through_the_api_and_bills_nothin
     assert 2 == no_key.returncode and "ANTHROPIC_API_KEY" in no_key.stderr
     refused = srv.cli([*_job(tmp_path, "batch"), "--state", str(tmp_path / "s"), "--count-tokens"])
     assert 2 == refused.returncode and "--count-tokens goes with --dry-run" in refused.stderr
+
+
+def test_a_budget_below_one_request_says_one_line_for_the_whole_job_and_sends_nothing(served, tmp_path):
+    """The routing probe is the job's first request: when the cap cannot cover it, the probe stays
+    quiet and the run that follows says the one budget line, counting every item (a line of the
+    probe's own would count only itself and name a budget that covers only it)."""
+    srv = served(Scenario(seed=19))
+    args = _job(tmp_path, "sync")
+    args = args[: args.index("--force-sync")]  # routed by size, no tier given: the probe goes first
+    state = tmp_path / "capped"
+    first = srv.cli([*args, "--state", str(state), "--budget", "0.0001"])
+    assert 3 == first.returncode, first.stderr
+    assert () == tuple(srv.sim.message_requests()), "nothing was sent"
+    lines = [line for line in first.stderr.splitlines() if "budget" in line and "left pending" in line]
+    assert 1 == len(lines), first.stderr
+    assert f"{N} items left pending" in lines[0] and "$0.0001 cannot cover" in lines[0]
+    rerun = float(re.search(r"--budget (\d+\.\d+)", lines[0]).group(1))  # type: ignore[union-attr]
+
+    again = srv.cli(["run", "--state", str(state), "--budget", str(rerun)])
+    assert 0 == again.returncode, again.stderr
+    out = [orjson.loads(line) for line in (state / "output.jsonl").read_bytes().splitlines()]
+    assert N == len(out) and all(r["status"] == "succeeded" for r in out)
