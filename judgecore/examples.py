@@ -16,6 +16,7 @@ import attrs
 
 from judgecore import figures as fig
 from judgecore.stats import _sort_key
+from judgecore.summary import score_of
 
 
 @attrs.frozen(kw_only=True)
@@ -48,8 +49,8 @@ def choose_examples(
     by_value: dict[Any, list[str]] = {}
     by_class: dict[str, list[str]] = {}
     for r in records:
-        verdict = r.get("verdict")
-        value = verdict.get(score_field) if isinstance(verdict, Mapping) and score_field else None
+        # the summary's own reading of an item's score (a pairwise verdict's is its winner)
+        value = score_of(r, score_field) if isinstance(r.get("verdict"), Mapping) else None
         if value is not None and not isinstance(value, dict | list):
             by_value.setdefault(value, []).append(r["custom_id"])
         elif r.get("error"):

@@ -148,7 +148,7 @@ def _number(v: Any) -> bool:
 _label = fig.label  # one rule for a value written as a label (`judgecore.figures`)
 
 
-def _score(record: Mapping[str, Any], field: str | None) -> Any:
+def score_of(record: Mapping[str, Any], field: str | None) -> Any:
     """The item's score: `verdict[field]`; for a pairwise verdict without it, the winner (a label)."""
     verdict = record.get("verdict")
     if field is None or verdict is None:
@@ -195,7 +195,7 @@ def group_of(
     """The summary of `records` (output objects, CONTRACT.md's shape)."""
     counts = Counter(r["status"] for r in records)
     classes = Counter(r["error"]["class"] for r in records if r.get("error"))
-    scores = [(_score(r, score_field), r) for r in records]
+    scores = [(score_of(r, score_field), r) for r in records]
     scored = [(s, r) for s, r in scores if s is not None]
     missing = sum(1 for r in records if r["status"] in ("quarantined", "pending"))
     refusals = classes.get(_REFUSED, 0)
@@ -273,7 +273,7 @@ def summarize(
             value, members = buckets[key]
             groups.append((value, group_of(members, score_field=score_field, reference=reference)))
             if key != NO_VALUE:
-                values = [s for r in members if (s := _score(r, score_field)) is not None]
+                values = [s for r in members if (s := score_of(r, score_field)) is not None]
                 scored_by.append((value, values, len(members)))
     overall = group_of(rows, score_field=score_field, reference=reference)
     numeric = isinstance(overall.score, NumericStats)

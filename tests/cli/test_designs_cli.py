@@ -152,6 +152,28 @@ def test_judge_takes_a_pairwise_design_and_returns_one_record_per_item(tmp_path:
     assert 12 == len(sim.billed)
 
 
+def test_a_pairwise_jobs_report_quotes_the_judge_for_each_winner(tmp_path: Path) -> None:
+    """The report's "judge's own words" reads a pairwise item's score as the summary does (its winner,
+    a label): each winner the job gave has its quoted answers, the text the checkpoint kept."""
+    from adapters.report import sections
+    from adapters.summary import job_report
+
+    sim = Simulator(Scenario(seed=3, position_bias=0.3))
+    rows = [{"id": f"p{i}", "q": f"{i}?", "x": f"yes {i}", "y": f"no {i}"} for i in range(12)]
+    template = "{q}\n[The Start of Assistant A's Answer]\n{first}\n[The End of Assistant A's Answer]\n"
+    template += "[The Start of Assistant B's Answer]\n{second}\n[The End of Assistant B's Answer]\n"
+    settings = JobSettings(template=template, pairwise=("x", "y"), force="sync")
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 0 == result.exit_code
+    winners = {r["verdict"]["winner"] for r in result.records.values()}
+    assert len(winners) > 1, winners
+    report = job_report(tmp_path / "s")
+    assert winners == {g.key for g, _ in report.examples}
+    texts = {r["text"] for r in result.records.values()}
+    assert all(e.text and e.text in texts for _, shown in report.examples for e in shown)
+    assert "No answer to quote yet" not in sections.examples(report)
+
+
 def test_judge_refuses_a_row_missing_a_templated_field_before_sending(tmp_path: Path) -> None:
     sim = Simulator(Scenario())
     settings = JobSettings(template="{question} {response}")
