@@ -177,7 +177,7 @@ def job_report(
     (default: the clock now)."""
     import time
 
-    from adapters.report.gather import examples, provenance
+    from adapters.report.gather import answers_of, examples, provenance
     from judgecore.summary import metadata_key_problem, summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
@@ -212,7 +212,9 @@ def job_report(
             if full
             else None,
             examples=examples(store, records, spec.score if spec else None) if full else (),
-            retried=sum(1 for r in records if (r.get("attempts") or 0) > 1),
+            # an item's attempts are summed over its requests: a design's item was retried when they
+            # exceed its answers
+            retried=sum(1 for r in records if (r.get("attempts") or 0) > answers_of(r)),
         )
     finally:
         store.close()

@@ -32,6 +32,8 @@ class Example:
     verdict: Any
     status: str
     error_class: str | None
+    #: the answers the item's verdict folds (a design's samples, judges or orders); `text` is one of them
+    answers: int = 1
 
 
 @attrs.frozen(kw_only=True)
@@ -117,9 +119,16 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
     invocation = store.get_meta("invocation")
     flags = (invocation or {}).get("flags") or {}
     times = [t[0] for t in store.timeline()]
-    models = tuple(
-        sorted({str(r["model"]) for r in records if r.get("model")} or {str(manifest.get("model"))})
-    )
+    # Who judged: every model an answer names, and a panel's judges (an item's record names the model
+    # of one of its requests only; the manifest keeps the panel as asked).
+    judges = [str(j) for j in manifest.get("judges") or ()]
+    named = {
+        m
+        for r in records
+        if (m := str(r.get("model") or ""))
+        and not any(m == j or m.startswith(j + "-") for j in judges)  # a dated id of a judge's alias
+    }
+    models = tuple(judges + sorted(named)) or (str(manifest.get("model")),)
     settings = [(k, manifest[k]) for k in manifest if not k.endswith("sha256")]
     settings += [
         (k, flags[k]) for k in _SHAPING if k not in manifest and flags.get(k) not in (None, False, [])
@@ -172,7 +181,20 @@ def examples(
                     verdict=r.get("verdict"),
                     status=str(r.get("status")),
                     error_class=(r.get("error") or {}).get("class"),
+                    answers=answers_of(r),
                 )
             )
         out.append((g, tuple(shown)))
     return tuple(out)
+
+
+def answers_of(record: Mapping[str, Any]) -> int:
+    """How many answers an item's verdict folds: its samples (a panel's included), else a pairwise
+    verdict's orders, else its one answer."""
+    samples = record.get("samples")
+    if isinstance(samples, list) and samples:
+        return len(samples)
+    verdict = record.get("verdict")
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("orders"), list) and verdict["orders"]:
+        return len(verdict["orders"])
+    return 1

@@ -241,7 +241,7 @@ def examples(report: JobReport) -> str:
                 f"<div class=ex><p class=exid>{esc(e.item_id)} &middot; {esc(e.status)}"
                 f"{' &middot; ' + esc(e.error_class) if e.error_class else ''}</p>"
                 f"<p class=cap>prompt</p><pre>{esc(e.prompt or '(not kept)')}</pre>"
-                f"<p class=cap>the judge wrote</p><pre>{esc(e.text or '(no text)')}</pre>"
+                f"<p class=cap>the judge wrote{_one_of(e.answers)}</p><pre>{esc(e.text or '(no text)')}</pre>"
                 f"<p class=cap>verdict</p><pre>{esc(_verdict(e.verdict))}</pre></div>"
             )
         out.append(
@@ -250,6 +250,13 @@ def examples(report: JobReport) -> str:
             + "</details>"
         )
     return "".join(out)
+
+
+def _one_of(answers: int) -> str:
+    """What a quoted answer is of an item whose verdict folds several (none for a single answer)."""
+    if answers <= 1:
+        return ""
+    return f" (one of the item's {answers} answers; its score folds them all)"
 
 
 def first_quote(report: JobReport) -> str:
@@ -271,9 +278,11 @@ def first_quote(report: JobReport) -> str:
     else:
         g, shown = max(scored, key=lambda gs: gs[0].total)
     e = shown[0]
+    one_of = f"<p class=note>One of the item's {e.answers} answers; its score folds them all.</p>"
+    one_of = one_of if e.answers > 1 else ""
     return (
         f"<div class=quote><h3>What the judge wrote (item {esc(e.item_id)}, score {esc(g.key)})</h3>"
-        f"<pre>{esc(e.text)}</pre><p class=note>More examples per score and failure below, in "
+        f"{one_of}<pre>{esc(e.text)}</pre><p class=note>More examples per score and failure below, in "
         "<a href='#words'>the judge's own words</a>.</p></div>"
     )
 

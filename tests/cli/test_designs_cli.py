@@ -171,7 +171,38 @@ def test_a_pairwise_jobs_report_quotes_the_judge_for_each_winner(tmp_path: Path)
     assert winners == {g.key for g, _ in report.examples}
     texts = {r["text"] for r in result.records.values()}
     assert all(e.text and e.text in texts for _, shown in report.examples for e in shown)
-    assert "No answer to quote yet" not in sections.examples(report)
+    page = sections.examples(report)
+    assert "No answer to quote yet" not in page
+    assert "one of the item's 2 answers" in page  # a pairwise item folds its two orders
+
+
+def test_a_panels_report_names_every_judge_and_says_a_quote_is_one_answer_of_several(tmp_path: Path) -> None:
+    """Each record names the model of one of its requests; the report's "judged by" and provenance
+    name the whole panel, and a quoted answer says it is one of the item's answers."""
+    from adapters.report import sections
+    from adapters.report.page import render_html
+    from adapters.summary import job_report
+
+    judges = ("claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-6")
+    sim = Simulator(Scenario(seed=4))
+    rows = [{"id": f"r{i}", "question": f"{i}?", "response": f"yes {i}"} for i in range(6)]
+    settings = JobSettings(
+        template="Q: {question}\nA: {response}\nReply 'Score: N', 1-10.",
+        judges=judges,
+        samples=2,
+        force="sync",
+    )
+    spec = tmp_path / "score.json"
+    spec.write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 0 == result.exit_code
+    assert 1 == len({r["model"] for r in result.records.values()}), "a record names one model"
+    report = job_report(tmp_path / "s", verdict_path=spec)
+    assert report.provenance is not None and judges == report.provenance.models
+    page = render_html(report)
+    assert f"judged by {', '.join(judges)}" in page
+    assert "one of the item's 6 answers" in sections.examples(report)
+    assert 0 == report.retried, "six answers an item, each sent once: no item was retried"
 
 
 def test_judge_refuses_a_row_missing_a_templated_field_before_sending(tmp_path: Path) -> None:
