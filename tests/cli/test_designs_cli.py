@@ -12,6 +12,7 @@ import pytest
 
 from adapters.cli import main
 from adapters.job import JobSettings, UsageError, judge
+from adapters.result import JudgeResult
 from adapters.simulator import Scenario, Simulator, sim_client
 
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
@@ -135,14 +136,20 @@ def test_a_design_that_cannot_run_is_exit_2_before_anything_is_sent(
     assert words in err
 
 
-def test_judge_takes_a_pairwise_design_and_returns_one_record_per_item(tmp_path: Path) -> None:
-    sim = Simulator(Scenario(position_bias=1.0))  # always the first position: never consistent
-    rows = [{"id": f"p{i}", "q": f"{i}?", "x": f"yes {i}", "y": f"no {i}"} for i in range(6)]
+def _pairwise_job(state: Path, sim: Simulator, n: int) -> JudgeResult:
+    """`n` items judged in both orders (answers `x` and `y`, MT-Bench's markers) on the sync route."""
+    rows = [{"id": f"p{i}", "q": f"{i}?", "x": f"yes {i}", "y": f"no {i}"} for i in range(n)]
     template = "{q}\n[The Start of Assistant A's Answer]\n{first}\n[The End of Assistant A's Answer]\n"
     template += "[The Start of Assistant B's Answer]\n{second}\n[The End of Assistant B's Answer]\n"
     settings = JobSettings(template=template, pairwise=("x", "y"), force="sync")
-    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    result = judge(rows, rubric=None, state_dir=state, settings=settings, client=sim_client(sim))
     assert 0 == result.exit_code
+    return result
+
+
+def test_judge_takes_a_pairwise_design_and_returns_one_record_per_item(tmp_path: Path) -> None:
+    sim = Simulator(Scenario(position_bias=1.0))  # always the first position: never consistent
+    result = _pairwise_job(tmp_path / "s", sim, 6)
     assert [f"p{i}" for i in range(6)] == list(result.records)
     for record in result.records.values():
         assert {"winner": "tie", "consistent": False} == {
@@ -158,13 +165,7 @@ def test_a_pairwise_jobs_report_quotes_the_judge_for_each_winner(tmp_path: Path)
     from adapters.report import sections
     from adapters.summary import job_report
 
-    sim = Simulator(Scenario(seed=3, position_bias=0.3))
-    rows = [{"id": f"p{i}", "q": f"{i}?", "x": f"yes {i}", "y": f"no {i}"} for i in range(12)]
-    template = "{q}\n[The Start of Assistant A's Answer]\n{first}\n[The End of Assistant A's Answer]\n"
-    template += "[The Start of Assistant B's Answer]\n{second}\n[The End of Assistant B's Answer]\n"
-    settings = JobSettings(template=template, pairwise=("x", "y"), force="sync")
-    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
-    assert 0 == result.exit_code
+    result = _pairwise_job(tmp_path / "s", Simulator(Scenario(seed=3, position_bias=0.3)), 12)
     winners = {r["verdict"]["winner"] for r in result.records.values()}
     assert len(winners) > 1, winners
     report = job_report(tmp_path / "s")
