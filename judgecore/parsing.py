@@ -117,7 +117,8 @@ def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _
     prompt = obj.get("prompt")
     messages = obj.get("messages")
     if (prompt is None) == (messages is None):
-        raise _fail(line, f"item {item_id!r}: give exactly one of 'prompt' or 'messages'")
+        has = "neither; a table's empty cell is none" if prompt is None else "both"
+        raise _fail(line, f"item {item_id!r}: give exactly one of 'prompt' or 'messages' (it has {has})")
     if prompt is not None:
         if type(prompt) is not str or not prompt:
             raise _fail(line, f"item {item_id!r}: 'prompt' must be a non-empty string")

@@ -104,8 +104,15 @@ def _bad(kind: str) -> list[tuple[str, list[dict] | None, int, str]]:
     typed = kind in ("jsonl", "jsonl.gz")
     cell = [dict(r, max_tokens=64 + k if typed else str(64 + k)) for k, r in enumerate(good)]
     cell[3]["max_tokens"] = "many"
+    no_prompt = [dict(r) for r in good]
+    no_prompt[2]["prompt"] = ""
+    # JSON has an empty string; a table's empty cell is no prompt at all, and the error says so
+    empty_prompt = (
+        "'prompt' must be a non-empty string" if typed else "(it has neither; a table's empty cell is none)"
+    )
     return [
         ("missing id", missing, 5, "'id' must be a non-empty string"),
+        ("empty prompt", no_prompt, 3, empty_prompt),
         ("duplicate id", duplicate, 6, "duplicate id '00002'"),
         ("bad cell", cell, 4, "'max_tokens' must be a positive integer"),
         ("empty", [], 0, "the input has no items"),
