@@ -76,7 +76,9 @@ def route(
     tier = f"OTPM {used:,} ({source})"
     if force is not None:
         path: RoutePath = force
-        reason = f"--force-{force}; by size it would go {natural}"
+        # what the size alone would do, so a forced route says what it changed (or that it changed nothing)
+        sized = "so it would by size too" if natural == force else f"by size it would go {natural}"
+        reason = f"--force-{force}; {sized}"
     else:
         path = natural
         cmp = "<" if path == "sync" else ">="

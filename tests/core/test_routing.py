@@ -61,7 +61,9 @@ def test_force_overrides_and_the_reason_says_so(n, otpm, force):
     natural = route(n, policy=RoutePolicy(), otpm=otpm).path
     assert (force, True) == (r.path, r.forced)
     assert r.reason.startswith(f"--force-{force};"), "the reason does not repeat the route it explains"
-    assert f"would go {natural}" in r.reason
+    # it says what the size alone would do: the other route, or that forcing changed nothing
+    assert (f"by size it would go {natural}" in r.reason) == (natural != force)
+    assert ("so it would by size too" in r.reason) == (natural == force)
 
 
 @given(counts, otpms, st.sampled_from(["read", "flag"]))
