@@ -23,6 +23,7 @@ h1 { font-size: 1.45em; margin: 0 0 0.15em; } h2 { font-size: 1.15em; margin-top
 h3 { font-size: 1em; margin: 1.1em 0 0.4em; }
 .meta, .note { color: #555; } .note { font-size: 0.92em; }
 .lead { font-size: 1.05em; margin: 0.3em 0; }
+.warn { background: #fff7e6; border: 1px solid #f0c36d; border-radius: 6px; padding: 0.45em 0.8em; margin: 0.3em 0 0.6em; }
 .top { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1.2em; align-items: start; }
 .who, .quote { background: #f6f7f9; border: 1px solid #e2e4e8; border-radius: 6px; padding: 0.5em 0.8em; }
 .who h3, .quote h3 { margin-top: 0.2em; }

@@ -7,6 +7,7 @@ every string from the checkpoint is escaped.
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,16 +50,31 @@ def _best_difference(diffs: Sequence[Difference]) -> Difference | None:
     return max(diffs, key=lambda d: abs(d.estimate), default=None)
 
 
+def _unfinished(report: JobReport) -> str:
+    """A job with items still pending says so above its figures, which are over what is answered."""
+    o = report.summary.overall
+    pending = dict(o.counts).get("pending", 0)
+    if not pending:
+        return ""
+    resume = shlex.join(["judgecore", "run", "--state", str(report.state_dir)])
+    return (
+        f"<p class=warn><b>Not finished:</b> {fig.count(pending)} of {fig.count(o.n)} items are still "
+        "pending, so every figure here is over the items answered so far. Resume with "
+        f"<code>{esc(resume)}</code>, then write the report again.</p>"
+    )
+
+
 def headline(report: JobReport) -> str:
     """The question the job answers, in a sentence or two."""
     s = report.summary
     o = s.overall
     field = esc(s.score_field or "score")
+    unfinished = _unfinished(report)
     if o.score is None:
-        return "<p class=lead>No item has a score yet.</p>"
+        return f"{unfinished}<p class=lead>No item has a score yet.</p>"
     value, ci = score_text(o.score)
     what = "mean" if isinstance(o.score, NumericStats) else "most frequent"
-    out = []
+    out = [unfinished]
     if (p := s.designs.pairwise) is not None:  # the question a pairwise job asks comes first
         out.append(
             f"<p class=lead>{esc(p.a)} over {esc(p.b)}: win rate <b>{fig.share(p.win_rate_a)}</b> "

@@ -226,6 +226,32 @@ def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
     )
 
 
+def test_a_job_with_items_pending_says_so_above_its_figures_and_a_finished_one_does_not():
+    """The figures of an unfinished job are over what is answered so far: the page says so first,
+    with the command that resumes it."""
+    from adapters.html_report import render_html
+    from adapters.summary import JobReport
+    from judgecore.summary import summarize
+
+    def page(statuses):
+        rows = [
+            {"status": st, "error": None, "verdict": {"score": 3} if st == "succeeded" else None}
+            for st in statuses
+        ]
+        summary = summarize(rows, score_field="score", verdict_kind="pattern")
+        state = Path("runs/half done")
+        return render_html(
+            JobReport(state_dir=state, summary=summary, model=None, route=None, timeline=(), sub_batches=())
+        )
+
+    unfinished = page(["succeeded"] + ["pending"] * 3)
+    callout = unfinished.index("<b>Not finished:</b> 3 of 4 items are still pending")
+    assert callout < unfinished.index("Overall mean score"), "the warning comes before the figures"
+    assert "judgecore run --state &#x27;runs/half done&#x27;" in unfinished  # quoted for a shell
+    assert "Not finished" in page(["pending"]), "also when nothing has a score yet"
+    assert "Not finished" not in page(["succeeded", "succeeded"])
+
+
 def test_examples_are_the_same_for_the_same_checkpoint_and_quote_only_the_checkpoint(job, report):
     """Seeded by the job's own key: two reports show the same items, each quoting the item's own prompt
     and answer; the API key is in neither the page nor the checkpoint."""
