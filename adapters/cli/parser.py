@@ -104,9 +104,35 @@ def _seconds(text: str) -> float:
     return finite_number(text, "a number of seconds")
 
 
+class _Version(argparse.Action):
+    """`--version`: judgecore's version and the SDK's and Python's it runs with, read when asked (the
+    package metadata only: neither is imported), then exit 0."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        import importlib.metadata
+        import platform
+
+        def version(dist: str) -> str:
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                return "not installed"
+
+        print(
+            f"judgecore {version('judgecore')} (anthropic {version('anthropic')}, Python {platform.python_version()})"
+        )
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="judgecore", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="print judgecore's version, and the SDK's it uses, then exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

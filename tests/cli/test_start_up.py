@@ -128,6 +128,19 @@ def test_help_imports_neither_the_job_nor_the_core():
     assert [] == loaded(["run", "--help"], watched)
 
 
+def test_version_names_judgecore_and_the_sdk_and_imports_neither():
+    """`--version` (what a bug report asks for first) is read from the installed packages' metadata."""
+    import importlib.metadata
+
+    res = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "--version"], capture_output=True, text=True, check=False
+    )
+    assert 0 == res.returncode, res.stderr
+    want = (importlib.metadata.version("judgecore"), importlib.metadata.version("anthropic"))
+    assert res.stdout.startswith(f"judgecore {want[0]} (anthropic {want[1]}, Python ")
+    assert [] == loaded(["--version"], (*HEAVY, "anthropic", "judgecore", "sqlite3"))
+
+
 def test_status_reads_the_checkpoint_with_sqlite_and_nothing_heavier(job, tmp_path):
     state = _bound(tmp_path / "s", *job)
     watched = (*HEAVY, "sqlite3", "adapters.job", "statistics")
