@@ -102,28 +102,31 @@ def _same(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def out_problem(out: Path, *, inputs: tuple[Path, ...] = (), state: Path | None = None) -> str | None:
-    """The problem with `--out FILE`: a directory, under a file, not writable, or a file the run reads
-    (INPUT, the rubric) or owns (the checkpoint's files); None when the output can be written there."""
+def out_problem(
+    out: Path, *, inputs: tuple[Path, ...] = (), state: Path | None = None, flag: str = "--out"
+) -> str | None:
+    """The problem with `--out FILE` (or another file a command writes, named by `flag`: `--html`,
+    `--to-inspect`): a directory, under a file, not writable, or a file the run reads (INPUT, the
+    rubric) or owns (the checkpoint's files); None when the output can be written there."""
     if problem := _too_long(out):
-        return f"--out {out}: {problem}"
+        return f"{flag} {out}: {problem}"
     if out.is_dir():
-        return f"--out {out}: is a directory; give a file name"
+        return f"{flag} {out}: is a directory; give a file name"
     for path in inputs:
         if _same(out, path):
-            return f"--out {out}: is the input file {path}; the output would overwrite it"
+            return f"{flag} {out}: is the input file {path}; the output would overwrite it"
     if state is not None:
         if _same(out, state):
-            return f"--out {out}: is the --state directory"
+            return f"{flag} {out}: is the --state directory"
         for name in STATE_FILES:
             if _same(out, state / name):
-                return f"--out {out}: is one of the checkpoint's own files in {state}"
+                return f"{flag} {out}: is one of the checkpoint's own files in {state}"
     if out.exists() and not os.access(out, os.W_OK):
-        return f"--out {out}: not writable"
+        return f"{flag} {out}: not writable"
     parent = out.parent
     base = _first_existing(parent)
     if not base.is_dir():
-        return f"--out {out}: cannot be written under {base}, which is a file"
+        return f"{flag} {out}: cannot be written under {base}, which is a file"
     if not _can_create_in(base):
-        return f"--out {out}: not writable ({base} does not let files be created)"
+        return f"{flag} {out}: not writable ({base} does not let files be created)"
     return None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cli.relaunch import command_line
-from adapters.paths import existing_state_problem
+from adapters.paths import existing_state_problem, out_problem
 from adapters.usage import EXIT_OK, EXIT_PENDING, UsageError
 
 
@@ -131,6 +131,8 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
+    if ns.html is not None and (problem := out_problem(ns.html, state=ns.state, flag="--html")):
+        raise UsageError(problem)  # before the checkpoint is read: nothing printed, then a traceback
     report = job_report(
         ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference, full=ns.html is not None
     )
@@ -158,7 +160,12 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 def cmd_export(ns: argparse.Namespace) -> int:
     from adapters.inspect_log import export_to_inspect
 
-    if problem := existing_state_problem(ns.state):
+    if problem := existing_state_problem(ns.state) or out_problem(
+        ns.to_inspect,
+        inputs=(ns.from_inspect,) if ns.from_inspect else (),
+        state=ns.state,
+        flag="--to-inspect",
+    ):
         raise UsageError(problem)
     scored, n = export_to_inspect(ns.state, ns.to_inspect, log_path=ns.from_inspect)
     print(f"{ns.to_inspect}: {n:,} sample(s), {scored:,} with a numeric judgecore score", file=sys.stderr)

@@ -157,6 +157,51 @@ def test_out_onto_the_checkpoints_own_file_is_exit_2(items, tmp_path, capsys, na
     assert "--out" in one_line(err) and "checkpoint" in err
 
 
+def _checkpoint(state: Path, items: Path) -> Path:
+    """A checkpoint bound to the job, as a first run leaves it before it sends anything."""
+    from adapters.job import JobSettings, load_items
+    from adapters.store import Store
+
+    store = Store.open(state)
+    try:
+        manifest = JobSettings().manifest("Grade strictly.")
+        store.bind_job(manifest, ((i.custom_id, i.id, i.digest) for i in load_items(items)))
+    finally:
+        store.close()
+    return state
+
+
+@pytest.mark.parametrize("flag", ["--html", "--to-inspect"])
+def test_a_report_or_export_onto_the_checkpoints_own_file_is_exit_2_and_the_checkpoint_is_kept(
+    items, tmp_path, capsys, flag
+):
+    """`summary --html STATE/judgecore.sqlite3` replaced the checkpoint with the HTML page (exit 0)."""
+    state = _checkpoint(tmp_path / "s", items)
+    db = state / "judgecore.sqlite3"
+    before = db.read_bytes()
+    command = ["summary", "--state", str(state), "--html", str(db)]
+    if flag == "--to-inspect":
+        command = ["export", "--state", str(state), "--to-inspect", str(db)]
+    code, err = run(command, capsys)
+    assert 2 == code
+    assert flag in one_line(err) and "checkpoint" in err
+    assert before == db.read_bytes()
+    code, err = run(["status", "--state", str(state)], capsys)
+    assert 3 == code, err  # still the checkpoint: its 3 items pending
+
+
+def test_a_report_into_a_directory_is_exit_2_before_the_summary_prints(items, tmp_path, capsys):
+    """Was the summary on stdout, then an IsADirectoryError traceback, exit 1."""
+    state = _checkpoint(tmp_path / "s", items)
+    try:
+        code = main(["summary", "--state", str(state), "--html", str(tmp_path)])
+    except SystemExit as exc:
+        code = exc.code
+    got = capsys.readouterr()
+    assert 2 == code and "" == got.out
+    assert f"--html {tmp_path}: is a directory" in one_line(got.err)
+
+
 # -- numbers and names ---------------------------------------------------------------------------
 
 
