@@ -161,10 +161,7 @@ def cmd_export(ns: argparse.Namespace) -> int:
     from adapters.inspect_log import export_to_inspect
 
     if problem := existing_state_problem(ns.state) or out_problem(
-        ns.to_inspect,
-        inputs=(ns.from_inspect,) if ns.from_inspect else (),
-        state=ns.state,
-        flag="--to-inspect",
+        ns.to_inspect, state=ns.state, flag="--to-inspect"
     ):
         raise UsageError(problem)
     scored, n = export_to_inspect(ns.state, ns.to_inspect, log_path=ns.from_inspect)
