@@ -136,6 +136,13 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     report = job_report(
         ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference, full=ns.html is not None
     )
+    job_input = report.provenance.input_path if report.provenance is not None else None
+    if (
+        ns.html is not None
+        and job_input
+        and (problem := out_problem(ns.html, inputs=(Path(job_input),), flag="--html"))
+    ):
+        raise UsageError(problem)  # the file the job was read from
     overall = report.summary.overall
     unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
     if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):

@@ -190,6 +190,22 @@ def test_a_report_or_export_onto_the_checkpoints_own_file_is_exit_2_and_the_chec
     assert 3 == code, err  # still the checkpoint: its 3 items pending
 
 
+def test_a_report_onto_the_jobs_input_is_exit_2_and_the_input_is_kept(items, tmp_path, capsys):
+    state = _checkpoint(tmp_path / "s", items)
+    from adapters.store import Store
+
+    store = Store.open(state)  # where a run records its input
+    try:
+        store.set_meta("invocation", {"input": str(items), "flags": {}})
+    finally:
+        store.close()
+    before = items.read_bytes()
+    code, err = run(["summary", "--state", str(state), "--html", str(items)], capsys)
+    assert 2 == code
+    assert f"--html {items}: is the input file" in one_line(err)
+    assert before == items.read_bytes()
+
+
 def test_a_report_into_a_directory_is_exit_2_before_the_summary_prints(items, tmp_path, capsys):
     """Was the summary on stdout, then an IsADirectoryError traceback, exit 1."""
     state = _checkpoint(tmp_path / "s", items)
