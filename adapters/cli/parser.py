@@ -128,10 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="judgecore", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
+    parser.add_argument(  # not a setting: nothing in the namespace, so no run records it
         "--version",
         action=_Version,
         nargs=0,
+        dest=argparse.SUPPRESS,
+        default=argparse.SUPPRESS,
         help="print judgecore's version, and the SDK's it uses, then exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -139,6 +139,10 @@ def test_version_names_judgecore_and_the_sdk_and_imports_neither():
     want = (importlib.metadata.version("judgecore"), importlib.metadata.version("anthropic"))
     assert res.stdout.startswith(f"judgecore {want[0]} (anthropic {want[1]}, Python ")
     assert [] == loaded(["--version"], (*HEAVY, "anthropic", "judgecore", "sqlite3"))
+    from adapters.cli.parser import build_parser
+
+    ns = build_parser().parse_args(["run", "items.jsonl", "--state", "s"])
+    assert "version" not in vars(ns), "a run's recorded flags carry no --version"
 
 
 def test_status_reads_the_checkpoint_with_sqlite_and_nothing_heavier(job, tmp_path):
