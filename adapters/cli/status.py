@@ -125,24 +125,40 @@ def _spend_json(store: Any) -> dict[str, float | None]:
     return {"spend_usd": m.spend_usd, "all_sync_usd": m.all_sync_usd, "estimate_usd": m.estimate_usd}
 
 
+def _job_files(state: Path) -> tuple[Path, ...]:
+    """The files the job in `state` was started with (its input, rubric, template, verdict spec,
+    inspect_ai log), as its checkpoint recorded them; none for a directory with no checkpoint."""
+    from adapters.store import Store
+
+    if not Store.exists(state):
+        return ()
+    store = Store.open_readonly(state)
+    try:
+        invocation = store.get_meta("invocation") or {}
+    finally:
+        store.close()
+    flags = invocation.get("flags") or {}
+    named = (
+        invocation.get("input"),
+        *(flags.get(k) for k in ("rubric", "template", "verdict", "from_inspect")),
+    )
+    return tuple(Path(p) for p in named if isinstance(p, str) and p)
+
+
 def cmd_summary(ns: argparse.Namespace) -> int:
     from adapters.summary import job_report, summary_json
     from judgecore.summary import render_summary, unreadable_warning
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
-    if ns.html is not None and (problem := out_problem(ns.html, state=ns.state, flag="--html")):
-        raise UsageError(problem)  # before the checkpoint is read: nothing printed, then a traceback
+    if ns.html is not None:
+        # before anything is read or printed: the page never replaces a file the job reads or keeps
+        reads = (*_job_files(ns.state), *((ns.verdict,) if ns.verdict is not None else ()))
+        if problem := out_problem(ns.html, inputs=reads, state=ns.state, flag="--html"):
+            raise UsageError(problem)
     report = job_report(
         ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference, full=ns.html is not None
     )
-    job_input = report.provenance.input_path if report.provenance is not None else None
-    if (
-        ns.html is not None
-        and job_input
-        and (problem := out_problem(ns.html, inputs=(Path(job_input),), flag="--html"))
-    ):
-        raise UsageError(problem)  # the file the job was read from
     overall = report.summary.overall
     unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
     if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):

@@ -190,20 +190,27 @@ def test_a_report_or_export_onto_the_checkpoints_own_file_is_exit_2_and_the_chec
     assert 3 == code, err  # still the checkpoint: its 3 items pending
 
 
-def test_a_report_onto_the_jobs_input_is_exit_2_and_the_input_is_kept(items, tmp_path, capsys):
+@pytest.mark.parametrize("which", ["input", "rubric", "verdict"])
+def test_a_report_onto_a_file_the_job_reads_is_exit_2_and_the_file_is_kept(items, tmp_path, capsys, which):
+    """`--html` onto the job's input replaced it with the page (exit 0); so would the rubric."""
     state = _checkpoint(tmp_path / "s", items)
     from adapters.store import Store
 
-    store = Store.open(state)  # where a run records its input
+    rubric, verdict = tmp_path / "rubric.txt", tmp_path / "verdict.json"
+    rubric.write_text("Grade strictly.")
+    verdict.write_text('{"pattern": "Score: (?P<score>[0-9]+)"}')
+    store = Store.open(state)  # where a run records what it was started with
     try:
-        store.set_meta("invocation", {"input": str(items), "flags": {}})
+        store.set_meta("invocation", {"input": str(items), "flags": {"rubric": str(rubric)}})
     finally:
         store.close()
-    before = items.read_bytes()
-    code, err = run(["summary", "--state", str(state), "--html", str(items)], capsys)
+    target = {"input": items, "rubric": rubric, "verdict": verdict}[which]
+    before = target.read_bytes()
+    command = ["summary", "--state", str(state), "--html", str(target)]
+    code, err = run([*command, "--verdict", str(verdict)], capsys)
     assert 2 == code
-    assert f"--html {items}: is the input file" in one_line(err)
-    assert before == items.read_bytes()
+    assert f"--html {target}: is the input file" in one_line(err)
+    assert before == target.read_bytes()
 
 
 def test_a_report_into_a_directory_is_exit_2_before_the_summary_prints(items, tmp_path, capsys):
