@@ -247,8 +247,8 @@ def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
     if problem is None and ns.state is not None:
         problem = state_problem(ns.state, create=not ns.dry_run)
     if problem is None and out is not None and not ns.dry_run:
-        inputs = (ns.input,) + ((ns.rubric,) if ns.rubric is not None else ())
-        problem = out_problem(out, inputs=inputs, state=ns.state)
+        read = (ns.input, ns.rubric, ns.template, ns.verdict)  # every file the run reads
+        problem = out_problem(out, inputs=tuple(p for p in read if p is not None), state=ns.state)
     if problem is None and out is not None and not ns.dry_run:
         from adapters.writers import output_problem
 

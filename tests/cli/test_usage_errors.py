@@ -142,6 +142,21 @@ def test_out_equal_to_the_input_is_exit_2_and_the_input_is_kept(items, tmp_path,
     assert before == items.read_bytes()
 
 
+@pytest.mark.parametrize("flag", ["--template", "--verdict"])
+def test_out_onto_the_template_or_the_verdict_spec_is_exit_2_and_the_file_is_kept(
+    items, tmp_path, capsys, flag
+):
+    """Was: the template (or the verdict spec) overwritten by the output, the run going on."""
+    read = tmp_path / ("grade.txt" if flag == "--template" else "verdict.json")
+    read.write_text("Q: {prompt}" if flag == "--template" else '{"pattern": "Score: (?P<score>[0-9]+)"}')
+    before = read.read_bytes()
+    command = ["run", str(items), "--state", str(tmp_path / "s"), flag, str(read), "--out", str(read)]
+    code, err = run(command, capsys)
+    assert 2 == code
+    assert f"--out {read}: is the input file" in one_line(err)
+    assert before == read.read_bytes()
+
+
 def test_out_equal_to_the_input_by_another_spelling_is_exit_2(items, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, err = run(["run", str(items), "--state", "s", "--out", f"./{items.name}"], capsys)
