@@ -125,9 +125,10 @@ def _spend_json(store: Any) -> dict[str, float | None]:
     return {"spend_usd": m.spend_usd, "all_sync_usd": m.all_sync_usd, "estimate_usd": m.estimate_usd}
 
 
-def _job_files(state: Path) -> tuple[Path, ...]:
-    """The files the job in `state` was started with (its input, rubric, template, verdict spec,
-    inspect_ai log), as its checkpoint recorded them; none for a directory with no checkpoint."""
+def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
+    """The files the job in `state` was started with (its input or inspect_ai log, unless `inputs` is
+    False; its rubric, template, verdict spec), as its checkpoint recorded them; none for a directory
+    with no checkpoint."""
     from adapters.store import Store
 
     if not Store.exists(state):
@@ -138,10 +139,8 @@ def _job_files(state: Path) -> tuple[Path, ...]:
     finally:
         store.close()
     flags = invocation.get("flags") or {}
-    named = (
-        invocation.get("input"),
-        *(flags.get(k) for k in ("rubric", "template", "verdict", "from_inspect")),
-    )
+    data = (invocation.get("input"), flags.get("from_inspect")) if inputs else ()
+    named = (*data, *(flags.get(k) for k in ("rubric", "template", "verdict")))
     return tuple(Path(p) for p in named if isinstance(p, str) and p)
 
 
@@ -183,8 +182,9 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 def cmd_export(ns: argparse.Namespace) -> int:
     from adapters.inspect_log import export_to_inspect
 
+    # the scored log may replace the log it was read from (as it always could), not the job's other files
     if problem := existing_state_problem(ns.state) or out_problem(
-        ns.to_inspect, state=ns.state, flag="--to-inspect"
+        ns.to_inspect, inputs=_job_files(ns.state, inputs=False), state=ns.state, flag="--to-inspect"
     ):
         raise UsageError(problem)
     scored, n = export_to_inspect(ns.state, ns.to_inspect, log_path=ns.from_inspect)

@@ -228,6 +228,24 @@ def test_a_report_onto_a_file_the_job_reads_is_exit_2_and_the_file_is_kept(items
     assert before == target.read_bytes()
 
 
+def test_an_export_onto_the_jobs_verdict_spec_is_exit_2_and_the_spec_is_kept(items, tmp_path, capsys):
+    state = _checkpoint(tmp_path / "s", items)
+    from adapters.store import Store
+
+    verdict = tmp_path / "verdict.json"  # named like an inspect_ai log: .json
+    verdict.write_text('{"pattern": "Score: (?P<score>[0-9]+)"}')
+    store = Store.open(state)
+    try:
+        store.set_meta("invocation", {"input": str(items), "flags": {"verdict": str(verdict)}})
+    finally:
+        store.close()
+    before = verdict.read_bytes()
+    code, err = run(["export", "--state", str(state), "--to-inspect", str(verdict)], capsys)
+    assert 2 == code
+    assert f"--to-inspect {verdict}: is the input file" in one_line(err)
+    assert before == verdict.read_bytes()
+
+
 def test_a_report_into_a_directory_is_exit_2_before_the_summary_prints(items, tmp_path, capsys):
     """Was the summary on stdout, then an IsADirectoryError traceback, exit 1."""
     state = _checkpoint(tmp_path / "s", items)
