@@ -16,7 +16,7 @@ from adapters.result import JudgeResult
 from adapters.settings import JobSettings
 from adapters.usage import EXIT_OK, UsageError
 from judgecore.chunking import chunk
-from judgecore.items import Item
+from judgecore.items import Item, Items
 from judgecore.jobrun import History, JobPolicy, JobRun
 from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
 from judgecore.requests import Request, Requests
@@ -25,6 +25,18 @@ from judgecore.routing import Route
 if TYPE_CHECKING:
     from adapters.messages import JobInput
     from judgecore.designs import Design
+
+
+def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
+    """A changed item's error, led by where its line is (`FILE:LINE`, or `line N` for rows given to
+    the Python API) when the first id it names is one of `items`."""
+    ids = getattr(exc, "item_ids", ())
+    first = ids[0] if ids else None
+    k = next((k for k, i in enumerate(items.ids) if i == first), None)
+    if k is None:
+        return str(exc)
+    line = items.lines[k]
+    return f"{where}:{line}: {exc}" if where else f"line {line}: {exc}"
 
 
 def machine_of(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
@@ -43,6 +55,7 @@ def judge_dry_run(
     count_tokens: bool = False,
     client: Any = None,
     environ: Mapping[str, str] | None = None,
+    source: str | None = None,
 ) -> JudgeResult:
     """What `judge(..., dry_run=True)` returns (the plan, nothing sent, nothing written), without an
     event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio.
@@ -57,6 +70,7 @@ def judge_dry_run(
         count_tokens=count_tokens,
         client=client,
         environ=environ,
+        source=source,
     )
 
 
@@ -69,8 +83,10 @@ def dry_run_of(
     count_tokens: bool = False,
     client: Any = None,
     environ: Mapping[str, str] | None = None,
+    source: str | None = None,
 ) -> JudgeResult:
-    """The plan of what the run would do, with nothing sent and nothing written.
+    """The plan of what the run would do, with nothing sent and nothing written (`source`: the file
+    the items were read from, named in an error about one of its lines).
 
     The estimate learns from the checkpoint's answers; on a job with none, `count_tokens` asks the
     API to count one prompt of the job (`client.messages.count_tokens`: no message is sent, nothing is
@@ -94,7 +110,9 @@ def dry_run_of(
             store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
             history = history_from_store(store)
             learned, spent = learned_from_store(store), spend_from_store(store).spend_usd or 0.0
-        except (StateMismatchError, ContentConflictError) as exc:
+        except ContentConflictError as exc:
+            raise UsageError(conflict_message(exc, job.items, source)) from None
+        except StateMismatchError as exc:
             raise UsageError(str(exc)) from None
         finally:
             store.close()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import attrs
 
-from adapters.dryrun import dry_run_of, judge_dry_run, machine_of
+from adapters.dryrun import conflict_message, dry_run_of, judge_dry_run, machine_of
 from adapters.items_io import input_error, items_from_objects, job_of, load_items, run_job_of
 from adapters.job_parts import (
     Ports,
@@ -183,7 +183,10 @@ async def _run(
                 job.items.bindings(messages.digests(job.items)),
                 ids_job=job.items.job,
             )
-        except (StateMismatchError, ContentConflictError) as exc:
+        except ContentConflictError as exc:
+            where = str(invocation["input"]) if invocation is not None and invocation.get("input") else None
+            raise UsageError(conflict_message(exc, job.items, where)) from None
+        except StateMismatchError as exc:
             raise UsageError(str(exc)) from None
         if invocation is not None:
             store.set_meta("invocation", dict(invocation))

@@ -122,7 +122,12 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
     from judgecore.plan_text import plan_json, render_plan
 
     result = judge_dry_run(
-        items, rubric=rubric, state_dir=ns.state or Path(), settings=settings, count_tokens=ns.count_tokens
+        items,
+        rubric=rubric,
+        state_dir=ns.state or Path(),
+        settings=settings,
+        count_tokens=ns.count_tokens,
+        source=str(ns.input),
     )
     assert result.plan is not None
     if ns.json:

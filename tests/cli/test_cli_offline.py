@@ -235,7 +235,8 @@ def test_dry_run_with_an_item_changed_under_its_id_is_exit_2_naming_the_id(job, 
     rows[7]["prompt"] = "something else entirely"
     _write(items, rows)
     assert 2 == main(_dry(items, rubric, tmp_path / "s"))
-    assert "'q7'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"error: {items}:8: content changed" in err and "'q7'" in err  # the dry run names FILE:LINE too
 
 
 def test_dry_run_plans_only_what_is_left_and_writes_nothing(job, tmp_path, capsys):

@@ -160,3 +160,17 @@ def test_a_path_given_to_the_python_api_has_its_custom_ids_derived_once_with_the
     job, _ = run_job_of(path, rubric="Score 1-5.", settings=JobSettings(), state_dir=tmp_path / "s")
     assert job.items.job is not None  # the new job's own key, not the `v1` ids
     assert not Store.exists(tmp_path / "s")  # reading the key made no state dir
+
+
+def test_an_item_changed_under_its_id_names_its_row_and_sends_nothing(tmp_path):
+    """Rows given to the Python API have no file: the error names the row by its number."""
+    sim = Simulator(Scenario(seed=2))
+    rows = _items(3)
+    assert 0 == judge(rows, rubric=None, state_dir=tmp_path / "s", client=sim_client(sim)).exit_code
+    sent = len(sim.log)
+    rows[1] = {**rows[1], "prompt": "something else"}
+    with pytest.raises(UsageError, match=r"^line 2: content changed since it was checkpointed for id 'e1'"):
+        judge(rows, rubric=None, state_dir=tmp_path / "s", client=sim_client(sim))
+    with pytest.raises(UsageError, match=r"^line 2: content changed"):
+        judge_dry_run(rows, rubric=None, state_dir=tmp_path / "s")
+    assert sent == len(sim.log)

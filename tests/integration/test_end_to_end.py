@@ -249,7 +249,7 @@ def test_changed_item_under_same_id_is_exit_2_and_nothing_sent(served, tmp_path)
     write_items(items, rows)
     res = srv.cli(["run", str(items), "--state", str(tmp_path / "s")])
     assert 2 == res.returncode
-    assert "'x3'" in res.stderr
+    assert f"error: {items}:4: content changed" in res.stderr and "'x3'" in res.stderr  # FILE:LINE first
     assert sent_before == len(srv.sim.log)
 
 
