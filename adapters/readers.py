@@ -30,7 +30,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import orjson
 
@@ -90,8 +90,19 @@ def input_lines(path: Path, kind: InputKind | None = None) -> Iterator[bytes]:
     `InputError` names a bad row; `UsageError` a file that cannot be read at all."""
     kind = kind or input_kind(path)
     if kind == "jsonl":  # the file itself: each line read in C, with no generator in between
-        return path.open("rb")
+        return _past_bom(path.open("rb"))
     return _format_lines(path, kind)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _past_bom(f: IO[bytes]) -> IO[bytes]:
+    """`f` past a UTF-8 byte order mark at its start (as some Windows editors write one), else at its
+    start: JSON text has none, but the mark is no content, as in a CSV."""
+    if f.read(len(_BOM)) != _BOM:
+        f.seek(0)
+    return f
 
 
 def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
@@ -102,7 +113,7 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
 
             with gzip.open(path, "rb") as f:
                 try:
-                    yield from f
+                    yield from _past_bom(f)
                 except (gzip.BadGzipFile, EOFError) as exc:
                     raise UsageError(f"{path}: not a gzip file, or a truncated one ({exc})") from None
         case "csv":

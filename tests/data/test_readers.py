@@ -34,6 +34,24 @@ def test_every_format_gives_the_requests_of_the_jsonl(tmp_path, kind):
     assert expected == _bodies(write(tmp_path / "other", kind, items))
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl.gz"])
+def test_a_json_lines_file_with_a_byte_order_mark_gives_the_same_requests(tmp_path, kind):
+    """A UTF-8 BOM at the start (as some Windows editors save one) is not content: the same custom_ids,
+    bodies and metadata as without it; one anywhere else is still a bad line, named."""
+    import gzip
+
+    items = rows(20)
+    plain = write(tmp_path / "plain", "jsonl", items)
+    marked = tmp_path / f"marked.{kind}"
+    data = b"\xef\xbb\xbf" + plain.read_bytes()
+    marked.write_bytes(gzip.compress(data) if kind == "jsonl.gz" else data)
+    assert _bodies(plain) == _bodies(marked)
+    inner = plain.read_bytes().split(b"\n", 1)
+    (tmp_path / "mid.jsonl").write_bytes(inner[0] + b"\n\xef\xbb\xbf" + inner[1])
+    with pytest.raises(UsageError, match=r"mid\.jsonl:2: not valid JSON"):
+        load_items(tmp_path / "mid.jsonl")
+
+
 def test_csv_cells_stay_text_and_rows_are_numbered_as_in_a_spreadsheet(tmp_path):
     path = tmp_path / "items.csv"
     path.write_bytes(
