@@ -184,6 +184,37 @@ async def _run_job(
         )
 
 
+#: What the demo writes in its directory (each job's input, rubric, output and state dir; the reports).
+DEMO_FILES = (
+    "rubric.txt",
+    "verdict.json",
+    "batch_items.jsonl",
+    "sync_items.jsonl",
+    "pairwise_completions.jsonl",
+    "pairwise_rubric.txt",
+    "pairwise_template.txt",
+    *(f"{job}_output.jsonl" for job in ("batch", "sync", "pairwise")),
+    *(f"state-{job}" for job in ("batch", "sync", "pairwise")),
+    "report.html",
+    "pairwise_report.html",
+)
+
+
+def demo_dir_problem(root: Path) -> str | None:
+    """Why the demo may not write in `root`: it holds a file of one of the demo's names that an earlier
+    demo did not write (no demo checkpoint there), which the demo would overwrite. None for a new or
+    empty directory, or an earlier demo's, which the demo runs again."""
+    from adapters.store import Store
+
+    if not root.is_dir() or Store.exists(root / "state-batch"):
+        return None
+    clash = [name for name in DEMO_FILES if (root / name).exists()]
+    if not clash:
+        return None
+    more = f" and {len(clash) - 1} more of the demo's file names" if len(clash) > 1 else ""
+    return f"--dir {root}: holds {clash[0]}{more}, not from an earlier demo; give a new or empty directory"
+
+
 def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio

@@ -98,9 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 return cmd_export(ns)
             case "demo":
-                from adapters.demo import run_demo
+                from adapters.demo import demo_dir_problem, run_demo
 
-                if ns.dir is not None and (problem := directory_problem(ns.dir, "--dir", probe=True)):
+                if ns.dir is not None and (
+                    problem := directory_problem(ns.dir, "--dir", probe=True) or demo_dir_problem(ns.dir)
+                ):
                     raise UsageError(problem)
                 return run_demo(n=ns.n, directory=ns.dir)
             case "simulator":

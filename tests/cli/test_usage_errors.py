@@ -326,6 +326,22 @@ def test_demo_dir_that_is_a_file_is_exit_2(tmp_path, capsys):
     assert "--dir" in one_line(err) and "not a directory" in err
 
 
+def test_demo_dir_holding_files_of_the_demos_names_is_exit_2_and_they_are_kept(tmp_path, capsys):
+    """The demo writes report.html, rubric.txt and so on: in a directory of the user's own they were
+    overwritten. An earlier demo's directory is run again (tests/integration/test_end_to_end.py)."""
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "report.html").write_text("my report")
+    (mine / "rubric.txt").write_text("my rubric")
+    code, err = run(["demo", "--n", "10", "--dir", str(mine)], capsys)
+    assert 2 == code
+    assert f"--dir {mine}: holds rubric.txt and 1 more of the demo's file names" in one_line(err)
+    assert ("my report", "my rubric") == (
+        (mine / "report.html").read_text(),
+        (mine / "rubric.txt").read_text(),
+    )
+
+
 def test_simulator_port_out_of_range_is_exit_2(capsys):
     code, err = run(["simulator", "--port", "99999"], capsys)
     assert 2 == code

@@ -302,6 +302,10 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
     assert "<svg" in (tmp_path / "demo" / "report.html").read_text()
     pairwise_page = (tmp_path / "demo" / "pairwise_report.html").read_text()
     assert "position consistency" in pairwise_page.lower()
+    assert "No answer to quote yet" not in pairwise_page  # the pairwise report quotes the judge
+    # the demo's own directory is run again: every item is final, nothing to do but the summary
+    again = cli_in_process(["demo", "--n", "600", "--dir", str(tmp_path / "demo")], env=env, timeout=120)
+    assert 0 == again.returncode, again.stderr[-3000:]
 
 
 def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):
