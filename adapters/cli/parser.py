@@ -299,7 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     de.add_argument("--n", type=int, default=3000, help="items in the batch job (default: %(default)s)")
     de.add_argument(
-        "--dir", type=Path, metavar="DIR", help="where to write the job (default: a new temp dir)"
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help="where to write the job: a new or empty directory, or an earlier demo's, which it runs again (default: a new temp dir)",
     )
 
     si: _Parser = sub.add_parser(
