@@ -78,3 +78,51 @@ def _holder(fd: int) -> str:
         f"{stamp.get('command', 'run')} (pid {stamp['pid']} on {stamp.get('host', '?')}, "
         f"since {stamp.get('since', '?')})"
     )
+
+
+def running_holder(state_dir: Path) -> str | None:
+    """The run holding `state_dir`, told from its lock file's stamp without touching the lock (for
+    `status`, which must never make a starting run find the lock taken): a stamp of this host whose
+    process is alive and started before the stamp (not a reused pid), or one of another host (which
+    cannot be checked from here). None for a released lock (its stamp is cleared), a dead process (a
+    kill -9 leaves its stamp), or no lock file."""
+    try:
+        raw = (state_dir / LOCK_NAME).read_bytes()
+        stamp = orjson.loads(raw) if raw.strip() else None
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("pid"), int):
+        return None
+    if stamp.get("host") == socket.gethostname() and not _alive_since(stamp["pid"], stamp.get("since")):
+        return None
+    return (
+        f"{stamp.get('command', 'run')} (pid {stamp['pid']} on {stamp.get('host', '?')}, "
+        f"since {stamp.get('since', '?')})"
+    )
+
+
+def _alive_since(pid: int, since: object) -> bool:
+    """Whether `pid` is a live process that started no later than `since` (the stamp's ISO time, to
+    the second), so the one that wrote it: a pid reused by a later process is not. Where /proc cannot
+    tell a start time, alive is all that is known."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, another user's
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X"):  # killed, not yet reaped by its parent
+            return False
+        ticks = int(fields[19])  # field 22 of stat, starttime: clock ticks after boot
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        started = boot + ticks / os.sysconf("SC_CLK_TCK")
+        stamped = datetime.datetime.fromisoformat(str(since)).timestamp()
+    except (OSError, ValueError, IndexError, StopIteration):
+        return True
+    return started <= stamped + 1.0

@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters.cli.relaunch import command_line
 from adapters.paths import existing_state_problem, out_problem
+from adapters.statelock import running_holder
 from adapters.usage import EXIT_OK, EXIT_PENDING, UsageError
 
 
@@ -40,6 +41,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             if store.get_meta("invocation")
             else None,
             "counts": _counts_with_verdicts(store),
+            "running": running_holder(ns.state),
             "design": store.get_meta("design"),
             **_spend_json(store),
             "sub_batches": [
@@ -87,7 +89,9 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 lines.append(
                     f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
                 )
-    if info["resume"] and c.get("pending"):
+    if info["running"]:
+        lines.append(f"  running now: {info['running']}; its progress is on its own stderr")
+    elif info["resume"] and c.get("pending"):
         lines.append(f"  resume with: {info['resume']}")
     print("\n".join(lines))
     return code

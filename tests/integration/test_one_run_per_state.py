@@ -53,6 +53,9 @@ def test_a_second_run_is_refused_naming_the_first_which_finishes_untouched(serve
         assert 1 == len(second.stderr.strip().splitlines()), second.stderr
         cancel = srv.cli(["cancel", "--state", str(tmp_path / "s")], timeout=60)
         assert 2 == cancel.returncode and f"pid {first.pid}" in cancel.stderr
+        status = srv.cli(["status", "--state", str(tmp_path / "s")], timeout=60)
+        assert f"running now: run (pid {first.pid} on " in status.stdout, status.stdout
+        assert "resume with" not in status.stdout  # that command would be refused while it runs
         assert not [e for e in srv.sim.log[sent:] if e.method == "POST"]  # nothing sent by either
         srv.sim.scenario = Scenario(seed=31, batch_seconds=0.1)  # let the first one's batch end
         _, err = first.communicate(timeout=60)
@@ -74,6 +77,8 @@ def test_the_lock_of_a_killed_run_is_taken_over(served, tmp_path: Path):
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert (tmp_path / "s" / "judgecore.lock").exists()
+    status = srv.cli(["status", "--state", str(tmp_path / "s")], timeout=60)
+    assert "resume with:" in status.stdout and "running now" not in status.stdout, status.stdout
     srv.sim.scenario = Scenario(seed=32, batch_seconds=0.1)
     res = srv.cli(args, timeout=60)
     assert 0 == res.returncode, res.stderr
