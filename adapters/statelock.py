@@ -5,7 +5,8 @@ other's output. The lock is the kernel's (`flock`, which Linux maps onto POSIX l
 process that dies, by kill -9 or a power cut of its node, holds nothing: the next run takes it over
 with no stale-lock guessing. The file names its holder (host, pid, command, since when) for the one
 line that refuses a second run; nothing in it is secret. It is created mode 0600, and no other code
-opens it (closing any other descriptor of the file would drop a POSIX lock on NFS).
+of a process that may hold it opens it (closing any other descriptor of the file would drop a POSIX
+lock on NFS): `running_holder` reads it for `status`, whose process never takes the lock.
 """
 
 from __future__ import annotations
