@@ -75,6 +75,11 @@ def _holder(fd: int) -> str:
         stamp = {}
     if not isinstance(stamp, dict) or "pid" not in stamp:
         return "process"
+    return _described(stamp)
+
+
+def _described(stamp: dict[str, object]) -> str:
+    """A lock stamp as the lines that name its holder say it: `run (pid 4242 on node17, since ...)`."""
     return (
         f"{stamp.get('command', 'run')} (pid {stamp['pid']} on {stamp.get('host', '?')}, "
         f"since {stamp.get('since', '?')})"
@@ -96,10 +101,7 @@ def running_holder(state_dir: Path) -> str | None:
         return None
     if stamp.get("host") == socket.gethostname() and not _alive_since(stamp["pid"], stamp.get("since")):
         return None
-    return (
-        f"{stamp.get('command', 'run')} (pid {stamp['pid']} on {stamp.get('host', '?')}, "
-        f"since {stamp.get('since', '?')})"
-    )
+    return _described(stamp)
 
 
 def _alive_since(pid: int, since: object) -> bool:

@@ -149,7 +149,7 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
         input_sha256=_file_sha256(input_path),
         items_sha256=store.items_digest(),
         reproduce=_reproduce(invocation, state),
-        resume=shlex.join(["judgecore", "run", "--state", str(state)]),
+        resume=resume_command(state),
     )
 
 
@@ -186,6 +186,11 @@ def examples(
             )
         out.append((g, tuple(shown)))
     return tuple(out)
+
+
+def resume_command(state: Path) -> str:
+    """The command that resumes the job in `state` as it was started, as the report prints it."""
+    return shlex.join(["judgecore", "run", "--state", str(state)])
 
 
 def answers_of(record: Mapping[str, Any]) -> int:

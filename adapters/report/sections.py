@@ -7,13 +7,13 @@ every string from the checkpoint is escaped.
 from __future__ import annotations
 
 import html
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from adapters.report import plots
+from adapters.report.gather import resume_command
 from adapters.summary import JobReport
 from judgecore import figures as fig
 from judgecore.compare import Difference
@@ -56,7 +56,7 @@ def _unfinished(report: JobReport) -> str:
     pending = dict(o.counts).get("pending", 0)
     if not pending:
         return ""
-    resume = shlex.join(["judgecore", "run", "--state", str(report.state_dir)])
+    resume = resume_command(report.state_dir)
     return (
         f"<p class=warn><b>Not finished:</b> {fig.count(pending)} of {fig.count(o.n)} items are still "
         "pending, so every figure here is over the items answered so far. Resume with "
@@ -257,7 +257,8 @@ def examples(report: JobReport) -> str:
                 f"<div class=ex><p class=exid>{esc(e.item_id)} &middot; {esc(e.status)}"
                 f"{' &middot; ' + esc(e.error_class) if e.error_class else ''}</p>"
                 f"<p class=cap>prompt</p><pre>{esc(e.prompt or '(not kept)')}</pre>"
-                f"<p class=cap>the judge wrote{_one_of(e.answers)}</p><pre>{esc(e.text or '(no text)')}</pre>"
+                f"<p class=cap>the judge wrote{f' ({_one_of(e.answers)})' if e.answers > 1 else ''}</p>"
+                f"<pre>{esc(e.text or '(no text)')}</pre>"
                 f"<p class=cap>verdict</p><pre>{esc(_verdict(e.verdict))}</pre></div>"
             )
         out.append(
@@ -269,10 +270,8 @@ def examples(report: JobReport) -> str:
 
 
 def _one_of(answers: int) -> str:
-    """What a quoted answer is of an item whose verdict folds several (none for a single answer)."""
-    if answers <= 1:
-        return ""
-    return f" (one of the item's {answers} answers; its score folds them all)"
+    """What a quoted answer is of an item whose verdict folds several answers."""
+    return f"one of the item's {answers} answers; its score folds them all"
 
 
 def first_quote(report: JobReport) -> str:
@@ -294,8 +293,7 @@ def first_quote(report: JobReport) -> str:
     else:
         g, shown = max(scored, key=lambda gs: gs[0].total)
     e = shown[0]
-    one_of = f"<p class=note>One of the item's {e.answers} answers; its score folds them all.</p>"
-    one_of = one_of if e.answers > 1 else ""
+    one_of = f"<p class=note>{_one_of(e.answers).capitalize()}.</p>" if e.answers > 1 else ""
     return (
         f"<div class=quote><h3>What the judge wrote (item {esc(e.item_id)}, score {esc(g.key)})</h3>"
         f"{one_of}<pre>{esc(e.text)}</pre><p class=note>More examples per score and failure below, in "
