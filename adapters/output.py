@@ -41,8 +41,10 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
             f.flush()
             os.fsync(f.fileno())
         Path(tmp).replace(path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync of the temp file
+            exc.filename = str(path)
         raise
 
 

@@ -7,6 +7,8 @@ Kept apart from `adapters.job` so that `judgecore --help` and a usage error need
 
 from __future__ import annotations
 
+import errno
+
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 1024
 #: The default max_tokens where the model thinks (`judgecore.models.THINKING_MAX_TOKENS`, for `--help`).
@@ -18,7 +20,31 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_PENDING = 3
 EXIT_FATAL = 4
+#: A local fault: a disk that cannot take the checkpoint's or the output's writes (not a core status:
+#: nothing in the job decides it).
+EXIT_LOCAL = 1
+
+#: What a full, read-only or failing disk raises: the OS's errnos, and SQLite's result codes
+#: (`sqlite3.Error.sqlite_errorname`, extended codes such as SQLITE_IOERR_WRITE included).
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
+_SQLITE_DISK = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY")
 
 
 class UsageError(Exception):
     """Bad usage or bad input, detected before anything was sent (exit 2)."""
+
+
+def disk_fault(exc: BaseException, state: object = None) -> str | None:
+    """One line for an exception that says the disk under the checkpoint (in `state`) or under a file
+    being written cannot take its writes (full, read-only, failing), or None for any other exception.
+    Nothing harvested is lost to such a fault: each result is committed before it counts, so the
+    rerun finds it, and the output is replaced only by a whole new file."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(name, str) and name.startswith(_SQLITE_DISK):
+        where = f"the checkpoint in {state}" if state is not None else "the checkpoint"
+        return f"cannot write {where}: {exc}; nothing harvested is lost: make room there and rerun the same command"
+    if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
+        where = exc.filename if exc.filename is not None else state if state is not None else "a file"
+        reason = exc.strerror or str(exc)
+        return f"cannot write {where}: {reason}; nothing harvested is lost: make room there and rerun the same command"
+    return None

@@ -18,7 +18,7 @@ from adapters import keep_bytecode, release_collector
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
 from adapters.paths import directory_problem
-from adapters.usage import EXIT_OK, EXIT_USAGE, UsageError
+from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, disk_fault
 
 if TYPE_CHECKING:
     from adapters.cli.relaunch import PROJECT, command_line, launcher
@@ -113,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = f"{ns.input}:{message[5:]}"
         print(f"error: {message}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:
+        if (fault := disk_fault(exc, getattr(ns, "state", None) or getattr(ns, "dir", None))) is None:
+            raise
+        print(f"error: {fault}", file=sys.stderr)
+        return EXIT_LOCAL
     parser.error(f"unknown command {ns.command!r}")  # pragma: no cover
     return EXIT_USAGE  # pragma: no cover
 
