@@ -154,6 +154,7 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
+    _existing_state(ns.state)
     if ns.html is not None:
         # before anything is read or printed: the page never replaces a file the job reads or keeps
         reads = (*_job_files(ns.state), *((ns.verdict,) if ns.verdict is not None else ()))
@@ -186,8 +187,9 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 def cmd_export(ns: argparse.Namespace) -> int:
     from adapters.inspect_log import export_to_inspect
 
+    _existing_state(ns.state)
     # the scored log may replace the log it was read from (as it always could), not the job's other files
-    if problem := existing_state_problem(ns.state) or out_problem(
+    if problem := out_problem(
         ns.to_inspect, inputs=_job_files(ns.state, inputs=False), state=ns.state, flag="--to-inspect"
     ):
         raise UsageError(problem)

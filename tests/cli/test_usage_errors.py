@@ -90,6 +90,20 @@ def test_status_and_cancel_on_a_file_are_exit_2(tmp_path, capsys, command):
     assert "--state" in one_line(err)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["cancel"], ["summary"], ["export", "--to-inspect", "out.eval"]],
+    ids=lambda c: c[0],
+)
+def test_every_command_that_reads_a_checkpoint_names_the_flag_of_a_dir_without_one(tmp_path, capsys, command):
+    """`summary` and `export` said "DIR: no judgecore checkpoint here"; all four now name `--state`."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, err = run([command[0], "--state", str(empty), *command[1:]], capsys)
+    assert 2 == code
+    assert f"error: --state {empty}: no judgecore checkpoint here" == one_line(err)
+
+
 # -- INPUT and --rubric --------------------------------------------------------------------------
 
 
