@@ -316,10 +316,14 @@ def frame_lines(frame: Any) -> Iterator[bytes]:
 
 
 def _native(value: Any) -> Any:
-    """A pandas / numpy scalar as the Python value (`pd.NA` and `NaT` as None)."""
-    item = getattr(value, "item", None)
-    if callable(item) and type(value).__module__.startswith("numpy"):
-        value = item()
+    """A pandas / numpy cell as the Python value (`pd.NA` and `NaT` as None): a numpy scalar its
+    value, a numpy array (how pandas holds a Parquet list column's cells) a list, at any depth."""
+    if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
+        value = value.tolist()  # a scalar's value; an array's list, of any size (never its element)
+    if isinstance(value, list | tuple):
+        return [_native(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _native(v) for k, v in value.items()}
     if type(value).__name__ in ("NAType", "NaTType"):
         return None
     return value

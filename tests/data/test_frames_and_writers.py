@@ -25,6 +25,27 @@ def test_a_dataframe_is_the_same_items_as_its_rows_as_jsonl():
     assert [i.metadata_json for i in expected] == [i.metadata_json for i in items_from_objects(frame)]
 
 
+def test_a_dataframe_read_from_parquet_keeps_its_list_cells_as_lists(tmp_path):
+    """pandas reads a Parquet list column as numpy arrays: a one-element array was taken for its
+    element (`messages` refused as "not a list", a tag list became its tag), a longer one a traceback."""
+    import orjson
+
+    path = tmp_path / "t.parquet"
+    table = {
+        "id": ["a", "b"],
+        "messages": [[{"role": "user", "content": "hi"}], [{"role": "user", "content": "yo"}]],
+        "tags": [["solo"], ["one", "two"]],
+        "nest": [{"xs": ["p", "q"]}, {"xs": []}],
+    }
+    pq.write_table(pa.table(table), path)
+    frame = pd.read_parquet(path)
+    items = items_from_objects(frame)
+    assert [orjson.dumps(m) for m in table["messages"]] == [i.messages_json for i in items]
+    assert [{"tags": t, "nest": n} for t, n in zip(table["tags"], table["nest"], strict=True)] == [
+        orjson.loads(i.metadata_json) for i in items
+    ]
+
+
 def test_a_dataframe_without_an_id_column_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match=r"line 1: the DataFrame has no 'id' column"):
         judge_dry_run(pd.DataFrame({"prompt": ["a"]}), rubric=None, state_dir=tmp_path / "s")
