@@ -110,12 +110,15 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
     match kind:
         case "jsonl.gz":
             import gzip
+            import zlib
 
             with gzip.open(path, "rb") as f:
                 try:
                     yield from _past_bom(f)
-                except (gzip.BadGzipFile, EOFError) as exc:
-                    raise UsageError(f"{path}: not a gzip file, or a truncated one ({exc})") from None
+                except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # zlib's: damaged data
+                    raise UsageError(
+                        f"{path}: not a gzip file, or a damaged or truncated one ({exc})"
+                    ) from None
         case "csv":
             yield from _csv_lines(path)
         case "parquet":

@@ -226,3 +226,15 @@ def test_a_file_that_is_not_parquet_says_so(tmp_path, capsys):
     path.write_text("id,prompt\n")
     assert 2 == main(["run", str(path), "--dry-run"])
     assert f"error: {path}: not a Parquet file" in capsys.readouterr().err
+
+
+def test_a_jsonl_gz_whose_compressed_data_is_corrupt_says_so(tmp_path, capsys):
+    """Damaged deflate data (not a truncation, not a bad header) is zlib's own error: it was a
+    `zlib.error` traceback, exit 1."""
+    import gzip
+
+    data = gzip.compress(b"".join(b'{"id":"%d","prompt":"p%d"}\n' % (k, k) for k in range(2000)))
+    path = tmp_path / "items.jsonl.gz"
+    path.write_bytes(data[:100] + b"\x00" * 50 + data[150:])
+    assert 2 == main(["run", str(path), "--dry-run"])
+    assert f"error: {path}: not a gzip file, or a damaged or truncated one" in capsys.readouterr().err
