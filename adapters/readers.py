@@ -272,7 +272,14 @@ def _parquet_lines(path: Path) -> Iterator[bytes]:
         raise UsageError(f"{path}: not a Parquet file ({exc})") from None
     _check_columns(pf.schema_arrow.names, 1)
     n = 1
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
+    batches = pf.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:  # a damaged page: pyarrow's OSError or ArrowInvalid
+            raise InputError(n, f"the Parquet data cannot be read from this row on ({exc})") from None
+        if batch is None:
+            break
         rows = batch.to_pylist()
         yield from rows_as_lines(rows, first=n)
         n += len(rows)

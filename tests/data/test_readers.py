@@ -238,3 +238,20 @@ def test_a_jsonl_gz_whose_compressed_data_is_corrupt_says_so(tmp_path, capsys):
     path.write_bytes(data[:100] + b"\x00" * 50 + data[150:])
     assert 2 == main(["run", str(path), "--dry-run"])
     assert f"error: {path}: not a gzip file, or a damaged or truncated one" in capsys.readouterr().err
+
+
+def test_a_parquet_file_with_a_damaged_page_names_the_row_it_stops_at(tmp_path, capsys):
+    """A sound footer over damaged data is found while the rows are read: it was pyarrow's `OSError`
+    traceback, exit 1."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "items.parquet"
+    ids = [f"{k:05d}" for k in range(5000)]
+    pq.write_table(pa.table({"id": ids, "prompt": [f"prompt {k} " * 5 for k in range(5000)]}), path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 2000] = b"\xff" * 2000
+    path.write_bytes(bytes(data))
+    assert 2 == main(["run", str(path), "--dry-run"])
+    err = capsys.readouterr().err
+    assert f"error: {path}:1: the Parquet data cannot be read from this row on (" in err, err
