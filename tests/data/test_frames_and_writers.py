@@ -130,6 +130,38 @@ def test_the_output_format_is_chosen_by_the_extension(tmp_path, name, kind):
     assert [name] == [p.name for p in tmp_path.iterdir()]  # no temp file left
 
 
+def test_a_jsonl_gz_output_is_gzipped_json_lines_that_reads_back_as_input(tmp_path):
+    """`--out o.jsonl.gz` wrote plain JSON Lines under a gzip name (gzip, pandas and judgecore's own
+    `.jsonl.gz` reader all refused it)."""
+    import gzip
+
+    import orjson
+
+    out = tmp_path / "o.jsonl.gz"
+    write_records(out, RECORDS)
+    assert RECORDS == [orjson.loads(line) for line in gzip.decompress(out.read_bytes()).splitlines()]
+
+
+@pytest.mark.parametrize("name", ["o.csv.gz", "o.parquet.gz", "o.gz"])
+def test_a_gzip_name_of_another_format_is_refused_before_anything_is_sent(
+    tmp_path, capsys, monkeypatch, name
+):
+    """It was written as plain JSON Lines: a `.csv.gz` holding neither CSV nor gzip."""
+    from adapters.cli import main
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens: a send would fail
+
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "a", "prompt": "x"}\n')
+    state = tmp_path / "s"
+    args = ["run", str(items), "--state", str(state), "--out", str(tmp_path / name), "--force-sync"]
+    assert 2 == main(args)
+    err = capsys.readouterr().err
+    assert f"error: --out {tmp_path / name}: a compressed output is named .jsonl.gz" in err, err
+    assert not (tmp_path / name).exists()
+
+
 def test_a_failed_write_leaves_the_old_output_and_no_temp_file(tmp_path):
     out = tmp_path / "o.csv"
     out.write_text("old")
