@@ -36,6 +36,7 @@ import orjson
 
 from adapters.usage import UsageError
 from judgecore.errors import InputError
+from judgecore.parsing import MAX_LINE_BYTES
 
 InputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet", "dataset", "inspect"]
 
@@ -50,6 +51,8 @@ SUFFIXES: Mapping[str, InputKind] = {
 _DATASET_MARKS = ("state.json", "dataset_dict.json")
 #: the columns of a tabular row that are fields of the item; every other column is its metadata
 ITEM_COLUMNS = ("id", "prompt", "messages", "max_tokens")
+#: the longest CSV cell read, in characters: a JSON line's limit (the API's request limit)
+MAX_CELL = MAX_LINE_BYTES
 #: rows converted to Python at a time from a Parquet file or a dataset (bounds the memory of a read)
 BATCH_ROWS = 2048
 
@@ -221,6 +224,10 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
     the one named; a csv error names the row it happened in (where an unclosed quote opened)."""
     import csv
 
+    # a cell may be as long as a JSON line (the csv module refuses one over 131,072 characters); only
+    # ever raised, so that a read still under way elsewhere in the process never sees it lowered
+    if csv.field_size_limit() < MAX_CELL:
+        csv.field_size_limit(MAX_CELL)
     with path.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.reader(f, strict=True)
         n = 1  # the row being read

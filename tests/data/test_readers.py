@@ -255,3 +255,16 @@ def test_a_parquet_file_with_a_damaged_page_names_the_row_it_stops_at(tmp_path, 
     assert 2 == main(["run", str(path), "--dry-run"])
     err = capsys.readouterr().err
     assert f"error: {path}:1: the Parquet data cannot be read from this row on (" in err, err
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_default_limit_is_read(tmp_path):
+    """A long completion (over 131,072 characters, the csv module's default field limit) in a
+    valid CSV was refused: `FILE:2: not valid CSV (field larger than field limit (131072))`."""
+    import csv
+
+    path = tmp_path / "items.csv"
+    long = "x" * 200_000
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows([["id", "prompt"], ["a", long], ["b", "short"]])
+    items = load_items(path)
+    assert ("a", "b") == items.ids
