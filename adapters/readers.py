@@ -205,10 +205,14 @@ def templated_rows() -> Iterator[None]:
         _TEMPLATED.reset(token)
 
 
-def _check_columns(names: Iterable[str], line: int) -> None:
+def _check_columns(names: Iterable[str], line: int, *, repeat: str = "the columns repeat") -> None:
     """A table needs an `id` column and a `prompt` or `messages` one (`InputError` at `line`); under a
-    template (`templated_rows`) only the `id` column."""
+    template (`templated_rows`) only the `id` column. No column may be named twice (a row's dict would
+    keep the last cell alone): `repeat` begins the reason that names them."""
     have = list(names)
+    if len(set(have)) != len(have):
+        dup = sorted({h for h in have if have.count(h) > 1})
+        raise InputError(line, f"{repeat} {', '.join(map(repr, dup))}")
     listed = ", ".join(map(repr, have)) or "none"
     if "id" not in have:
         raise InputError(line, f"no 'id' column (the columns are {listed})")
@@ -236,10 +240,7 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
             if header is None:
                 return
             _check_utf8(header, 1)
-            _check_columns(header, 1)
-            if len(set(header)) != len(header):
-                dup = sorted({h for h in header if header.count(h) > 1})
-                raise InputError(1, f"the header repeats column(s) {', '.join(map(repr, dup))}")
+            _check_columns(header, 1, repeat="the header repeats column(s)")
             yield b""  # the header is row 1
             width = len(header)
             n = 2
@@ -322,7 +323,7 @@ def frame_lines(frame: Any) -> Iterator[bytes]:
     """The JSON lines of a pandas DataFrame's rows (`row_object` of each; row 1 is the first)."""
     columns = [str(c) for c in frame.columns]
     try:
-        _check_columns(columns, 1)
+        _check_columns(columns, 1, repeat="columns named twice:")
     except InputError as exc:
         raise InputError(1, f"the DataFrame has {exc.reason}") from None
     rows = (

@@ -51,6 +51,13 @@ def test_a_dataframe_without_an_id_column_is_a_usage_error(tmp_path):
         judge_dry_run(pd.DataFrame({"prompt": ["a"]}), rubric=None, state_dir=tmp_path / "s")
 
 
+def test_a_dataframe_that_repeats_a_column_is_a_usage_error(tmp_path):
+    """Its last cell alone was kept (the first `prompt` dropped without a word)."""
+    frame = pd.DataFrame([["a", "x", "y"]], columns=["id", "prompt", "prompt"])
+    with pytest.raises(UsageError, match=r"^line 1: the DataFrame has columns named twice: 'prompt'$"):
+        judge_dry_run(frame, rubric=None, state_dir=tmp_path / "s")
+
+
 def test_judge_takes_a_dataframe_and_gives_one_back(tmp_path):
     frame = pd.DataFrame({"id": ["a", "b", "c"], "prompt": ["x", "y", "z"], "model": ["m1", "m2", "m1"]})
     sim = Simulator(Scenario(seed=4))

@@ -268,3 +268,16 @@ def test_a_csv_cell_longer_than_the_csv_modules_default_limit_is_read(tmp_path):
         csv.writer(f).writerows([["id", "prompt"], ["a", long], ["b", "short"]])
     items = load_items(path)
     assert ("a", "b") == items.ids
+
+
+def test_a_parquet_file_that_repeats_a_column_names_it_as_a_csv_header_does(tmp_path, capsys):
+    """A repeated column kept its last cell alone (the other `model`, or the other `prompt`, lost
+    without a word), where a CSV header that repeats one is exit 2."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "items.parquet"
+    cells = [pa.array(["a"]), pa.array(["x"]), pa.array(["m1"]), pa.array(["m2"])]
+    pq.write_table(pa.Table.from_arrays(cells, names=["id", "prompt", "model", "model"]), path)
+    assert 2 == main(["run", str(path), "--dry-run"])
+    assert f"error: {path}:1: the columns repeat 'model'" in capsys.readouterr().err
