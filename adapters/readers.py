@@ -250,6 +250,11 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
                     n += 1
                     continue
                 _check_utf8(cells, n)
+                if cells[0].startswith("\ufeff"):  # past the file's start (`utf-8-sig` skips that one)
+                    raise InputError(
+                        n,
+                        "a byte order mark begins the row (two files joined?); only the file's start may hold one",
+                    )
                 if len(cells) != width:
                     raise InputError(n, f"the row has {len(cells)} cells; the header has {width}")
                 yield from rows_as_lines((dict(zip(header, cells, strict=True)),), first=n)

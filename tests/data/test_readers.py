@@ -281,3 +281,13 @@ def test_a_parquet_file_that_repeats_a_column_names_it_as_a_csv_header_does(tmp_
     pq.write_table(pa.Table.from_arrays(cells, names=["id", "prompt", "model", "model"]), path)
     assert 2 == main(["run", str(path), "--dry-run"])
     assert f"error: {path}:1: the columns repeat 'model'" in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_inside_a_csv_is_a_bad_row(tmp_path):
+    """As in JSON Lines, a mark anywhere but the file's start is a bad row: two spreadsheet exports
+    joined (`cat a.csv b.csv`) made the second header an item with the id '\\ufeffid', judged and paid."""
+    path = tmp_path / "joined.csv"
+    one = "\ufeffid,prompt\r\na,x\r\n".encode()
+    path.write_bytes(one + one.replace(b"a,x", b"b,y"))
+    with pytest.raises(UsageError, match=r"joined\.csv:3: a byte order mark begins the row"):
+        load_items(path)
