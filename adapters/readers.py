@@ -332,21 +332,21 @@ def frame_lines(frame: Any) -> Iterator[bytes]:
     except InputError as exc:
         raise InputError(1, f"the DataFrame has {exc.reason}") from None
     rows = (
-        dict(zip(columns, (_native(v) for v in values), strict=True))
+        dict(zip(columns, (native(v) for v in values), strict=True))
         for values in frame.itertuples(index=False, name=None)
     )
     yield from rows_as_lines(rows)
 
 
-def _native(value: Any) -> Any:
+def native(value: Any) -> Any:
     """A pandas / numpy cell as the Python value (`pd.NA` and `NaT` as None): a numpy scalar its
     value, a numpy array (how pandas holds a Parquet list column's cells) a list, at any depth."""
     if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
         value = value.tolist()  # a scalar's value; an array's list, of any size (never its element)
     if isinstance(value, list | tuple):
-        return [_native(v) for v in value]
+        return [native(v) for v in value]
     if isinstance(value, dict):
-        return {k: _native(v) for k, v in value.items()}
+        return {k: native(v) for k, v in value.items()}
     if type(value).__name__ in ("NAType", "NaTType"):
         return None
     return value

@@ -46,6 +46,20 @@ def test_a_dataframe_read_from_parquet_keeps_its_list_cells_as_lists(tmp_path):
     ]
 
 
+def test_the_records_of_a_dataframe_read_from_parquet_are_items_too(tmp_path):
+    """`frame.to_dict("records")` holds a list cell as a numpy array of objects, which orjson
+    refuses: it was `line 1: not JSON-serializable: unsupported datatype in numpy array`."""
+    path = tmp_path / "t.parquet"
+    table = {"id": ["a"], "messages": [[{"role": "user", "content": "hi"}]], "tags": [["x", "y"]]}
+    pq.write_table(pa.table(table), path)
+    frame = pd.read_parquet(path)
+    objects = [
+        {"id": r["id"], "messages": r["messages"], "metadata": {"tags": r["tags"]}}
+        for r in frame.to_dict("records")
+    ]
+    assert items_from_objects(frame) == items_from_objects(objects)
+
+
 def test_a_dataframe_without_an_id_column_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match=r"line 1: the DataFrame has no 'id' column"):
         judge_dry_run(pd.DataFrame({"prompt": ["a"]}), rubric=None, state_dir=tmp_path / "s")
