@@ -169,10 +169,16 @@ def _line_of(n: int, obj: object) -> bytes:
     DataFrame's cells hold) are numbers and lists. `InputError` for an object no line could be."""
     if not isinstance(obj, Mapping):
         raise InputError(n, f"expected a dict shaped like an input line, got {type(obj).__name__}")
+    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
     try:
-        return orjson.dumps(dict(obj), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
-    except TypeError as exc:
-        raise InputError(n, f"not JSON-serializable: {exc}") from None
+        return orjson.dumps(dict(obj), option=option)
+    except TypeError:  # e.g. a numpy array of objects (a list cell of `DataFrame.to_dict("records")`)
+        from adapters.readers import native
+
+        try:
+            return orjson.dumps(native(dict(obj)), option=option)
+        except TypeError as exc:
+            raise InputError(n, f"not JSON-serializable: {exc}") from None
 
 
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:

@@ -36,6 +36,7 @@ import orjson
 
 from adapters.usage import UsageError
 from judgecore.errors import InputError
+from judgecore.parsing import MAX_LINE_BYTES
 
 InputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet", "dataset", "inspect"]
 
@@ -50,6 +51,8 @@ SUFFIXES: Mapping[str, InputKind] = {
 _DATASET_MARKS = ("state.json", "dataset_dict.json")
 #: the columns of a tabular row that are fields of the item; every other column is its metadata
 ITEM_COLUMNS = ("id", "prompt", "messages", "max_tokens")
+#: the longest CSV cell read, in characters: a JSON line's limit (the API's request limit)
+MAX_CELL = MAX_LINE_BYTES
 #: rows converted to Python at a time from a Parquet file or a dataset (bounds the memory of a read)
 BATCH_ROWS = 2048
 
@@ -110,12 +113,15 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
     match kind:
         case "jsonl.gz":
             import gzip
+            import zlib
 
             with gzip.open(path, "rb") as f:
                 try:
                     yield from _past_bom(f)
-                except (gzip.BadGzipFile, EOFError) as exc:
-                    raise UsageError(f"{path}: not a gzip file, or a truncated one ({exc})") from None
+                except (gzip.BadGzipFile, EOFError, zlib.error) as exc:  # zlib's: damaged data
+                    raise UsageError(
+                        f"{path}: not a gzip file, or a damaged or truncated one ({exc})"
+                    ) from None
         case "csv":
             yield from _csv_lines(path)
         case "parquet":
@@ -199,10 +205,14 @@ def templated_rows() -> Iterator[None]:
         _TEMPLATED.reset(token)
 
 
-def _check_columns(names: Iterable[str], line: int) -> None:
+def _check_columns(names: Iterable[str], line: int, *, repeat: str = "the columns repeat") -> None:
     """A table needs an `id` column and a `prompt` or `messages` one (`InputError` at `line`); under a
-    template (`templated_rows`) only the `id` column."""
+    template (`templated_rows`) only the `id` column. No column may be named twice (a row's dict would
+    keep the last cell alone): `repeat` begins the reason that names them."""
     have = list(names)
+    if len(set(have)) != len(have):
+        dup = sorted({h for h in have if have.count(h) > 1})
+        raise InputError(line, f"{repeat} {', '.join(map(repr, dup))}")
     listed = ", ".join(map(repr, have)) or "none"
     if "id" not in have:
         raise InputError(line, f"no 'id' column (the columns are {listed})")
@@ -218,6 +228,10 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
     the one named; a csv error names the row it happened in (where an unclosed quote opened)."""
     import csv
 
+    # a cell may be as long as a JSON line (the csv module refuses one over 131,072 characters); only
+    # ever raised, so that a read still under way elsewhere in the process never sees it lowered
+    if csv.field_size_limit() < MAX_CELL:
+        csv.field_size_limit(MAX_CELL)
     with path.open("r", encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.reader(f, strict=True)
         n = 1  # the row being read
@@ -226,10 +240,7 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
             if header is None:
                 return
             _check_utf8(header, 1)
-            _check_columns(header, 1)
-            if len(set(header)) != len(header):
-                dup = sorted({h for h in header if header.count(h) > 1})
-                raise InputError(1, f"the header repeats column(s) {', '.join(map(repr, dup))}")
+            _check_columns(header, 1, repeat="the header repeats column(s)")
             yield b""  # the header is row 1
             width = len(header)
             n = 2
@@ -239,6 +250,11 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
                     n += 1
                     continue
                 _check_utf8(cells, n)
+                if cells[0].startswith("\ufeff"):  # past the file's start (`utf-8-sig` skips that one)
+                    raise InputError(
+                        n,
+                        "a byte order mark begins the row (two files joined?); only the file's start may hold one",
+                    )
                 if len(cells) != width:
                     raise InputError(n, f"the row has {len(cells)} cells; the header has {width}")
                 yield from rows_as_lines((dict(zip(header, cells, strict=True)),), first=n)
@@ -269,7 +285,14 @@ def _parquet_lines(path: Path) -> Iterator[bytes]:
         raise UsageError(f"{path}: not a Parquet file ({exc})") from None
     _check_columns(pf.schema_arrow.names, 1)
     n = 1
-    for batch in pf.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
+    batches = pf.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:  # a damaged page: pyarrow's OSError or ArrowInvalid
+            raise InputError(n, f"the Parquet data cannot be read from this row on ({exc})") from None
+        if batch is None:
+            break
         rows = batch.to_pylist()
         yield from rows_as_lines(rows, first=n)
         n += len(rows)
@@ -305,21 +328,25 @@ def frame_lines(frame: Any) -> Iterator[bytes]:
     """The JSON lines of a pandas DataFrame's rows (`row_object` of each; row 1 is the first)."""
     columns = [str(c) for c in frame.columns]
     try:
-        _check_columns(columns, 1)
+        _check_columns(columns, 1, repeat="columns named twice:")
     except InputError as exc:
         raise InputError(1, f"the DataFrame has {exc.reason}") from None
     rows = (
-        dict(zip(columns, (_native(v) for v in values), strict=True))
+        dict(zip(columns, (native(v) for v in values), strict=True))
         for values in frame.itertuples(index=False, name=None)
     )
     yield from rows_as_lines(rows)
 
 
-def _native(value: Any) -> Any:
-    """A pandas / numpy scalar as the Python value (`pd.NA` and `NaT` as None)."""
-    item = getattr(value, "item", None)
-    if callable(item) and type(value).__module__.startswith("numpy"):
-        value = item()
+def native(value: Any) -> Any:
+    """A pandas / numpy cell as the Python value (`pd.NA` and `NaT` as None): a numpy scalar its
+    value, a numpy array (how pandas holds a Parquet list column's cells) a list, at any depth."""
+    if type(value).__module__.startswith("numpy") and hasattr(value, "tolist"):
+        value = value.tolist()  # a scalar's value; an array's list, of any size (never its element)
+    if isinstance(value, list | tuple):
+        return [native(v) for v in value]
+    if isinstance(value, dict):
+        return {k: native(v) for k, v in value.items()}
     if type(value).__name__ in ("NAType", "NaTType"):
         return None
     return value

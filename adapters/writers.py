@@ -4,7 +4,8 @@ Every writer is atomic as the JSONL one always was (`adapters.job.write_output_a
 in the same directory, fsync, rename), and writes the same records (CONTRACT.md's output shape), in
 input order, one row per item:
 
-- `.jsonl` (and any other name, as before): one JSON object a line.
+- `.jsonl` (and any other name, as before): one JSON object a line; `.jsonl.gz`: the same,
+  gzip-compressed (as INPUT reads it). Any other name ending `.gz` is refused (`output_problem`).
 - `.csv`: a header of the record's fields; a nested field (`usage`, `error`, `metadata`, `verdict`)
   is its JSON text, a null an empty cell, a number or a boolean its JSON text.
 - `.parquet`: one column per field; nested fields are structs (lists stay lists). A column whose
@@ -22,12 +23,15 @@ from typing import Any, Literal
 
 import orjson
 
-OutputKind = Literal["jsonl", "csv", "parquet"]
+OutputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet"]
 
 
 def output_kind(path: Path) -> OutputKind:
-    """The format `--out path` is written in, by its extension (JSONL unless `.csv` or `.parquet`)."""
+    """The format `--out path` is written in, by its extension (JSONL unless `.jsonl.gz`, `.csv` or
+    `.parquet`)."""
     name = path.name.lower()
+    if name.endswith(".jsonl.gz"):
+        return "jsonl.gz"
     if name.endswith(".csv"):
         return "csv"
     if name.endswith(".parquet"):
@@ -36,11 +40,15 @@ def output_kind(path: Path) -> OutputKind:
 
 
 def output_problem(path: Path) -> str | None:
-    """Why `--out path` cannot be written by this install (its format's extra is missing), or None;
-    checked before anything is sent."""
+    """Why `--out path` cannot be written (a gzip name of a format other than JSON Lines, or a
+    format whose extra this install lacks), or None; checked before anything is sent."""
     from adapters.readers import need
     from adapters.usage import UsageError
 
+    if path.name.lower().endswith(".gz") and output_kind(path) != "jsonl.gz":
+        return (
+            f"--out {path}: a compressed output is named .jsonl.gz (CSV and Parquet are written uncompressed)"
+        )
     if output_kind(path) == "parquet":
         try:
             need("pyarrow", "data", path=f"--out {path}", what="writing Parquet")
@@ -57,10 +65,24 @@ def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     match output_kind(path):
         case "jsonl":
             write_output_atomic(path, (output_line(r if type(r) is dict else dict(r)) for r in records))
+        case "jsonl.gz":
+            lines = (output_line(r if type(r) is dict else dict(r)) for r in records)
+            write_output_atomic(path, gzipped(lines))
         case "csv":
             write_output_atomic(path, csv_lines(records))
         case "parquet":
             write_output_atomic(path, [parquet_bytes(records)])
+
+
+def gzipped(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """`chunks` as one gzip stream, compressed as they come."""
+    import zlib
+
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
+    for chunk in chunks:
+        if out := z.compress(chunk):
+            yield out
+    yield z.flush()
 
 
 def cell(value: Any) -> str:

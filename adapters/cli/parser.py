@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         metavar="FILE",
-        help="output .jsonl, .csv or .parquet (default: STATE/output.jsonl)",
+        help="output .jsonl, .jsonl.gz, .csv or .parquet (default: STATE/output.jsonl)",
     )
     g = run.add_argument_group("planning")
     g.add_argument(

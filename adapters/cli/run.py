@@ -242,11 +242,12 @@ def _run(
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
     """Every path `run` will read or write, checked before anything is read, created or sent."""
     flag = "--from-inspect" if ns.from_inspect is not None else "INPUT"
-    if ns.input.is_dir():  # a saved dataset, or exit 2 before the state dir is made
+    dataset = ns.input.is_dir() and ns.from_inspect is None  # a log is a file, never a directory
+    if dataset:  # a saved dataset, or exit 2 before the state dir is made
         from adapters.readers import input_kind
 
         input_kind(ns.input)
-    problem = None if ns.input.is_dir() else input_problem(ns.input, flag)
+    problem = None if dataset else input_problem(ns.input, flag)
     if problem is None and ns.rubric is not None:
         problem = input_problem(ns.rubric, "--rubric")
     if problem is None and ns.state is not None:

@@ -115,6 +115,16 @@ def test_input_that_is_a_directory_is_exit_2(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def test_from_inspect_that_is_a_directory_names_the_flag(tmp_path, capsys):
+    """It was refused as INPUT: "not one written by datasets' save_to_disk (INPUT is .jsonl, ...)"."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    code, err = run(["run", "--from-inspect", str(logs), "--state", str(tmp_path / "s")], capsys)
+    assert 2 == code
+    assert f"error: {logs}: is a directory, not a file (--from-inspect)" == one_line(err)
+    assert not (tmp_path / "s").exists()
+
+
 def test_rubric_that_is_a_directory_is_exit_2(items, tmp_path, capsys):
     code, err = run(["run", str(items), "--state", str(tmp_path / "s"), "--rubric", str(tmp_path)], capsys)
     assert 2 == code

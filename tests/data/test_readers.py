@@ -226,3 +226,68 @@ def test_a_file_that_is_not_parquet_says_so(tmp_path, capsys):
     path.write_text("id,prompt\n")
     assert 2 == main(["run", str(path), "--dry-run"])
     assert f"error: {path}: not a Parquet file" in capsys.readouterr().err
+
+
+def test_a_jsonl_gz_whose_compressed_data_is_corrupt_says_so(tmp_path, capsys):
+    """Damaged deflate data (not a truncation, not a bad header) is zlib's own error: it was a
+    `zlib.error` traceback, exit 1."""
+    import gzip
+
+    data = gzip.compress(b"".join(b'{"id":"%d","prompt":"p%d"}\n' % (k, k) for k in range(2000)))
+    path = tmp_path / "items.jsonl.gz"
+    path.write_bytes(data[:100] + b"\x00" * 50 + data[150:])
+    assert 2 == main(["run", str(path), "--dry-run"])
+    assert f"error: {path}: not a gzip file, or a damaged or truncated one" in capsys.readouterr().err
+
+
+def test_a_parquet_file_with_a_damaged_page_names_the_row_it_stops_at(tmp_path, capsys):
+    """A sound footer over damaged data is found while the rows are read: it was pyarrow's `OSError`
+    traceback, exit 1."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "items.parquet"
+    ids = [f"{k:05d}" for k in range(5000)]
+    pq.write_table(pa.table({"id": ids, "prompt": [f"prompt {k} " * 5 for k in range(5000)]}), path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 2000] = b"\xff" * 2000
+    path.write_bytes(bytes(data))
+    assert 2 == main(["run", str(path), "--dry-run"])
+    err = capsys.readouterr().err
+    assert f"error: {path}:1: the Parquet data cannot be read from this row on (" in err, err
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_default_limit_is_read(tmp_path):
+    """A long completion (over 131,072 characters, the csv module's default field limit) in a
+    valid CSV was refused: `FILE:2: not valid CSV (field larger than field limit (131072))`."""
+    import csv
+
+    path = tmp_path / "items.csv"
+    long = "x" * 200_000
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows([["id", "prompt"], ["a", long], ["b", "short"]])
+    items = load_items(path)
+    assert ("a", "b") == items.ids
+
+
+def test_a_parquet_file_that_repeats_a_column_names_it_as_a_csv_header_does(tmp_path, capsys):
+    """A repeated column kept its last cell alone (the other `model`, or the other `prompt`, lost
+    without a word), where a CSV header that repeats one is exit 2."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "items.parquet"
+    cells = [pa.array(["a"]), pa.array(["x"]), pa.array(["m1"]), pa.array(["m2"])]
+    pq.write_table(pa.Table.from_arrays(cells, names=["id", "prompt", "model", "model"]), path)
+    assert 2 == main(["run", str(path), "--dry-run"])
+    assert f"error: {path}:1: the columns repeat 'model'" in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_inside_a_csv_is_a_bad_row(tmp_path):
+    """As in JSON Lines, a mark anywhere but the file's start is a bad row: two spreadsheet exports
+    joined (`cat a.csv b.csv`) made the second header an item with the id '\\ufeffid', judged and paid."""
+    path = tmp_path / "joined.csv"
+    one = "\ufeffid,prompt\r\na,x\r\n".encode()
+    path.write_bytes(one + one.replace(b"a,x", b"b,y"))
+    with pytest.raises(UsageError, match=r"joined\.csv:3: a byte order mark begins the row"):
+        load_items(path)
