@@ -15,7 +15,8 @@ a spend limit you set, a body cut in transit). An unknown code is read as its ba
 
 An account state (`ACCOUNT_STATE`: an organization on hold, a spend limit reached, billing) is `fatal`
 for the run and nothing for the item: the item stays pending, and a rerun once the account is fixed
-sends it. A refusal (`stop_reason: "refusal"`) is an answer, so it is final: a `miss` of class
+sends it (a batch an earlier run sent answered for the account as it was then: its lines only warn,
+`judgecore.batchrun`). A refusal (`stop_reason: "refusal"`) is an answer, so it is final: a `miss` of class
 `MODEL_REFUSAL`, its partial text and `stop_details` kept, never resent and never scored.
 """
 

@@ -92,7 +92,11 @@ def on_harvested(run: BatchRun, h: Harvested) -> BatchRun:
     run = attrs.evolve(run, breaker=h.breaker, held=h.held)
     if h.breaker.tripped and run.stop is None:
         run = attrs.evolve(run, stop=h.breaker.reason(), held=())._emit(Say("warning", h.breaker.reason()))
-    if h.fatal is not None:
+    if h.fatal is not None and h.fatal.account_state and sub.recovered:
+        # the account as it was when an earlier run's batch ran, not as it is now: its errored ids
+        # stay pending and this run's next round sends them (a create refused now stops the run)
+        run = run._emit(Say("warning", _earlier_account(h, sub)))
+    elif h.fatal is not None:
         run = run._fatal(h.fatal, h.fatal_where)
     if h.error is not None:
         return _cut(run, sub, h)
@@ -115,6 +119,15 @@ def on_harvested(run: BatchRun, h: Harvested) -> BatchRun:
         final.extend(pair for pair in zip(m.ids, m.at, strict=True) if pair[0] not in not_final)
         run = run._move(m, E.HARVESTED, T.SETTLED, None, open=frozenset())
     return run.finalized(final)
+
+
+def _earlier_account(h: Harvested, sub: Sub) -> str:
+    """The warning for an account-state line in a batch an earlier run sent."""
+    assert h.fatal is not None and sub.snap is not None
+    return (
+        f"batch {sub.snap.id} (sent by an earlier run) answered some requests with an account state "
+        f"({h.fatal.reason}); they are pending and sent again"
+    )
 
 
 def _cut(run: BatchRun, sub: Sub, h: Harvested) -> BatchRun:

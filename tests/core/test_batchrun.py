@@ -257,3 +257,54 @@ def test_a_harvested_line_with_an_account_state_stops_the_run_after_the_harvest(
     done = actions[-1]
     assert isinstance(done, Done) and 4 == done.exit_status
     assert frozenset(ids[:1]) == run.final and 3 == run.pending(), "the errored lines stay pending"
+
+
+def test_account_state_lines_of_an_earlier_runs_batch_warn_and_this_run_sends_their_ids() -> None:
+    """The account was on hold when an earlier run's batches ran; now it is fixed. Each rerun used
+    to stop with exit 4 at one more of those batches: now each is harvested with a warning and its
+    errored ids go out in this run's round."""
+    reqs = requests(4)
+    ids = [r.custom_id for r in reqs]
+
+    def ended(sub_id: int, cids: list[str]) -> SubView:
+        return SubView(
+            sub_id=sub_id,
+            round=1,
+            n=len(cids),
+            intent_at=T0,
+            state=SubState.ENDED,
+            batch_id=f"b{sub_id}",
+            ids=tuple(cids),
+        )
+
+    view = Checkpoint(subs=(ended(1, ids[:2]), ended(2, ids[2:])))
+    run = BatchRun.start(view, requests=reqs, settings=BatchSettings(), now=T0)
+    on_hold = classify(attrs.evolve(ON_HOLD, kind="errored", status=None))
+    says: list[str] = []
+    now = T0
+    for sub_id, errored in ((1, ids[1]), (2, ids[3])):
+        run, actions = run.advance(now)
+        says += _says(actions)
+        assert [sub_id] == [x.sub_id for x in actions if isinstance(x, Harvest)], "one stream at a time"
+        now += 1
+        run = run.on(
+            Harvested(
+                sub_id,
+                at=now,
+                u=0.5,
+                breaker=run.breaker,
+                held=(),
+                open=frozenset({errored}),
+                fatal=on_hold,
+                fatal_where="x",
+            )
+        )
+    run, actions = run.advance(now)
+    says += _says(actions)
+    assert 2 == len(says) and all("b1" in s or "b2" in s for s in says), says
+    assert all("sent by an earlier run" in s and "sent again" in s for s in says)
+    assert {ids[0], ids[2]} == set(run.final)
+    creates = [a for a in actions if isinstance(a, Create)]
+    assert 1 == len(creates), "the errored ids go out in this run's round"
+    assert [ids[1], ids[3]] == [r.custom_id for r in creates[0].requests]
+    assert run.stop is None

@@ -142,6 +142,28 @@ def test_batch_lines_errored_with_an_account_state_stay_pending_and_stop_after_t
     assert 2 == len(srv.creates())
 
 
+def test_account_state_lines_of_batches_an_earlier_run_sent_do_not_stop_the_rerun(served, tmp_path):
+    """Three sub-batches ran while the account was on hold; the first run stopped at the first. Once
+    the account is fixed, one rerun harvests the other two (a warning each) and sends every errored
+    item: it used to stop with exit 4 at each old sub-batch in turn."""
+    srv = served(
+        Scenario(
+            seed=28, batch_seconds=0.3, account_state="organization_on_hold", account_state_where={"lines"}
+        )
+    )
+    items, rubric = _job(tmp_path, 12)
+    res = _run(srv, tmp_path, items, rubric, "--force-batch", "--max-batch-requests", "4")
+    assert 4 == res.returncode, res.stderr
+    assert 3 == len(srv.creates()), "all three were sent before the first ended"
+    srv.sim.scenario = attrs.evolve(srv.sim.scenario, account_state=None)  # the account is fixed
+    again = _run(srv, tmp_path, items, rubric, "--force-batch", "--max-batch-requests", "4")
+    assert 0 == again.returncode, again.stderr
+    earlier = [line for line in again.stderr.splitlines() if "sent by an earlier run" in line]
+    assert 2 == len(earlier), again.stderr
+    assert ["succeeded"] * 12 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
+    assert 12 == len(srv.sim.billed), "no item paid twice"
+
+
 def test_a_spend_limit_429_stops_the_run_within_a_bounded_number_of_sends(served, tmp_path):
     """40 items, no probe, no warm-up (no rubric), 16 in flight: a spend limit is not a rate limit to retry."""
     srv = served(Scenario(seed=25, account_state="enforced_spend_limit_reached"))
