@@ -4,6 +4,8 @@ first bad one), checked against the settings, and the job's plan built from them
 from __future__ import annotations
 
 import contextlib
+import datetime
+import decimal
 import gc
 import os
 import sys
@@ -164,6 +166,16 @@ def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *,
     return design_items(design, rows(), job=job)
 
 
+def _dated(value: object) -> str:
+    """A date or time orjson leaves aside (a pandas Timestamp) in ISO 8601, as a DataFrame's or a
+    Parquet file's cells are read; a `Decimal` as its text. Anything else stays not serializable."""
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
 def _line_of(n: int, obj: object) -> bytes:
     """Item `n` (1-based) as the JSON line the parser reads; numpy scalars and arrays (what a
     DataFrame's cells hold) are numbers and lists. `InputError` for an object no line could be."""
@@ -171,12 +183,12 @@ def _line_of(n: int, obj: object) -> bytes:
         raise InputError(n, f"expected a dict shaped like an input line, got {type(obj).__name__}")
     option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
     try:
-        return orjson.dumps(dict(obj), option=option)
+        return orjson.dumps(dict(obj), default=_dated, option=option)
     except TypeError:  # e.g. a numpy array of objects (a list cell of `DataFrame.to_dict("records")`)
         from adapters.readers import native
 
         try:
-            return orjson.dumps(native(dict(obj)), option=option)
+            return orjson.dumps(native(dict(obj)), default=_dated, option=option)
         except TypeError as exc:
             raise InputError(n, f"not JSON-serializable: {exc}") from None
 

@@ -163,9 +163,16 @@ def row_object(row: Mapping[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def _as_text(value: Any) -> str:
+    """A value JSON lacks as its text: a date or time (a pandas Timestamp among them, which orjson
+    leaves to this) in ISO 8601, as orjson writes a `datetime`; anything else, a decimal, by `str`."""
+    iso = getattr(value, "isoformat", None)
+    return iso() if callable(iso) else str(value)
+
+
 def object_line(obj: Mapping[str, Any]) -> bytes:
     """The JSON line of an input object (a value JSON lacks, a date or a decimal, as its text)."""
-    return orjson.dumps(obj, default=str, option=orjson.OPT_SERIALIZE_NUMPY)
+    return orjson.dumps(obj, default=_as_text, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def rows_as_lines(rows: Iterable[Mapping[str, Any]], *, first: int = 1) -> Iterator[bytes]:

@@ -212,3 +212,36 @@ def test_judge_writes_the_out_format_of_its_extension(tmp_path):
     back = pq.read_table(out).to_pylist()
     assert [r["id"] for r in rows(5)] == [r["id"] for r in back]
     assert {"topic": "t1", "code": "0001", "note": ""} == back[1]["metadata"]
+
+
+def test_a_timestamp_cell_is_the_same_iso_text_from_parquet_a_dataframe_and_its_records(tmp_path):
+    """A Timestamp was `2024-01-01T00:00:00` read from a Parquet file but `2024-01-01 00:00:00` from
+    the DataFrame of that file, and `not JSON-serializable` from the frame's records."""
+    import datetime
+    import decimal
+
+    import orjson
+
+    from adapters.readers import input_lines
+
+    when = [pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-02 03:04:05.000006")]
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "prompt": ["p", "q"], "when": when}), path)
+    expected = [{"when": "2024-01-01T00:00:00"}, {"when": "2024-01-02T03:04:05.000006"}]
+    from_file = [orjson.loads(line)["metadata"] for line in input_lines(path)]
+    frame = pd.read_parquet(path)
+    from_frame = [orjson.loads(i.metadata_json) for i in items_from_objects(frame)]
+    records = [
+        {"id": r["id"], "prompt": r["prompt"], "metadata": {"when": r["when"]}}
+        for r in frame.to_dict("records")
+    ]
+    from_records = [orjson.loads(i.metadata_json) for i in items_from_objects(records)]
+    assert expected == from_file == from_frame == from_records
+    odd = {
+        "id": "c",
+        "prompt": "p",
+        "metadata": {"d": datetime.date(2024, 1, 1), "x": decimal.Decimal("1.5")},
+    }
+    assert {"d": "2024-01-01", "x": "1.5"} == orjson.loads(items_from_objects([odd])[0].metadata_json)
+    with pytest.raises(UsageError, match="not JSON-serializable"):
+        items_from_objects([{"id": "e", "prompt": "p", "metadata": {"o": object()}}])
