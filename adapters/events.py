@@ -59,11 +59,12 @@ class BatchStuck:
 
 @attrs.frozen(kw_only=True)
 class SyncProgress:
-    """Sync path tally so far; `total` is the number of requests this run sends.
+    """Sync path tally so far; `total` is the number of items this run sends (and the probe answered).
 
     `done` counts this run's items that ended (final, or pending once their sends are spent), of
-    which `succeeded` succeeded and `pending` stay pending; `earlier` counts the job's items that were
-    final before this run began (an earlier run's, or the routing probe's answer). `succeeded` and
+    which `succeeded` succeeded and `pending` stay pending (the routing probe's answer of this run
+    among them: `probed` is 1 then, and the rate leaves it out); `earlier` counts the job's items an
+    earlier run made final. `succeeded` and
     `pending` are None from an emitter that does not break `done` down.
     """
 
@@ -78,6 +79,7 @@ class SyncProgress:
     succeeded: int | None = None
     pending: int | None = None
     earlier: int = 0
+    probed: int = 0
 
 
 @attrs.frozen(kw_only=True)

@@ -225,6 +225,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         reading=reading,
         warm_up=action.warm_up,
         contacted=action.contacted,
+        probed=action.probed,
         budget=budget_now(p.store, p.settings),
         price=price_of(p.settings),
         expect=expect_now(p.store, p.job, p.settings, "sync"),

@@ -57,7 +57,7 @@ def sync_line(p: SyncProgress) -> str:
     head = f"{p.done + p.earlier:,}/{p.total + p.earlier:,} done" + (
         f" ({'; '.join(details)})" if details else ""
     )
-    rate = p.done / p.elapsed if p.elapsed > 0 else 0.0
+    rate = (p.done - p.probed) / p.elapsed if p.elapsed > 0 else 0.0  # of this run's sends
     return (
         f"{head}; {rate:.1f}/s, {plural(p.retries, 'retry', 'retries')}, {p.rate_limited:,} 429s, "
         f"concurrency {p.concurrency}"

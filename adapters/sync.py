@@ -33,6 +33,7 @@ from judgecore import (
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import RateLimitReading
 from judgecore.spend import Budget, Expect, request_bound
+from judgecore.status import Status
 from judgecore.syncrun import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
 
 
@@ -90,7 +91,8 @@ class _Shell:
     emit: Emit
     rng: random.Random
     progress_interval: float = float("inf")
-    earlier: int = 0  # the job's items final before this run (an earlier run's, the probe's)
+    earlier: int = 0  # the job's items an earlier run made final
+    probed: Status | None = None  # the final status this run's probe gave its item (counted as this run's)
     shown: float = -float("inf")
     run: SyncRun = attrs.field(init=False)  # the run between two steps (see `interpret`)
 
@@ -108,19 +110,21 @@ class _Shell:
         ):
             return
         self.shown, t = now, run.tally
+        probed = self.probed is not None
         self.emit(
             SyncProgress(
-                done=t.finals + t.left_pending,
-                total=len(run.todos),
+                done=t.finals + t.left_pending + probed,
+                total=len(run.todos) + probed,
                 retries=t.retries,
                 rate_limited=t.rate_limited,
                 in_flight=in_flight,
                 concurrency=run.conc.limit,
                 output_tokens=t.output_tokens,
                 elapsed=now - started,
-                succeeded=t.succeeded,
+                succeeded=t.succeeded + (self.probed is Status.SUCCEEDED),
                 pending=t.left_pending,
                 earlier=self.earlier,
+                probed=probed,
             )
         )
 
@@ -278,6 +282,7 @@ async def run_sync(
     budget: Budget | None = None,
     price: ModelPrice | None = None,
     contacted: bool = False,
+    probed: Status | None = None,
     expect: Expect | None = None,
 ) -> SyncRunResult:
     """Send every request not yet final in `store` (already bound to the job, its messages kept:
@@ -286,7 +291,8 @@ async def run_sync(
     `reading` is the tier as last read (the probe's, or `RateLimitReading.for_otpm(n)` for `--otpm`);
     None starts unpaced until the first answer's headers arrive. `warm_up=False` skips the lone first
     request: only when the probe has just answered (it wrote the rubric cache, and the run has had an
-    HTTP answer). `contacted` says the run has had an HTTP answer already (the probe's), so a
+    HTTP answer). `probed`: the final status this run's probe gave its item (final in `store`
+    already), which the progress counts as this run's, not an earlier one's. `contacted` says the run has had an HTTP answer already (the probe's), so a
     connection error is transient from the first send on. `budget` (with the job's spend so far) and
     `price` keep a `--budget` cap; `expect` (what one request is expected to cost) is the figure its
     last line starts from.
@@ -305,9 +311,8 @@ async def run_sync(
         contacted=contacted or not warm_up,
         expect=expect,
     )
-    shell = _Shell(
-        store, todo, template, api, clock, emit, rng, settings.progress_interval, len(requests) - len(todo)
-    )
+    earlier = len(requests) - len(todo) - (probed is not None)
+    shell = _Shell(store, todo, template, api, clock, emit, rng, settings.progress_interval, earlier, probed)
     run, done = await shell.interpret(run)
     counts = {k: v for k, v in attrs.asdict(run.tally).items() if k != "left_pending"}
     return SyncRunResult(

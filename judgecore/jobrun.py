@@ -139,6 +139,8 @@ class JobRun:
     warmed: bool = False
     contacted: bool = False
     spent: str | None = None
+    #: the final status this run's probe gave its item (None: it made nothing final)
+    probed: Status | None = None
     exit_status: ExitStatus | None = None
     #: the id the probe is out with; effects the last event queued for the next `advance`.
     probing: str | None = None
@@ -274,7 +276,13 @@ class JobRun:
             if spent is None
             else Picked.where(every, (c != spent for c in every))
         )
-        run_sync = RunSync(ids=ids, warm_up=not self.warmed, contacted=self.contacted, otpm=self.policy.otpm)
+        run_sync = RunSync(
+            ids=ids,
+            warm_up=not self.warmed,
+            contacted=self.contacted,
+            otpm=self.policy.otpm,
+            probed=self.probed,
+        )
         return attrs.evolve(self, phase=Phase.SYNC, batch_ran=True), (run_sync,)
 
     def on(self, event: Event) -> JobRun:
@@ -316,6 +324,7 @@ class JobRun:
             route=chosen,
             warmed=event.status is Status.SUCCEEDED,
             contacted=True,
+            probed=event.status if event.status in FINAL_STATUSES else None,
             spent=self.probing if event.status is Status.RETRY else None,
             queued=(Say("info", f"probe: {event.item_id} {what}; {tier}"), *_decided(chosen)),
         )

@@ -58,12 +58,14 @@ class RunBatch:
 class RunSync:
     """Run the sync machine over these ids (those final already are skipped by it); answer with
     `SyncRan`. `otpm`: the tier to pace by when no reading is stored (`--otpm`, or None). `ids` is
-    a `Picked` of the job's ids (their positions too)."""
+    a `Picked` of the job's ids (their positions too). `probed`: the final status this run's probe
+    gave its item (one of `ids`, final already), or None; the tally counts it as this run's."""
 
     ids: Set[str]
     warm_up: bool
     contacted: bool
     otpm: int | None
+    probed: Status | None = None
 
 
 @attrs.frozen

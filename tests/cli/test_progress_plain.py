@@ -77,11 +77,18 @@ def _sync(**kw) -> SyncProgress:
     return SyncProgress(**(base | kw))
 
 
-def test_sync_progress_counts_the_whole_job_including_what_the_probe_answered():
-    """Was: "sync: 0/39 done" for a 40-item job whose first item the probe answered."""
+def test_sync_progress_counts_the_whole_job_including_what_an_earlier_run_did():
+    """Was: "sync: 0/39 done" for a 40-item job whose first item an earlier run answered."""
     out = io.StringIO()
     PlainProgress(out)(_sync(done=0, total=39, earlier=1, succeeded=0, pending=0, elapsed=0.0))
     assert lines_of(out)[0].startswith("sync: 1/40 done (1 before this run; this run: 0 succeeded);")
+
+
+def test_the_probes_answer_is_this_runs_and_not_in_the_rate():
+    """Was: "sync: 1/20 done (1 before this run; this run: 0 succeeded)" for the probe of this run."""
+    out = io.StringIO()
+    PlainProgress(out)(_sync(done=11, total=40, probed=1, succeeded=11, pending=0, elapsed=2.0))
+    assert lines_of(out)[0].startswith("sync: 11/40 done (11 succeeded); 5.0/s,")
 
 
 def test_sync_progress_says_done_and_succeeded_apart():

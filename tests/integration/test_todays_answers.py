@@ -164,6 +164,16 @@ def test_account_state_lines_of_batches_an_earlier_run_sent_do_not_stop_the_reru
     assert 12 == len(srv.sim.billed), "no item paid twice"
 
 
+def test_the_sync_tally_counts_the_probes_answer_as_this_runs(served, tmp_path):
+    """The README's first job said `20/20 done (1 before this run; this run: 19 succeeded)`."""
+    srv = served(Scenario(seed=29))
+    items, rubric = _job(tmp_path, 20)
+    res = _run(srv, tmp_path, items, rubric)
+    assert 0 == res.returncode, res.stderr
+    assert "probe: i0 answered" in res.stderr and "before this run" not in res.stderr, res.stderr
+    assert "sync: 20/20 done (20 succeeded)" in res.stderr, res.stderr
+
+
 def test_a_spend_limit_429_stops_the_run_within_a_bounded_number_of_sends(served, tmp_path):
     """40 items, no probe, no warm-up (no rubric), 16 in flight: a spend limit is not a rate limit to retry."""
     srv = served(Scenario(seed=25, account_state="enforced_spend_limit_reached"))
