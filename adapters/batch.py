@@ -157,6 +157,7 @@ class BatchShell:
                 deadline=deadline,
                 now=now,
                 created_at=snap.created_at,
+                ended_at=snap.ended_at,
             )
         )
         return br.Snapshot(sub_id, snap, now)

@@ -40,6 +40,7 @@ class BatchPolled:
     deadline: float
     now: float
     created_at: float | None = None  # the batch's own created_at, for its age
+    ended_at: float | None = None  # the batch's own ended_at: how long it ran, whenever it is polled
 
 
 @attrs.frozen(kw_only=True)

@@ -88,7 +88,9 @@ class PlainProgress:
         age = f" for {_span(e.now - e.created_at)}" if e.created_at is not None else ""
         if e.status == "ended":
             self._status[e.sub_id] = e.status
-            after = f" after {_span(e.now - e.created_at)}" if e.created_at is not None else ""
+            # how long it ran, by its own clock: a resume polls a batch that ended hours ago
+            end = e.ended_at if e.ended_at is not None else e.now
+            after = f" after {_span(end - e.created_at)}" if e.created_at is not None else ""
             self._say(f"sub-batch {e.sub_id}: {e.batch_id} ended{after}")
             return
         changed = self._status.get(e.sub_id) != e.status

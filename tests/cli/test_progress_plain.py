@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import re
 
+import attrs
+
 from adapters.events import BatchCreated, BatchPolled, RoundStarted, SyncProgress
 from adapters.progress import PlainProgress
 
@@ -55,6 +57,13 @@ def test_an_ended_batch_says_ended_with_its_age_and_no_deadline():
     """Was: "ended, overdue to deadline"."""
     out = io.StringIO()
     PlainProgress(out)(polled(T0 + 3_700, status="ended"))
+    assert ["sub-batch 1: msgbatch_1 ended after 1h01m"] == lines_of(out)
+
+
+def test_a_batch_polled_long_after_it_ended_says_how_long_it_ran():
+    """Was: a resume seven hours later said "ended after 7h00m" of a batch that ran an hour."""
+    out = io.StringIO()
+    PlainProgress(out)(attrs.evolve(polled(T0 + 7 * 3600, status="ended"), ended_at=T0 + 3_700))
     assert ["sub-batch 1: msgbatch_1 ended after 1h01m"] == lines_of(out)
 
 
