@@ -9,6 +9,7 @@ again). This module maps each command to its handler and a `UsageError` to exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -131,11 +132,21 @@ def command() -> NoReturn:
     module it imported, the SDK's pydantic models most of all: about 0.45 s of CPU at the end of a
     20,000-item job (bench/floor.py), for nothing. So the standard streams are flushed and the
     process ends here, as mypy's command does. A flush that fails (the reader of a pipe went away)
-    exits 120, as Python's own shutdown would. An exception out of `main` (argparse's `--help` and
-    usage errors are `SystemExit`s) takes the usual way out. A program calling `main()` itself gets
-    its exit status back instead.
+    exits 120, as Python's own shutdown would, and so does a write that fails that way while the
+    command runs (`judgecore status | head -3`): quietly, not with a traceback. An exception out of
+    `main` (argparse's `--help` and usage errors are `SystemExit`s) takes the usual way out. A
+    program calling `main()` itself gets its exit status back instead.
     """
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:
+        # what is left to write has no reader: point the streams at /dev/null so that the flushes
+        # below (and any at exit) fail no more
+        null = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.dup2(null, stream.fileno())
+        code = 120
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

@@ -77,3 +77,25 @@ def test_a_pipe_gets_every_byte_and_the_status(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "no judgecore checkpoint here" in bad.stderr
+
+
+def test_a_reader_gone_while_the_command_writes_exits_120_without_a_traceback(tmp_path: Path) -> None:
+    """Was: `judgecore status --state S | head -5` ended in a `BrokenPipeError` traceback."""
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(b"".join(orjson.dumps({"id": f"i{n}", "prompt": "grade"}) + b"\n" for n in range(50)))
+    args = ["run", str(items), "--state", str(tmp_path / "s"), "--dry-run"]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "adapters.cli", *args],
+            cwd=ROOT,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert 120 == res.returncode
+    assert "Traceback" not in res.stderr and "" == res.stderr
