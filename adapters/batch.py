@@ -358,9 +358,8 @@ async def run_batch(
         for task in tasks:
             task.cancel()
     counts = store.counts()
-    if counts.get("pending", 0) and run.stop is None:
-        left = f"{counts['pending']:,} request(s) still pending; rerun the same command to resume"
-        shell.emit(Notice(level="info", message=left))
+    # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
+    # follow this one in the same run
     return BatchRunResult(
         fatal=run.stop,
         stuck=run.stuck,

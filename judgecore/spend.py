@@ -184,6 +184,45 @@ def budget_line(
     )
 
 
+def rounds_to_spend(room: float, bound: float, expect: float, *, most: int = 1_000) -> int | None:
+    """About how many rounds of sub-batches spend `room` (US dollars) when each round sends what fits
+    at `bound` a request and each answer really costs `expect`: every round frees the gap between the
+    two, so the rounds shrink geometrically until one request no longer fits. None: no expectation
+    yet, or one at the bound (a round or two). Counted, not solved: at most `most`."""
+    if bound <= 0 or not 0 < expect < bound:
+        return None
+    rounds = 0
+    while rounds < most:
+        n = int(room // bound)
+        if n == 0:
+            return rounds
+        room -= n * expect
+        rounds += 1
+    return rounds
+
+
+def cut_line(*, fit: int, of: int, room: float, bound: float, expect: Expect) -> str | None:
+    """The one warning of a run whose budget first cuts a sub-batch on the batch route: how many rounds
+    (each a batch's turnaround) spending it is likely to take, and what makes them fewer. None when
+    the rounds are few (3 or fewer) or cannot be told."""
+    rounds = rounds_to_spend(room, bound, expect.per_request)
+    if rounds is None or rounds <= 3:
+        return None
+    basis = (
+        f"{expect.weight:,} {'answer' if expect.weight == 1 else 'answers'}"
+        if expect.weight
+        else "the estimate"
+    )
+    return (
+        f"budget: a sub-batch is cut to {fit:,} of {of:,} requests: each is held at its upper bound "
+        f"(${bound:,.4f}: its max_tokens of output) until its batch is harvested, while "
+        f"an answer costs about ${expect.per_request:,.4f} (from {basis}); spending the budget will take "
+        f"about {rounds:,} rounds, each a batch's turnaround. A --max-tokens nearer the answers' length "
+        "(a new job), or the sync route (--force-sync: an answer frees its bound at once, at full price), "
+        "takes fewer"
+    )
+
+
 @attrs.frozen(kw_only=True)
 class Spend:
     """What a job's answers cost so far (`spent`), and what the same answers would have cost all-sync."""

@@ -35,7 +35,7 @@ from judgecore.harvesting import Held
 from judgecore.outcomes import classify
 from judgecore.polling import BatchSnapshot, Wait, next_poll_action
 from judgecore.requests import Request, Requests, custom_ids_of, item_ids_of
-from judgecore.spend import budget_line
+from judgecore.spend import budget_line, cut_line
 from judgecore.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
                 return _out_of_budget(run, (reqs, *queue), bounds[0])
             if fit < len(reqs):  # cut to what fits; the rest waits in the queue for room
                 cut, queue = (reqs[fit:], *queue), []
+                run = _say_cut(run, fit, len(reqs) + sum(map(len, cut[1:])), bounds[0])
             reqs, bounds = reqs[:fit], bounds[:fit]
             run = attrs.evolve(run, budget=run.budget.reserve(sum(bounds)))
         sub = Sub(
@@ -95,6 +96,17 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
         if cut:
             return attrs.evolve(run, queue=cut)
     return attrs.evolve(run, queue=tuple(queue))
+
+
+def _say_cut(run: BatchRun, fit: int, of: int, bound: float) -> BatchRun:
+    """The first cut of the run says how many rounds its budget is likely to take (once a run)."""
+    if run.cut_said:
+        return run
+    b = run.budget
+    assert b.cap is not None
+    text = cut_line(fit=fit, of=of, room=b.cap - b.spent - b.reserved, bound=bound, expect=run.expect)
+    run = attrs.evolve(run, cut_said=True)
+    return run._emit(Say("warning", text)) if text else run
 
 
 def _positions(run: BatchRun, reqs: Sequence[Request]) -> Sequence[int]:

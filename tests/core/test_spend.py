@@ -99,3 +99,19 @@ def test_a_haiku_5_5_request_that_may_be_over_100k_tokens_is_bounded_at_the_uppe
     long = request_bound(request_bytes=300_003, cached_bytes=0, max_tokens=1000, price=haiku, route="sync")
     assert (1000 * 0.10 + 1000 * 0.50) / 1e6 == pytest.approx(short)
     assert (100_001 * 0.50 + 1000 * 2.50) / 1e6 == pytest.approx(long)
+
+
+def test_the_rounds_a_budget_takes_grow_as_answers_cost_less_of_their_bound():
+    """A cap of 58 bounds whose answers cost 8% of their bound takes about 50 rounds of batches (as a
+    3,000-item job capped at $0.50 did); at 30% of the bound, far fewer; with no estimate, unknown."""
+    from judgecore.spend import Expect, cut_line, rounds_to_spend
+
+    assert 45 <= (rounds_to_spend(0.5, 0.0086, 0.00066) or 0) <= 60
+    assert (rounds_to_spend(0.5, 0.0086, 0.0026) or 0) < 15
+    assert rounds_to_spend(0.5, 0.0086, 0.0) is None
+    assert 0 == rounds_to_spend(0.005, 0.0086, 0.001), "not even one request fits"
+    tight = cut_line(fit=58, of=3000, room=0.5, bound=0.0086, expect=Expect(per_request=0.00066, weight=12))
+    assert tight is not None and "from 12 answers" in tight and "--max-tokens" in tight
+    assert cut_line(fit=58, of=3000, room=0.5, bound=0.0086, expect=Expect(per_request=0.008)) is None, (
+        "a budget spent in a round or three says nothing"
+    )

@@ -153,3 +153,24 @@ def test_a_budget_below_one_request_says_one_line_for_the_whole_job_and_sends_no
     assert 0 == again.returncode, again.stderr
     out = [orjson.loads(line) for line in (state / "output.jsonl").read_bytes().splitlines()]
     assert N == len(out) and all(r["status"] == "succeeded" for r in out)
+
+
+def test_a_budget_cut_on_the_batch_route_says_once_about_how_many_rounds_it_will_take(served, tmp_path):
+    """A tight cap with a large max_tokens took dozens of batch rounds with nothing said: a 3,000-item
+    job capped at $0.50 ran 50 sub-batches, each a batch's turnaround. The first cut says how many
+    rounds to expect, and the run then takes about that many (within a factor of two)."""
+    srv = served(Scenario(seed=31, batch_seconds=0.02))
+    # long prompts: the cost is mostly input, which the estimate knows well before any answer
+    text = "The answer under review restates the question at length. " * 70
+    rows = [{"id": f"r{i}", "prompt": f"{i}: {text}"} for i in range(300)]
+    items = write_items(tmp_path / "in.jsonl", rows)
+    args = ["run", str(items), "--model", MODEL, "--max-tokens", "400", "--force-batch"]
+    args += ["--poll-interval", "0.05", "--state", str(tmp_path / "s"), "--budget", "0.10"]
+    res = srv.cli(args)
+    assert 3 == res.returncode, res.stderr
+    said = [line for line in res.stderr.splitlines() if "rounds, each a batch's turnaround" in line]
+    assert 1 == len(said), res.stderr
+    rounds = int(re.search(r"about ([\d,]+) rounds", said[0]).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert "--max-tokens" in said[0] and "--force-sync" in said[0]
+    made = len(srv.creates())
+    assert rounds / 2 <= made <= rounds * 2, (rounds, made, res.stderr)
