@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, assert_never
 import attrs
 
 from adapters.dryrun import conflict_message, dry_run_of, judge_dry_run, machine_of
-from adapters.items_io import input_error, items_from_objects, job_of, load_items, run_job_of
+from adapters.items_io import (
+    check_arguments,
+    input_error,
+    items_from_objects,
+    job_of,
+    load_items,
+    run_job_of,
+)
 from adapters.job_parts import (
     Ports,
     connect,
@@ -102,6 +109,15 @@ async def ajudge(
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments. `invocation`: how the CLI started
     it, kept in the checkpoint once the job is bound (`judgecore run --state DIR` alone resumes it)."""
+    check_arguments(
+        items,
+        rubric=rubric,
+        state_dir=state_dir,
+        settings=settings,
+        out=out,
+        progress=progress,
+        client=client,
+    )
     state_dir = Path(state_dir)
     if dry_run:
         job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)

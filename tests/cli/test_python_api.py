@@ -174,3 +174,65 @@ def test_an_item_changed_under_its_id_names_its_row_and_sends_nothing(tmp_path):
     with pytest.raises(UsageError, match=r"^line 2: content changed"):
         judge_dry_run(rows, rubric=None, state_dir=tmp_path / "s")
     assert sent == len(sim.log)
+
+
+@pytest.mark.parametrize(
+    ("given", "match"),
+    [
+        ({"items": None}, "items must be a sequence of dicts .*, got NoneType"),
+        ({"items": {"id": "a", "prompt": "x"}}, "one dict is one item, give a list of them"),
+        ({"rubric": "PATH"}, r"rubric must be the rubric's text \(a str\) or None, got PosixPath"),
+        ({"state_dir": None}, r"state_dir must be a path \(str or os.PathLike\), got NoneType"),
+        ({"settings": {"model": "claude-sonnet-4-6"}}, "settings must be an adapters.JobSettings, got dict"),
+        ({"out": 3}, "out must be a path .*, got int"),
+        ({"progress": 1}, "progress must be a callable taking each event, or None, got int"),
+        ({"client": "SYNC"}, "client must be an anthropic.AsyncAnthropic .*, got Anthropic"),
+    ],
+)
+def test_a_wrong_argument_is_a_type_error_naming_it_before_anything_is_sent(tmp_path, given, match):
+    """A wrong argument was an AttributeError or a TypeError from deep in the run naming neither the
+    argument nor what it takes (`'PosixPath' object has no attribute 'encode'`); `progress=1` failed
+    only once the first request had been sent, and a sync `anthropic.Anthropic` sent one request and
+    ended with exit 4 (`object APIResponse can't be used in 'await' expression`)."""
+    sim = Simulator(Scenario(seed=6))
+    (tmp_path / "rubric.txt").write_text("Be strict.")
+    args = {
+        "items": _items(3),
+        "rubric": None,
+        "state_dir": tmp_path / "s",
+        "client": sim_client(sim, max_retries=0),
+        **given,
+    }
+    if args["rubric"] == "PATH":
+        args["rubric"] = tmp_path / "rubric.txt"
+    if args["client"] == "SYNC":
+        args["client"] = sim_client(sim, async_=False)
+    with pytest.raises(TypeError, match=match):
+        judge(**args)
+    assert not sim.log
+    if not {"client", "out", "progress"} & set(given):  # the arguments `judge_dry_run` takes too
+        with pytest.raises(TypeError, match=match):
+            judge_dry_run(**{k: v for k, v in args.items() if k != "client"})
+
+
+@pytest.mark.parametrize(
+    ("given", "error", "match"),
+    [
+        (
+            {"force": "fast"},
+            ValueError,
+            r"JobSettings\(force=...\) must be 'sync', 'batch' or None, got 'fast'",
+        ),
+        ({"max_tokens": "512"}, TypeError, r"JobSettings\(max_tokens=...\) must be a whole number .*'512'"),
+        ({"concurrency": 0.5}, TypeError, r"JobSettings\(concurrency=...\) must be a whole number"),
+        ({"poll_interval": "60"}, TypeError, r"JobSettings\(poll_interval=...\) must be a number of seconds"),
+        ({"model": 3}, TypeError, r"JobSettings\(model=...\) must be a model id"),
+        ({"judges": "claude-haiku-4-5"}, ValueError, "takes a sequence of model ids.*not one string"),
+    ],
+)
+def test_a_job_setting_of_the_wrong_kind_is_refused_naming_it(given, error, match):
+    """`force="fast"` was taken as a route (`Route(path='fast')`) and the job sent; `judges="model"`
+    was a panel of the id's letters (`--judge names a model twice (c, l, a, u, ...)`); a number given as
+    a str failed comparing it (`'>=' not supported between instances of 'str' and 'int'`)."""
+    with pytest.raises(error, match=match):
+        JobSettings(**given)
