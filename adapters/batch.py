@@ -25,7 +25,7 @@ from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.messages import CheckpointMessages
 from adapters.store import OutcomeRow, Store
-from judgecore import BatchSnapshot, ModelPrice, RequestTemplate
+from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
 from judgecore import batchrun as br
 from judgecore.batching import after_cancel_error
 from judgecore.batchrun import BatchSettings
@@ -42,6 +42,7 @@ __all__ = [
     "BatchRunResult",
     "BatchSettings",
     "BatchShell",
+    "CancelReport",
     "cancel_job",
     "create_body",
     "run_batch",
@@ -371,13 +372,24 @@ async def run_batch(
     )
 
 
-async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -> list[str]:
-    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled.
+@attrs.frozen
+class CancelReport:
+    """What `cancel_job` did: the batch ids it asked to cancel, and each batch whose cancel failed
+    (still live, still billed), with the failure as the core sees it."""
+
+    canceled: tuple[str, ...]
+    failed: tuple[tuple[str, RawResult], ...] = ()
+
+
+async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -> CancelReport:
+    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled,
+    and those whose cancel failed.
 
     A batch that has already ended is marked for harvest instead; the next `run` harvests, polls the
     canceling batches to their end, and resends whatever was not processed.
     """
     canceled: list[str] = []
+    failed: list[tuple[str, RawResult]] = []
 
     def say(level: str, message: str) -> None:
         emit(Notice(level=level, message=message))
@@ -396,10 +408,12 @@ async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -
             answer = after_cancel_error(state, r.batch_id, exc.raw.status, str(exc))
             if answer.state is not None:
                 store.set_state(r.sub_id, answer.state, answer.note)
+            else:
+                failed.append((r.batch_id, exc.raw))
             say(answer.level, answer.text)
             continue
         note = f"cancel requested at {clock.now():.0f}"
         store.set_state(r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), note)
         say("info", f"batch {r.batch_id} ({r.n:,} requests): cancel requested")
         canceled.append(r.batch_id)
-    return canceled
+    return CancelReport(tuple(canceled), tuple(failed))

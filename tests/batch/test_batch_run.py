@@ -584,8 +584,8 @@ def test_cancel_stops_live_batches_and_the_next_run_resends_what_was_not_process
     go(store, requests, api, clock, BatchSettings(poll=PollPolicy(interval=10.0, grace=0.0)))
     (batch_id,) = api.batches
     events: list[Event] = []
-    canceled = asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=events.append))
-    assert [batch_id] == canceled
+    report = asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=events.append))
+    assert ((batch_id,), ()) == (report.canceled, report.failed)
     assert ["canceled"] == [r.state for r in store.sub_batches()]
     api.batch_seconds = 1.0
     result = go(store, requests, api, clock)
@@ -601,7 +601,7 @@ def test_cancel_of_an_ended_batch_marks_it_for_harvest(store: Store) -> None:
     api = FakeBatchApi(clock, crash_after_lines=0)
     with pytest.raises(Crash):
         go(store, requests, api, clock)
-    assert [] == asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=lambda e: None))
+    assert () == asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=lambda e: None)).canceled
     assert ["ended"] == [r.state for r in store.sub_batches()]
 
 
