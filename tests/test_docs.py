@@ -67,3 +67,12 @@ def test_the_readmes_first_commands_are_the_demo_and_the_test_command_ci_runs():
     assert ["uv run judgecore demo", "uv run pytest"] == first_block.group(0).splitlines()[1:-1]
     ci = (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
     assert '"${uv[@]}" run pytest' in ci
+
+
+def test_the_python_api_page_says_where_its_client_comes_from():
+    """The Python API page never said that `judge()` builds its client from ANTHROPIC_API_KEY and
+    ANTHROPIC_BASE_URL, so a user with only the repo could not point its example at the simulator."""
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8765" in text
+    assert "judgecore simulator --port 8765" in text
+    assert "ANTHROPIC_API_KEY" in text
