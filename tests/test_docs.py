@@ -76,3 +76,15 @@ def test_the_python_api_page_says_where_its_client_comes_from():
     assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8765" in text
     assert "judgecore simulator --port 8765" in text
     assert "ANTHROPIC_API_KEY" in text
+
+
+def test_the_install_page_says_how_to_install_judgecore_into_another_project():
+    """docs/install.md told only how to install the command (`uv tool install`), not how an eval
+    repository gets the Python API into its own environment, nor what the plain install brings."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    assert 'uv add "judgecore @ PATH/TO/CLONE"' in text
+    assert 'uv pip install "PATH/TO/CLONE[data,inspect]"' in text
+    declared = re.search(r"^dependencies = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S)
+    assert declared is not None
+    for name in re.findall(r'^\s*"([a-z0-9_-]+)', declared.group(1), re.M):
+        assert name in text, f"the plain install's {name} is not named"
