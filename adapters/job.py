@@ -80,7 +80,7 @@ from judgecore.planning import JobPlan
 
 if TYPE_CHECKING:
     from adapters.clock import Clock
-    from adapters.events import Emit
+    from adapters.events import Emit, Event
     from adapters.messages import JobInput, MessageSource
 
 # Only what a dry run needs is imported here. The SDK-facing modules (adapters.batch, adapters.sync
@@ -174,6 +174,8 @@ async def _run(
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
+    warnings: list[str] = []  # kept for the result: with no `progress`, the caller would hear none
+    emit = _keeping_warnings(emit, warnings)
     rng = random.Random(settings.seed)
     out_path = Path(out) if out is not None else None
     from adapters.statelock import StateLockedError
@@ -264,11 +266,24 @@ async def _run(
                             all_sync_usd=money.all_sync_usd,
                             estimate_usd=money.estimate_usd,
                             unparsed=written.unparsed,
+                            warnings=tuple(warnings),
                         )
                     case _:  # pragma: no cover
                         assert_never(action)
     finally:
         store.close()
+
+
+def _keeping_warnings(emit: Emit, warnings: list[str]) -> Emit:
+    """`emit`, keeping the message of each warning `Notice` in `warnings` as it passes."""
+    from adapters.events import Notice
+
+    def keeping(event: Event) -> None:
+        if isinstance(event, Notice) and event.level == "warning":
+            warnings.append(event.message)
+        emit(event)
+
+    return keeping
 
 
 def judge(

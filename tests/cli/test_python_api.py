@@ -236,3 +236,23 @@ def test_a_job_setting_of_the_wrong_kind_is_refused_naming_it(given, error, matc
     a str failed comparing it (`'>=' not supported between instances of 'str' and 'int'`)."""
     with pytest.raises(error, match=match):
         JobSettings(**given)
+
+
+def test_the_result_keeps_the_runs_warnings_when_no_progress_callback_is_given(tmp_path):
+    """A budget that stopped a `judge()` run said why (`budget: ... rerun with --budget X`) only to a
+    `progress` callback: without one, the caller got exit 3 and records saying `rerun the same command
+    to resume`, which a rerun with the same budget never does. `result.warnings` keeps the line."""
+    sim = Simulator(Scenario(seed=7))
+    items = [{"id": f"b{i}", "prompt": f"grade answer {i} " * 40} for i in range(30)]
+    result = judge(
+        items,
+        rubric=None,
+        state_dir=tmp_path / "s",
+        settings=JobSettings(budget=0.02, force="sync"),
+        client=sim_client(sim, max_retries=0),
+    )
+    assert 3 == result.exit_code
+    assert 0 < result.counts["pending"] < 30
+    (line,) = [w for w in result.warnings if w.startswith("budget: ")]
+    assert f"{result.counts['pending']} items left pending" in line
+    assert "rerun with --budget " in line
