@@ -174,7 +174,9 @@ async def _run(
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
-    warnings: list[str] = []  # kept for the result: with no `progress`, the caller would hear none
+    # kept for the result: with no `progress`, the caller would hear none of them; the settings' own
+    # (a deprecated model) were printed on stderr when the job was planned
+    warnings: list[str] = list(settings.warnings())
     emit = _keeping_warnings(emit, warnings)
     rng = random.Random(settings.seed)
     out_path = Path(out) if out is not None else None

@@ -256,3 +256,17 @@ def test_the_result_keeps_the_runs_warnings_when_no_progress_callback_is_given(t
     (line,) = [w for w in result.warnings if w.startswith("budget: ")]
     assert f"{result.counts['pending']} items left pending" in line
     assert "rerun with --budget " in line
+
+
+@pytest.mark.filterwarnings("ignore:The model:DeprecationWarning")  # the SDK warns of it too
+def test_the_results_warnings_name_a_deprecated_model(tmp_path):
+    """The deprecation of the job's model is one of the run's warnings, in the result as on stderr."""
+    import datetime
+
+    sim = Simulator(Scenario(seed=8, models=frozenset({"claude-opus-4-5"})))
+    settings = JobSettings(model="claude-opus-4-5", today=datetime.date(2026, 12, 1))
+    result = judge(
+        _items(2), rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim)
+    )
+    assert 0 == result.exit_code
+    assert any("claude-opus-4-5" in w and "2027-01-22" in w for w in result.warnings), result.warnings
