@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import assert_never
 
 import attrs
@@ -355,8 +355,14 @@ async def run_batch(
                 del tasks[task]  # type: ignore[arg-type]
                 run = run.on(task.result())  # type: ignore[arg-type]
     finally:
+        # An operation in flight is cancelled and waited for (a while) before the run ends, so none
+        # touches the checkpoint after its caller closed it: one whose answer was already in (a batch
+        # created) records it here, where it would have failed on a closed database, unseen but
+        # for a `Task exception was never retrieved` traceback, leaving the batch for a rerun to adopt.
         for task in tasks:
             task.cancel()
+        if tasks:
+            await _settle(tasks, clock)
     counts = store.counts()
     if counts.get("pending", 0) and run.stop is None:
         left = f"{counts['pending']:,} request(s) still pending; rerun the same command to resume"
@@ -370,6 +376,26 @@ async def run_batch(
         adopted=run.adopted,
         exit_status=done.exit_status,
     )
+
+
+#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
+SETTLE_SECONDS = 10.0
+
+
+async def _settle(tasks: Collection[asyncio.Task[br.Event]], clock: Clock) -> None:
+    """Wait until every task has ended, or `SETTLE_SECONDS` have passed; retrieve what each raised
+    (it is not the run's error: that one is already on its way)."""
+    pending = set(tasks)
+    sleeper = asyncio.ensure_future(clock.sleep(SETTLE_SECONDS))
+    try:
+        while pending and not sleeper.done():
+            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            pending = {t for t in pending if not t.done()}
+    finally:
+        sleeper.cancel()
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 @attrs.frozen
