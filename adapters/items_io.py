@@ -58,6 +58,8 @@ def check_arguments(
     if rubric is not None and not isinstance(rubric, str):
         hint = " (read the file: Path(...).read_text())" if isinstance(rubric, os.PathLike) else ""
         raise refuse("rubric", "the rubric's text (a str) or None", rubric, hint)
+    if rubric is not None and not rubric.strip():  # as `--rubric FILE` of a blank file is refused
+        raise UsageError("rubric is empty (or only whitespace); give rubric=None for a job without one")
     if not isinstance(state_dir, str | os.PathLike):
         raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
     if not isinstance(settings, JobSettings):

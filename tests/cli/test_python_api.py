@@ -270,3 +270,16 @@ def test_the_results_warnings_name_a_deprecated_model(tmp_path):
     )
     assert 0 == result.exit_code
     assert any("claude-opus-4-5" in w and "2027-01-22" in w for w in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize("rubric", ["", " \n\t"])
+def test_a_blank_rubric_is_refused_before_anything_is_sent_as_the_cli_refuses_it(tmp_path, rubric):
+    """`judgecore run --rubric FILE` of a blank file is exit 2, but `judge(rubric=" \\n")` sent every
+    request with a system block of whitespace alone (which the API refuses: a blank text block), and
+    `rubric=""` ran the job with no rubric at all, unsaid."""
+    sim = Simulator(Scenario(seed=9))
+    with pytest.raises(UsageError, match="rubric is empty"):
+        judge(_items(3), rubric=rubric, state_dir=tmp_path / "s", client=sim_client(sim))
+    with pytest.raises(UsageError, match="rubric is empty"):
+        judge_dry_run(_items(3), rubric=rubric, state_dir=tmp_path / "s")
+    assert not sim.log
