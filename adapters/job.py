@@ -79,6 +79,8 @@ from judgecore.jobrun import (
 from judgecore.planning import JobPlan
 
 if TYPE_CHECKING:
+    import asyncio
+
     from adapters.clock import Clock
     from adapters.events import Emit, Event
     from adapters.messages import JobInput, MessageSource
@@ -122,6 +124,8 @@ async def ajudge(
     if dry_run:
         job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
         return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
+    import asyncio
+
     from adapters.events import discard
 
     job, messages = run_job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
@@ -131,8 +135,13 @@ async def ajudge(
     frozen_here = gc.get_freeze_count() == 0
     if frozen_here:
         gc.freeze()
-    try:
-        return await _run(
+    # The run is a task of its own, so that a `progress` callback that raises stops it the way a Ctrl-C
+    # does (cancelled: the answers in flight are waited for and kept), not by unwinding it from inside
+    # whichever step called the callback; its exception is then raised here. Cancelling this task (a
+    # Ctrl-C, SIGTERM) cancels the run's, and waits for it to stop.
+    guard = _Guarded(progress) if progress is not None else None
+    run = asyncio.ensure_future(
+        _run(
             job,
             messages,
             rubric=rubric,
@@ -141,11 +150,24 @@ async def ajudge(
             client=client,
             out=out,
             clock=clock,
-            emit=progress if progress is not None else discard,
+            emit=guard if guard is not None else discard,
             environ=environ,
             keep_records=keep_records,
             invocation=invocation,
         )
+    )
+    if guard is not None:
+        guard.run = run
+    try:
+        try:
+            result = await run
+        except asyncio.CancelledError:
+            if guard is None or guard.error is None or _cancelled_here():
+                raise
+            raise guard.error from None
+        if guard is not None and guard.error is not None:  # it failed on the run's last event
+            raise guard.error
+        return result
     finally:
         if frozen_here:
             gc.unfreeze()
@@ -274,6 +296,34 @@ async def _run(
                         assert_never(action)
     finally:
         store.close()
+
+
+class _Guarded:
+    """The caller's `progress` callback, called with each event until it raises: its exception is kept
+    and the run's task cancelled (`ajudge` raises it once the run has stopped); it hears no more."""
+
+    def __init__(self, progress: Emit) -> None:
+        self.progress = progress
+        self.error: Exception | None = None
+        self.run: asyncio.Future[JudgeResult] | None = None
+
+    def __call__(self, event: Event) -> None:
+        if self.error is not None:
+            return
+        try:
+            self.progress(event)
+        except Exception as exc:
+            self.error = exc
+            if self.run is not None:
+                self.run.cancel()
+
+
+def _cancelled_here() -> bool:
+    """The task running `ajudge` was itself cancelled (a Ctrl-C, SIGTERM), not only the run's."""
+    import asyncio
+
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _keeping_warnings(emit: Emit, warnings: list[str]) -> Emit:

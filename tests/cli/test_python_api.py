@@ -283,3 +283,50 @@ def test_a_blank_rubric_is_refused_before_anything_is_sent_as_the_cli_refuses_it
     with pytest.raises(UsageError, match="rubric is empty"):
         judge_dry_run(_items(3), rubric=rubric, state_dir=tmp_path / "s")
     assert not sim.log
+
+
+def test_a_progress_callback_that_raises_stops_the_run_and_keeps_the_answers_in_flight(tmp_path):
+    """A `progress` callback that raised unwound the run from inside its step: the requests in flight,
+    sent and billed, were cancelled and the rerun sent them again. It now stops the run as a Ctrl-C
+    does (the answers in flight waited for and kept), then its exception propagates out of `judge()`."""
+    from collections import Counter
+
+    import anthropic
+    import httpx2
+    import orjson
+
+    from adapters.events import SyncProgress
+    from tests.sync.conftest import ok
+
+    sent: list[str] = []
+    gate = asyncio.Event()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        prompt = orjson.loads(request.content)["messages"][-1]["content"]
+        sent.append(prompt)
+        if len(sent) > 1:  # the first is answered at once, the next ones wait for the callback
+            await gate.wait()
+        return ok()
+
+    def client() -> anthropic.AsyncAnthropic:
+        transport = httpx2.MockTransport(handler)
+        return anthropic.AsyncAnthropic(
+            api_key="sk-test",
+            base_url="http://mock.local",
+            http_client=httpx2.AsyncClient(transport=transport, base_url="http://mock.local"),
+        )
+
+    def raising(event: object) -> None:
+        if isinstance(event, SyncProgress) and event.done >= 1 and event.in_flight >= 3:
+            gate.set()  # their answers come back after the callback failed
+            raise RuntimeError("the callback failed")
+
+    settings = JobSettings(force="sync", concurrency=4)
+    environ = {"JUDGECORE_PROGRESS_INTERVAL": "0"}  # an event at every step
+    args = {"rubric": None, "state_dir": tmp_path / "s", "settings": settings, "environ": environ}
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        judge(_items(12), client=client(), progress=raising, **args)
+    assert 4 <= len(sent)
+    result = judge(_items(12), client=client(), **args)
+    assert 0 == result.exit_code
+    assert [] == [p for p, n in Counter(sent).items() if n > 1], "a request sent twice"
