@@ -154,6 +154,7 @@ async def ajudge(
             environ=environ,
             keep_records=keep_records,
             invocation=invocation,
+            reads=(Path(items),) if isinstance(items, str | os.PathLike) else (),
         )
     )
     if guard is not None:
@@ -187,8 +188,10 @@ async def _run(
     environ: Mapping[str, str] | None,
     keep_records: bool,
     invocation: Mapping[str, Any] | None = None,
+    reads: tuple[Path, ...] = (),
 ) -> JudgeResult:
-    """The run itself: bind the job, then perform what the job's machine asks until it is done."""
+    """The run itself: bind the job, then perform what the job's machine asks until it is done.
+    `reads`: the input file(s) the items were read from, which `out` must not overwrite."""
     import random
 
     from adapters.clock import RealClock
@@ -206,7 +209,9 @@ async def _run(
     from adapters.writers import output_problem
 
     problem = state_problem(state_dir, create=True) or (
-        (out_problem(out_path, state=state_dir) or output_problem(out_path)) if out_path is not None else None
+        (out_problem(out_path, inputs=reads, state=state_dir) or output_problem(out_path))
+        if out_path is not None
+        else None
     )
     if problem:
         raise UsageError(problem)

@@ -330,3 +330,17 @@ def test_a_progress_callback_that_raises_stops_the_run_and_keeps_the_answers_in_
     result = judge(_items(12), client=client(), **args)
     assert 0 == result.exit_code
     assert [] == [p for p, n in Counter(sent).items() if n > 1], "a request sent twice"
+
+
+def test_a_path_given_as_items_is_never_overwritten_by_out(tmp_path):
+    """`judge("items.jsonl", out="items.jsonl")` replaced the user's input with the output (the CLI
+    refuses `--out INPUT`): it is a UsageError now, the input left as it was, nothing sent."""
+    sim = Simulator(Scenario(seed=10))
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n')
+    before = path.read_bytes()
+    for given in (str(path), path):
+        with pytest.raises(UsageError, match="is the input file"):
+            judge(given, rubric=None, state_dir=tmp_path / "s", out=path, client=sim_client(sim))
+    assert before == path.read_bytes()
+    assert not sim.log
