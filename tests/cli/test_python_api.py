@@ -344,3 +344,18 @@ def test_a_path_given_as_items_is_never_overwritten_by_out(tmp_path):
             judge(given, rubric=None, state_dir=tmp_path / "s", out=path, client=sim_client(sim))
     assert before == path.read_bytes()
     assert not sim.log
+
+
+def test_run_state_alone_on_a_job_started_from_python_says_why_it_cannot_resume_it(tmp_path, capsys):
+    """`judgecore run --state DIR` on a job `judge()` ran said the dir `holds no job started by this
+    judgecore`: a user who had just run a job there could not tell what was wrong."""
+    from adapters.cli import main
+
+    sim = Simulator(Scenario(seed=11))
+    judge(_items(2), rubric=None, state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+    assert 2 == main(["run", "--state", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert "holds a job started from the Python API" in err
+    assert "give INPUT and the flags again, or call judge() again with that state_dir" in err
+    assert 2 == main(["run", "--state", str(tmp_path / "none")])
+    assert "holds no job to resume" in capsys.readouterr().err
