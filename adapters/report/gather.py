@@ -188,15 +188,12 @@ def examples(
     return tuple(out)
 
 
-#: How a job started from the Python API resumes: `judgecore run --state DIR` alone refuses it (the
-#: checkpoint holds no command line to resume it by).
-PYTHON_RESUME = "call judge() again with the same items, rubric and settings, and state_dir={state}"
-
-
 def resume_command(state: Path, *, started_by_cli: bool = True) -> str:
     """The command that resumes the job in `state` as it was started, as the report prints it; for a
     job started from the Python API, the call that does."""
     if not started_by_cli:
+        from adapters.usage import PYTHON_RESUME
+
         return PYTHON_RESUME.format(state=shlex.quote(str(state)))
     return shlex.join(["judgecore", "run", "--state", str(state)])
 

@@ -359,3 +359,26 @@ def test_run_state_alone_on_a_job_started_from_python_says_why_it_cannot_resume_
     assert "give INPUT and the flags again, or call judge() again with that state_dir" in err
     assert 2 == main(["run", "--state", str(tmp_path / "none")])
     assert "holds no job to resume" in capsys.readouterr().err
+
+
+def test_status_of_a_pending_job_started_from_python_says_how_to_resume_it(tmp_path, capsys):
+    """`judgecore status` printed a job's resume command only for a job the CLI started: one `judge()`
+    left pending said nothing of how to go on."""
+    from adapters.cli import main
+
+    sim = Simulator(Scenario(seed=12))
+    items = [*_items(2), {"id": "flaky", "prompt": "grade [[sim:api_error*]]"}]
+    result = judge(
+        items,
+        rubric=None,
+        state_dir=tmp_path / "s",
+        settings=JobSettings(max_attempts=1, force="sync"),
+        client=sim_client(sim, max_retries=0),
+    )
+    assert 3 == result.exit_code
+    assert 3 == main(["status", "--state", str(tmp_path / "s")])
+    out = capsys.readouterr().out
+    assert (
+        f"resume: call judge() again with the same items, rubric and settings, and state_dir={tmp_path / 's'}"
+        in out
+    )
