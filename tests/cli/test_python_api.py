@@ -382,3 +382,20 @@ def test_status_of_a_pending_job_started_from_python_says_how_to_resume_it(tmp_p
         f"resume: call judge() again with the same items, rubric and settings, and state_dir={tmp_path / 's'}"
         in out
     )
+
+
+def test_two_judge_calls_of_one_process_on_one_state_dir_say_it_is_this_process(tmp_path):
+    """A second `judge()` on a state dir another thread's `judge()` was using named `another judgecore
+    run (pid N ...)`, N being the caller's own pid: it reads as some other program holding the dir."""
+    import os
+
+    from adapters.store import Store
+
+    sim = Simulator(Scenario(seed=13))
+    first = Store.open(tmp_path / "s", exclusive="run")  # what a judge() call in another thread holds
+    try:
+        with pytest.raises(UsageError, match=rf"pid {os.getpid()} .*a judge\(\) call of this very process"):
+            judge(_items(2), rubric=None, state_dir=tmp_path / "s", client=sim_client(sim))
+    finally:
+        first.close()
+    assert not sim.log
