@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import assert_never
 
 import attrs
@@ -25,7 +25,7 @@ from adapters.clock import Clock
 from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
 from adapters.messages import CheckpointMessages
 from adapters.store import OutcomeRow, Store
-from judgecore import BatchSnapshot, ModelPrice, RequestTemplate
+from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
 from judgecore import batchrun as br
 from judgecore.batching import after_cancel_error
 from judgecore.batchrun import BatchSettings
@@ -42,6 +42,7 @@ __all__ = [
     "BatchRunResult",
     "BatchSettings",
     "BatchShell",
+    "CancelReport",
     "cancel_job",
     "create_body",
     "run_batch",
@@ -355,8 +356,14 @@ async def run_batch(
                 del tasks[task]  # type: ignore[arg-type]
                 run = run.on(task.result())  # type: ignore[arg-type]
     finally:
+        # An operation in flight is cancelled and waited for (a while) before the run ends, so none
+        # touches the checkpoint after its caller closed it: one whose answer was already in (a batch
+        # created) records it here, where it would have failed on a closed database, unseen but
+        # for a `Task exception was never retrieved` traceback, leaving the batch for a rerun to adopt.
         for task in tasks:
             task.cancel()
+        if tasks:
+            await _settle(tasks, clock)
     counts = store.counts()
     # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
     # follow this one in the same run
@@ -371,13 +378,44 @@ async def run_batch(
     )
 
 
-async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -> list[str]:
-    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled.
+#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
+SETTLE_SECONDS = 10.0
+
+
+async def _settle(tasks: Collection[asyncio.Task[br.Event]], clock: Clock) -> None:
+    """Wait until every task has ended, or `SETTLE_SECONDS` have passed; retrieve what each raised
+    (it is not the run's error: that one is already on its way)."""
+    pending = set(tasks)
+    sleeper = asyncio.ensure_future(clock.sleep(SETTLE_SECONDS))
+    try:
+        while pending and not sleeper.done():
+            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            pending = {t for t in pending if not t.done()}
+    finally:
+        sleeper.cancel()
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()
+
+
+@attrs.frozen
+class CancelReport:
+    """What `cancel_job` did: the batch ids it asked to cancel, and each batch whose cancel failed
+    (still live, still billed), with the failure as the core sees it."""
+
+    canceled: tuple[str, ...]
+    failed: tuple[tuple[str, RawResult], ...] = ()
+
+
+async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -> CancelReport:
+    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled,
+    and those whose cancel failed.
 
     A batch that has already ended is marked for harvest instead; the next `run` harvests, polls the
     canceling batches to their end, and resends whatever was not processed.
     """
     canceled: list[str] = []
+    failed: list[tuple[str, RawResult]] = []
 
     def say(level: str, message: str) -> None:
         emit(Notice(level=level, message=message))
@@ -396,10 +434,12 @@ async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -
             answer = after_cancel_error(state, r.batch_id, exc.raw.status, str(exc))
             if answer.state is not None:
                 store.set_state(r.sub_id, answer.state, answer.note)
+            else:
+                failed.append((r.batch_id, exc.raw))
             say(answer.level, answer.text)
             continue
         note = f"cancel requested at {clock.now():.0f}"
         store.set_state(r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), note)
         say("info", f"batch {r.batch_id} ({r.n:,} requests): cancel requested")
         canceled.append(r.batch_id)
-    return canceled
+    return CancelReport(tuple(canceled), tuple(failed))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from adapters.items_io import job_of
+from adapters.items_io import check_arguments, job_of
 from adapters.jobkey import holds_checkpoint
 from adapters.result import JudgeResult
 from adapters.settings import JobSettings
@@ -61,6 +61,9 @@ def judge_dry_run(
     event loop: a dry run awaits nothing, so `judgecore run --dry-run` does not import asyncio.
     `count_tokens`: count one prompt's real input tokens with the API (`client`, a sync
     `anthropic.Anthropic`; None: built from the environment) to scale the estimate."""
+    check_arguments(
+        items, rubric=rubric, state_dir=state_dir, settings=settings, client=client, async_client=False
+    )
     job = job_of(items, rubric=rubric, settings=settings, state_dir=Path(state_dir))
     return dry_run_of(
         job,

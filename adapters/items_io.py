@@ -32,6 +32,53 @@ if TYPE_CHECKING:
     from judgecore.designs import Design
 
 
+def check_arguments(
+    items: object,
+    *,
+    rubric: object,
+    state_dir: object,
+    settings: object,
+    out: object = None,
+    progress: object = None,
+    client: object = None,
+    async_client: bool = True,
+) -> None:
+    """The Python API's arguments, checked before anything is read, written or sent: a `TypeError`
+    naming the argument and what it takes (an `AttributeError` deep in the run said neither, and a
+    `progress` that was no callable failed only after the first request had gone)."""
+
+    def refuse(name: str, takes: str, value: object, hint: str = "") -> TypeError:
+        return TypeError(f"{name} must be {takes}, got {type(value).__name__}{hint}")
+
+    messages = sys.modules.get("adapters.messages")  # a `JobInput` (the CLI's) is made by it
+    given = isinstance(items, os.PathLike) or (messages is not None and isinstance(items, messages.JobInput))
+    if not given and (items is None or isinstance(items, Mapping) or not hasattr(items, "__iter__")):
+        hint = ": one dict is one item, give a list of them" if isinstance(items, Mapping) else ""
+        raise refuse(
+            "items", "a sequence of dicts shaped like input lines, a DataFrame or a path", items, hint
+        )
+    if rubric is not None and not isinstance(rubric, str):
+        hint = " (read the file: Path(...).read_text())" if isinstance(rubric, os.PathLike) else ""
+        raise refuse("rubric", "the rubric's text (a str) or None", rubric, hint)
+    if rubric is not None and not rubric.strip():  # as `--rubric FILE` of a blank file is refused
+        raise UsageError("rubric is empty (or only whitespace); give rubric=None for a job without one")
+    if not isinstance(state_dir, str | os.PathLike):
+        raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
+    if not isinstance(settings, JobSettings):
+        raise refuse(
+            "settings", "an adapters.JobSettings", settings, " (JobSettings(**...) takes its fields)"
+        )
+    if out is not None and not isinstance(out, str | os.PathLike):
+        raise refuse("out", "a path (str or os.PathLike) or None", out)
+    if progress is not None and not callable(progress):
+        raise refuse("progress", "a callable taking each event, or None", progress)
+    if client is not None:
+        sync = any(c.__name__ == "SyncAPIClient" for c in type(client).__mro__)
+        if not hasattr(client, "messages") or (async_client and sync):
+            takes = "an anthropic.AsyncAnthropic (judge() sends concurrently) or None"
+            raise refuse("client", takes if async_client else "an anthropic.Anthropic or None", client)
+
+
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
     """The one place `FILE:LINE: reason` is assembled (`line N: reason` with no file)."""
     if line is None:

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any, assert_never
 import attrs
 
 from adapters.dryrun import conflict_message, dry_run_of, judge_dry_run, machine_of
-from adapters.items_io import input_error, items_from_objects, job_of, load_items, run_job_of
+from adapters.items_io import (
+    check_arguments,
+    input_error,
+    items_from_objects,
+    job_of,
+    load_items,
+    run_job_of,
+)
 from adapters.job_parts import (
     Ports,
     connect,
@@ -72,8 +79,10 @@ from judgecore.jobrun import (
 from judgecore.planning import JobPlan
 
 if TYPE_CHECKING:
+    import asyncio
+
     from adapters.clock import Clock
-    from adapters.events import Emit
+    from adapters.events import Emit, Event
     from adapters.messages import JobInput, MessageSource
 
 # Only what a dry run needs is imported here. The SDK-facing modules (adapters.batch, adapters.sync
@@ -102,10 +111,21 @@ async def ajudge(
 ) -> JudgeResult:
     """Run (or resume) a judge job; see `judge` for the arguments. `invocation`: how the CLI started
     it, kept in the checkpoint once the job is bound (`judgecore run --state DIR` alone resumes it)."""
+    check_arguments(
+        items,
+        rubric=rubric,
+        state_dir=state_dir,
+        settings=settings,
+        out=out,
+        progress=progress,
+        client=client,
+    )
     state_dir = Path(state_dir)
     if dry_run:
         job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
         return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
+    import asyncio
+
     from adapters.events import discard
 
     job, messages = run_job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
@@ -115,8 +135,13 @@ async def ajudge(
     frozen_here = gc.get_freeze_count() == 0
     if frozen_here:
         gc.freeze()
-    try:
-        return await _run(
+    # The run is a task of its own, so that a `progress` callback that raises stops it the way a Ctrl-C
+    # does (cancelled: the answers in flight are waited for and kept), not by unwinding it from inside
+    # whichever step called the callback; its exception is then raised here. Cancelling this task (a
+    # Ctrl-C, SIGTERM) cancels the run's, and waits for it to stop.
+    guard = _Guarded(progress) if progress is not None else None
+    run = asyncio.ensure_future(
+        _run(
             job,
             messages,
             rubric=rubric,
@@ -125,11 +150,25 @@ async def ajudge(
             client=client,
             out=out,
             clock=clock,
-            emit=progress if progress is not None else discard,
+            emit=guard if guard is not None else discard,
             environ=environ,
             keep_records=keep_records,
             invocation=invocation,
+            reads=(Path(items),) if isinstance(items, str | os.PathLike) else (),
         )
+    )
+    if guard is not None:
+        guard.run = run
+    try:
+        try:
+            result = await run
+        except asyncio.CancelledError:
+            if guard is None or guard.error is None or _cancelled_here():
+                raise
+            raise guard.error from None
+        if guard is not None and guard.error is not None:  # it failed on the run's last event
+            raise guard.error
+        return result
     finally:
         if frozen_here:
             gc.unfreeze()
@@ -149,8 +188,10 @@ async def _run(
     environ: Mapping[str, str] | None,
     keep_records: bool,
     invocation: Mapping[str, Any] | None = None,
+    reads: tuple[Path, ...] = (),
 ) -> JudgeResult:
-    """The run itself: bind the job, then perform what the job's machine asks until it is done."""
+    """The run itself: bind the job, then perform what the job's machine asks until it is done.
+    `reads`: the input file(s) the items were read from, which `out` must not overwrite."""
     import random
 
     from adapters.clock import RealClock
@@ -158,13 +199,19 @@ async def _run(
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
+    # kept for the result: with no `progress`, the caller would hear none of them; the settings' own
+    # (a deprecated model) were printed on stderr when the job was planned
+    warnings: list[str] = list(settings.warnings())
+    emit = _keeping_warnings(emit, warnings)
     rng = random.Random(settings.seed)
     out_path = Path(out) if out is not None else None
     from adapters.statelock import StateLockedError
     from adapters.writers import output_problem
 
     problem = state_problem(state_dir, create=True) or (
-        (out_problem(out_path, state=state_dir) or output_problem(out_path)) if out_path is not None else None
+        (out_problem(out_path, inputs=reads, state=state_dir) or output_problem(out_path))
+        if out_path is not None
+        else None
     )
     if problem:
         raise UsageError(problem)
@@ -248,11 +295,52 @@ async def _run(
                             all_sync_usd=money.all_sync_usd,
                             estimate_usd=money.estimate_usd,
                             unparsed=written.unparsed,
+                            warnings=tuple(warnings),
                         )
                     case _:  # pragma: no cover
                         assert_never(action)
     finally:
         store.close()
+
+
+class _Guarded:
+    """The caller's `progress` callback, called with each event until it raises: its exception is kept
+    and the run's task cancelled (`ajudge` raises it once the run has stopped); it hears no more."""
+
+    def __init__(self, progress: Emit) -> None:
+        self.progress = progress
+        self.error: Exception | None = None
+        self.run: asyncio.Future[JudgeResult] | None = None
+
+    def __call__(self, event: Event) -> None:
+        if self.error is not None:
+            return
+        try:
+            self.progress(event)
+        except Exception as exc:
+            self.error = exc
+            if self.run is not None:
+                self.run.cancel()
+
+
+def _cancelled_here() -> bool:
+    """The task running `ajudge` was itself cancelled (a Ctrl-C, SIGTERM), not only the run's."""
+    import asyncio
+
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _keeping_warnings(emit: Emit, warnings: list[str]) -> Emit:
+    """`emit`, keeping the message of each warning `Notice` in `warnings` as it passes."""
+    from adapters.events import Notice
+
+    def keeping(event: Event) -> None:
+        if isinstance(event, Notice) and event.level == "warning":
+            warnings.append(event.message)
+        emit(event)
+
+    return keeping
 
 
 def judge(

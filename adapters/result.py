@@ -36,6 +36,9 @@ class JudgeResult:
     estimate_usd: float | None = None
     #: succeeded answers whose verdict could not be read (`VERDICT_UNPARSED`), as the output counts them
     unparsed: int = 0
+    #: every warning line the run said, in order, whatever `progress` was (the CLI prints them as
+    #: `warning: ...`): why items stay pending (`budget: ...`), a sub-batch refused, a stuck batch
+    warnings: tuple[str, ...] = ()
 
     def to_pandas(self) -> Any:
         """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""

@@ -45,7 +45,7 @@ PAIRWISE_PATTERN = r"(?i)winner\W*\s*(?P<score>[A-Za-z]+)"
 class JobSettings:
     """Every knob of a run, with the defaults of CONTRACT.md."""
 
-    model: str = DEFAULT_MODEL
+    model: str = attrs.field(default=DEFAULT_MODEL, converter=lambda v: _model_id(v))
     #: `--thinking adaptive|off|N` (a `Thinking`, or the flag's text, or N as an int); None: the
     #: request omits `thinking` and the model does what it does by default.
     thinking: Thinking | None = attrs.field(default=None, converter=attrs.converters.optional(Thinking.parse))
@@ -77,7 +77,7 @@ class JobSettings:
     pairwise: tuple[str, str] | None = attrs.field(
         default=None, converter=attrs.converters.optional(lambda v: _pair(v))
     )
-    judges: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    judges: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _judges(v))
 
     @property
     def plain(self) -> bool:
@@ -111,6 +111,7 @@ class JobSettings:
         return self.judges[0] if self.judges else self.model
 
     def __attrs_post_init__(self) -> None:
+        _check_types(self)
         max_tokens = max_tokens_problem(self.model, self.max_tokens) if self.max_tokens >= 1 else None
         thinking = (
             thinking_problem(self.model, self.thinking, self.max_tokens)
@@ -283,6 +284,60 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
             max(max(p.long_prompt[2], p.output_per_mtok) for p in prices if p.long_prompt),
         ),
     )
+
+
+#: The fields of `JobSettings` that take a whole number, and those that take any real number
+_WHOLE = ("max_tokens", "sync_threshold", "otpm", "max_batch_requests", "max_batch_bytes", "concurrency")
+_WHOLE_MORE = ("max_attempts", "seed")  # `samples` is the design's to check (`judgecore.designs`)
+_REAL = ("poll_interval", "grace", "budget")
+
+
+def _check_types(settings: JobSettings) -> None:
+    """Each field of the type it takes (a `TypeError` naming it), before any value is compared: a
+    `max_tokens="512"` failed as `'>=' not supported between instances of 'str' and 'int'`, a
+    `force="fast"` was taken as a route and sent."""
+
+    def refuse(name: str, takes: str, value: object) -> TypeError:
+        return TypeError(f"JobSettings({name}=...) must be {takes}, got {type(value).__name__} {value!r}")
+
+    for name in (*_WHOLE, *_WHOLE_MORE):
+        value = getattr(settings, name)
+        if value is not None and (isinstance(value, bool) or not hasattr(value, "__index__")):
+            raise refuse(
+                name, "a whole number (an int)" + ("" if name == "max_tokens" else " or None"), value
+            )
+    for name in _REAL:
+        value = getattr(settings, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise refuse(name, "a number of " + ("US dollars" if name == "budget" else "seconds"), value)
+    if settings.force not in (None, "sync", "batch"):
+        raise ValueError(f"JobSettings(force=...) must be 'sync', 'batch' or None, got {settings.force!r}")
+    if settings.template is not None and not isinstance(settings.template, str):
+        raise refuse("template", "the template's text (a str) or None", settings.template)
+    if settings.verdict is not None:
+        from judgecore.verdicts import VerdictSpec
+
+        if not isinstance(settings.verdict, VerdictSpec):
+            raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)
+
+
+def _model_id(value: Any) -> str:
+    """The model id, a str (checked as it is set: the default `max_tokens` is read from it)."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"JobSettings(model=...) must be a model id (a str), got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def _judges(value: Any) -> tuple[str, ...]:
+    """The panel's model ids (one string is refused: it would be a panel of its letters)."""
+    if isinstance(value, str):
+        raise ValueError(
+            f"JobSettings(judges=...) takes a sequence of model ids, e.g. ({value!r}, {DEFAULT_MODEL!r}), "
+            f"not one string: got {value!r}"
+        )
+    return tuple(value)
 
 
 def _pair(value: Any) -> tuple[str, ...]:

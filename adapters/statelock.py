@@ -75,6 +75,9 @@ def _holder(fd: int) -> str:
         stamp = {}
     if not isinstance(stamp, dict) or "pid" not in stamp:
         return "process"
+    if stamp["pid"] == os.getpid() and stamp.get("host") == socket.gethostname():
+        # two `judge()` calls of one program (threads, tasks): the pid alone reads as another program
+        return f"{_described(stamp)}, a judge() call of this very process (another thread or task),"
     return _described(stamp)
 
 

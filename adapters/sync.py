@@ -3,7 +3,9 @@
 It decides nothing. It asks the machine for the next action and performs it: `Launch` starts a task
 sending that request, `Wait` sleeps until an answer comes back or the clock reaches the time given,
 `Record` writes rows durably (fsynced) before anything else happens, `Say` prints a line, `Done` ends
-the run (cancelling what is still in flight after a stop). Each answer goes back to the machine with
+the run (cancelling what is still in flight after a stop). An interrupt (Ctrl-C, SIGTERM: the run's
+task cancelled) launches nothing more and waits up to `DRAIN_SECONDS` for the answers in flight,
+recording each as it comes back: they were sent, so they are billed. Each answer goes back to the machine with
 the clock's time and a jitter draw. The probe is the same run limited to one item.
 """
 
@@ -35,6 +37,9 @@ from judgecore.ratelimit import RateLimitReading
 from judgecore.spend import Budget, Expect, request_bound
 from judgecore.status import Status
 from judgecore.syncrun import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
+
+#: How long an interrupted sync run waits for the answers in flight (sent, so billed) to record them.
+DRAIN_SECONDS = 20.0
 
 
 @attrs.frozen(kw_only=True)
@@ -153,7 +158,8 @@ class _Shell:
                 self.emit(Notice(level=level, message=message))
 
     async def interpret(self, run: SyncRun) -> tuple[SyncRun, Done]:
-        """Perform the machine's actions until it is done; cancel what is in flight on the way out.
+        """Perform the machine's actions until it is done; cancel what is in flight on the way out
+        (after an interrupt, once its answers are recorded or `DRAIN_SECONDS` have passed).
 
         An answer is taken by the machine, and the rows it makes are committed, in the task that
         received it, as soon as the SDK call returns (`_send`): not when the loop below next wakes,
@@ -186,6 +192,22 @@ class _Shell:
                         return self.run, action
                     case _:
                         assert_never(action)
+        except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the run) or the CLI's SIGTERM
+            # What is in flight was sent, and is billed whether or not its answer is read: its answers
+            # are waited for (a while) and recorded, so a rerun does not pay for them again.
+            if pending := {t for t in tasks if not t.done()}:
+                self.emit(
+                    Notice(
+                        level="warning",
+                        message=f"interrupted: waiting up to {DRAIN_SECONDS:.0f} s for the "
+                        f"{len(pending):,} {'answer' if len(pending) == 1 else 'answers'} in flight, so "
+                        "a rerun does not pay for them again (interrupt again to drop them)",
+                    )
+                )
+                deadline = clock.now() + DRAIN_SECONDS
+                while (pending := {t for t in pending if not t.done()}) and clock.now() < deadline:
+                    await _wait(pending, deadline, clock)
+            raise
         finally:
             for task in tasks:
                 task.cancel()

@@ -14,6 +14,10 @@ DEFAULT_MAX_TOKENS = 1024
 #: The default max_tokens where the model thinks (`judgecore.models.THINKING_MAX_TOKENS`, for `--help`).
 THINKING_MAX_TOKENS = 16_000
 
+#: How a job started from the Python API resumes (`status`, the report): `judgecore run --state DIR`
+#: alone refuses it, since its checkpoint keeps no command line to resume by.
+PYTHON_RESUME = "call judge() again with the same items, rubric and settings, and state_dir={state}"
+
 #: `judgecore.machine.ExitStatus`'s values, as plain ints: `--help` imports no core and no attrs
 #: (tests/cli/test_start_up.py); tests/core/test_machine.py holds the two equal.
 EXIT_OK = 0

@@ -67,3 +67,24 @@ def test_the_readmes_first_commands_are_the_demo_and_the_test_command_ci_runs():
     assert ["uv run judgecore demo", "uv run pytest"] == first_block.group(0).splitlines()[1:-1]
     ci = (ROOT / ".ci/run").read_text(encoding="utf-8").splitlines()
     assert '"${uv[@]}" run pytest' in ci
+
+
+def test_the_python_api_page_says_where_its_client_comes_from():
+    """The Python API page never said that `judge()` builds its client from ANTHROPIC_API_KEY and
+    ANTHROPIC_BASE_URL, so a user with only the repo could not point its example at the simulator."""
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8765" in text
+    assert "judgecore simulator --port 8765" in text
+    assert "ANTHROPIC_API_KEY" in text
+
+
+def test_the_install_page_says_how_to_install_judgecore_into_another_project():
+    """docs/install.md told only how to install the command (`uv tool install`), not how an eval
+    repository gets the Python API into its own environment, nor what the plain install brings."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    assert 'uv add "judgecore @ PATH/TO/CLONE"' in text
+    assert 'uv pip install "PATH/TO/CLONE[data,inspect]"' in text
+    declared = re.search(r"^dependencies = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S)
+    assert declared is not None
+    for name in re.findall(r'^\s*"([a-z0-9_-]+)', declared.group(1), re.M):
+        assert name in text, f"the plain install's {name} is not named"

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from adapters.cli.status import _existing_state
-from adapters.usage import EXIT_OK, UsageError
+from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
+
+if TYPE_CHECKING:
+    from judgecore import RawResult
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
@@ -28,14 +33,39 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     except StateLockedError as exc:
         raise UsageError(str(exc)) from None
     try:
-        canceled = asyncio.run(
+        report = asyncio.run(
             cancel_job(store=store, api=AnthropicBatchApi(client), clock=RealClock(), emit=PlainProgress())
         )
     finally:
         store.close()
-    n = len(canceled)
+    n = len(report.canceled)
     print(
         f"canceled {plural(n, 'live batch', 'live batches')}; a later run with --state {ns.state} resumes the rest",
         file=sys.stderr,
     )
-    return EXIT_OK
+    if not report.failed:
+        return EXIT_OK
+    return _not_canceled(ns, report.failed)
+
+
+def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]]) -> int:
+    """The batches whose cancel failed keep running, billed as they finish: one error line, and exit 4
+    when the API refused the key or could not be reached (fix it first), 3 when the failure was
+    transient (the same command again cancels them)."""
+    from adapters.cli.relaunch import command_line
+    from adapters.progress import plural
+    from judgecore import Status, classify
+
+    fatal = any(raw.status is None or classify(raw).status is Status.FATAL for _, raw in failed)
+    ids = ", ".join(batch_id for batch_id, _ in failed[:3]) + (
+        f" and {len(failed) - 3:,} more" if len(failed) > 3 else ""
+    )
+    keeps = "keeps" if len(failed) == 1 else "keep"
+    fix = "fix the key or the endpoint (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), then " if fatal else ""
+    print(
+        f"error: {plural(len(failed), 'live batch', 'live batches')} could not be canceled and {keeps} "
+        f"running, billed as {'it finishes' if len(failed) == 1 else 'they finish'} ({ids}); "
+        f"{fix}cancel again with:\n  {command_line(['cancel', '--state', str(ns.state)])}",
+        file=sys.stderr,
+    )
+    return EXIT_FATAL if fatal else EXIT_PENDING

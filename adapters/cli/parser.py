@@ -41,10 +41,13 @@ output (one line per item, input order; default STATE/output.jsonl; .csv or .par
 
 exit status:
   0  every item is final (succeeded, miss or quarantined)
+  1  a local fault: the disk under the checkpoint or the output is full, read-only or failing; nothing
+     harvested is lost: make room and rerun the same command
   2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
   3  some items are pending: rerun the same command to resume
-  4  fatal API configuration (authentication, permission, unknown model, every request invalid), or
-     the API refused the account (on hold, a spend limit, billing: nothing quarantined, rerun once fixed)
+  4  fatal API configuration (authentication, permission, unknown model, an endpoint that cannot be
+     reached, every request invalid), or the API refused the account (on hold, a spend limit,
+     billing: nothing quarantined, rerun once fixed)
   130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
       written with unfinished items pending; rerun the same command to resume
 
@@ -61,6 +64,51 @@ examples:
   judgecore run answers.jsonl --state runs/p --template pairwise.txt --pairwise answer_a,answer_b
   judgecore run answers.jsonl --state runs/p3 --template grade.txt --verdict score.json \\
       --judge claude-haiku-4-5 --judge claude-sonnet-4-6 --judge claude-opus-4-6 --samples 3   # a panel
+"""
+
+
+STATUS_EPILOG = """\
+exit status: 0 every item is final; 3 some items are pending (the line `resume with:` gives the
+command); 2 no checkpoint in DIR.
+
+examples:
+  judgecore status --state runs/j1
+  judgecore status --state runs/j1 --json     # counts, route, spend, the resume command
+"""
+
+CANCEL_EPILOG = """\
+exit status:
+  0  every live batch was asked to cancel (or had ended already)
+  2  no checkpoint in DIR, or a run is using it (stop that run: its Ctrl-C keeps the checkpoint safe)
+  3  a cancel failed for a transient cause; the batch still runs: the same command again cancels it
+  4  the API refused the key or could not be reached; the batch still runs: fix it, cancel again
+
+credentials come from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL), as for `run`.
+
+example:
+  judgecore cancel --state runs/j1     # then `judgecore run --state runs/j1` resumes the rest
+"""
+
+EXPORT_EPILOG = """\
+exit status: 0 the log was written; 2 bad usage (no checkpoint in DIR, no log to read, OUT is a file
+the job reads); nothing is sent.
+
+example:
+  judgecore run --from-inspect logs/run.eval --state runs/i1 --rubric rubric.txt
+  judgecore export --state runs/i1 --to-inspect logs/run-judged.eval && inspect view
+"""
+
+SIMULATOR_EPILOG = """\
+point judgecore (or any program using the anthropic SDK) at it through the SDK's own environment;
+any key works:
+  judgecore simulator --port 8765 &
+  export ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-sim
+  judgecore run items.jsonl --state runs/sim1 --rubric rubric.txt
+
+examples:
+  judgecore simulator --port 8765 --batch-seconds 30          # batches take 30 s to end
+  judgecore simulator --port 8765 --sync-429-rate 0.1         # one sync request in ten is a 429
+  judgecore simulator --port 8765 --never-end --expires-after 60   # a batch that wedges
 """
 
 
@@ -261,9 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser(
         "status",
         help="show a job's checkpoint (no API call)",
-        description="Read the checkpoint only; no API call.",
+        description="Read the checkpoint only; no API call, no key needed: counts by status, the route, the "
+        "spend, and the command that resumes the job.",
+        epilog=STATUS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    st.add_argument("--state", type=Path, required=True, metavar="DIR")
+    st.add_argument("--state", type=Path, required=True, metavar="DIR", help="the job's checkpoint directory")
     st.add_argument("--json", action="store_true", help="one JSON object")
 
     _add_summary_parser(sub)
@@ -272,8 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a job's verdicts back as an inspect_ai log (no API call)",
         description="Write the inspect_ai log a job was read from (--from-inspect) with one `judgecore` "
         "score per sample, for `inspect view`. Reads the checkpoint only; no API call.",
+        epilog=EXPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ex.add_argument("--state", type=Path, required=True, metavar="DIR")
+    ex.add_argument("--state", type=Path, required=True, metavar="DIR", help="the job's checkpoint directory")
     ex.add_argument(
         "--to-inspect", type=Path, required=True, metavar="OUT", help="the log to write (.eval or .json)"
     )
@@ -288,8 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
         "cancel",
         help="cancel a job's live batches",
         description="Cancel the job's live batches so an abandoned run stops costing money; a later `run` resumes the rest.",
+        epilog=CANCEL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ca.add_argument("--state", type=Path, required=True, metavar="DIR")
+    ca.add_argument("--state", type=Path, required=True, metavar="DIR", help="the job's checkpoint directory")
 
     de = sub.add_parser(
         "demo",
@@ -309,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
         "simulator",
         help="serve the API simulator on loopback",
         description="Serve a local stand-in for the Messages and Message Batches API, for manual runs and other programs.",
+        epilog=SIMULATOR_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     si.declare_later(_simulator_arguments)
     return parser
@@ -326,6 +383,9 @@ scored, unscored and missing come first: the score's statistics are over the sco
   scored     the verdict has a score
   unscored   the model answered but there is no score (VERDICT_UNPARSED, MODEL_TRUNCATION, ...)
   missing    no answer to read (quarantined, pending)
+
+exit status: 0 the summary was printed (and --html written); 2 bad usage (no checkpoint in DIR, a bad
+verdict spec, an --html FILE the job reads). Nothing is sent.
 
 examples:
   judgecore summary --state runs/j1
@@ -419,7 +479,7 @@ def _add_summary_parser(sub: Any) -> None:
         epilog=SUMMARY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    su.add_argument("--state", type=Path, required=True, metavar="DIR")
+    su.add_argument("--state", type=Path, required=True, metavar="DIR", help="the job's checkpoint directory")
     su.add_argument(
         "--verdict", type=Path, metavar="FILE", help="read verdicts with this spec (default: the run's)"
     )

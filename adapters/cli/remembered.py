@@ -66,11 +66,17 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
             store.close()
     if kept is None:
         if ns.input is None and getattr(ns, "from_inspect", None) is None:
-            where = f"--state {ns.state} holds no job started by this judgecore" if ns.state else "no --state"
-            raise UsageError(
-                f"INPUT is required, or --from-inspect LOG ({where} to resume without it); "
-                "see: judgecore run --help"
-            )
+            if ns.state is None:
+                where = "no --state to resume without it"
+            elif _holds_checkpoint(ns.state):  # a job started from Python, or by a judgecore before 0.1
+                where = (
+                    f"--state {ns.state} holds a job started from the Python API (or by an older "
+                    "judgecore), which keeps no command line to resume by: give INPUT and the flags again, "
+                    "or call judge() again with that state_dir"
+                )
+            else:
+                where = f"--state {ns.state} holds no job to resume"
+            raise UsageError(f"INPUT is required, or --from-inspect LOG ({where}); see: judgecore run --help")
         return None
     given = _run_flags_given(argv)
     if given & {"force_sync", "force_batch"}:  # one given anew replaces the remembered other

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,10 @@ def cmd_status(ns: argparse.Namespace) -> int:
         lines.append(f"  running now: {info['running']}; its progress is on its own stderr")
     elif info["resume"] and c.get("pending"):
         lines.append(f"  resume with: {info['resume']}")
+    elif c.get("pending"):  # a job started from the Python API: no command line to resume it by
+        from adapters.usage import PYTHON_RESUME
+
+        lines.append(f"  resume: {PYTHON_RESUME.format(state=shlex.quote(str(ns.state)))}")
     print("\n".join(lines))
     return code
 

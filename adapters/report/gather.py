@@ -149,7 +149,7 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
         input_sha256=_file_sha256(input_path),
         items_sha256=store.items_digest(),
         reproduce=_reproduce(invocation, state),
-        resume=resume_command(state),
+        resume=resume_command(state, started_by_cli=bool(invocation)),
     )
 
 
@@ -188,8 +188,13 @@ def examples(
     return tuple(out)
 
 
-def resume_command(state: Path) -> str:
-    """The command that resumes the job in `state` as it was started, as the report prints it."""
+def resume_command(state: Path, *, started_by_cli: bool = True) -> str:
+    """The command that resumes the job in `state` as it was started, as the report prints it; for a
+    job started from the Python API, the call that does."""
+    if not started_by_cli:
+        from adapters.usage import PYTHON_RESUME
+
+        return PYTHON_RESUME.format(state=shlex.quote(str(state)))
     return shlex.join(["judgecore", "run", "--state", str(state)])
 
 

@@ -56,7 +56,7 @@ def _unfinished(report: JobReport) -> str:
     pending = dict(o.counts).get("pending", 0)
     if not pending:
         return ""
-    resume = resume_command(report.state_dir)
+    resume = report.provenance.resume if report.provenance else resume_command(report.state_dir)
     return (
         f"<p class=warn><b>Not finished:</b> {fig.count(pending)} of {fig.count(o.n)} items are still "
         "pending, so every figure here is over the items answered so far. Resume with "

@@ -584,8 +584,8 @@ def test_cancel_stops_live_batches_and_the_next_run_resends_what_was_not_process
     go(store, requests, api, clock, BatchSettings(poll=PollPolicy(interval=10.0, grace=0.0)))
     (batch_id,) = api.batches
     events: list[Event] = []
-    canceled = asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=events.append))
-    assert [batch_id] == canceled
+    report = asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=events.append))
+    assert ((batch_id,), ()) == (report.canceled, report.failed)
     assert ["canceled"] == [r.state for r in store.sub_batches()]
     api.batch_seconds = 1.0
     result = go(store, requests, api, clock)
@@ -601,7 +601,7 @@ def test_cancel_of_an_ended_batch_marks_it_for_harvest(store: Store) -> None:
     api = FakeBatchApi(clock, crash_after_lines=0)
     with pytest.raises(Crash):
         go(store, requests, api, clock)
-    assert [] == asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=lambda e: None))
+    assert () == asyncio.run(cancel_job(store=store, api=api, clock=clock, emit=lambda e: None)).canceled
     assert ["ended"] == [r.state for r in store.sub_batches()]
 
 
@@ -887,3 +887,51 @@ def test_a_create_body_is_streamed_in_pieces_that_join_to_the_exact_sized_bytes(
     longest = CHUNK_BYTES + 1 + max(r.size for r in requests)
     assert [] == [p for ps in api.pieces for p in ps if p > longest]
     assert [len(b) for b in api.bodies] == [sum(ps) for ps in api.pieces]
+
+
+def test_a_run_stopped_by_an_error_waits_for_its_creates_in_flight_to_record_their_batches(
+    store: Store,
+) -> None:
+    """A `progress` callback that raised on one `BatchCreated` ended the run while another create was
+    in flight; that create, its batch made, then recorded it on the checkpoint its caller had closed
+    (`Task exception was never retrieved ... Cannot operate on a closed database`), leaving the batch
+    for a rerun to adopt. The run now waits for the operations it cancels before it ends."""
+    requests = make_requests(20)
+    bind(store, requests)
+    clock = FakeClock()
+    gate = asyncio.Event()
+
+    class SecondCreateInFlight(FakeBatchApi):
+        async def create(self, create: CreateBody) -> BatchSnapshot:
+            if self._creates >= 1:  # the second: its answer comes in after the run's error
+                try:
+                    await gate.wait()
+                except asyncio.CancelledError:  # the call ends with its answer all the same
+                    await gate.wait()
+            return await super().create(create)
+
+    api = SecondCreateInFlight(clock)
+
+    def emit(event: Event) -> None:
+        if isinstance(event, BatchCreated):
+            gate.set()
+            raise RuntimeError("the callback failed")
+
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="the callback failed"):
+            await run_batch(
+                store=store,
+                requests=requests,
+                template=TEMPLATE,
+                api=api,
+                clock=clock,
+                settings=BatchSettings(max_batch_requests=10),
+                emit=emit,
+                rng=random.Random(0),
+            )
+        # what the caller sees once the run has ended: every batch made is recorded, nothing left running
+        assert sorted(api.batches) == sorted(r.batch_id for r in store.sub_batches() if r.batch_id)
+        assert [] == [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "BatchShell.perform"]
+
+    asyncio.run(main())
+    assert 2 == len(api.batches)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import attrs
@@ -167,6 +168,30 @@ def test_help_teaches_the_commands(capsys):
     out = capsys.readouterr().out
     for word in ("run", "status", "cancel", "demo", "simulator", "judgecore demo"):
         assert word in out
+
+
+@pytest.mark.parametrize("command", ["run", "status", "summary", "export", "cancel", "simulator"])
+def test_each_commands_help_says_its_exit_status_and_shows_an_example(capsys, command):
+    """`status`, `cancel`, `export` and `summary --help` said nothing of their exit status (a script
+    could not tell `status`'s 3 from a failure), `run --help` left out exit 1 (a full disk) and
+    `simulator --help` never said how to point judgecore at it."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert 0 == exc.value.code
+    out = capsys.readouterr().out
+    assert f"judgecore {command} " in out.partition("example")[2]  # an example of the command itself
+    expected = {
+        "run": ("exit status", "  1  a local fault", "  3  some items are pending"),
+        "status": ("exit status", "3 some items are pending"),
+        "summary": ("exit status", "2 bad usage"),
+        "export": ("exit status", "2 bad usage"),
+        "cancel": ("exit status", "  4  the API refused the key", "  3  a cancel failed"),
+        "simulator": ("export ANTHROPIC_BASE_URL=http://127.0.0.1:8765",),
+    }[command]
+    for text in expected:
+        assert text in out
+    if command != "simulator":
+        assert re.search(r"\n  --state DIR +\w", out), "the flag says what it is"
 
 
 # --- a dry run on an existing state dir plans what the run would do --------------------------------

@@ -174,3 +174,228 @@ def test_an_item_changed_under_its_id_names_its_row_and_sends_nothing(tmp_path):
     with pytest.raises(UsageError, match=r"^line 2: content changed"):
         judge_dry_run(rows, rubric=None, state_dir=tmp_path / "s")
     assert sent == len(sim.log)
+
+
+@pytest.mark.parametrize(
+    ("given", "match"),
+    [
+        ({"items": None}, "items must be a sequence of dicts .*, got NoneType"),
+        ({"items": {"id": "a", "prompt": "x"}}, "one dict is one item, give a list of them"),
+        ({"rubric": "PATH"}, r"rubric must be the rubric's text \(a str\) or None, got PosixPath"),
+        ({"state_dir": None}, r"state_dir must be a path \(str or os.PathLike\), got NoneType"),
+        ({"settings": {"model": "claude-sonnet-4-6"}}, "settings must be an adapters.JobSettings, got dict"),
+        ({"out": 3}, "out must be a path .*, got int"),
+        ({"progress": 1}, "progress must be a callable taking each event, or None, got int"),
+        ({"client": "SYNC"}, "client must be an anthropic.AsyncAnthropic .*, got Anthropic"),
+    ],
+)
+def test_a_wrong_argument_is_a_type_error_naming_it_before_anything_is_sent(tmp_path, given, match):
+    """A wrong argument was an AttributeError or a TypeError from deep in the run naming neither the
+    argument nor what it takes (`'PosixPath' object has no attribute 'encode'`); `progress=1` failed
+    only once the first request had been sent, and a sync `anthropic.Anthropic` sent one request and
+    ended with exit 4 (`object APIResponse can't be used in 'await' expression`)."""
+    sim = Simulator(Scenario(seed=6))
+    (tmp_path / "rubric.txt").write_text("Be strict.")
+    args = {
+        "items": _items(3),
+        "rubric": None,
+        "state_dir": tmp_path / "s",
+        "client": sim_client(sim, max_retries=0),
+        **given,
+    }
+    if args["rubric"] == "PATH":
+        args["rubric"] = tmp_path / "rubric.txt"
+    if args["client"] == "SYNC":
+        args["client"] = sim_client(sim, async_=False)
+    with pytest.raises(TypeError, match=match):
+        judge(**args)
+    assert not sim.log
+    if not {"client", "out", "progress"} & set(given):  # the arguments `judge_dry_run` takes too
+        with pytest.raises(TypeError, match=match):
+            judge_dry_run(**{k: v for k, v in args.items() if k != "client"})
+
+
+@pytest.mark.parametrize(
+    ("given", "error", "match"),
+    [
+        (
+            {"force": "fast"},
+            ValueError,
+            r"JobSettings\(force=...\) must be 'sync', 'batch' or None, got 'fast'",
+        ),
+        ({"max_tokens": "512"}, TypeError, r"JobSettings\(max_tokens=...\) must be a whole number .*'512'"),
+        ({"concurrency": 0.5}, TypeError, r"JobSettings\(concurrency=...\) must be a whole number"),
+        ({"poll_interval": "60"}, TypeError, r"JobSettings\(poll_interval=...\) must be a number of seconds"),
+        ({"model": 3}, TypeError, r"JobSettings\(model=...\) must be a model id"),
+        ({"judges": "claude-haiku-4-5"}, ValueError, "takes a sequence of model ids.*not one string"),
+    ],
+)
+def test_a_job_setting_of_the_wrong_kind_is_refused_naming_it(given, error, match):
+    """`force="fast"` was taken as a route (`Route(path='fast')`) and the job sent; `judges="model"`
+    was a panel of the id's letters (`--judge names a model twice (c, l, a, u, ...)`); a number given as
+    a str failed comparing it (`'>=' not supported between instances of 'str' and 'int'`)."""
+    with pytest.raises(error, match=match):
+        JobSettings(**given)
+
+
+def test_the_result_keeps_the_runs_warnings_when_no_progress_callback_is_given(tmp_path):
+    """A budget that stopped a `judge()` run said why (`budget: ... rerun with --budget X`) only to a
+    `progress` callback: without one, the caller got exit 3 and records saying `rerun the same command
+    to resume`, which a rerun with the same budget never does. `result.warnings` keeps the line."""
+    sim = Simulator(Scenario(seed=7))
+    items = [{"id": f"b{i}", "prompt": f"grade answer {i} " * 40} for i in range(30)]
+    result = judge(
+        items,
+        rubric=None,
+        state_dir=tmp_path / "s",
+        settings=JobSettings(budget=0.02, force="sync"),
+        client=sim_client(sim, max_retries=0),
+    )
+    assert 3 == result.exit_code
+    assert 0 < result.counts["pending"] < 30
+    (line,) = [w for w in result.warnings if w.startswith("budget: ")]
+    assert f"{result.counts['pending']} items left pending" in line
+    assert "rerun with --budget " in line
+
+
+@pytest.mark.filterwarnings("ignore:The model:DeprecationWarning")  # the SDK warns of it too
+def test_the_results_warnings_name_a_deprecated_model(tmp_path):
+    """The deprecation of the job's model is one of the run's warnings, in the result as on stderr."""
+    import datetime
+
+    sim = Simulator(Scenario(seed=8, models=frozenset({"claude-opus-4-5"})))
+    settings = JobSettings(model="claude-opus-4-5", today=datetime.date(2026, 12, 1))
+    result = judge(
+        _items(2), rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim)
+    )
+    assert 0 == result.exit_code
+    assert any("claude-opus-4-5" in w and "2027-01-22" in w for w in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize("rubric", ["", " \n\t"])
+def test_a_blank_rubric_is_refused_before_anything_is_sent_as_the_cli_refuses_it(tmp_path, rubric):
+    """`judgecore run --rubric FILE` of a blank file is exit 2, but `judge(rubric=" \\n")` sent every
+    request with a system block of whitespace alone (which the API refuses: a blank text block), and
+    `rubric=""` ran the job with no rubric at all, unsaid."""
+    sim = Simulator(Scenario(seed=9))
+    with pytest.raises(UsageError, match="rubric is empty"):
+        judge(_items(3), rubric=rubric, state_dir=tmp_path / "s", client=sim_client(sim))
+    with pytest.raises(UsageError, match="rubric is empty"):
+        judge_dry_run(_items(3), rubric=rubric, state_dir=tmp_path / "s")
+    assert not sim.log
+
+
+def test_a_progress_callback_that_raises_stops_the_run_and_keeps_the_answers_in_flight(tmp_path):
+    """A `progress` callback that raised unwound the run from inside its step: the requests in flight,
+    sent and billed, were cancelled and the rerun sent them again. It now stops the run as a Ctrl-C
+    does (the answers in flight waited for and kept), then its exception propagates out of `judge()`."""
+    from collections import Counter
+
+    import anthropic
+    import httpx2
+    import orjson
+
+    from adapters.events import SyncProgress
+    from tests.sync.conftest import ok
+
+    sent: list[str] = []
+    gate = asyncio.Event()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        prompt = orjson.loads(request.content)["messages"][-1]["content"]
+        sent.append(prompt)
+        if len(sent) > 1:  # the first is answered at once, the next ones wait for the callback
+            await gate.wait()
+        return ok()
+
+    def client() -> anthropic.AsyncAnthropic:
+        transport = httpx2.MockTransport(handler)
+        return anthropic.AsyncAnthropic(
+            api_key="sk-test",
+            base_url="http://mock.local",
+            http_client=httpx2.AsyncClient(transport=transport, base_url="http://mock.local"),
+        )
+
+    def raising(event: object) -> None:
+        if isinstance(event, SyncProgress) and event.done >= 1 and event.in_flight >= 3:
+            gate.set()  # their answers come back after the callback failed
+            raise RuntimeError("the callback failed")
+
+    settings = JobSettings(force="sync", concurrency=4)
+    environ = {"JUDGECORE_PROGRESS_INTERVAL": "0"}  # an event at every step
+    args = {"rubric": None, "state_dir": tmp_path / "s", "settings": settings, "environ": environ}
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        judge(_items(12), client=client(), progress=raising, **args)
+    assert 4 <= len(sent)
+    result = judge(_items(12), client=client(), **args)
+    assert 0 == result.exit_code
+    assert [] == [p for p, n in Counter(sent).items() if n > 1], "a request sent twice"
+
+
+def test_a_path_given_as_items_is_never_overwritten_by_out(tmp_path):
+    """`judge("items.jsonl", out="items.jsonl")` replaced the user's input with the output (the CLI
+    refuses `--out INPUT`): it is a UsageError now, the input left as it was, nothing sent."""
+    sim = Simulator(Scenario(seed=10))
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n')
+    before = path.read_bytes()
+    for given in (str(path), path):
+        with pytest.raises(UsageError, match="is the input file"):
+            judge(given, rubric=None, state_dir=tmp_path / "s", out=path, client=sim_client(sim))
+    assert before == path.read_bytes()
+    assert not sim.log
+
+
+def test_run_state_alone_on_a_job_started_from_python_says_why_it_cannot_resume_it(tmp_path, capsys):
+    """`judgecore run --state DIR` on a job `judge()` ran said the dir `holds no job started by this
+    judgecore`: a user who had just run a job there could not tell what was wrong."""
+    from adapters.cli import main
+
+    sim = Simulator(Scenario(seed=11))
+    judge(_items(2), rubric=None, state_dir=tmp_path / "s", client=sim_client(sim, max_retries=0))
+    assert 2 == main(["run", "--state", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert "holds a job started from the Python API" in err
+    assert "give INPUT and the flags again, or call judge() again with that state_dir" in err
+    assert 2 == main(["run", "--state", str(tmp_path / "none")])
+    assert "holds no job to resume" in capsys.readouterr().err
+
+
+def test_status_of_a_pending_job_started_from_python_says_how_to_resume_it(tmp_path, capsys):
+    """`judgecore status` printed a job's resume command only for a job the CLI started: one `judge()`
+    left pending said nothing of how to go on."""
+    from adapters.cli import main
+
+    sim = Simulator(Scenario(seed=12))
+    items = [*_items(2), {"id": "flaky", "prompt": "grade [[sim:api_error*]]"}]
+    result = judge(
+        items,
+        rubric=None,
+        state_dir=tmp_path / "s",
+        settings=JobSettings(max_attempts=1, force="sync"),
+        client=sim_client(sim, max_retries=0),
+    )
+    assert 3 == result.exit_code
+    assert 3 == main(["status", "--state", str(tmp_path / "s")])
+    out = capsys.readouterr().out
+    assert (
+        f"resume: call judge() again with the same items, rubric and settings, and state_dir={tmp_path / 's'}"
+        in out
+    )
+
+
+def test_two_judge_calls_of_one_process_on_one_state_dir_say_it_is_this_process(tmp_path):
+    """A second `judge()` on a state dir another thread's `judge()` was using named `another judgecore
+    run (pid N ...)`, N being the caller's own pid: it reads as some other program holding the dir."""
+    import os
+
+    from adapters.store import Store
+
+    sim = Simulator(Scenario(seed=13))
+    first = Store.open(tmp_path / "s", exclusive="run")  # what a judge() call in another thread holds
+    try:
+        with pytest.raises(UsageError, match=rf"pid {os.getpid()} .*a judge\(\) call of this very process"):
+            judge(_items(2), rubric=None, state_dir=tmp_path / "s", client=sim_client(sim))
+    finally:
+        first.close()
+    assert not sim.log

@@ -281,6 +281,30 @@ def test_cancel_stops_live_batches_and_a_rerun_resumes(served, tmp_path):
     assert {"succeeded"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
 
 
+def test_a_cancel_that_fails_says_the_batch_still_runs_and_exits_non_zero(served, tmp_path):
+    """A cancel refused (a revoked key) or that cannot reach the API said `cancel failed` as a warning,
+    `canceled 0 live batches`, and exited 0: a script took the job for stopped while its batch ran on,
+    billed. It is exit 4 naming the batch and the command to cancel again, which then cancels it."""
+    srv = served(Scenario(seed=13, never_end=True, expires_after=0.5))  # a batch stuck past its deadline
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"k{i}", "prompt": f"grade {i}"} for i in range(10)])
+    args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", "--grace", "0", *FAST_POLL]
+    assert 3 == srv.cli(args).returncode
+    (batch,) = srv.sim.batches
+    srv.sim.scenario = Scenario(seed=13, never_end=True, reject_all_keys=True)
+    res = srv.cli(["cancel", "--state", str(tmp_path / "s")])
+    assert 4 == res.returncode, res.stderr
+    assert (
+        f"error: 1 live batch could not be canceled and keeps running, billed as it finishes ({batch.id})"
+        in (res.stderr)
+    )
+    assert f"cancel --state {tmp_path / 's'}" in res.stderr
+    assert srv.sim.batches[0].cancel_initiated_at is None
+    srv.sim.scenario = Scenario(seed=13, never_end=True)
+    res = srv.cli(["cancel", "--state", str(tmp_path / "s")])
+    assert 0 == res.returncode, res.stderr
+    assert srv.sim.batches[0].cancel_initiated_at is not None
+
+
 def test_demo_runs_end_to_end_without_a_key(tmp_path):
     """`judgecore demo` with no key in the environment (in this process: what is tested is the
     command, not its start-up, which tests/cli/test_start_up.py covers)."""

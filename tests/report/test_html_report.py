@@ -299,8 +299,11 @@ def test_provenance_names_the_rubric_versions_and_what_was_judged(job, report):
         assert store.items_digest() in page
     finally:
         store.close()
-    assert "judgecore run --state" in page  # the resume command
     assert "(started from the Python API)" in page  # no invocation to reproduce from
+    # and no `judgecore run --state DIR` to resume it by: that command refuses a job started from
+    # Python (it has no command line to resume); the report named it all the same
+    assert "judgecore run --state" not in page
+    assert f"call judge() again with the same items, rubric and settings, and state_dir={job}" in page
 
 
 def test_one_number_format_for_a_figure_across_text_markdown_json_and_the_page(job, report):

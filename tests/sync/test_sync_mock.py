@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 
 import httpx2
 import orjson
@@ -11,7 +12,7 @@ import pytest
 
 from adapters.clock import FakeClock
 from adapters.events import Notice, SyncProgress
-from adapters.sync import SyncSettings, probe
+from adapters.sync import SyncSettings, probe, run_sync
 from judgecore import RequestTemplate, Status, build_requests, parse_items
 from judgecore.syncrun import CONNECT_FAILED
 
@@ -513,3 +514,68 @@ def test_a_connection_refused_is_reported_as_such_naming_the_base_url():
     raw, _reading, _rid = asyncio.run(mock_api(handler).create(params))
     assert ("connection_error", CONNECT_FAILED) == (raw.kind, raw.error_type)
     assert BASE_URL in (raw.message or "")
+
+
+def _interrupted_mid_flight(tmp_path, *, answer: bool):
+    """A sync run of 10 items at concurrency 4, cancelled (as Ctrl-C cancels `asyncio.run`'s task) while
+    4 requests are in flight; `answer`: their answers come back after the interrupt."""
+    in_flight: list[str] = []
+    launched, release = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        in_flight.append(prompt_of(request))
+        if len(in_flight) == 4:
+            launched.set()
+        await release.wait()
+        return ok()
+
+    items, template, requests = make_job(10, rubric=None)
+    store = bind(tmp_path, items, requests)
+    emit, clock = Recorder(), FakeClock()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(
+            run_sync(
+                store=store,
+                requests=requests,
+                template=template,
+                api=mock_api(handler),
+                clock=clock,
+                settings=SyncSettings(concurrency=4),
+                emit=emit,
+                rng=random.Random(7),
+                reading=None,
+            )
+        )
+        await launched.wait()
+        task.cancel()
+        if answer:
+            release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    return store, requests, in_flight, emit, clock
+
+
+def test_an_interrupt_keeps_the_answers_already_in_flight(tmp_path):
+    """Ctrl-C mid-run: the requests in flight were sent (and are billed); their answers are waited for
+    and recorded, so the rerun does not send them again."""
+    store, requests, in_flight, emit, _ = _interrupted_mid_flight(tmp_path, answer=True)
+    by_prompt = {f"Grade answer #{i}": r.custom_id for i, r in enumerate(requests)}
+    assert 4 == len(in_flight)
+    assert {by_prompt[p]: ("succeeded", 1) for p in in_flight} == {
+        cid: s for cid, s in latest(store).items() if s[0] != "pending"
+    }
+    (notice,) = [e for e in emit.events if isinstance(e, Notice) and "interrupted" in e.message]
+    assert "4 answers in flight" in notice.message
+
+
+def test_an_interrupt_waits_for_the_answers_in_flight_a_bounded_time(tmp_path):
+    """Answers that never come back after the interrupt are dropped once the wait's bound has passed."""
+    from adapters.sync import DRAIN_SECONDS
+
+    store, _, in_flight, _, clock = _interrupted_mid_flight(tmp_path, answer=False)
+    assert 4 == len(in_flight)
+    assert {"pending"} == {s for s, _ in latest(store).values()}
+    assert DRAIN_SECONDS == pytest.approx(sum(clock.sleeps))
