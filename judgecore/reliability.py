@@ -66,9 +66,15 @@ def krippendorff_alpha(units: Sequence[Sequence[Any]], *, level: str = "nominal"
 
 
 def _value(verdict: Any, field: str | None) -> Any:
-    """The score a verdict holds: `verdict[field]` for an object, the value itself otherwise."""
+    """The score a verdict holds: `verdict[field]` for an object (for a pairwise verdict without that
+    field, its winner, as `summary` scores the item), the value itself otherwise."""
     if isinstance(verdict, Mapping):
-        return verdict.get(field) if field is not None else None
+        if field is None:
+            return None
+        value = verdict.get(field)
+        if value is None and "winner" in verdict and "orders" in verdict:
+            return verdict["winner"]
+        return value
     return verdict
 
 
