@@ -95,16 +95,20 @@ def _codes(units: Sequence[Sequence[Any]]) -> tuple[list[list[Any]], str]:
 class SampleReliability:
     """`--samples K`: how often the samples of an item agree."""
 
-    items: int
-    samples: int
+    items: int  # items that list samples
+    samples: int  # samples listed
     mean_agreement: float | None
     alpha: float | None
     level: str
+    agreement_items: int = 0  # items with an agreement (a verdict): what the mean is over
+    scored_samples: int = 0  # samples with a verdict: what alpha reads
 
     def to_json(self) -> dict[str, Any]:
         return {
             "items": self.items,
             "samples": self.samples,
+            "agreement_items": self.agreement_items,
+            "scored_samples": self.scored_samples,
             "mean_agreement": self.mean_agreement,
             "alpha": self.alpha,
             "alpha_level": self.level,
@@ -125,6 +129,8 @@ def sample_reliability(records: Sequence[Mapping[str, Any]], field: str | None) 
         mean_agreement=sum(agreements) / len(agreements) if agreements else None,
         alpha=krippendorff_alpha(coded, level=level),
         level=level,
+        agreement_items=len(agreements),
+        scored_samples=sum(v is not None for u in units for v in u),
     )
 
 

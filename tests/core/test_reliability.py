@@ -270,3 +270,29 @@ def test_pairwise_samples_and_panels_are_measured_on_their_winners(units):
     assert _oracle_alpha(as_winner, "nominal") == pytest.approx(panel.agreement, abs=1e-9)
     for k, judge in enumerate(panel.judges):
         assert sum(u[k] is not None for u in as_winner) == judge.n
+
+
+def test_the_sample_figures_say_how_many_items_and_samples_they_are_over():
+    """An item the judge refused has samples but no agreement: the mean is over the other items, and
+    the text says so rather than counting every item."""
+    from judgecore.headline import design_rows
+
+    records = [
+        _sample_record([3, 3, 4], 2 / 3),
+        _sample_record([5, 5, 5], 1.0),
+        _sample_record([None] * 3, None),
+    ]
+    got = sample_reliability(records, "score")
+    assert (3, 9, 2, 6) == (got.items, got.samples, got.agreement_items, got.scored_samples)
+    assert (2 / 3 + 1.0) / 2 == pytest.approx(got.mean_agreement)
+    rows = {figure: detail for _, figure, _, detail in design_rows(designs_of(records, "score"))}
+    assert "2 of 3 items" == rows["mean agreement of the samples"]
+    assert "6 of 9 samples" == rows["Krippendorff's alpha (interval)"]
+    whole = sample_reliability(records[:2], "score")
+    assert (
+        "2 items"
+        == {f: d for _, f, _, d in design_rows(designs_of(records[:2], "score"))}[
+            "mean agreement of the samples"
+        ]
+    )
+    assert (2, 6) == (whole.agreement_items, whole.scored_samples)
