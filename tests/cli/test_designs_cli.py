@@ -263,3 +263,13 @@ def test_samples_that_are_not_a_whole_number_are_refused_even_when_they_equal_on
         JobSettings(samples=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="--samples must be a whole number"):
         JobSettings(samples=1.0)  # type: ignore[arg-type]
+
+
+def test_a_panels_unknown_cost_names_only_the_judges_without_a_price(
+    completions: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judges = ["--judge", "claude-haiku-4-5", "--judge", "my-fine-tune"]
+    code, out, err = run(["run", str(completions), "--template", str(template), *judges, "--dry-run"], capsys)
+    assert 0 == code, err
+    assert "  cost (est)   unknown: no price for my-fine-tune\n" in out
+    assert "claude-haiku-4-5 (est $" in out
