@@ -204,3 +204,23 @@ def test_a_killed_and_resumed_samples_job_pays_for_each_request_once(
     agreement = [line["agreement"] for line in lines]
     assert min(agreement) < 1.0  # the samples disagree (the knob), and the output says how much
     assert all(0.0 < a <= 1.0 for a in agreement)
+
+
+def test_a_panel_stopped_by_its_budget_on_the_sync_route_counts_requests_not_items(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """The budget line counts the requests left (two a item for a panel of two), so it says
+    requests: it said `N items left pending` beside the run's `pending M` items."""
+    s = served(Scenario())
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(10)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
+    panel = ["--judge", "claude-haiku-4-5", "--judge", "claude-opus-4-6", "--force-sync"]
+    r = s.cli([*args, *panel, "--budget", "0.0001"])
+    assert 3 == r.returncode, r.stderr
+    lines = [line for line in r.stderr.splitlines() if "left pending need" in line]
+    assert 1 == len(lines), r.stderr
+    assert "20 requests left pending" in lines[0], lines[0]
+    assert "pending 10;" in r.stdout + r.stderr
