@@ -69,3 +69,29 @@ def test_the_unparseable_rate_is_a_seeded_share_of_requests():
     share = sum(t == NO_VERDICT for t in texts) / len(texts)
     assert 0.18 < share < 0.32
     assert texts == [answer(params(f"q{i}"), seed=9, unparseable_rate=0.25).text for i in range(800)]
+
+
+def test_a_pairwise_prompt_under_a_schema_is_answered_in_the_schemas_json():
+    """Structured outputs constrain the answer to the schema: a pairwise prompt's `Winner: A` line
+    must not be written before (or instead of) the JSON object, whatever the design knobs."""
+    from adapters.simulator import Scenario, Simulator, sim_client
+
+    schema = {
+        "type": "object",
+        "properties": {"choice": {"enum": ["A", "B", "tie"]}},
+        "required": ["choice"],
+        "additionalProperties": False,
+    }
+    client = sim_client(Simulator(Scenario(position_bias=0.5, sample_spread=0.5)), async_=False)
+    for i in range(12):
+        prompt = (
+            f"[The Start of Assistant A's Answer]\nanswer {i}\n[The End of Assistant A's Answer]\n"
+            f"[The Start of Assistant B's Answer]\nother {i}\n[The End of Assistant B's Answer]\n"
+        )
+        message = client.messages.create(  # type: ignore[call-overload]
+            model="claude-sonnet-4-6",
+            max_tokens=300,
+            messages=[{"role": "user", "content": prompt}],
+            output_config={"format": {"type": "json_schema", "schema": schema}},
+        )
+        validate(orjson.loads(message.content[0].text), schema)
