@@ -49,9 +49,16 @@ class JobSettings:
     #: `--thinking adaptive|off|N` (a `Thinking`, or the flag's text, or N as an int); None: the
     #: request omits `thinking` and the model does what it does by default.
     thinking: Thinking | None = attrs.field(default=None, converter=attrs.converters.optional(Thinking.parse))
-    #: Default: 1,024, or room for thinking (16,000) where the model thinks (`default_max_tokens`).
+    #: A panel of judges (`--judge MODEL`, repeated; see `template` below). Declared before
+    #: `max_tokens`, whose default is each judge's.
+    judges: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    #: Default: 1,024, or room for thinking (16,000) where the model thinks (`default_max_tokens`);
+    #: for a panel, room for thinking when any judge thinks (one max_tokens goes to every judge).
     max_tokens: int = attrs.field(
-        default=attrs.Factory(lambda self: default_max_tokens(self.model, self.thinking), takes_self=True)
+        default=attrs.Factory(
+            lambda self: max(default_max_tokens(m, self.thinking) for m in (self.judges or (self.model,))),
+            takes_self=True,
+        )
     )
     force: RoutePath | None = None
     sync_threshold: int = 2000
@@ -77,7 +84,6 @@ class JobSettings:
     pairwise: tuple[str, str] | None = attrs.field(
         default=None, converter=attrs.converters.optional(lambda v: _pair(v))
     )
-    judges: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     @property
     def plain(self) -> bool:

@@ -55,13 +55,14 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     """Fill `ns` from how the job in `--state` was started: INPUT, `--out` and every flag this command
     leaves out take the remembered values (never their defaults); the flags it gives apply. Returns the
     job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
-    kept = None
+    kept = manifest = None
     if _holds_checkpoint(ns.state):
         from adapters.store import Store
 
         store = Store.open_readonly(ns.state)
         try:
             kept = store.get_meta("invocation")
+            manifest = store.get_meta("manifest")
         finally:
             store.close()
     if kept is None:
@@ -79,6 +80,10 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
         if dest not in given and dest not in _NOT_REMEMBERED and hasattr(ns, dest):
             path = dest in ("rubric", "verdict", "from_inspect", "template") and value is not None
             setattr(ns, dest, Path(value) if path else value)
+    if getattr(ns, "max_tokens", 0) is None and isinstance(manifest, dict) and "max_tokens" in manifest:
+        # started without --max-tokens: resume with the default it had then (a later judgecore's may
+        # differ: a panel's rose to 16,000 where a judge thinks), not this version's
+        ns.max_tokens = manifest["max_tokens"]
     if ns.input is None and getattr(ns, "from_inspect", None) is None:
         ns.input = Path(kept["input"])
     if "out" not in given and kept.get("out"):

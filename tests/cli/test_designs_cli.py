@@ -14,6 +14,7 @@ from adapters.cli import main
 from adapters.job import JobSettings, UsageError, judge
 from adapters.result import JudgeResult
 from adapters.simulator import Scenario, Simulator, sim_client
+from judgecore.verdicts import spec_from_json
 
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -273,3 +274,26 @@ def test_a_panels_unknown_cost_names_only_the_judges_without_a_price(
     assert 0 == code, err
     assert "  cost (est)   unknown: no price for my-fine-tune\n" in out
     assert "claude-haiku-4-5 (est $" in out
+
+
+def test_a_panel_with_a_judge_that_thinks_by_default_leaves_it_room_to_think(tmp_path: Path) -> None:
+    """One max_tokens goes to every judge: without --max-tokens it was the job model's 1,024, and a
+    judge that thinks by default (Fable 5) ended most answers as max_tokens truncations, paid for."""
+    panel = ("claude-sonnet-4-6", "claude-fable-5")
+    assert 16_000 == JobSettings(judges=panel).max_tokens
+    assert 1_024 == JobSettings(judges=("claude-sonnet-4-6", "claude-haiku-4-5")).max_tokens
+    assert 2_000 == JobSettings(judges=panel, max_tokens=2_000).max_tokens  # as given, for all
+    sim = Simulator(Scenario())
+    rows = [{"id": f"r{i}", "question": f"{i}+1?", "response": str(i + 1)} for i in range(6)]
+    settings = JobSettings(
+        template="Q: {question}\nA: {response}\nReply 'Score: N' on a 1-10 scale.",
+        judges=panel,
+        verdict=spec_from_json({"pattern": r"Score: (?P<score>\d+)"}),
+    )
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 0 == result.exit_code
+    assert {"succeeded": 6} == {k: v for k, v in result.counts.items() if v}
+    for line in result.records.values():  # each judge read: no answer cut at max_tokens
+        assert all(v is not None for v in line["judges"].values()), line
+    thought = [u["output_tokens"] for m, _, u in sim.billed_by_model if m == "claude-fable-5"]
+    assert 6 == len(thought) and max(thought) > 1_024  # it did think past the old default

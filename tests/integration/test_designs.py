@@ -224,3 +224,33 @@ def test_a_panel_stopped_by_its_budget_on_the_sync_route_counts_requests_not_ite
     assert 1 == len(lines), r.stderr
     assert "20 requests left pending" in lines[0], lines[0]
     assert "pending 10;" in r.stdout + r.stderr
+
+
+def test_a_panel_started_without_max_tokens_resumes_with_the_default_it_had(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """A job started without --max-tokens resumes with the max_tokens its manifest holds, though
+    this judgecore's default differs (a panel with a judge that thinks: 16,000, where an older
+    judgecore gave it 1,024): the rerun is the same job, not exit 2 telling the user to leave out
+    a flag they left out."""
+    s = served(Scenario())
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(4)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
+    panel = ["--judge", "claude-sonnet-4-6", "--judge", "claude-fable-5", "--force-sync"]
+    first = s.cli([*args, *panel, "--max-tokens", "1024"])
+    assert first.returncode in (0, 3), first.stderr
+    store = Store.open(state)  # as an older judgecore remembered it: started without --max-tokens
+    try:
+        kept = store.get_meta("invocation")
+        kept["flags"]["max_tokens"] = None
+        store.set_meta("invocation", kept)
+    finally:
+        store.close()
+    sent = len(s.sim.message_requests())
+    for again in (["run", "--state", str(state)], [*args, *panel]):
+        r = s.cli(again)
+        assert "another job" not in r.stderr and r.returncode in (0, 3), r.stderr
+    assert sent == len(s.sim.message_requests()), "every request was final: nothing sent again"
