@@ -101,6 +101,30 @@ def _invocation(ns: argparse.Namespace, out: Path) -> dict[str, Any]:
     return {"input": str(ns.input.resolve()), "out": str(out.resolve()), "flags": flags}
 
 
+def _shown(key: str, flag: str, value: Any) -> str:
+    """A manifest value as the flag that sets it is written (`answer_a,answer_b`, `adaptive`), and a
+    field a job without that flag leaves out as what it means (`1` sample, `no --judge`)."""
+    if value is None:
+        return "1" if key == "samples" else f"no {flag}"
+    if key == "pairwise" and isinstance(value, list):
+        return ",".join(map(str, value))
+    if key == "judges" and isinstance(value, list):
+        return " ".join(f"--judge {j}" for j in value)
+    if key == "thinking" and isinstance(value, dict):
+        kind = value.get("type")
+        if kind == "enabled":
+            return str(value.get("budget_tokens"))
+        return {"disabled": "off"}.get(str(kind), str(kind))
+    return str(value)
+
+
+def _digest(key: str, value: Any) -> str:
+    """A file flag's manifest digest; a verdict file without one is a pattern (no schema is sent)."""
+    if value is not None:
+        return f"{key} {value}"
+    return "a pattern, no schema" if key == "verdict_schema_sha256" else f"{key} none: the file is empty"
+
+
 def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any]) -> None:
     """A flag that shapes what a request asks and differs from how the job was started is exit 2,
     naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
@@ -120,8 +144,9 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     flags = (kept or {}).get("flags", {})
     dest = {"--rubric": "rubric", "--verdict": "verdict", "--template": "template"}.get(flag)
     was = flags.get(dest) if dest else None
-    old_v = f"{was} ({key} {old.get(key)})" if was else old.get(key)
-    new_v = f"{getattr(ns, dest, None)} ({key} {manifest.get(key)})" if dest else manifest.get(key)
+    now = getattr(ns, dest, None) if dest else None
+    old_v = f"{was} ({_digest(key, old.get(key))})" if was else _shown(key, flag, old.get(key))
+    new_v = f"{now} ({_digest(key, manifest.get(key))})" if now else _shown(key, flag, manifest.get(key))
     raise UsageError(
         f"{flag}: the job in {ns.state} was started with {old_v}, this run asks {new_v}: that is "
         f"another job. Leave {flag} out to resume the job as it was started, or point --state at a "
