@@ -161,6 +161,8 @@ class JobReport:
     examples: tuple[tuple[ExampleGroup, tuple[Example, ...]], ...] = ()
     #: items sent more than once (a retry, a resumed run)
     retried: int = 0
+    #: a judge design's job: each item folds several requests' answers
+    multi_request: bool = False
 
 
 def job_report(
@@ -215,9 +217,18 @@ def job_report(
             # an item's attempts are summed over its requests: a design's item was retried when they
             # exceed its answers
             retried=sum(1 for r in records if (r.get("attempts") or 0) > answers_of(r)),
+            multi_request=_multi_request(store.get_meta("design")),
         )
     finally:
         store.close()
+
+
+def _multi_request(kept: Any) -> bool:
+    if not kept:
+        return False
+    from judgecore.designs import Design
+
+    return not Design.from_json(kept).single
 
 
 def summary_json(report: JobReport) -> bytes:

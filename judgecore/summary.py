@@ -237,14 +237,15 @@ def metadata_key_problem(records: Sequence[Mapping[str, Any]], key: str, flag: s
     return f"{flag} {key}: no item's metadata has the key {key!r} (keys in the metadata: {have})"
 
 
-def unreadable_warning(unparsed: int, scored: int) -> str | None:
+def unreadable_warning(unparsed: int, scored: int, *, noun: str = "answers") -> str | None:
     """A warning line when most answers came back but had no readable verdict (the verdict spec and the
-    rubric's answer format disagree); None when most were read (or there were none)."""
+    rubric's answer format disagree); None when most were read (or there were none). `noun`: what the
+    counts count ("items" for a design's, whose items fold several answers each)."""
     answered = scored + unparsed
     if answered == 0 or unparsed * 2 <= answered:
         return None
     return (
-        f"{unparsed:,} of {answered:,} answers have no readable verdict (VERDICT_UNPARSED): the --verdict "
+        f"{unparsed:,} of {answered:,} {noun} have no readable verdict (VERDICT_UNPARSED): the --verdict "
         "spec does not match what the judge writes; check it against a few answers' text"
     )
 

@@ -4,6 +4,7 @@ position-biased judge, a 3-judge panel's spend, and a `--samples 5` job killed a
 from __future__ import annotations
 
 import math
+import re
 import signal
 import time
 from collections import Counter
@@ -254,3 +255,28 @@ def test_a_panel_started_without_max_tokens_resumes_with_the_default_it_had(
         r = s.cli(again)
         assert "another job" not in r.stderr and r.returncode in (0, 3), r.stderr
     assert sent == len(s.sim.message_requests()), "every request was final: nothing sent again"
+
+
+def test_a_pairwise_job_whose_labels_miss_the_judges_words_says_so_per_item_and_counts_items(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """The judge writes `Winner: A` (or B); the spec's labels say `1` and `2`. Every item is a miss whose
+    message names the choice and the labels, and the closing warning (of `run` and of `summary`)
+    counts items, which is what its figures are (each item folds two answers)."""
+    s = served(Scenario())
+    items = write_items(tmp_path / "pairs.jsonl", completions(5))
+    (tmp_path / "pair.txt").write_text(PAIRWISE_TEMPLATE)
+    spec = {"pattern": r"Winner: (?P<score>\w+)", "labels": {"first": "1", "second": "2", "tie": "tie"}}
+    (tmp_path / "labels.json").write_text(orjson.dumps(spec).decode())
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "pair.txt")]
+    r = s.cli([*args, "--pairwise", "model_a,model_b", "--verdict", str(tmp_path / "labels.json")])
+    assert 0 == r.returncode, r.stderr
+    lines = read_output(state / "output.jsonl")
+    assert {"miss"} == {line["status"] for line in lines}
+    for line in lines:
+        message = line["error"]["message"]
+        assert re.match(r"the judge's choice '(A|B|tie)' is none of the verdict spec's labels", message)
+    assert "warning: 5 of 5 items have no readable verdict" in r.stderr, r.stderr
+    summary = s.cli(["summary", "--state", str(state)])
+    assert "warning: 5 of 5 items have no readable verdict" in summary.stderr, summary.stderr
