@@ -297,3 +297,15 @@ def test_a_panel_with_a_judge_that_thinks_by_default_leaves_it_room_to_think(tmp
         assert all(v is not None for v in line["judges"].values()), line
     thought = [u["output_tokens"] for m, _, u in sim.billed_by_model if m == "claude-fable-5"]
     assert 6 == len(thought) and max(thought) > 1_024  # it did think past the old default
+
+
+def test_a_pairwise_field_the_rows_lack_is_named_as_the_flags_not_the_templates(
+    completions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The template names {first} and {second}; the field a row lacks is one `--pairwise` named
+    (a typo there said "which the template names", sending the user to a template without it)."""
+    (tmp_path / "pair.txt").write_text("Q: {question}\n1: {first}\n2: {second}\n")
+    args = ["run", str(completions), "--template", str(tmp_path / "pair.txt"), "--dry-run"]
+    code, _out, err = run([*args, "--pairwise", "response,respons"], capsys)
+    assert 2 == code
+    assert f"{completions}:1: item 'r1': no field 'respons', which --pairwise names" in err
