@@ -284,9 +284,11 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
         long_prompt=None
         if all(p.long_prompt is None for p in prices)
         else (
+            # over the first judge's tier, every judge's rates for a prompt that long: a tier's where
+            # it has one, else its only rates (a judge without a tier costs the same at any length)
             min(p.long_prompt[0] for p in prices if p.long_prompt),
-            max(max(p.long_prompt[1], p.input_per_mtok) for p in prices if p.long_prompt),
-            max(max(p.long_prompt[2], p.output_per_mtok) for p in prices if p.long_prompt),
+            max(max(p.long_prompt[1] if p.long_prompt else 0.0, p.input_per_mtok) for p in prices),
+            max(max(p.long_prompt[2] if p.long_prompt else 0.0, p.output_per_mtok) for p in prices),
         ),
     )
 

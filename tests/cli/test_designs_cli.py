@@ -309,3 +309,20 @@ def test_a_pairwise_field_the_rows_lack_is_named_as_the_flags_not_the_templates(
     code, _out, err = run([*args, "--pairwise", "response,respons"], capsys)
     assert 2 == code
     assert f"{completions}:1: item 'r1': no field 'respons', which --pairwise names" in err
+
+
+def test_a_panels_budget_bound_of_a_long_prompt_covers_its_dearest_judge() -> None:
+    """Haiku 5.5 is dearer above 100,000 prompt tokens; Opus 4.6 costs $5/$25 at any length. The
+    panel's bound of a long request took Haiku's long-prompt tier alone ($0.50/$2.50), below what
+    Opus charges for it, so a panel over long transcripts could spend past its --budget."""
+    from adapters.settings import price_of
+    from judgecore.spend import price_for, request_bound
+
+    panel = price_of(JobSettings(judges=("claude-haiku-5-5", "claude-opus-4-6"), budget=100.0))
+    assert panel is not None
+    for size in (4_000, 1_000_000):  # a short prompt and one of some 250,000 tokens
+        for judge_ in ("claude-haiku-5-5", "claude-opus-4-6"):
+            own = price_for(judge_)
+            assert own is not None
+            args = {"request_bytes": size, "cached_bytes": 0, "max_tokens": 1024, "route": "sync"}
+            assert request_bound(price=panel, **args) >= request_bound(price=own, **args), (size, judge_)
