@@ -68,7 +68,7 @@ def shape(
 ) -> answers.Answer:
     """`reply` as a pairwise judge's answer (for a pairwise prompt), and with its verdict drawn afresh
     for a share `sample_spread` of requests; `reply` itself otherwise."""
-    if reply.stop_reason != "end_turn" or reply.thinking is not None:
+    if reply.stop_reason != "end_turn":
         return reply
     if answers._schema_of(params) is not None:  # a structured answer is JSON, and keeps its own verdict
         return reply
@@ -97,11 +97,12 @@ def shape(
 
 
 def _refit(reply: answers.Answer, text: str, params: Mapping[str, Any], score: int | str) -> answers.Answer:
-    fitted = answers._fit(text, int(params["max_tokens"]), False, score)
+    """`reply` with another text, within what its thinking left of `max_tokens` (its thinking kept)."""
+    fitted = answers._fit(text, int(params["max_tokens"]) - reply.thinking_tokens, False, score)
     return attrs.evolve(
         reply,
         text=fitted.text,
-        output_tokens=fitted.output_tokens,
+        output_tokens=fitted.output_tokens + reply.thinking_tokens,
         stop_reason=fitted.stop_reason,
         score=score,
     )
