@@ -351,10 +351,19 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             lines.append(f"    {label:>11} {b.n:>7,} {bar}")
     if s.by is not None:
         lines.append(f"  by {s.by}:")
-        lines.append(f"    {'value':<20} {'n':>7} {'scored':>7} {'unscored':>8} {'missing':>7}  score")
+        # refusals are counted apart (neither scored nor unscored): a column of their own when there
+        # are any, so each row's columns add up to its n
+        refusals = o.refusals > 0
+        lines.append(
+            f"    {'value':<20} {'n':>7} {'scored':>7} {'unscored':>8}"
+            + (f" {'refused':>7}" if refusals else "")
+            + f" {'missing':>7}  score"
+        )
         for value, g in s.groups:
             lines.append(
-                f"    {_label(value)[:20]:<20} {g.n:>7,} {g.scored:>7,} {g.unscored:>8,} {g.missing:>7,}  "
+                f"    {_label(value)[:20]:<20} {g.n:>7,} {g.scored:>7,} {g.unscored:>8,}"
+                + (f" {g.refusals:>7,}" if refusals else "")
+                + f" {g.missing:>7,}  "
                 + _score_line(g.score)
             )
     if s.reference_key is not None and o.reference is not None:
