@@ -152,8 +152,8 @@ class JobSettings:
                 "--budget must be a finite amount of US dollars > 0",
             ),
             (
-                self.budget is None or _table_price(self.model) is not None,
-                f"--budget needs the model's prices, and judgecore has none for {self.model!r}",
+                self.budget is None or self.judges or _table_price(self.model) is not None,
+                self._unpriced("--model", self.model, "--budget needs the model's prices"),
             ),
             (self.max_attempts <= 100, "--max-attempts must be at most 100"),
         ]
@@ -180,7 +180,7 @@ class JobSettings:
             ):
                 raise ValueError(f"--judge {judge}: --thinking: {problem}")
             if self.budget is not None and _table_price(judge) is None:
-                raise ValueError(f"--budget needs every judge's prices, and judgecore has none for {judge!r}")
+                raise ValueError(self._unpriced("--judge", judge, "--budget needs every judge's prices"))
 
     @property
     def route_policy(self) -> RoutePolicy:
@@ -203,6 +203,13 @@ class JobSettings:
         if not self.plain:  # likewise: only what is set (a plain design sets nothing)
             manifest.update(self.design.manifest(template))
         return manifest
+
+    def _unpriced(self, flag: str, model: str, need: str) -> str:
+        """Why a budget cannot be kept with `model`: it is retired (its replacement named, as a run
+        without `--budget` says), or judgecore has no price for it."""
+        if isinstance(gone := standing(model, self.on_date()), Retired):
+            return f"{flag}: {gone}"
+        return f"{need}, and judgecore has none for {model!r}"
 
     def on_date(self) -> datetime.date:
         """The date the job's model is judged on: `today`, or the shell's UTC date now."""
