@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 
 #: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
-PAIRWISE_PATTERN = r"(?i)winner\W*\s*(?P<score>[A-Za-z]+)"
+#: (a choice the default labels know, after "winner" and any punctuation: `Winner: [[B]]`, `**Winner:** tie`,
+#: `Winner: Assistant A`; never the next word of a rationale saying "B is the winner because")
+PAIRWISE_PATTERN = r"(?i:\bwinner)\W*(?:(?i:assistant)\s*)?(?P<score>A|B|(?i:tie))\b"
 
 
 @attrs.frozen(kw_only=True)

@@ -326,3 +326,29 @@ def test_a_panels_budget_bound_of_a_long_prompt_covers_its_dearest_judge() -> No
             assert own is not None
             args = {"request_bytes": size, "cached_bytes": 0, "max_tokens": 1024, "route": "sync"}
             assert request_bound(price=panel, **args) >= request_bound(price=own, **args), (size, judge_)
+
+
+@pytest.mark.parametrize(
+    ("text", "choice"),
+    [
+        ("Winner: B\nRationale: B is the winner because it gives the condition.", "B"),
+        ("Winner: A\nThe winner: clearly the first.", "A"),
+        ("[[A]] is weaker.\nWinner: [[B]]", "B"),
+        ("**Winner:** tie", "tie"),
+        ("Winner: A\n...on reflection, Winner: B", "B"),  # the last verdict line counts
+        ("Winner: Assistant A", "A"),
+        ("Winner: tie\nThe winner: a tie, both are right.", "tie"),  # not "a", which is A
+    ],
+)
+def test_a_pairwise_jobs_default_reading_takes_the_last_winner_line_not_the_word_after_winner(
+    text: str, choice: str
+) -> None:
+    """Without --verdict a pairwise answer is read for its last `Winner: X`; it took the word after
+    the last "winner" anywhere, so a rationale saying "B is the winner because" read `because`,
+    which no label maps, and the item lost its verdict."""
+    from judgecore.verdicts import Verdict, parse_verdict
+
+    spec = JobSettings(template="{first} {second}", pairwise=("a", "b")).verdict
+    assert spec is not None
+    got = parse_verdict(text, spec)
+    assert isinstance(got, Verdict) and choice == dict(got.fields)["score"], got
