@@ -89,14 +89,19 @@ def learned_from_store(store: Store) -> Learned:
 
 def spend_by_judge(store: Store) -> dict[str, Spend | None]:
     """A panel's spend per judge (each answer at the prices of the judge it was sent to; None for a
-    judge without prices), every judge of the job listed; an empty dict for a job without a panel."""
+    judge without prices that has been billed), every judge of the job listed; an empty dict for a
+    job without a panel."""
     manifest = store.get_meta("manifest") or {}
     judges = list(manifest.get("judges") or ())
     usage = store.usage_by_judge(judges)
     out: dict[str, Spend | None] = {}
     for judge in judges:
         price = price_for(judge)
-        out[judge] = spend_of(usage.get(judge, []), price) if price is not None else None
+        billed = usage.get(judge, [])
+        if price is None:  # unknown only once it has been billed: a judge that answered nothing cost 0
+            out[judge] = None if billed else Spend(spent=0.0, all_sync=0.0, answers=0)
+        else:
+            out[judge] = spend_of(billed, price)
     return out
 
 

@@ -280,3 +280,35 @@ def test_a_pairwise_job_whose_labels_miss_the_judges_words_says_so_per_item_and_
     assert "warning: 5 of 5 items have no readable verdict" in r.stderr, r.stderr
     summary = s.cli(["summary", "--state", str(state)])
     assert "warning: 5 of 5 items have no readable verdict" in summary.stderr, summary.stderr
+
+
+def test_a_panel_whose_unpriced_judge_answered_nothing_still_says_what_it_spent(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """The API refused every request of a judge judgecore has no price for (an unknown model: the run
+    stops, nothing of it billed); the other judge's answers were paid. The spend was `unknown`; it
+    is what the priced judge's answers cost, the unpriced judge's $0."""
+    s = served(Scenario(batch_seconds=0.1))
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(4)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
+    panel = ["--judge", "claude-haiku-4-5", "--judge", "claude-nonexistent-9"]
+    r = s.cli([*args, *panel, "--force-batch", "--poll-interval", "0.05"])
+    assert 4 == r.returncode, r.stderr  # the unknown model is a fatal configuration
+    billed = [u for m, _, u in s.sim.billed_by_model]
+    assert billed and {"claude-haiku-4-5"} == {m for m, _, _ in s.sim.billed_by_model}
+    price = price_for("claude-haiku-4-5")
+    assert price is not None
+    fields = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    truth = sum(answer_cost(Usage(**{f: int(u.get(f) or 0) for f in fields}), price, "batch") for u in billed)
+    store = Store.open_readonly(state)
+    try:
+        money = spend_from_store(store)
+        per_judge = spend_by_judge(store)
+    finally:
+        store.close()
+    assert money.spend_usd == pytest.approx(truth, rel=1e-9)
+    assert per_judge["claude-nonexistent-9"] is not None and 0 == per_judge["claude-nonexistent-9"].spent
+    assert "spend so far unknown" not in r.stderr
