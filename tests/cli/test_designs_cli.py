@@ -352,3 +352,14 @@ def test_a_pairwise_jobs_default_reading_takes_the_last_winner_line_not_the_word
     assert spec is not None
     got = parse_verdict(text, spec)
     assert isinstance(got, Verdict) and choice == dict(got.fields)["score"], got
+
+
+@pytest.mark.parametrize("flag", ["--template", "--rubric"])
+def test_a_flag_file_that_is_not_utf8_is_named_with_its_flag(
+    completions: Path, tmp_path: Path, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("Question: {question} \u2014 r\u00e9ponse: {response}\n".encode("cp1252"))
+    code, _out, err = run(["run", str(completions), flag, str(bad), "--dry-run"], capsys)
+    assert 2 == code
+    assert err.startswith(f"error: {bad}: not UTF-8 (") and err.rstrip().endswith(f"({flag})"), err
