@@ -192,6 +192,8 @@ def fold(
         "metadata": first["metadata"],
         "verdict": wrap(overall),
     }
+    if error is not None and lead.get("stop_details") is not None:  # a refusal: why the model declined
+        out["stop_details"] = lead["stop_details"]
     if design.samples > 1:
         out["samples"] = sample_entries
         all_votes = [v for j in judges for v in votes[j] if v is not None]

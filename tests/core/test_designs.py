@@ -280,3 +280,26 @@ def test_samples_whose_verdicts_lack_the_score_field_say_which_fields_they_have(
     line = fold(design, answers, score="score")
     assert "miss" == line["status"]
     assert "no answer's verdict has the score field 'score' (its fields: 'grade')" == line["error"]["message"]
+
+
+def test_an_item_missed_by_a_refusal_carries_the_refusals_stop_details() -> None:
+    """A plain job's refused line carries `stop_details` (failures.md); a design's item whose line
+    reports a request's refusal dropped them, keeping only the class."""
+    keys = PAIR.request_keys()
+    details = {"type": "refusal", "category": "cyber", "explanation": "declined"}
+    refused = {
+        **_record(keys[1], "miss", None, 1),
+        "stop_reason": "refusal",
+        "error": {"class": "MODEL_REFUSAL", "type": "cyber", "message": "declined"},
+        "stop_details": details,
+    }
+    answers = {keys[0]: _record(keys[0], "succeeded", "A", 0), keys[1]: refused}
+    line = fold(PAIR, answers, score="score")
+    assert ("miss", "MODEL_REFUSAL") == (line["status"], line["error"]["class"])
+    assert details == line["stop_details"]
+    fine = fold(
+        PAIR,
+        {k: _record(k, "succeeded", v, n) for n, (k, v) in enumerate(zip(keys, "AB", strict=True))},
+        score="score",
+    )
+    assert "stop_details" not in fine
