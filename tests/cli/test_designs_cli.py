@@ -94,6 +94,8 @@ def test_the_dry_run_shows_requests_per_item_and_a_panels_cost_per_judge(
     by_judge = plan["estimated_cost_by_judge_usd"]
     assert by_judge["claude-opus-4-6"] > by_judge["claude-haiku-4-5"] > 0
     assert plan["estimated_cost_usd"] == pytest.approx(sum(by_judge.values()))
+    for key in ("estimated_cost_usd", "all_sync_cost_usd"):  # dollars to 4 places, as a plain plan's
+        assert round(plan[key], 4) == plan[key] and len(repr(plan[key])) <= 8, plan[key]
     code, out, _err = run(base, capsys)
     assert "items        2, 4 request(s) each: 2 samples x a panel of 2 judges" in out
     assert "requests     8" in out
