@@ -365,3 +365,29 @@ def test_a_flag_file_that_is_not_utf8_is_named_with_its_flag(
     code, _out, err = run(["run", str(completions), flag, str(bad), "--dry-run"], capsys)
     assert 2 == code
     assert err.startswith(f"error: {bad}: not UTF-8 (") and err.rstrip().endswith(f"({flag})"), err
+
+
+def test_the_reports_reproduce_command_spells_the_design_flags_as_run_takes_them(tmp_path: Path) -> None:
+    """The report's provenance prints the command that starts the job again. It wrote a panel as
+    `--judges M --judges N` (the flag's dest, not `--judge`) and a pairwise job as `--pairwise
+    answer_a --pairwise answer_b`: `run` refused both commands."""
+    import shlex
+
+    from adapters.cli.parser import build_parser
+    from adapters.report.gather import _reproduce
+
+    flags = {
+        "model": "claude-sonnet-4-6",
+        "judges": ["claude-haiku-4-5", "claude-opus-4-6"],
+        "pairwise": ["answer_a", "answer_b"],
+        "samples": 2,
+        "template": str(tmp_path / "pair.txt"),
+        "force_batch": True,
+        "thinking": None,
+    }
+    line = _reproduce({"input": str(tmp_path / "in.jsonl"), "flags": flags}, tmp_path / "s")
+    assert line is not None
+    ns = build_parser().parse_args(shlex.split(line)[1:])
+    assert ["claude-haiku-4-5", "claude-opus-4-6"] == ns.judges
+    assert ("answer_a", "answer_b") == ns.pairwise
+    assert (2, True) == (ns.samples, ns.force_batch)
