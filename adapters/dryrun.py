@@ -191,9 +191,12 @@ def plan_of(
                 by_judge.append((judge, p.estimated_cost_usd))
                 sync_costs.append(p.all_sync_cost_usd)
             known = [c for _, c in by_judge]
-            cost = None if any(c is None for c in known) else sum(c for c in known if c is not None)
+            # each judge's figure is rounded to 4 places (`plan`), and so is their sum (no 0.15230000000000002)
+            cost = None if any(c is None for c in known) else round(sum(c for c in known if c is not None), 4)
             all_sync = (
-                None if any(c is None for c in sync_costs) else sum(c for c in sync_costs if c is not None)
+                None
+                if any(c is None for c in sync_costs)
+                else round(sum(c for c in sync_costs if c is not None), 4)
             )
             whole = attrs.evolve(
                 whole, estimated_cost_usd=cost, all_sync_cost_usd=all_sync, model=", ".join(design.judges)

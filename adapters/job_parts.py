@@ -229,6 +229,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         budget=budget_now(p.store, p.settings),
         price=price_of(p.settings),
         expect=expect_now(p.store, p.job, p.settings, "sync"),
+        noun="item" if p.settings.plain or p.settings.design.single else "request",
     )
     return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate)
 

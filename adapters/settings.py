@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 
 #: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
-PAIRWISE_PATTERN = r"(?i)winner\W*\s*(?P<score>[A-Za-z]+)"
+#: (a choice the default labels know, after "winner" and any punctuation: `Winner: [[B]]`, `**Winner:** tie`,
+#: `Winner: Assistant A`; never the next word of a rationale saying "B is the winner because")
+PAIRWISE_PATTERN = r"(?i:\bwinner)\W*(?:(?i:assistant)\s*)?(?P<score>A|B|(?i:tie))\b"
 
 
 @attrs.frozen(kw_only=True)
@@ -49,9 +51,16 @@ class JobSettings:
     #: `--thinking adaptive|off|N` (a `Thinking`, or the flag's text, or N as an int); None: the
     #: request omits `thinking` and the model does what it does by default.
     thinking: Thinking | None = attrs.field(default=None, converter=attrs.converters.optional(Thinking.parse))
-    #: Default: 1,024, or room for thinking (16,000) where the model thinks (`default_max_tokens`).
+    #: A panel of judges (`--judge MODEL`, repeated; see `template` below). Declared before
+    #: `max_tokens`, whose default is each judge's.
+    judges: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _judges(v))
+    #: Default: 1,024, or room for thinking (16,000) where the model thinks (`default_max_tokens`);
+    #: for a panel, room for thinking when any judge thinks (one max_tokens goes to every judge).
     max_tokens: int = attrs.field(
-        default=attrs.Factory(lambda self: default_max_tokens(self.model, self.thinking), takes_self=True)
+        default=attrs.Factory(
+            lambda self: max(default_max_tokens(m, self.thinking) for m in (self.judges or (self.model,))),
+            takes_self=True,
+        )
     )
     force: RoutePath | None = None
     sync_threshold: int = 2000
@@ -77,7 +86,6 @@ class JobSettings:
     pairwise: tuple[str, str] | None = attrs.field(
         default=None, converter=attrs.converters.optional(lambda v: _pair(v))
     )
-    judges: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _judges(v))
 
     @property
     def plain(self) -> bool:
@@ -147,8 +155,8 @@ class JobSettings:
                 "--budget must be a finite amount of US dollars > 0",
             ),
             (
-                self.budget is None or _table_price(self.model) is not None,
-                f"--budget needs the model's prices, and judgecore has none for {self.model!r}",
+                self.budget is None or self.judges or _table_price(self.model) is not None,
+                self._unpriced("--model", self.model, "--budget needs the model's prices"),
             ),
             (self.max_attempts <= 100, "--max-attempts must be at most 100"),
         ]
@@ -175,7 +183,7 @@ class JobSettings:
             ):
                 raise ValueError(f"--judge {judge}: --thinking: {problem}")
             if self.budget is not None and _table_price(judge) is None:
-                raise ValueError(f"--budget needs every judge's prices, and judgecore has none for {judge!r}")
+                raise ValueError(self._unpriced("--judge", judge, "--budget needs every judge's prices"))
 
     @property
     def route_policy(self) -> RoutePolicy:
@@ -198,6 +206,13 @@ class JobSettings:
         if not self.plain:  # likewise: only what is set (a plain design sets nothing)
             manifest.update(self.design.manifest(template))
         return manifest
+
+    def _unpriced(self, flag: str, model: str, need: str) -> str:
+        """Why a budget cannot be kept with `model`: it is retired (its replacement named, as a run
+        without `--budget` says), or judgecore has no price for it."""
+        if isinstance(gone := standing(model, self.on_date()), Retired):
+            return f"{flag}: {gone}"
+        return f"{need}, and judgecore has none for {model!r}"
 
     def on_date(self) -> datetime.date:
         """The date the job's model is judged on: `today`, or the shell's UTC date now."""
@@ -279,9 +294,11 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
         long_prompt=None
         if all(p.long_prompt is None for p in prices)
         else (
+            # over the first judge's tier, every judge's rates for a prompt that long: a tier's where
+            # it has one, else its only rates (a judge without a tier costs the same at any length)
             min(p.long_prompt[0] for p in prices if p.long_prompt),
-            max(max(p.long_prompt[1], p.input_per_mtok) for p in prices if p.long_prompt),
-            max(max(p.long_prompt[2], p.output_per_mtok) for p in prices if p.long_prompt),
+            max(max(p.long_prompt[1] if p.long_prompt else 0.0, p.input_per_mtok) for p in prices),
+            max(max(p.long_prompt[2] if p.long_prompt else 0.0, p.output_per_mtok) for p in prices),
         ),
     )
 

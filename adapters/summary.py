@@ -89,14 +89,19 @@ def learned_from_store(store: Store) -> Learned:
 
 def spend_by_judge(store: Store) -> dict[str, Spend | None]:
     """A panel's spend per judge (each answer at the prices of the judge it was sent to; None for a
-    judge without prices), every judge of the job listed; an empty dict for a job without a panel."""
+    judge without prices that has been billed), every judge of the job listed; an empty dict for a
+    job without a panel."""
     manifest = store.get_meta("manifest") or {}
     judges = list(manifest.get("judges") or ())
     usage = store.usage_by_judge(judges)
     out: dict[str, Spend | None] = {}
     for judge in judges:
         price = price_for(judge)
-        out[judge] = spend_of(usage.get(judge, []), price) if price is not None else None
+        billed = usage.get(judge, [])
+        if price is None:  # unknown only once it has been billed: a judge that answered nothing cost 0
+            out[judge] = None if billed else Spend(spent=0.0, all_sync=0.0, answers=0)
+        else:
+            out[judge] = spend_of(billed, price)
     return out
 
 
@@ -161,6 +166,8 @@ class JobReport:
     examples: tuple[tuple[ExampleGroup, tuple[Example, ...]], ...] = ()
     #: items sent more than once (a retry, a resumed run)
     retried: int = 0
+    #: a judge design's job: each item folds several requests' answers
+    multi_request: bool = False
 
 
 def job_report(
@@ -215,9 +222,18 @@ def job_report(
             # an item's attempts are summed over its requests: a design's item was retried when they
             # exceed its answers
             retried=sum(1 for r in records if (r.get("attempts") or 0) > answers_of(r)),
+            multi_request=_multi_request(store.get_meta("design")),
         )
     finally:
         store.close()
+
+
+def _multi_request(kept: Any) -> bool:
+    if not kept:
+        return False
+    from judgecore.designs import Design
+
+    return not Design.from_json(kept).single
 
 
 def summary_json(report: JobReport) -> bytes:

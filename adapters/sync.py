@@ -306,6 +306,7 @@ async def run_sync(
     contacted: bool = False,
     probed: Status | None = None,
     expect: Expect | None = None,
+    noun: str = "item",
 ) -> SyncRunResult:
     """Send every request not yet final in `store` (already bound to the job, its messages kept:
     each is read back as its request is launched) through the run machine.
@@ -317,7 +318,8 @@ async def run_sync(
     already), which the progress counts as this run's, not an earlier one's. `contacted` says the run has had an HTTP answer already (the probe's), so a
     connection error is transient from the first send on. `budget` (with the job's spend so far) and
     `price` keep a `--budget` cap; `expect` (what one request is expected to cost) is the figure its
-    last line starts from.
+    last line starts from; `noun` what that line calls a request ("request" for a design's, which
+    are not the job's items).
     """
     started = clock.now()
     final = store.job_state().final
@@ -332,6 +334,7 @@ async def run_sync(
         price=price,
         contacted=contacted or not warm_up,
         expect=expect,
+        noun=noun,
     )
     earlier = len(requests) - len(todo) - (probed is not None)
     shell = _Shell(store, todo, template, api, clock, emit, rng, settings.progress_interval, earlier, probed)

@@ -6,7 +6,8 @@ input order, one row per item:
 
 - `.jsonl` (and any other name, as before): one JSON object a line; `.jsonl.gz`: the same,
   gzip-compressed (as INPUT reads it). Any other name ending `.gz` is refused (`output_problem`).
-- `.csv`: a header of the record's fields; a nested field (`usage`, `error`, `metadata`, `verdict`)
+- `.csv`: a header of the record's fields (and `stop_details`, which only a refused answer's record
+  carries: an empty cell for the others); a nested field (`usage`, `error`, `metadata`, `verdict`)
   is its JSON text, a null an empty cell, a number or a boolean its JSON text.
 - `.parquet`: one column per field; nested fields are structs (lists stay lists). A column whose
   values have no one Arrow type (a metadata key holding a number in one row and text in another),
@@ -94,19 +95,34 @@ def cell(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+#: Output fields only some records carry (a refused answer's `stop_details`), after the field they
+#: follow: a table has a column for each whether or not the first record carries it.
+OPTIONAL_FIELDS: tuple[tuple[str, str], ...] = (("stop_details", "verdict"),)
+
+
+def _with_optional(fields: list[str]) -> list[str]:
+    """`fields` (one record's) with every optional field the records may carry, in its place."""
+    out = [f for f in fields if f not in dict(OPTIONAL_FIELDS)]
+    for name, after in OPTIONAL_FIELDS:
+        if after in out:
+            out.insert(out.index(after) + 1, name)
+    return out
+
+
 def csv_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
     """The records as UTF-8 CSV (CRLF line ends, as the csv module and spreadsheets write), streamed:
-    the header is the first record's fields."""
+    the header is the first record's fields, with a column for each optional field (`OPTIONAL_FIELDS`:
+    an empty cell where a record has none)."""
     buf = io.StringIO()
     writer = csv.writer(buf)
     fields: list[str] | None = None
     for r in records:
         if fields is None:
-            fields = list(r)
+            fields = _with_optional(list(r))
             writer.writerow(fields)
-        elif list(r) != fields:
+        elif _with_optional(list(r)) != fields:
             raise ValueError(f"record {r.get('id')!r} has fields {list(r)}, not {fields}")
-        writer.writerow([cell(r[f]) for f in fields])
+        writer.writerow([cell(r.get(f)) for f in fields])
         yield buf.getvalue().encode()
         buf.seek(0)
         buf.truncate()
@@ -119,7 +135,7 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
 
     pa = need("pyarrow", "data", path=None, what="writing Parquet")
     rows = list(records)
-    fields = list(rows[0]) if rows else []
+    fields = _with_optional(list(rows[0])) if rows else []
     columns = {}
     for f in fields:
         values = [r.get(f) for r in rows]

@@ -225,10 +225,11 @@ def render(design: Design, line: int, row: Mapping[str, Any], order: int | None)
     values: dict[str, Any] = {}
     item = row.get("id")
     for name in design.fields:
+        who = "--pairwise" if design.pairwise is not None and name in design.pairwise else "the template"
         if name not in row:
-            raise InputError(line, f"item {item!r}: no field {name!r}, which the template names")
+            raise InputError(line, f"item {item!r}: no field {name!r}, which {who} names")
         if row[name] is None:
-            raise InputError(line, f"item {item!r}: field {name!r} is null, and the template names it")
+            raise InputError(line, f"item {item!r}: field {name!r} is null, and {who} names it")
         values[name] = row[name]
     if design.pairwise is not None:
         a, b = design.pairwise

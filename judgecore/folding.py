@@ -175,7 +175,7 @@ def fold(
         error = {
             "class": "VERDICT_UNPARSED",
             "type": "design",
-            "message": "no request of the item has a verdict",
+            "message": _why_no_verdict(design, rs, score, labels),
         }
     out: dict[str, Any] = {
         "id": item_id,
@@ -192,6 +192,8 @@ def fold(
         "metadata": first["metadata"],
         "verdict": wrap(overall),
     }
+    if error is not None and lead.get("stop_details") is not None:  # a refusal: why the model declined
+        out["stop_details"] = lead["stop_details"]
     if design.samples > 1:
         out["samples"] = sample_entries
         all_votes = [v for j in judges for v in votes[j] if v is not None]
@@ -204,6 +206,30 @@ def fold(
     if design.judges:
         out["judges"] = {str(j): wrap(per_judge[j]) for j in judges}
     return out
+
+
+def _why_no_verdict(
+    design: Design, rs: Sequence[Mapping[str, Any]], score: str | None, labels: Mapping[str, str]
+) -> str:
+    """Why an item whose requests all answered has no verdict: the first answer's verdict that lacks
+    the score field, or (pairwise) whose choice the labels do not map, else that none has one."""
+    for r in rs:
+        v = r.get("verdict")
+        if r["status"] != "succeeded" or not isinstance(v, Mapping) or score is None:
+            continue
+        if v.get(score) is None:
+            has = ", ".join(repr(k) for k in v) or "none"
+            return f"no answer's verdict has the score field {score!r} (its fields: {has})"
+        if design.pairwise is not None and position_of(v[score], labels) is None:
+            words = ", ".join(
+                f"{position} {labels.get(position, DEFAULT_LABELS[position])!r}"
+                for position in (FIRST, SECOND, TIE)
+            )
+            return (
+                f"the judge's choice {v[score]!r} is none of the verdict spec's labels ({words}; "
+                'matched without regard to case: set "labels" to the words the judge writes)'
+            )
+    return "no request of the item has a verdict"
 
 
 def _pair_status(statuses: Sequence[str], readable: bool) -> str:

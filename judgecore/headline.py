@@ -41,6 +41,11 @@ def score_text(stats: NumericStats | LabelStats | None) -> tuple[str, str]:
     return fig.MISSING, fig.MISSING
 
 
+def _of(some: int, every: int, what: str) -> str:
+    """`278 of 300 items` (the figure is over `some`), or `300 items` when it is over every one."""
+    return f"{some:,} {what}" if some == every else f"{some:,} of {every:,} {what}"
+
+
 def design_rows(
     d: Designs, spend: Sequence[tuple[str, float | None]] = ()
 ) -> list[tuple[str, str, str, str]]:
@@ -49,14 +54,19 @@ def design_rows(
     rows: list[tuple[str, str, str, str]] = []
     if (s := d.samples) is not None:
         rows.append(
-            ("samples", "mean agreement of the samples", fig.share(s.mean_agreement), f"{s.items:,} items")
+            (
+                "samples",
+                "mean agreement of the samples",
+                fig.share(s.mean_agreement),
+                _of(s.agreement_items, s.items, "items"),
+            )
         )
         rows.append(
             (
                 "samples",
                 f"Krippendorff's alpha ({s.level})",
                 fig.coefficient(s.alpha),
-                f"{s.samples:,} samples",
+                _of(s.scored_samples, s.samples, "samples"),
             )
         )
     if (p := d.pairwise) is not None:

@@ -142,7 +142,8 @@ def render_plan(p: Plan) -> str:
             "answers are validated against the full schema"
         )
     if p.estimated_cost_usd is None:
-        lines.append(f"  cost (est)   unknown: no price for {p.model}")
+        unpriced = [m for m, c in p.cost_by_judge if c is None] or [p.model]  # a panel: the judges without
+        lines.append(f"  cost (est)   unknown: no price for {', '.join(unpriced)}")
     else:
         lines.append(
             f"  cost (est)   ${p.estimated_cost_usd:,.2f} (all-sync: ${p.all_sync_cost_usd:,.2f})"

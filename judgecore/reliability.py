@@ -66,9 +66,15 @@ def krippendorff_alpha(units: Sequence[Sequence[Any]], *, level: str = "nominal"
 
 
 def _value(verdict: Any, field: str | None) -> Any:
-    """The score a verdict holds: `verdict[field]` for an object, the value itself otherwise."""
+    """The score a verdict holds: `verdict[field]` for an object (for a pairwise verdict without that
+    field, its winner, as `summary` scores the item), the value itself otherwise."""
     if isinstance(verdict, Mapping):
-        return verdict.get(field) if field is not None else None
+        if field is None:
+            return None
+        value = verdict.get(field)
+        if value is None and "winner" in verdict and "orders" in verdict:
+            return verdict["winner"]
+        return value
     return verdict
 
 
@@ -89,16 +95,20 @@ def _codes(units: Sequence[Sequence[Any]]) -> tuple[list[list[Any]], str]:
 class SampleReliability:
     """`--samples K`: how often the samples of an item agree."""
 
-    items: int
-    samples: int
+    items: int  # items that list samples
+    samples: int  # samples listed
     mean_agreement: float | None
     alpha: float | None
     level: str
+    agreement_items: int = 0  # items with an agreement (a verdict): what the mean is over
+    scored_samples: int = 0  # samples with a verdict: what alpha reads
 
     def to_json(self) -> dict[str, Any]:
         return {
             "items": self.items,
             "samples": self.samples,
+            "agreement_items": self.agreement_items,
+            "scored_samples": self.scored_samples,
             "mean_agreement": self.mean_agreement,
             "alpha": self.alpha,
             "alpha_level": self.level,
@@ -119,6 +129,8 @@ def sample_reliability(records: Sequence[Mapping[str, Any]], field: str | None) 
         mean_agreement=sum(agreements) / len(agreements) if agreements else None,
         alpha=krippendorff_alpha(coded, level=level),
         level=level,
+        agreement_items=len(agreements),
+        scored_samples=sum(v is not None for u in units for v in u),
     )
 
 

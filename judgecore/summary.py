@@ -237,14 +237,15 @@ def metadata_key_problem(records: Sequence[Mapping[str, Any]], key: str, flag: s
     return f"{flag} {key}: no item's metadata has the key {key!r} (keys in the metadata: {have})"
 
 
-def unreadable_warning(unparsed: int, scored: int) -> str | None:
+def unreadable_warning(unparsed: int, scored: int, *, noun: str = "answers") -> str | None:
     """A warning line when most answers came back but had no readable verdict (the verdict spec and the
-    rubric's answer format disagree); None when most were read (or there were none)."""
+    rubric's answer format disagree); None when most were read (or there were none). `noun`: what the
+    counts count ("items" for a design's, whose items fold several answers each)."""
     answered = scored + unparsed
     if answered == 0 or unparsed * 2 <= answered:
         return None
     return (
-        f"{unparsed:,} of {answered:,} answers have no readable verdict (VERDICT_UNPARSED): the --verdict "
+        f"{unparsed:,} of {answered:,} {noun} have no readable verdict (VERDICT_UNPARSED): the --verdict "
         "spec does not match what the judge writes; check it against a few answers' text"
     )
 
@@ -350,10 +351,19 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             lines.append(f"    {label:>11} {b.n:>7,} {bar}")
     if s.by is not None:
         lines.append(f"  by {s.by}:")
-        lines.append(f"    {'value':<20} {'n':>7} {'scored':>7} {'unscored':>8} {'missing':>7}  score")
+        # refusals are counted apart (neither scored nor unscored): a column of their own when there
+        # are any, so each row's columns add up to its n
+        refusals = o.refusals > 0
+        lines.append(
+            f"    {'value':<20} {'n':>7} {'scored':>7} {'unscored':>8}"
+            + (f" {'refused':>7}" if refusals else "")
+            + f" {'missing':>7}  score"
+        )
         for value, g in s.groups:
             lines.append(
-                f"    {_label(value)[:20]:<20} {g.n:>7,} {g.scored:>7,} {g.unscored:>8,} {g.missing:>7,}  "
+                f"    {_label(value)[:20]:<20} {g.n:>7,} {g.scored:>7,} {g.unscored:>8,}"
+                + (f" {g.refusals:>7,}" if refusals else "")
+                + f" {g.missing:>7,}  "
                 + _score_line(g.score)
             )
     if s.reference_key is not None and o.reference is not None:

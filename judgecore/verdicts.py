@@ -174,7 +174,45 @@ def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = Tru
         _wire_source(spec.source)
     except UnsendableSchemaError as exc:
         raise VerdictSpecError(f'"schema" cannot be sent as a structured output: {exc}') from None
+    unanswerable = _required_not_a_property(schema, ())
+    if unanswerable is not None:
+        raise VerdictSpecError(unanswerable)
     return spec
+
+
+def _required_not_a_property(node: Any, path: tuple[str, ...]) -> str | None:
+    """Why no answer can be valid: an object whose `required` names a key its `properties` lack. Every
+    object is sent closed (`"additionalProperties": false`), so the model cannot write that key, and
+    every answer, paid for, would be `VERDICT_UNPARSED`. None when there is no such object."""
+    if isinstance(node, list):
+        for i, sub in enumerate(node):
+            if (why := _required_not_a_property(sub, (*path, str(i)))) is not None:
+                return why
+        return None
+    if not isinstance(node, Mapping):
+        return None
+    props, required = node.get("properties"), node.get("required")
+    plain = not any(k in node for k in ("$ref", "anyOf", "oneOf", "allOf"))
+    if node.get("type") == "object" and plain and isinstance(required, list):
+        have = props if isinstance(props, Mapping) else {}
+        lacking = [r for r in required if isinstance(r, str) and r not in have]
+        if lacking:
+            where = "/".join(("schema", *path, "required"))
+            return (
+                f'"schema" requires {", ".join(map(repr, lacking))} ({where}), which its "properties" '
+                f'lack: every object is sent closed ("additionalProperties": false), so no answer '
+                f'could hold it; add it to "properties" or drop it from "required"'
+            )
+    for key in ("properties", "$defs", "definitions"):
+        sub = node.get(key)
+        if isinstance(sub, Mapping):
+            for name, value in sub.items():
+                if (why := _required_not_a_property(value, (*path, key, str(name)))) is not None:
+                    return why
+    for key in ("items", "anyOf", "oneOf", "allOf"):
+        if key in node and (why := _required_not_a_property(node[key], (*path, key))) is not None:
+            return why
+    return None
 
 
 def _labels(raw: Any) -> tuple[tuple[str, str], ...] | None:

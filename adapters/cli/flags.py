@@ -47,7 +47,7 @@ def _read_flag_file(path: Path, flag: str) -> str:
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc} ({flag})") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 ({exc})") from None
+        raise UsageError(f"{path}: not UTF-8 ({exc}) ({flag})") from None
 
 
 def _read_rubric(path: Path | None) -> str | None:

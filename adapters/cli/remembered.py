@@ -55,13 +55,14 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     """Fill `ns` from how the job in `--state` was started: INPUT, `--out` and every flag this command
     leaves out take the remembered values (never their defaults); the flags it gives apply. Returns the
     job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
-    kept = None
+    kept = manifest = None
     if _holds_checkpoint(ns.state):
         from adapters.store import Store
 
         store = Store.open_readonly(ns.state)
         try:
             kept = store.get_meta("invocation")
+            manifest = store.get_meta("manifest")
         finally:
             store.close()
     if kept is None:
@@ -85,6 +86,10 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
         if dest not in given and dest not in _NOT_REMEMBERED and hasattr(ns, dest):
             path = dest in ("rubric", "verdict", "from_inspect", "template") and value is not None
             setattr(ns, dest, Path(value) if path else value)
+    if getattr(ns, "max_tokens", 0) is None and isinstance(manifest, dict) and "max_tokens" in manifest:
+        # started without --max-tokens: resume with the default it had then (a later judgecore's may
+        # differ: a panel's rose to 16,000 where a judge thinks), not this version's
+        ns.max_tokens = manifest["max_tokens"]
     if ns.input is None and getattr(ns, "from_inspect", None) is None:
         ns.input = Path(kept["input"])
     if "out" not in given and kept.get("out"):
@@ -100,6 +105,30 @@ def _invocation(ns: argparse.Namespace, out: Path) -> dict[str, Any]:
             continue
         flags[dest] = str(value.resolve()) if isinstance(value, Path) else value
     return {"input": str(ns.input.resolve()), "out": str(out.resolve()), "flags": flags}
+
+
+def _shown(key: str, flag: str, value: Any) -> str:
+    """A manifest value as the flag that sets it is written (`answer_a,answer_b`, `adaptive`), and a
+    field a job without that flag leaves out as what it means (`1` sample, `no --judge`)."""
+    if value is None:
+        return "1" if key == "samples" else f"no {flag}"
+    if key == "pairwise" and isinstance(value, list):
+        return ",".join(map(str, value))
+    if key == "judges" and isinstance(value, list):
+        return " ".join(f"--judge {j}" for j in value)
+    if key == "thinking" and isinstance(value, dict):
+        kind = value.get("type")
+        if kind == "enabled":
+            return str(value.get("budget_tokens"))
+        return {"disabled": "off"}.get(str(kind), str(kind))
+    return str(value)
+
+
+def _digest(key: str, value: Any) -> str:
+    """A file flag's manifest digest; a verdict file without one is a pattern (no schema is sent)."""
+    if value is not None:
+        return f"{key} {value}"
+    return "a pattern, no schema" if key == "verdict_schema_sha256" else f"{key} none: the file is empty"
 
 
 def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any]) -> None:
@@ -121,8 +150,9 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     flags = (kept or {}).get("flags", {})
     dest = {"--rubric": "rubric", "--verdict": "verdict", "--template": "template"}.get(flag)
     was = flags.get(dest) if dest else None
-    old_v = f"{was} ({key} {old.get(key)})" if was else old.get(key)
-    new_v = f"{getattr(ns, dest, None)} ({key} {manifest.get(key)})" if dest else manifest.get(key)
+    now = getattr(ns, dest, None) if dest else None
+    old_v = f"{was} ({_digest(key, old.get(key))})" if was else _shown(key, flag, old.get(key))
+    new_v = f"{now} ({_digest(key, manifest.get(key))})" if now else _shown(key, flag, manifest.get(key))
     raise UsageError(
         f"{flag}: the job in {ns.state} was started with {old_v}, this run asks {new_v}: that is "
         f"another job. Leave {flag} out to resume the job as it was started, or point --state at a "

@@ -222,7 +222,8 @@ def _run(
         # the statistics package (`judgecore.summary`, `statistics`): only a job with verdicts reads it
         from judgecore.summary import unreadable_warning
 
-        if warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0)):
+        noun = "answers" if settings.plain or settings.design.single else "items"
+        if warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0), noun=noun):
             closing.append(f"warning: {warning}")
     for line in closing:
         print(line, file=sys.stderr)

@@ -170,7 +170,10 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     )
     overall = report.summary.overall
     unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
-    if report.summary.verdict_kind is not None and (warning := unreadable_warning(unparsed, overall.scored)):
+    noun = "items" if report.multi_request else "answers"
+    if report.summary.verdict_kind is not None and (
+        warning := unreadable_warning(unparsed, overall.scored, noun=noun)
+    ):
         print(f"warning: {warning}", file=sys.stderr)
     if ns.json:
         sys.stdout.write(summary_json(report).decode() + "\n")

@@ -100,18 +100,39 @@ def _reproduce(invocation: Mapping[str, Any] | None, state: Path) -> str | None:
     args = ["judgecore", "run", str(invocation.get("input")), "--state", str(state)]
     if invocation.get("out"):
         args += ["--out", str(invocation["out"])]
+    options = _run_options()
     for dest, value in sorted((invocation.get("flags") or {}).items()):
         if dest in _SKIP or value is None or value is False or value == []:
             continue
-        flag = "--" + dest.replace("_", "-")
+        # the flag as `run` spells it (`--judge`, whose dest is `judges`), and how it takes a list:
+        # repeated (`--judge A --judge B`) or as one value (`--pairwise A,B`)
+        flag, repeated = options.get(dest, ("--" + dest.replace("_", "-"), True))
         if value is True:
             args.append(flag)
-        elif isinstance(value, list):
+        elif isinstance(value, list) and repeated:
             for v in value:
                 args += [flag, str(v)]
+        elif isinstance(value, list):
+            args += [flag, ",".join(map(str, value))]
         else:
             args += [flag, str(value)]
     return shlex.join(args)
+
+
+def _run_options() -> dict[str, tuple[str, bool]]:
+    """`run`'s options by dest: the long option string, and whether the flag is repeated per value."""
+    import argparse
+
+    from adapters.cli.parser import build_parser
+
+    parser = build_parser()
+    run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
+    out: dict[str, tuple[str, bool]] = {}
+    for action in run._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs:
+            out[action.dest] = (longs[0], isinstance(action, argparse._AppendAction))
+    return out
 
 
 def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], now: float) -> Provenance:

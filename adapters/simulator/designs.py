@@ -14,7 +14,9 @@
   better answer is the one whose text has the larger seeded digest (the same answer in both orders;
   identical texts are a tie). With `position_bias` P, a share P of pairwise answers (a seeded draw per
   request: each order and each sample draws on its own) name the first position, `A`, whatever the
-  content. Judged in both orders, an item is then consistent with probability 1 - P.
+  content. Judged in both orders, an item is then consistent with probability 1 - P. Under a
+  schema (`output_config`) the answer is the JSON object the schema asks for, as the API's is: the
+  pairwise shaping leaves it alone.
 - **Samples that disagree**: with `sample_spread` S, a share S of answers (a seeded draw per request,
   so the K samples of an item draw apart) give a verdict drawn afresh instead of the one the content
   decides: another score on the rubric's scale (verdict-line answers; a structured answer keeps its
@@ -66,7 +68,9 @@ def shape(
 ) -> answers.Answer:
     """`reply` as a pairwise judge's answer (for a pairwise prompt), and with its verdict drawn afresh
     for a share `sample_spread` of requests; `reply` itself otherwise."""
-    if reply.stop_reason != "end_turn" or reply.thinking is not None:
+    if reply.stop_reason != "end_turn":
+        return reply
+    if answers._schema_of(params) is not None:  # a structured answer is JSON, and keeps its own verdict
         return reply
     digest = answers.content_digest(params)
     spread = sample_spread > 0 and unit_float(seed, "spread", digest, *salt) < sample_spread
@@ -80,7 +84,7 @@ def shape(
                 choice = {"A": "B", "B": "A", "tie": "A"}[choice]
         rationale = reply.text.split("\n", 1)[1] if "\n" in reply.text else reply.text
         return _refit(reply, f"Winner: {choice}\n{rationale}", params, choice)
-    if not spread or answers._schema_of(params) is not None:
+    if not spread:
         return reply
     fmt = answers.judge_format(answers.system_text(params))
     others = [c for c in fmt.candidates() if c != str(reply.score)]
@@ -93,11 +97,12 @@ def shape(
 
 
 def _refit(reply: answers.Answer, text: str, params: Mapping[str, Any], score: int | str) -> answers.Answer:
-    fitted = answers._fit(text, int(params["max_tokens"]), False, score)
+    """`reply` with another text, within what its thinking left of `max_tokens` (its thinking kept)."""
+    fitted = answers._fit(text, int(params["max_tokens"]) - reply.thinking_tokens, False, score)
     return attrs.evolve(
         reply,
         text=fitted.text,
-        output_tokens=fitted.output_tokens,
+        output_tokens=fitted.output_tokens + reply.thinking_tokens,
         stop_reason=fitted.stop_reason,
         score=score,
     )

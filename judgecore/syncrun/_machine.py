@@ -61,6 +61,8 @@ class SyncRun:
     #: Say the budget's line when the cap stops the run (False for the probe: the run that follows it
     #: says one line for every item left, where the probe's would count itself alone).
     tells_budget: bool = True
+    #: what the budget line calls a request: "item" (one request per item), or "request" (a design's)
+    noun: str = "item"
     held: tuple[Row, ...] = ()  # INVALID_REQUEST rows held while the breaker decides
     outbox: tuple[Record | Say, ...] = ()
     stop: str | None = None  # why the run stopped early (exit 4)
@@ -87,6 +89,7 @@ class SyncRun:
         record_held: bool = True,
         tells_budget: bool = True,
         expect: Expect | None = None,
+        noun: str = "item",
     ) -> SyncRun:
         """A run over `todos` (the job's items not final yet, in input order, no repeats).
 
@@ -111,6 +114,7 @@ class SyncRun:
             record_held=record_held,
             tells_budget=tells_budget,
             expect=expect or Expect(),
+            noun=noun,
         )
 
     # -- queries -------------------------------------------------------------------------------
@@ -195,7 +199,9 @@ class SyncRun:
         left = len(self.retries) + len(self.todos) - self.fresh
         if not self.tells_budget:
             return attrs.evolve(self, out_of_budget=True)
-        text = budget_line(self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound)
+        text = budget_line(
+            self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound, noun=self.noun
+        )
         note = Say("warning", text)
         return attrs.evolve(self, out_of_budget=True, outbox=(*self.outbox, note))
 

@@ -14,6 +14,7 @@ from adapters.cli import main
 from adapters.job import JobSettings, UsageError, judge
 from adapters.result import JudgeResult
 from adapters.simulator import Scenario, Simulator, sim_client
+from judgecore.verdicts import spec_from_json
 
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -93,6 +94,8 @@ def test_the_dry_run_shows_requests_per_item_and_a_panels_cost_per_judge(
     by_judge = plan["estimated_cost_by_judge_usd"]
     assert by_judge["claude-opus-4-6"] > by_judge["claude-haiku-4-5"] > 0
     assert plan["estimated_cost_usd"] == pytest.approx(sum(by_judge.values()))
+    for key in ("estimated_cost_usd", "all_sync_cost_usd"):  # dollars to 4 places, as a plain plan's
+        assert round(plan[key], 4) == plan[key] and len(repr(plan[key])) <= 8, plan[key]
     code, out, _err = run(base, capsys)
     assert "items        2, 4 request(s) each: 2 samples x a panel of 2 judges" in out
     assert "requests     8" in out
@@ -263,3 +266,128 @@ def test_samples_that_are_not_a_whole_number_are_refused_even_when_they_equal_on
         JobSettings(samples=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="--samples must be a whole number"):
         JobSettings(samples=1.0)  # type: ignore[arg-type]
+
+
+def test_a_panels_unknown_cost_names_only_the_judges_without_a_price(
+    completions: Path, template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judges = ["--judge", "claude-haiku-4-5", "--judge", "my-fine-tune"]
+    code, out, err = run(["run", str(completions), "--template", str(template), *judges, "--dry-run"], capsys)
+    assert 0 == code, err
+    assert "  cost (est)   unknown: no price for my-fine-tune\n" in out
+    assert "claude-haiku-4-5 (est $" in out
+
+
+def test_a_panel_with_a_judge_that_thinks_by_default_leaves_it_room_to_think(tmp_path: Path) -> None:
+    """One max_tokens goes to every judge: without --max-tokens it was the job model's 1,024, and a
+    judge that thinks by default (Fable 5) ended most answers as max_tokens truncations, paid for."""
+    panel = ("claude-sonnet-4-6", "claude-fable-5")
+    assert 16_000 == JobSettings(judges=panel).max_tokens
+    assert 1_024 == JobSettings(judges=("claude-sonnet-4-6", "claude-haiku-4-5")).max_tokens
+    assert 2_000 == JobSettings(judges=panel, max_tokens=2_000).max_tokens  # as given, for all
+    sim = Simulator(Scenario())
+    rows = [{"id": f"r{i}", "question": f"{i}+1?", "response": str(i + 1)} for i in range(6)]
+    settings = JobSettings(
+        template="Q: {question}\nA: {response}\nReply 'Score: N' on a 1-10 scale.",
+        judges=panel,
+        verdict=spec_from_json({"pattern": r"Score: (?P<score>\d+)"}),
+    )
+    result = judge(rows, rubric=None, state_dir=tmp_path / "s", settings=settings, client=sim_client(sim))
+    assert 0 == result.exit_code
+    assert {"succeeded": 6} == {k: v for k, v in result.counts.items() if v}
+    for line in result.records.values():  # each judge read: no answer cut at max_tokens
+        assert all(v is not None for v in line["judges"].values()), line
+    thought = [u["output_tokens"] for m, _, u in sim.billed_by_model if m == "claude-fable-5"]
+    assert 6 == len(thought) and max(thought) > 1_024  # it did think past the old default
+
+
+def test_a_pairwise_field_the_rows_lack_is_named_as_the_flags_not_the_templates(
+    completions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The template names {first} and {second}; the field a row lacks is one `--pairwise` named
+    (a typo there said "which the template names", sending the user to a template without it)."""
+    (tmp_path / "pair.txt").write_text("Q: {question}\n1: {first}\n2: {second}\n")
+    args = ["run", str(completions), "--template", str(tmp_path / "pair.txt"), "--dry-run"]
+    code, _out, err = run([*args, "--pairwise", "response,respons"], capsys)
+    assert 2 == code
+    assert f"{completions}:1: item 'r1': no field 'respons', which --pairwise names" in err
+
+
+def test_a_panels_budget_bound_of_a_long_prompt_covers_its_dearest_judge() -> None:
+    """Haiku 5.5 is dearer above 100,000 prompt tokens; Opus 4.6 costs $5/$25 at any length. The
+    panel's bound of a long request took Haiku's long-prompt tier alone ($0.50/$2.50), below what
+    Opus charges for it, so a panel over long transcripts could spend past its --budget."""
+    from adapters.settings import price_of
+    from judgecore.spend import price_for, request_bound
+
+    panel = price_of(JobSettings(judges=("claude-haiku-5-5", "claude-opus-4-6"), budget=100.0))
+    assert panel is not None
+    for size in (4_000, 1_000_000):  # a short prompt and one of some 250,000 tokens
+        for judge_ in ("claude-haiku-5-5", "claude-opus-4-6"):
+            own = price_for(judge_)
+            assert own is not None
+            args = {"request_bytes": size, "cached_bytes": 0, "max_tokens": 1024, "route": "sync"}
+            assert request_bound(price=panel, **args) >= request_bound(price=own, **args), (size, judge_)
+
+
+@pytest.mark.parametrize(
+    ("text", "choice"),
+    [
+        ("Winner: B\nRationale: B is the winner because it gives the condition.", "B"),
+        ("Winner: A\nThe winner: clearly the first.", "A"),
+        ("[[A]] is weaker.\nWinner: [[B]]", "B"),
+        ("**Winner:** tie", "tie"),
+        ("Winner: A\n...on reflection, Winner: B", "B"),  # the last verdict line counts
+        ("Winner: Assistant A", "A"),
+        ("Winner: tie\nThe winner: a tie, both are right.", "tie"),  # not "a", which is A
+    ],
+)
+def test_a_pairwise_jobs_default_reading_takes_the_last_winner_line_not_the_word_after_winner(
+    text: str, choice: str
+) -> None:
+    """Without --verdict a pairwise answer is read for its last `Winner: X`; it took the word after
+    the last "winner" anywhere, so a rationale saying "B is the winner because" read `because`,
+    which no label maps, and the item lost its verdict."""
+    from judgecore.verdicts import Verdict, parse_verdict
+
+    spec = JobSettings(template="{first} {second}", pairwise=("a", "b")).verdict
+    assert spec is not None
+    got = parse_verdict(text, spec)
+    assert isinstance(got, Verdict) and choice == dict(got.fields)["score"], got
+
+
+@pytest.mark.parametrize("flag", ["--template", "--rubric"])
+def test_a_flag_file_that_is_not_utf8_is_named_with_its_flag(
+    completions: Path, tmp_path: Path, flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("Question: {question} \u2014 r\u00e9ponse: {response}\n".encode("cp1252"))
+    code, _out, err = run(["run", str(completions), flag, str(bad), "--dry-run"], capsys)
+    assert 2 == code
+    assert err.startswith(f"error: {bad}: not UTF-8 (") and err.rstrip().endswith(f"({flag})"), err
+
+
+def test_the_reports_reproduce_command_spells_the_design_flags_as_run_takes_them(tmp_path: Path) -> None:
+    """The report's provenance prints the command that starts the job again. It wrote a panel as
+    `--judges M --judges N` (the flag's dest, not `--judge`) and a pairwise job as `--pairwise
+    answer_a --pairwise answer_b`: `run` refused both commands."""
+    import shlex
+
+    from adapters.cli.parser import build_parser
+    from adapters.report.gather import _reproduce
+
+    flags = {
+        "model": "claude-sonnet-4-6",
+        "judges": ["claude-haiku-4-5", "claude-opus-4-6"],
+        "pairwise": ["answer_a", "answer_b"],
+        "samples": 2,
+        "template": str(tmp_path / "pair.txt"),
+        "force_batch": True,
+        "thinking": None,
+    }
+    line = _reproduce({"input": str(tmp_path / "in.jsonl"), "flags": flags}, tmp_path / "s")
+    assert line is not None
+    ns = build_parser().parse_args(shlex.split(line)[1:])
+    assert ["claude-haiku-4-5", "claude-opus-4-6"] == ns.judges
+    assert ("answer_a", "answer_b") == ns.pairwise
+    assert (2, True) == (ns.samples, ns.force_batch)

@@ -110,3 +110,18 @@ def test_the_help_default_for_thinking_models_is_the_cores():
     from judgecore.models import THINKING_MAX_TOKENS as CORE
 
     assert CORE == THINKING_MAX_TOKENS
+
+
+@pytest.mark.parametrize(
+    "knobs", [{"model": "claude-mythos-preview"}, {"judges": ("claude-haiku-4-5", "claude-mythos-preview")}]
+)
+def test_a_retired_model_with_a_budget_is_refused_as_retired_not_as_unpriced(knobs):
+    """Mythos Preview has no price in the table and is retired: with --budget it was refused for the
+    price ("--budget needs the model's prices"), as if dropping --budget would let it run."""
+    flag = "--judge" if "judges" in knobs else "--model"
+    with pytest.raises(
+        ValueError, match=rf"^{flag}: claude-mythos-preview was retired on 2026-06-30.*claude-mythos-5"
+    ):
+        JobSettings(**knobs, budget=1.0, today=datetime.date(2026, 12, 1))
+    with pytest.raises(ValueError, match="judgecore has none for 'my-fine-tune'"):
+        JobSettings(judges=("claude-haiku-4-5", "my-fine-tune"), budget=1.0)

@@ -257,3 +257,49 @@ def test_pairwise_fills_both_orders() -> None:
 def test_a_design_that_cannot_run_is_refused_with_the_reason(kwargs: dict[str, Any], words: str) -> None:
     with pytest.raises(DesignError, match=words.replace("{", r"\{").replace("}", r"\}")):
         Design(**kwargs)
+
+
+def test_a_pair_whose_choices_the_labels_do_not_map_says_so_not_that_nothing_answered() -> None:
+    """Both orders answered and their verdicts were read, but the judge wrote `A` where the spec's
+    labels say `1`: the miss names the choice and the labels (it said 'no request of the item has a
+    verdict', sending the user to look for failed requests)."""
+    keys = PAIR.request_keys()
+    answers = {k: _record(k, "succeeded", "A", n) for n, k in enumerate(keys)}
+    line = fold(PAIR, answers, score="score", labels={"first": "1", "second": "2", "tie": "tie"})
+    assert ("miss", "VERDICT_UNPARSED") == (line["status"], line["error"]["class"])
+    assert (
+        "the judge's choice 'A' is none of the verdict spec's labels (first '1', second '2'"
+        in (line["error"]["message"])
+    )
+
+
+def test_samples_whose_verdicts_lack_the_score_field_say_which_fields_they_have() -> None:
+    design = Design(samples=2)
+    keys = design.request_keys()
+    answers = {k: {**_record(k, "succeeded", None, n), "verdict": {"grade": 4}} for n, k in enumerate(keys)}
+    line = fold(design, answers, score="score")
+    assert "miss" == line["status"]
+    assert "no answer's verdict has the score field 'score' (its fields: 'grade')" == line["error"]["message"]
+
+
+def test_an_item_missed_by_a_refusal_carries_the_refusals_stop_details() -> None:
+    """A plain job's refused line carries `stop_details` (failures.md); a design's item whose line
+    reports a request's refusal dropped them, keeping only the class."""
+    keys = PAIR.request_keys()
+    details = {"type": "refusal", "category": "cyber", "explanation": "declined"}
+    refused = {
+        **_record(keys[1], "miss", None, 1),
+        "stop_reason": "refusal",
+        "error": {"class": "MODEL_REFUSAL", "type": "cyber", "message": "declined"},
+        "stop_details": details,
+    }
+    answers = {keys[0]: _record(keys[0], "succeeded", "A", 0), keys[1]: refused}
+    line = fold(PAIR, answers, score="score")
+    assert ("miss", "MODEL_REFUSAL") == (line["status"], line["error"]["class"])
+    assert details == line["stop_details"]
+    fine = fold(
+        PAIR,
+        {k: _record(k, "succeeded", v, n) for n, (k, v) in enumerate(zip(keys, "AB", strict=True))},
+        score="score",
+    )
+    assert "stop_details" not in fine

@@ -244,3 +244,55 @@ def test_label_differences_are_one_per_label_and_pair():
     got = differences([("a", ["pass", "fail", "pass"], 3), ("b", ["fail"], 2), ("c", [], 1)], numeric=False)
     assert [("a", "b", "fail"), ("a", "b", "pass")] == [(d.first, d.second, d.label) for d in got]
     assert pytest.approx(1 - 1 / 3) == got[0].estimate
+
+
+def _pair(winner):
+    return {"winner": winner, "consistent": True, "orders": [{"first": "a", "choice": winner}] * 2}
+
+
+@FAST
+@given(units_of_labels)
+def test_pairwise_samples_and_panels_are_measured_on_their_winners(units):
+    """A pairwise verdict has no score field: its samples and its judges agree on the winner (as
+    `summary` scores the item), not on a field no pairwise verdict holds."""
+    assume(_defined(units))
+    as_winner = [[None if v is None else {"A": "a", "B": "b", "C": "tie"}[v] for v in u] for u in units]
+    samples = [
+        {"custom_id": "c", "samples": [{"status": "succeeded", "verdict": v and _pair(v)} for v in u]}
+        for u in as_winner
+    ]
+    got = sample_reliability(samples, "score")
+    assert _oracle_alpha(as_winner, "nominal") == pytest.approx(got.alpha, abs=1e-9)
+    panels = [
+        {"custom_id": "c", "judges": {f"m{k}": v and _pair(v) for k, v in enumerate(u)}} for u in as_winner
+    ]
+    panel = panel_reliability(panels, "score")
+    assert _oracle_alpha(as_winner, "nominal") == pytest.approx(panel.agreement, abs=1e-9)
+    for k, judge in enumerate(panel.judges):
+        assert sum(u[k] is not None for u in as_winner) == judge.n
+
+
+def test_the_sample_figures_say_how_many_items_and_samples_they_are_over():
+    """An item the judge refused has samples but no agreement: the mean is over the other items, and
+    the text says so rather than counting every item."""
+    from judgecore.headline import design_rows
+
+    records = [
+        _sample_record([3, 3, 4], 2 / 3),
+        _sample_record([5, 5, 5], 1.0),
+        _sample_record([None] * 3, None),
+    ]
+    got = sample_reliability(records, "score")
+    assert (3, 9, 2, 6) == (got.items, got.samples, got.agreement_items, got.scored_samples)
+    assert (2 / 3 + 1.0) / 2 == pytest.approx(got.mean_agreement)
+    rows = {figure: detail for _, figure, _, detail in design_rows(designs_of(records, "score"))}
+    assert "2 of 3 items" == rows["mean agreement of the samples"]
+    assert "6 of 9 samples" == rows["Krippendorff's alpha (interval)"]
+    whole = sample_reliability(records[:2], "score")
+    assert (
+        "2 items"
+        == {f: d for _, f, _, d in design_rows(designs_of(records[:2], "score"))}[
+            "mean agreement of the samples"
+        ]
+    )
+    assert (2, 6) == (whole.agreement_items, whole.scored_samples)

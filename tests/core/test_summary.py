@@ -90,3 +90,16 @@ def test_without_a_verdict_spec_nothing_is_scored_and_the_text_says_how_to_score
     s = summarize([record("succeeded", 4, "a", 4)], score_field=None)
     assert (0, 1, None) == (s.overall.scored, s.overall.unscored, s.overall.score)
     assert "--verdict FILE" in render_summary(s)
+
+
+@given(records)
+def test_each_groups_row_of_the_text_adds_up_to_its_items(rows):
+    """A refused item is neither scored nor unscored: the `--by` table had no column for it, so a
+    group with a refusal read `c 100 99 0 0`."""
+    s = summarize(rows, score_field="score", by="model")
+    lines = render_summary(s).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("  by model:"))
+    for value, g in s.groups:
+        row = next(line for line in lines[head + 2 :] if line.split()[0] == str(value))
+        n, *parts = (int(w.replace(",", "")) for w in row.split()[1 : 6 if s.overall.refusals else 5])
+        assert n == g.n == sum(parts), row

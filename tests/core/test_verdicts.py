@@ -111,3 +111,30 @@ def test_a_schema_rides_every_request_byte_for_byte(path, rubric):
     assert len(body) == request.size
     assert {"custom_id": request.custom_id, "params": params} == orjson.loads(body)
     assert spec.output_config() == params["output_config"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        (
+            {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score", "reason"]},
+            "",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "score": {"type": "integer"},
+                    "detail": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]},
+                },
+            },
+            "properties/detail/",
+        ),
+    ],
+)
+def test_a_schema_that_requires_a_key_it_does_not_list_is_refused_before_anything_is_sent(schema, where):
+    """Every object is sent closed, so a required key missing from `properties` (a typo) can never be
+    answered: each answer, paid for, was VERDICT_UNPARSED. It is a bad spec instead, naming the path."""
+    with pytest.raises(VerdictSpecError, match=f'\\(schema/{where}required\\), which its "properties" lack'):
+        spec_from_json({"schema": schema})
+    assert spec_from_json({"schema": schema}, sendable=False).kind == "schema"  # answers still readable

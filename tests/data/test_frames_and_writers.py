@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -111,7 +112,7 @@ RECORDS = [
 def test_csv_writes_nested_fields_as_json_text_and_null_as_an_empty_cell():
     text = b"".join(csv_lines(RECORDS)).decode()
     got = list(csv.DictReader(io.StringIO(text, newline="")))
-    assert ["id", "n", "text", "usage", "metadata", "verdict", "error", "ok"] == list(got[0])
+    assert ["id", "n", "text", "usage", "metadata", "verdict", "stop_details", "error", "ok"] == list(got[0])
     assert {
         "id": "a",
         "n": "1",
@@ -119,6 +120,7 @@ def test_csv_writes_nested_fields_as_json_text_and_null_as_an_empty_cell():
         "usage": '{"input_tokens":3}',
         "metadata": '{"k":"00042"}',
         "verdict": '{"score":4}',
+        "stop_details": "",
         "error": "",
         "ok": "true",
     } == got[0]
@@ -245,3 +247,18 @@ def test_a_timestamp_cell_is_the_same_iso_text_from_parquet_a_dataframe_and_its_
     assert {"d": "2024-01-01", "x": "1.5"} == orjson.loads(items_from_objects([odd])[0].metadata_json)
     with pytest.raises(UsageError, match="not JSON-serializable"):
         items_from_objects([{"id": "e", "prompt": "p", "metadata": {"o": object()}}])
+
+
+def test_a_refused_record_after_the_first_has_its_stop_details_column_in_csv_and_parquet():
+    """Only a refused answer's record carries `stop_details`: a job with a refusal past its first
+    item ended `--out FILE.csv` in a traceback ("record 'b' has fields [...]"), and Parquet dropped
+    the field whenever the first record lacked it."""
+    plain = {"id": "a", "status": "succeeded", "verdict": {"score": 4}, "error": None}
+    details = {"type": "refusal", "category": "cyber", "explanation": None}
+    refused = {"id": "b", "status": "miss", "verdict": None, "stop_details": details, "error": {"class": "X"}}
+    rows = [plain, refused, plain | {"id": "c"}]
+    got = list(csv.DictReader(io.StringIO(b"".join(csv_lines(rows)).decode(), newline="")))
+    assert ["id", "status", "verdict", "stop_details", "error"] == list(got[0])
+    assert ["", orjson.dumps(details).decode(), ""] == [r["stop_details"] for r in got]
+    back = pq.read_table(pa.BufferReader(parquet_bytes(rows))).to_pylist()
+    assert [None, "cyber", None] == [r["stop_details"] and r["stop_details"]["category"] for r in back]

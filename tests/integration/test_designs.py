@@ -4,6 +4,7 @@ position-biased judge, a 3-judge panel's spend, and a `--samples 5` job killed a
 from __future__ import annotations
 
 import math
+import re
 import signal
 import time
 from collections import Counter
@@ -204,3 +205,110 @@ def test_a_killed_and_resumed_samples_job_pays_for_each_request_once(
     agreement = [line["agreement"] for line in lines]
     assert min(agreement) < 1.0  # the samples disagree (the knob), and the output says how much
     assert all(0.0 < a <= 1.0 for a in agreement)
+
+
+def test_a_panel_stopped_by_its_budget_on_the_sync_route_counts_requests_not_items(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """The budget line counts the requests left (two a item for a panel of two), so it says
+    requests: it said `N items left pending` beside the run's `pending M` items."""
+    s = served(Scenario())
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(10)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
+    panel = ["--judge", "claude-haiku-4-5", "--judge", "claude-opus-4-6", "--force-sync"]
+    r = s.cli([*args, *panel, "--budget", "0.0001"])
+    assert 3 == r.returncode, r.stderr
+    lines = [line for line in r.stderr.splitlines() if "left pending need" in line]
+    assert 1 == len(lines), r.stderr
+    assert "20 requests left pending" in lines[0], lines[0]
+    assert "pending 10;" in r.stdout + r.stderr
+
+
+def test_a_panel_started_without_max_tokens_resumes_with_the_default_it_had(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """A job started without --max-tokens resumes with the max_tokens its manifest holds, though
+    this judgecore's default differs (a panel with a judge that thinks: 16,000, where an older
+    judgecore gave it 1,024): the rerun is the same job, not exit 2 telling the user to leave out
+    a flag they left out."""
+    s = served(Scenario())
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(4)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
+    panel = ["--judge", "claude-sonnet-4-6", "--judge", "claude-fable-5", "--force-sync"]
+    first = s.cli([*args, *panel, "--max-tokens", "1024"])
+    assert first.returncode in (0, 3), first.stderr
+    store = Store.open(state)  # as an older judgecore remembered it: started without --max-tokens
+    try:
+        kept = store.get_meta("invocation")
+        kept["flags"]["max_tokens"] = None
+        store.set_meta("invocation", kept)
+    finally:
+        store.close()
+    sent = len(s.sim.message_requests())
+    for again in (["run", "--state", str(state)], [*args, *panel]):
+        r = s.cli(again)
+        assert "another job" not in r.stderr and r.returncode in (0, 3), r.stderr
+    assert sent == len(s.sim.message_requests()), "every request was final: nothing sent again"
+
+
+def test_a_pairwise_job_whose_labels_miss_the_judges_words_says_so_per_item_and_counts_items(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """The judge writes `Winner: A` (or B); the spec's labels say `1` and `2`. Every item is a miss whose
+    message names the choice and the labels, and the closing warning (of `run` and of `summary`)
+    counts items, which is what its figures are (each item folds two answers)."""
+    s = served(Scenario())
+    items = write_items(tmp_path / "pairs.jsonl", completions(5))
+    (tmp_path / "pair.txt").write_text(PAIRWISE_TEMPLATE)
+    spec = {"pattern": r"Winner: (?P<score>\w+)", "labels": {"first": "1", "second": "2", "tie": "tie"}}
+    (tmp_path / "labels.json").write_text(orjson.dumps(spec).decode())
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "pair.txt")]
+    r = s.cli([*args, "--pairwise", "model_a,model_b", "--verdict", str(tmp_path / "labels.json")])
+    assert 0 == r.returncode, r.stderr
+    lines = read_output(state / "output.jsonl")
+    assert {"miss"} == {line["status"] for line in lines}
+    for line in lines:
+        message = line["error"]["message"]
+        assert re.match(r"the judge's choice '(A|B|tie)' is none of the verdict spec's labels", message)
+    assert "warning: 5 of 5 items have no readable verdict" in r.stderr, r.stderr
+    summary = s.cli(["summary", "--state", str(state)])
+    assert "warning: 5 of 5 items have no readable verdict" in summary.stderr, summary.stderr
+
+
+def test_a_panel_whose_unpriced_judge_answered_nothing_still_says_what_it_spent(
+    tmp_path: Path, served: Callable[[Scenario], Served]
+) -> None:
+    """The API refused every request of a judge judgecore has no price for (an unknown model: the run
+    stops, nothing of it billed); the other judge's answers were paid. The spend was `unknown`; it
+    is what the priced judge's answers cost, the unpriced judge's $0."""
+    s = served(Scenario(batch_seconds=0.1))
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(4)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
+    state = tmp_path / "state"
+    args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
+    panel = ["--judge", "claude-haiku-4-5", "--judge", "claude-nonexistent-9"]
+    r = s.cli([*args, *panel, "--force-batch", "--poll-interval", "0.05"])
+    assert 4 == r.returncode, r.stderr  # the unknown model is a fatal configuration
+    billed = [u for m, _, u in s.sim.billed_by_model]
+    assert billed and {"claude-haiku-4-5"} == {m for m, _, _ in s.sim.billed_by_model}
+    price = price_for("claude-haiku-4-5")
+    assert price is not None
+    fields = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    truth = sum(answer_cost(Usage(**{f: int(u.get(f) or 0) for f in fields}), price, "batch") for u in billed)
+    store = Store.open_readonly(state)
+    try:
+        money = spend_from_store(store)
+        per_judge = spend_by_judge(store)
+    finally:
+        store.close()
+    assert money.spend_usd == pytest.approx(truth, rel=1e-9)
+    assert per_judge["claude-nonexistent-9"] is not None and 0 == per_judge["claude-nonexistent-9"].spent
+    assert "spend so far unknown" not in r.stderr

@@ -79,6 +79,9 @@ DIFFERENT = {
         tmp / "schema.json",
         '{"schema": {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}}',
     ),
+    "--samples": lambda tmp: "3",
+    "--judge": lambda tmp: "claude-haiku-4-5",
+    "--thinking": lambda tmp: "off",
 }
 
 
@@ -99,6 +102,8 @@ def test_a_flag_that_makes_another_job_is_refused_naming_the_old_and_new_value(s
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith(f"error: {flag}: the job in {state} was started with ")
     assert value in line and f"Leave {flag} out to resume" in line and "new directory" in line
+    # each value as the flag writes it, never Python's repr of a manifest field ("None", "['m']")
+    assert "None" not in line and "[" not in line and "{" not in line, line
     assert log == len(srv.sim.log)  # nothing sent, not even a probe
 
 

@@ -69,3 +69,54 @@ def test_the_unparseable_rate_is_a_seeded_share_of_requests():
     share = sum(t == NO_VERDICT for t in texts) / len(texts)
     assert 0.18 < share < 0.32
     assert texts == [answer(params(f"q{i}"), seed=9, unparseable_rate=0.25).text for i in range(800)]
+
+
+def test_a_pairwise_prompt_under_a_schema_is_answered_in_the_schemas_json():
+    """Structured outputs constrain the answer to the schema: a pairwise prompt's `Winner: A` line
+    must not be written before (or instead of) the JSON object, whatever the design knobs."""
+    from adapters.simulator import Scenario, Simulator, sim_client
+
+    schema = {
+        "type": "object",
+        "properties": {"choice": {"enum": ["A", "B", "tie"]}},
+        "required": ["choice"],
+        "additionalProperties": False,
+    }
+    client = sim_client(Simulator(Scenario(position_bias=0.5, sample_spread=0.5)), async_=False)
+    for i in range(12):
+        prompt = (
+            f"[The Start of Assistant A's Answer]\nanswer {i}\n[The End of Assistant A's Answer]\n"
+            f"[The Start of Assistant B's Answer]\nother {i}\n[The End of Assistant B's Answer]\n"
+        )
+        message = client.messages.create(  # type: ignore[call-overload]
+            model="claude-sonnet-4-6",
+            max_tokens=300,
+            messages=[{"role": "user", "content": prompt}],
+            output_config={"format": {"type": "json_schema", "schema": schema}},
+        )
+        validate(orjson.loads(message.content[0].text), schema)
+
+
+def test_a_pairwise_prompt_is_judged_as_one_when_the_judge_thinks():
+    """With thinking on, the judge still answers the pairwise prompt (`Winner: X`, the position bias
+    applied), after its thinking block; the text had been the rubric's generic `Score: N`, so a
+    pairwise job with `--thinking` read no verdict at all."""
+    from adapters.simulator import Scenario, Simulator, sim_client
+
+    client = sim_client(Simulator(Scenario(position_bias=1.0)), async_=False)
+    for i in range(6):
+        prompt = (
+            f"[The Start of Assistant A's Answer]\nanswer {i}\n[The End of Assistant A's Answer]\n"
+            f"[The Start of Assistant B's Answer]\nother {i}\n[The End of Assistant B's Answer]\n"
+            'Reply "Winner: A", "Winner: B" or "Winner: tie".'
+        )
+        message = client.messages.create(  # type: ignore[call-overload]
+            model="claude-sonnet-4-6",
+            max_tokens=16_000,
+            thinking={"type": "adaptive"},
+            messages=[{"role": "user", "content": prompt}],
+        )
+        kinds = [block.type for block in message.content]
+        assert ["thinking", "text"] == kinds
+        assert message.content[1].text.startswith("Winner: A\n")  # the first position, always
+        assert message.usage.output_tokens > 600  # the thinking's tokens are billed with the text's
