@@ -4,8 +4,6 @@ first bad one), checked against the settings, and the job's plan built from them
 from __future__ import annotations
 
 import contextlib
-import datetime
-import decimal
 import gc
 import os
 import sys
@@ -17,6 +15,7 @@ import attrs
 import orjson
 
 from adapters.jobkey import holds_checkpoint, ids_job_for
+from adapters.readers import dated, frame_lines, input_kind, input_lines, is_frame, native, templated_rows
 from adapters.settings import JobSettings
 from adapters.usage import UsageError
 from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
@@ -118,7 +117,6 @@ def load_items(
     job key of the custom_ids (`adapters.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, whose key is drawn for it alone): they are derived only if read
     (`judgecore.parsing.parse_items`)."""
-    from adapters.readers import input_kind, input_lines
     from judgecore.parsing import parse_items
 
     kind = kind or input_kind(path)
@@ -134,7 +132,6 @@ def load_input(path: Path, *, job: str | None = None, kind: InputKind | None = N
     messages; the run reads them from `path` again to keep them in its checkpoint
     (`adapters.messages.InputMessages`), so no run holds its whole input in memory."""
     from adapters.messages import InputMessages, JobInput
-    from adapters.readers import input_kind
 
     kind = kind or input_kind(path)
     items = load_items(path, hold_messages=False, job=job, kind=kind)
@@ -169,8 +166,6 @@ def load_design_items(path: Path, design: Design, *, job: str | None, kind: Inpu
     """The requests of a multi-request or templated job read from `path` (`judgecore.designs`): each
     row expanded into its requests, their messages held (a design's prompts are built, not read
     back from the file); `UsageError` with `FILE:LINE: reason` on the first bad row."""
-    from adapters.readers import input_kind, input_lines, templated_rows
-
     kind = kind or input_kind(path)
     with (
         _reading(path),
@@ -213,16 +208,6 @@ def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *,
     return design_items(design, rows(), job=job)
 
 
-def _dated(value: object) -> str:
-    """A date or time orjson leaves aside (a pandas Timestamp) in ISO 8601, as a DataFrame's or a
-    Parquet file's cells are read; a `Decimal` as its text. Anything else stays not serializable."""
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
-
-
 def _line_of(n: int, obj: object) -> bytes:
     """Item `n` (1-based) as the JSON line the parser reads; numpy scalars and arrays (what a
     DataFrame's cells hold) are numbers and lists. `InputError` for an object no line could be."""
@@ -230,12 +215,10 @@ def _line_of(n: int, obj: object) -> bytes:
         raise InputError(n, f"expected a dict shaped like an input line, got {type(obj).__name__}")
     option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
     try:
-        return orjson.dumps(dict(obj), default=_dated, option=option)
+        return orjson.dumps(dict(obj), default=dated, option=option)
     except TypeError:  # e.g. a numpy array of objects (a list cell of `DataFrame.to_dict("records")`)
-        from adapters.readers import native
-
         try:
-            return orjson.dumps(native(dict(obj)), default=_dated, option=option)
+            return orjson.dumps(native(dict(obj)), default=dated, option=option)
         except TypeError as exc:
             raise InputError(n, f"not JSON-serializable: {exc}") from None
 
@@ -243,8 +226,6 @@ def _line_of(n: int, obj: object) -> bytes:
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
     """Items from Python objects shaped like input lines (or `Item`s), or from the rows of a pandas
     DataFrame (`adapters.readers.row_object`), validated as the CLI would."""
-    from adapters.readers import frame_lines, is_frame
-
     out: list[Item] = []
     try:
         rows: Iterable[Mapping[str, Any] | Item | bytes] = (
@@ -265,8 +246,6 @@ def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Ite
 
 def _design_objects(design: Design, objects: Iterable[Mapping[str, Any]]) -> Items:
     """The requests of a design from Python objects (or a DataFrame's rows), as from a file."""
-    from adapters.readers import frame_lines, is_frame, templated_rows
-
     try:
         with templated_rows():
             rows: Iterable[Any] = frame_lines(objects) if is_frame(objects) else objects

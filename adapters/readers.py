@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import datetime
+import decimal
 import importlib
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -163,11 +165,23 @@ def row_object(row: Mapping[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _as_text(value: Any) -> str:
-    """A value JSON lacks as its text: a date or time (a pandas Timestamp among them, which orjson
-    leaves to this) in ISO 8601, as orjson writes a `datetime`; anything else, a decimal, by `str`."""
-    iso = getattr(value, "isoformat", None)
-    return iso() if callable(iso) else str(value)
+def dated(value: object) -> str:
+    """A date or time orjson leaves aside (a pandas Timestamp) in ISO 8601, as orjson writes a
+    `datetime`; a `Decimal` as its text; anything else stays not serializable (`TypeError`). The
+    `default` of every input object's JSON (a table row's, and `judge()`'s objects)."""
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def _as_text(value: object) -> str:
+    """A table cell JSON lacks as its text: `dated`, else `str` (a binary cell's `b'...'`)."""
+    try:
+        return dated(value)
+    except TypeError:
+        return str(value)
 
 
 def object_line(obj: Mapping[str, Any]) -> bytes:

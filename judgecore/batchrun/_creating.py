@@ -73,8 +73,8 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
                 # nothing in flight can free room: stop creating; what is live is harvested
                 return _out_of_budget(run, (reqs, *queue), bounds[0])
             if fit < len(reqs):  # cut to what fits; the rest waits in the queue for room
+                run = _say_cut(run, fit, len(reqs) + sum(map(len, queue)), bounds[0])
                 cut, queue = (reqs[fit:], *queue), []
-                run = _say_cut(run, fit, len(reqs) + sum(map(len, cut[1:])), bounds[0])
             reqs, bounds = reqs[:fit], bounds[:fit]
             run = attrs.evolve(run, budget=run.budget.reserve(sum(bounds)))
         sub = Sub(
