@@ -214,7 +214,7 @@ def cut_line(*, fit: int, of: int, room: float, bound: float, expect: Expect) ->
         else "the estimate"
     )
     return (
-        f"budget: a sub-batch is cut to {fit:,} of {of:,} requests: each is held at its upper bound "
+        f"budget rounds: a sub-batch is cut to {fit:,} of {of:,} requests: each is held at its upper bound "
         f"(${bound:,.4f}: its max_tokens of output) until its batch is harvested, while "
         f"an answer costs about ${expect.per_request:,.4f} (from {basis}); spending the budget will take "
         f"about {rounds:,} rounds, each a batch's turnaround. A --max-tokens nearer the answers' length "
