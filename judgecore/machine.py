@@ -8,7 +8,8 @@ the shell performs them. One exit status per idea, the same in the core, the she
 - `USAGE` (2): bad usage or input, found before anything was sent;
 - `PENDING` (3): some items are left pending (a budget, stuck batches, retries spent);
 - `FATAL` (4): the run stopped early (a fatal API configuration, an account state);
-- `INTERRUPTED` (130) and `TERMINATED` (143): 128 + SIGINT or SIGTERM, the CLI's own.
+- `INTERRUPTED` (130), `TERMINATED` (143) and `HUNG_UP` (129): 128 + SIGINT, SIGTERM or SIGHUP, the
+  CLI's own.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class ExitStatus(IntEnum):
     FATAL = 4
     INTERRUPTED = 130
     TERMINATED = 143
+    HUNG_UP = 129
 
 
 @attrs.frozen

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from adapters import keep_bytecode, release_collector
 from adapters.cli.parser import build_parser
-from adapters.cli.run import EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
+from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
 from adapters.paths import directory_problem
 from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, disk_fault
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from adapters.cli.relaunch import PROJECT, command_line, launcher
 
 __all__ = [
+    "EXIT_HUNG_UP",
     "EXIT_INTERRUPTED",
     "EXIT_TERMINATED",
     "PROJECT",

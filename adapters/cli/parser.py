@@ -48,8 +48,9 @@ exit status:
   4  fatal API configuration (authentication, permission, unknown model, an endpoint that cannot be
      reached, every request invalid), or the API refused the account (on hold, a spend limit,
      billing: nothing quarantined, rerun once fixed)
-  130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the checkpoint is safe and the output
-      written with unfinished items pending; rerun the same command to resume
+  130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP: the terminal went
+      away): the checkpoint is safe and the output written with unfinished items pending; rerun
+      the same command to resume
 
 credentials come from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint); the key is
 never printed, logged or written to disk.

@@ -23,10 +23,27 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_HUNG_UP = 129  # 128 + SIGHUP
 
 
 class _Terminated(Exception):
-    """The run was cancelled by SIGTERM (a scheduler's stop): it ends as Ctrl-C does, exit 143."""
+    """The run was cancelled by SIGTERM (a scheduler's stop) or SIGHUP (the terminal went away): it
+    ends as Ctrl-C does, exit 143 or 129."""
+
+
+def _hung_up(ttys: Sequence[int]) -> None:
+    """SIGHUP: the terminal the run writes to is gone (an ssh session dropped). The standard streams
+    that were that terminal when the run began (`ttys`, their descriptors: a hung-up terminal no
+    longer says it is one) are pointed at /dev/null, so what the run still writes while it stops (the
+    live view, the closing lines) cannot fail and leave the output unwritten."""
+    import os
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in ttys:
+            os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -162,6 +179,7 @@ def _run(
 
     resume = command_line(argv)
     terminated: list[int] = []
+    ttys = [s.fileno() for s in (sys.stdout, sys.stderr) if s.isatty()]  # for a SIGHUP (`_hung_up`)
 
     async def judged() -> JudgeResult:
         # SIGTERM cancels the run the way asyncio.run's own Ctrl-C does: the main task is cancelled at
@@ -171,6 +189,9 @@ def _run(
         assert task is not None
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, lambda: (terminated.append(signal.SIGTERM), task.cancel()))
+        loop.add_signal_handler(
+            signal.SIGHUP, lambda: (_hung_up(ttys), terminated.append(signal.SIGHUP), task.cancel())
+        )
         try:
             return await ajudge(
                 items,
@@ -188,6 +209,7 @@ def _run(
             raise
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
+            loop.remove_signal_handler(signal.SIGHUP)
 
     finished.clear(ns.state)
     with contextlib.ExitStack() as stack:
@@ -197,7 +219,9 @@ def _run(
         except (KeyboardInterrupt, _Terminated):
             stack.close()
             _write_after_interrupt(items.items, ns.state, out, settings.verdict, settings.design)
-            what = "terminated" if terminated else "interrupted"
+            what = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}.get(
+                terminated[0] if terminated else None, "interrupted"
+            )
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
                 file=sys.stderr,
@@ -211,7 +235,9 @@ def _run(
                     f"  {command_line(['cancel', '--state', str(ns.state)])}",
                     file=sys.stderr,
                 )
-            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+            if not terminated:
+                return EXIT_INTERRUPTED
+            return EXIT_HUNG_UP if terminated[0] == signal.SIGHUP else EXIT_TERMINATED
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
     closing = [f"{summary}; output: {out}"]

@@ -16,6 +16,7 @@ def test_the_shells_exit_statuses_are_the_cores():
         "FATAL": usage.EXIT_FATAL,
         "INTERRUPTED": cli.EXIT_INTERRUPTED,
         "TERMINATED": cli.EXIT_TERMINATED,
+        "HUNG_UP": cli.EXIT_HUNG_UP,
     } == {s.name: int(s) for s in ExitStatus}
 
 

@@ -178,10 +178,17 @@ def test_create_lost_in_transit_is_adopted_not_paid_twice(served, tmp_path):
     assert {"succeeded"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path, sig, code):
-    """Ctrl-C (or a scheduler's SIGTERM) mid-run: the output is written, the command that resumes is
-    printed, and the rerun finishes by polling the same batch."""
+@pytest.mark.parametrize(
+    ("sig", "code", "word"),
+    [
+        (signal.SIGINT, 130, "interrupted"),
+        (signal.SIGTERM, 143, "terminated"),
+        (signal.SIGHUP, 129, "hung up"),
+    ],
+)
+def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path, sig, code, word):
+    """Ctrl-C (or a scheduler's SIGTERM, or a SIGHUP) mid-run: the output is written, the command that
+    resumes is printed, and the rerun finishes by polling the same batch."""
     srv = served(Scenario(seed=7, never_end=True))  # it cannot finish before the signal lands
     items = write_items(tmp_path / "in.jsonl", [{"id": f"c{i}", "prompt": f"grade {i}"} for i in range(200)])
     args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", *FAST_POLL]
@@ -195,7 +202,7 @@ def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path
         _, err = proc.communicate()
         raise AssertionError(f"the CLI ignored signal {sig!r}:\n{err}") from None
     assert code == proc.returncode, err
-    assert "Resume with:" in err and "--state" in err
+    assert f"{word}: the checkpoint in {tmp_path / 's'} is safe. Resume with:" in err and "--state" in err
     (batch_id,) = [b.id for b in srv.sim.batches]
     assert f"1 batch keeps running on the API side, billed as it finishes ({batch_id})" in err
     assert f"cancel --state {tmp_path / 's'}" in err  # the command that stops it
@@ -204,6 +211,70 @@ def test_ctrl_c_leaves_a_resumable_state_and_prints_the_command(served, tmp_path
     res = srv.cli(args, timeout=60)
     assert 0 == res.returncode, res.stderr
     assert 1 == len(srv.creates())
+
+
+def test_a_terminal_that_hangs_up_mid_run_leaves_the_output_written(served, tmp_path):
+    """The run's terminal goes away (an ssh session drops: the kernel sends SIGHUP, and every later
+    write to the terminal fails): the run stops as it does on SIGTERM, exit 129, with the output
+    written and the checkpoint safe, and the same command resumes it without a second create."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import sys
+    import termios
+    import threading
+
+    srv = served(Scenario(seed=7, never_end=True))
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"h{i}", "prompt": f"grade {i}"} for i in range(50)])
+    args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", *FAST_POLL]
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:  # a login session's process: the pty is its controlling terminal
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=srv.env(),
+        cwd=ROOT,
+        preexec_fn=own_terminal,
+    )
+    os.close(slave)
+    stop = threading.Event()
+
+    def drain() -> None:  # the terminal's reader: the live view never blocks on a full pty
+        while not stop.is_set():
+            if select.select([master], [], [], 0.05)[0]:
+                try:
+                    os.read(master, 65536)
+                except OSError:
+                    return
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        srv.wait_for(lambda: srv.polls() >= 1)  # the batch is created and the run is polling it
+    finally:
+        stop.set()
+        reader.join()
+        os.close(master)  # the hang-up: SIGHUP to the session, EIO for every later write
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the run did not stop when its terminal hung up") from None
+    assert 129 == code
+    assert {"pending"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
+    srv.sim.scenario = Scenario(seed=7, batch_seconds=0.5)
+    res = srv.cli(args, timeout=60)
+    assert 0 == res.returncode, res.stderr
+    assert 1 == len(srv.creates())
+    assert {"succeeded"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
 
 
 def test_sync_path_survives_429s_and_scores_misses(served, tmp_path):
