@@ -17,7 +17,7 @@ from adapters.cli import main
 from adapters.job import JobSettings, UsageError, judge, judge_dry_run
 from adapters.simulator import Scenario
 from adapters.simulator.scenario import DEFAULT_MODELS
-from judgecore.models import Retired, standing
+from judgecore.models import MODELS, Retired, standing
 from tests.integration.conftest import Served, read_output, write_items
 
 pytestmark = pytest.mark.integration
@@ -177,10 +177,12 @@ def test_budget_works_with_a_current_model(
 
 
 def test_the_plan_shows_a_cost_for_every_current_model_and_refuses_every_retired_one(tmp_path: Path):
-    """Every id the installed SDK lists: a current one is planned with a cost; a retired one (on
-    2026-12-01) is exit 2 naming its replacement."""
+    """Every id the installed SDK lists, and every id judgecore's table knows: a current one is
+    planned with a cost; a retired one (on 2026-12-01) is exit 2 naming its replacement. (A newer SDK
+    drops the ids it no longer serves from its list, anthropic 2.16 Sonnet 4.5's: the table keeps them
+    as retired, so a state dir or a script that names one is still told what to move to.)"""
     current = retired = 0
-    for model in _sdk_models():
+    for model in dict.fromkeys([*_sdk_models(), *MODELS]):
         settings = JobSettings(model=model, today=TODAY)
         if isinstance(standing(model, TODAY), Retired):
             with pytest.raises(UsageError, match="use claude-"):
