@@ -299,7 +299,6 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     ok = True
     for name, result in results.items():
         created, read = _cache_tokens(dict(result.records))
-        hit = read / (read + created) if read + created else 0.0
         actual, all_sync = result.spend_usd, result.all_sync_usd
         c = result.counts
         attempts = sum(r["attempts"] for r in result.records.values())
@@ -314,7 +313,11 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             if actual is not None and all_sync
             else "       spend n/a"
         )
-        print(f"       prompt cache: {read:,} tokens read, {created:,} written (hit rate {hit:.1%})")
+        print(
+            f"       prompt cache: {read:,} tokens read, {created:,} written (hit rate {read / (read + created):.1%})"
+            if read + created
+            else "       prompt cache: not used (its rubric is under the model's minimum for a cached prefix)"
+        )
         if name == "pairwise":
             print("\n".join(pairwise_lines(result.records.values())))
         print(f"       output: {result.output_path}")

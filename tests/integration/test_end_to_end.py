@@ -393,6 +393,9 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
     assert 200 == len(pairs)
     assert all(["answer_gpt", "answer_claude"] == [o["first"] for o in p["verdict"]["orders"]] for p in pairs)
     assert "position consistency" in res.stdout
+    # the batch job's rubric is cached; the pairwise job's is too short to be: said so, not "0.0%"
+    assert "hit rate 0.0%" not in res.stdout
+    assert 1 == res.stdout.count("prompt cache: not used (its rubric is under the model's minimum")
     assert f"the judge report (open it in a browser): {tmp_path / 'demo' / 'report.html'}" in res.stdout
     assert "<svg" in (tmp_path / "demo" / "report.html").read_text()
     pairwise_page = (tmp_path / "demo" / "pairwise_report.html").read_text()
