@@ -189,9 +189,10 @@ def _run(
         assert task is not None
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, lambda: (terminated.append(signal.SIGTERM), task.cancel()))
-        loop.add_signal_handler(
-            signal.SIGHUP, lambda: (_hung_up(ttys), terminated.append(signal.SIGHUP), task.cancel())
-        )
+        if hangup := signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under `nohup`
+            loop.add_signal_handler(
+                signal.SIGHUP, lambda: (_hung_up(ttys), terminated.append(signal.SIGHUP), task.cancel())
+            )
         try:
             return await ajudge(
                 items,
@@ -209,7 +210,8 @@ def _run(
             raise
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
-            loop.remove_signal_handler(signal.SIGHUP)
+            if hangup:
+                loop.remove_signal_handler(signal.SIGHUP)
 
     finished.clear(ns.state)
     with contextlib.ExitStack() as stack:

@@ -277,6 +277,35 @@ def test_a_terminal_that_hangs_up_mid_run_leaves_the_output_written(served, tmp_
     assert {"succeeded"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
 
 
+def test_a_run_under_nohup_goes_on_through_a_hangup(served, tmp_path):
+    """`nohup judgecore run ...` asked for hangups to be ignored: a SIGHUP leaves the run going, and
+    it finishes the job."""
+    import sys
+
+    srv = served(Scenario(seed=7, batch_seconds=1.5))
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"n{i}", "prompt": f"grade {i}"} for i in range(30)])
+    args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", *FAST_POLL]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=srv.env(),
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does
+    )
+    try:
+        srv.wait_for(lambda: srv.polls() >= 1)  # the batch is created and the run is polling it
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert 0 == proc.returncode, err
+    assert "hung up" not in err
+    assert {"succeeded"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
+
+
 def test_sync_path_survives_429s_and_scores_misses(served, tmp_path):
     srv = served(Scenario(seed=8, sync_faults={3: "429", 5: "429", 6: "529", 9: "500", 12: "drop"}))
     rows = [{"id": f"s{i}", "prompt": f"grade {i}"} for i in range(30)]
