@@ -178,7 +178,7 @@ def _run(
     from adapters.progress import plural, stderr_progress
 
     resume = command_line(argv)
-    terminated: list[int] = []
+    terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status
     ttys = [s.fileno() for s in (sys.stdout, sys.stderr) if s.isatty()]  # for a SIGHUP (`_hung_up`)
 
     async def judged() -> JudgeResult:
@@ -188,10 +188,13 @@ def _run(
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, lambda: (terminated.append(signal.SIGTERM), task.cancel()))
+        loop.add_signal_handler(
+            signal.SIGTERM, lambda: (terminated.append(("terminated", EXIT_TERMINATED)), task.cancel())
+        )
         if hangup := signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # not under `nohup`
             loop.add_signal_handler(
-                signal.SIGHUP, lambda: (_hung_up(ttys), terminated.append(signal.SIGHUP), task.cancel())
+                signal.SIGHUP,
+                lambda: (_hung_up(ttys), terminated.append(("hung up", EXIT_HUNG_UP)), task.cancel()),
             )
         try:
             return await ajudge(
@@ -221,9 +224,7 @@ def _run(
         except (KeyboardInterrupt, _Terminated):
             stack.close()
             _write_after_interrupt(items.items, ns.state, out, settings.verdict, settings.design)
-            what = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}.get(
-                terminated[0] if terminated else None, "interrupted"
-            )
+            what, code = terminated[0] if terminated else ("interrupted", EXIT_INTERRUPTED)
             print(
                 f"{what}: the checkpoint in {ns.state} is safe. Resume with:\n  {resume}",
                 file=sys.stderr,
@@ -237,9 +238,7 @@ def _run(
                     f"  {command_line(['cancel', '--state', str(ns.state)])}",
                     file=sys.stderr,
                 )
-            if not terminated:
-                return EXIT_INTERRUPTED
-            return EXIT_HUNG_UP if terminated[0] == signal.SIGHUP else EXIT_TERMINATED
+            return code
     c = result.counts
     summary = ", ".join(f"{k} {v:,}" for k, v in c.items())
     closing = [f"{summary}; output: {out}"]
