@@ -31,9 +31,10 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from . import answers
+from . import answers, selfpref
 from . import designs as sim_designs
 from .cache import PromptCache
+from .openai_logic import OpenAISide, is_openai_path
 from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
 from .wire import (
@@ -174,6 +175,8 @@ class Simulator:
         self._n_creates = 0
         self._billed: list[tuple[str, dict[str, Any]]] = []
         self._billed_models: list[str] = []  # the model of each entry of `_billed`
+        #: The OpenAI wire (Chat Completions, Files, Batches, served models) on the same port.
+        self.openai = OpenAISide(self)
 
     # ------------------------------------------------------------------ queries for tests
     @property
@@ -226,6 +229,10 @@ class Simulator:
             now = self.clock()
             self._n_requests += 1
             rid = make_id("req_011", self.scenario.seed, "req", self._n_requests)
+            if is_openai_path(path := _api_path(request.path)):
+                response, entry = self.openai.handle(request, path, now, rid)
+                self._log.append(entry)
+                return response
             self._advance(now)
             ctx = _Ctx(request, rid, now)
             response = self._route(ctx)
@@ -420,6 +427,8 @@ class Simulator:
                 sample_spread=s.sample_spread,
                 salt=salt,
             )
+        if s.self_preference:
+            reply = selfpref.bias(reply, params, seed=s.seed, preference=dict(s.self_preference))
         content: list[dict[str, Any]] = []
         if reply.thinking is not None:  # the thinking block comes first, before the text
             sig = make_id("sig_", s.seed, "thinking", tier, *salt)

@@ -13,6 +13,8 @@ from typing import Final
 
 import attrs
 
+from .openai_scenario import OpenAIScenario
+
 #: Outcomes a batch request can be given by `batch_mix` / `batch_retry_mix` or by a marker.
 BATCH_OUTCOMES: Final = (
     "succeeded",
@@ -163,6 +165,12 @@ def _non_negative_weights(
             )
 
 
+def _shares(value: tuple[tuple[str, float], ...]) -> None:
+    for name, share in value:
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"self_preference: the share of {name!r} must be in 0..1, got {share}")
+
+
 @attrs.frozen(kw_only=True)
 class Scenario:
     """How the simulated API behaves. Every field has a default; change one with `attrs.evolve`."""
@@ -251,6 +259,12 @@ class Scenario:
     #: whatever the content, and the share of answers whose verdict is drawn afresh (samples disagree).
     position_bias: float = attrs.field(default=0.0, validator=_probability)
     sample_spread: float = attrs.field(default=0.0, validator=_probability)
+    #: Self-preference (see selfpref.py): a model id or family (`claude`, `gpt`, `qwen`) -> the share
+    #: of its answers on its own family's items (the prompt names the family) that give the best
+    #: verdict. Both wires.
+    self_preference: tuple[tuple[str, float], ...] = attrs.field(
+        default=(), converter=_weights, validator=[_non_negative_weights, lambda _i, _a, v: _shares(v)]
+    )
 
     # --- today's API: refusals, account states, slow bodies -----------------------------------
     #: Share of answers (by content, seeded) that are refusals: `stop_reason: "refusal"`, with
@@ -286,3 +300,6 @@ class Scenario:
         default=None, converter=attrs.converters.optional(frozenset)
     )
     reject_all_keys: bool = False
+
+    # --- the OpenAI wire (Chat Completions, Files, Batches) and served (vLLM) mode -----------------
+    openai: OpenAIScenario = attrs.field(factory=OpenAIScenario)
