@@ -105,11 +105,18 @@ any key works:
   judgecore simulator --port 8765 &
   export ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-sim
   judgecore run items.jsonl --state runs/sim1 --rubric rubric.txt
+the same port speaks OpenAI's wire to the openai SDK (chat completions, files, batches):
+  export OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=sk-sim
+and answers its --served-model names as a vLLM server does (base URL http://127.0.0.1:8765/v1).
 
 examples:
   judgecore simulator --port 8765 --batch-seconds 30          # batches take 30 s to end
   judgecore simulator --port 8765 --sync-429-rate 0.1         # one sync request in ten is a 429
   judgecore simulator --port 8765 --never-end --expires-after 60   # a batch that wedges
+  judgecore simulator --openai-tpm 200000 --openai-429-rate 0.05  # OpenAI limits and 429s
+  judgecore simulator --openai-enqueued-token-limit 50000     # big OpenAI batches fail validation
+  judgecore simulator --served-latency 0.2 --served-slots 16 --served-max-queued 32   # a loaded vLLM
+  judgecore simulator --self-preference gpt=0.8               # GPT judges favour GPT-written answers
 """
 
 

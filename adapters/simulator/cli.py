@@ -8,6 +8,7 @@ import math
 
 from adapters.argtypes import finite_number
 
+from .openai_cli import add_openai_arguments, openai_from_args, self_preference_from_args
 from .scenario import ACCOUNT_STATE_WHERE, ACCOUNT_STATES, REFUSAL_CATEGORIES, Scenario
 
 
@@ -166,6 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"pause after every {d.results_chunk_lines} result lines",
     )
+    add_openai_arguments(parser)
 
 
 def scenario_from_args(ns: argparse.Namespace) -> Scenario:
@@ -224,4 +226,7 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         account_state=ns.account_state,
         account_state_where=where,
         body_timeout_above=ns.body_timeout_above,
+        create_stall_seconds=getattr(ns, "create_stall_seconds", 30.0),
+        self_preference=self_preference_from_args(ns),
+        openai=openai_from_args(ns),
     )

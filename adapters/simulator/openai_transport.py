@@ -14,7 +14,12 @@ from .transport import DEFAULT_BASE_URL, SimTransport
 
 @overload
 def openai_client(
-    sim: Simulator, *, api_key: str = ..., async_: Literal[True] = ..., max_retries: int = ..., base_url: str = ...
+    sim: Simulator,
+    *,
+    api_key: str = ...,
+    async_: Literal[True] = ...,
+    max_retries: int = ...,
+    base_url: str = ...,
 ) -> openai.AsyncOpenAI: ...
 @overload
 def openai_client(

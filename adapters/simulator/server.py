@@ -153,6 +153,7 @@ def run_server_forever(
     def announce(handle: ServerHandle) -> None:
         print(f"simulator listening on {handle.base_url}", flush=True)
         print(f"export ANTHROPIC_BASE_URL={handle.base_url} ANTHROPIC_API_KEY=sk-sim", flush=True)
+        print(f"export OPENAI_BASE_URL={handle.base_url}/v1 OPENAI_API_KEY=sk-sim", flush=True)
 
     with serve(sim, host, port) as handle:
         (on_ready or announce)(handle)
