@@ -321,7 +321,7 @@ def test_a_file_over_the_line_or_byte_limit_fails_validation(clock):
 
 
 def test_the_enqueued_token_limit_fails_a_later_batch_once_polled(clock):
-    sim, client = sim_and_client(clock, batch_seconds=100, openai=OpenAIScenario(enqueued_token_limit=6_000))
+    _sim, client = sim_and_client(clock, batch_seconds=100, openai=OpenAIScenario(enqueued_token_limit=6_000))
     first = start_batch(client, [line(f"a{i}", f"item {i}") for i in range(2)])  # ~4,200 prompt tokens
     clock.advance(1)
     second = start_batch(client, [line(f"b{i}", f"item {i}") for i in range(2)])
@@ -517,7 +517,7 @@ def test_a_served_api_key_is_required_when_set(clock):
     assert ok.choices
 
 
-def mean_scores(client: openai.OpenAI, model: str, author: str, n: int = 60) -> float:
+def mean_scores(client: openai.OpenAI, model: str, author: str, n: int = 30) -> float:
     scores = []
     for i in range(n):
         text = f"Model: {author}\nAnswer #{i}: the capital of France is Paris."
