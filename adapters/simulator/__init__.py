@@ -14,6 +14,13 @@ Over HTTP::
     with serve(Simulator(Scenario())) as server:  # real time.time clock by default
         client = anthropic.AsyncAnthropic(api_key="sk-sim", base_url=server.base_url)
 
+The same port speaks OpenAI's wire (Chat Completions, Files, Batches, `/v1/models`) to the `openai`
+SDK, and answers `served_models` as a vLLM server does (`openai_logic.py`; knobs in `OpenAIScenario`,
+the `openai` field of `Scenario`)::
+
+    client = openai_client(sim)                   # AsyncOpenAI in-process; async_=False for OpenAI
+    client = openai.OpenAI(api_key="sk-sim", base_url=server.base_url + "/v1")
+
 Markers in the text of the last user message force an outcome (batch results and, where it makes sense,
 sync): `[[sim:max_tokens]]`, `[[sim:invalid]]`, `[[sim:context]]` (every attempt); `[[sim:api_error]]`,
 `[[sim:overloaded]]`, `[[sim:rate_limit]]`, `[[sim:expired]]`, `[[sim:canceled]]` (first attempt only;
@@ -27,11 +34,13 @@ from .answers import MARKERS, count_input_tokens, forced_outcome
 from .cli import add_arguments, scenario_from_args
 from .clock import ManualClock
 from .logic import BatchView, LogEntry, Simulator
+from .openai_scenario import OpenAIScenario
 from .scenario import BATCH_OUTCOMES, CREATE_FAULTS, DEFAULT_MODELS, SYNC_FAULTS, Scenario
 from .server import ServerHandle, run_server_forever, serve
 from .wire import SimRequest, SimResponse
 
 if TYPE_CHECKING:
+    from .openai_transport import openai_client
     from .transport import DEFAULT_BASE_URL, SimTransport, sim_client
 
 _LAZY = frozenset({"DEFAULT_BASE_URL", "SimTransport", "sim_client"})
@@ -39,6 +48,10 @@ _LAZY = frozenset({"DEFAULT_BASE_URL", "SimTransport", "sim_client"})
 
 def __getattr__(name: str) -> Any:
     """The in-process transport needs the SDK (a two-second import): load it on first use only."""
+    if name == "openai_client":
+        from .openai_transport import openai_client
+
+        return openai_client
     if name in _LAZY:
         from . import transport
 
@@ -56,6 +69,7 @@ __all__ = [
     "BatchView",
     "LogEntry",
     "ManualClock",
+    "OpenAIScenario",
     "Scenario",
     "ServerHandle",
     "SimRequest",
@@ -65,6 +79,7 @@ __all__ = [
     "add_arguments",
     "count_input_tokens",
     "forced_outcome",
+    "openai_client",
     "run_server_forever",
     "scenario_from_args",
     "serve",

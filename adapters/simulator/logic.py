@@ -229,7 +229,7 @@ class Simulator:
             now = self.clock()
             self._n_requests += 1
             rid = make_id("req_011", self.scenario.seed, "req", self._n_requests)
-            if is_openai_path(path := _api_path(request.path)):
+            if is_openai_path(path := _api_path(request.path), request):
                 response, entry = self.openai.handle(request, path, now, rid)
                 self._log.append(entry)
                 return response

@@ -18,6 +18,7 @@ the cancel (the rest: `batch_cancelled` lines). Lines come out in a seeded order
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
@@ -43,7 +44,7 @@ from .openai_wire import (
     vllm_error_body,
 )
 from .ratelimit import Bucket
-from .wire import SimRequest, SimResponse, digest_int, dumps, make_id, unit_float
+from .wire import SimRequest, SimResponse, digest_int, dumps, unit_float
 
 if TYPE_CHECKING:
     from .logic import LogEntry, Simulator
@@ -55,6 +56,7 @@ _BATCH: Final = re.compile(r"^/v1/batches/([^/]+)$")
 _BATCH_CANCEL: Final = re.compile(r"^/v1/batches/([^/]+)/cancel$")
 _CONTENT_FILTER: Final = re.compile(r"\[\[sim:content_filter\]\]")
 _PREFIXES: Final = ("/v1/chat/completions", "/v1/files", "/v1/batches")
+_MODEL: Final = re.compile(r"^/v1/models/(.+)$")
 _PURPOSES: Final = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 REFUSAL_TEXT: Final = "I'm sorry, but I can't help with that request."
 #: OpenAI's in-memory prompt cache keeps a prefix this long after its last use (`"24h"` retention: a day).
@@ -62,8 +64,14 @@ CACHE_TTL: Final = 600.0
 LIVE: Final = ("validating", "in_progress", "finalizing", "cancelling")
 
 
-def is_openai_path(path: str) -> bool:
-    return path.startswith(_PREFIXES)
+def is_openai_path(path: str, request: SimRequest) -> bool:
+    """An OpenAI request: its endpoints, and `/v1/models` asked without `anthropic-version` (the Anthropic
+    SDK always sends it; that side answers its own `/v1/models` requests)."""
+    if path.startswith(_PREFIXES):
+        return True
+    return (path == "/v1/models" or path.startswith("/v1/models/")) and request.header(
+        "anthropic-version"
+    ) is None
 
 
 @attrs.define
@@ -108,6 +116,7 @@ class OpenAIBatch:
     status: str = "validating"
     model: str | None = None
     lines: tuple[dict[str, Any], ...] = ()
+    custom_ids: tuple[str, ...] = ()
     attempts: tuple[int, ...] = ()
     prompt_tokens: int = 0
     errors: list[dict[str, Any]] | None = None
@@ -120,13 +129,8 @@ class OpenAIBatch:
     cancelled_at: float | None = None
     output_file_id: str | None = None
     error_file_id: str | None = None
-    results: tuple[dict[str, Any], ...] | None = None
     counts: dict[str, int] = attrs.field(factory=lambda: {"total": 0, "completed": 0, "failed": 0})
     usage: dict[str, int] = attrs.field(factory=lambda: {"input": 0, "cached": 0, "output": 0})
-
-    @property
-    def custom_ids(self) -> tuple[str, ...]:
-        return tuple(str(line["custom_id"]) for line in self.lines)
 
 
 class OpenAISide:
@@ -204,9 +208,8 @@ class OpenAISide:
             if method == "POST":
                 return self._upload(ctx)
             if method == "GET":
-                return self._list(
-                    ctx, sorted(self._live_files(ctx), key=lambda f: (f.created_at, f.seq)), 10_000
-                )
+                files = sorted(self._live_files(ctx), key=lambda f: (f.created_at, f.seq))
+                return self._list(ctx, files, default=10_000, most=10_000)
         if m := _FILE.match(path):
             if method == "GET":
                 f = self._file(ctx, m.group(1))
@@ -224,13 +227,27 @@ class OpenAISide:
                 return self._create(ctx)
             if method == "GET":
                 batches = sorted(self._batches.values(), key=lambda b: (b.created_at, b.seq))
-                return self._list(ctx, batches, 100)
+                return self._list(ctx, batches, default=20, most=100)
         if (m := _BATCH.match(path)) and method == "GET":
             b = self._find(ctx, m.group(1))
             return b if isinstance(b, SimResponse) else ctx.ok(self._batch_json(b))
         if (m := _BATCH_CANCEL.match(path)) and method == "POST":
             return self._cancel(ctx, m.group(1))
+        if path == "/v1/models" and method == "GET":
+            models = sorted(self.o.models | self.o.served_models)
+            return ctx.ok({"object": "list", "data": [self._model_json(m) for m in models]})
+        if (m := _MODEL.match(path)) and method == "GET":
+            if m.group(1) not in self.o.models | self.o.served_models:
+                return ctx.error(_model_not_found(m.group(1)))
+            return ctx.ok(self._model_json(m.group(1)))
         return ctx.error(Problem(f"Invalid URL ({method} {path})", status=404))
+
+    def _model_json(self, model: str) -> dict[str, Any]:
+        """A model as `GET /v1/models` lists it (a served model as vLLM lists it, owned by `vllm`)."""
+        if model in self.o.served_models:
+            return {"id": model, "object": "model", "created": 1_796_000_000, "owned_by": "vllm", "root": model,
+                    "parent": None, "max_model_len": self.o.served_context}  # fmt: skip
+        return {"id": model, "object": "model", "created": 1_700_000_000, "owned_by": "system"}
 
     def _authenticate(self, ctx: _OCtx) -> SimResponse | None:
         auth = ctx.request.header("authorization") or ""
@@ -376,16 +393,14 @@ class OpenAISide:
         headers += self._ratelimit_headers(ctx)
         return ctx.error(Problem(message, "rate_limit_exceeded", status=429, type=which), extra=headers)
 
-    def _cached_tokens(self, body: Mapping[str, Any], now: float) -> int:
+    def _cached_tokens(self, body: Mapping[str, Any], units: list[tuple[bytes, int]], now: float) -> int:
         """Prompt tokens served from the cache: the longest earlier prompt prefix (at a message boundary,
         1,024 tokens or more, in steps of 128) still alive; this prompt's prefixes are (re)written."""
-        import hashlib
-
         ttl = 86_400.0 if body.get("prompt_cache_retention") == "24h" else CACHE_TTL
         running = hashlib.sha256(str(body["model"]).encode())
         tokens = hit = 0
         minimum = self.s.min_cacheable_tokens
-        for key, n in prompt_units(body):
+        for key, n in units:
             running.update(len(key).to_bytes(8, "big") + key)
             tokens += n
             if tokens < minimum:
@@ -436,11 +451,12 @@ class OpenAISide:
             o.content_filter_rate > 0 and unit_float(s.seed, "content_filter", digest) < o.content_filter_rate
         ):
             text, finish, output = None, "content_filter", 1
-        prompt = sum(t for _, t in prompt_units(body))
+        units = prompt_units(body)
+        prompt = sum(t for _, t in units)
         if cached is None:
-            cached = self._cached_tokens(body, now)
+            cached = self._cached_tokens(body, units, now)
         return {
-            "id": make_id("chatcmpl-", s.seed, "chat", tier, *salt, length=29),
+            "id": _oid("chatcmpl-", s.seed, "chat", tier, *salt, length=29),
             "object": "chat.completion",
             "created": int(now),
             "model": body["model"],
@@ -530,7 +546,7 @@ class OpenAISide:
 
     def _new_file(self, now: float, filename: str, purpose: str, data: bytes, output: bool = False) -> _File:
         seq = len(self.files) + 1
-        f = _File(make_id("file-", self.s.seed, "file", seq, length=22), seq, now, filename, purpose, data,
+        f = _File(_oid("file-", self.s.seed, "file", seq, length=22), seq, now, filename, purpose, data,
                   output=output)  # fmt: skip
         self.files[f.id] = f
         return f
@@ -583,10 +599,11 @@ class OpenAISide:
         return SimResponse(status=200, headers=(("content-type", "application/octet-stream"),), body=f.data,
                            cut_after=cut, pace=(max(1, s.results_chunk_lines), s.results_line_delay))  # fmt: skip
 
-    def _list(self, ctx: _OCtx, items: list[Any], most: int) -> SimResponse:
+    def _list(self, ctx: _OCtx, items: list[Any], *, default: int, most: int) -> SimResponse:
+        """A cursor page, newest first unless `order=asc` (files; batches always newest first)."""
         raw = ctx.request.param("limit")
         try:
-            limit = 20 if raw is None and most == 100 else (most if raw is None else int(raw))
+            limit = default if raw is None else int(raw)
         except ValueError:
             return ctx.error(Problem("Invalid 'limit': expected an integer.", "invalid_type", "limit"))
         if not 1 <= limit <= most:
@@ -647,7 +664,7 @@ class OpenAISide:
                                      "purpose 'batch'.", "invalid_value", "input_file_id"))  # fmt: skip
         seq = len(self._batches) + 1
         b = OpenAIBatch(
-            id=make_id("batch_", s.seed, "openai-batch", seq, length=32),
+            id=_oid("batch_", s.seed, "openai-batch", seq, length=32),
             seq=seq,
             created_at=ctx.now,
             expires_at=ctx.now + s.expires_after,
@@ -771,6 +788,7 @@ class OpenAISide:
             b.status, b.failed_at, b.errors = "failed", at, errors
             return
         b.lines = tuple(lines)
+        b.custom_ids = tuple(str(line["custom_id"]) for line in lines)
         attempts = []
         for line in lines:
             self._submissions[str(line["custom_id"])] += 1
@@ -813,7 +831,8 @@ class OpenAISide:
             done = n
         else:
             done = min(n, max(0, math.floor(n * (cut_at - start) / span)))
-        order = sorted(range(n), key=lambda i: digest_int(s.seed, b.id, "order", b.custom_ids[i]))
+        cids = b.custom_ids
+        order = sorted(range(n), key=lambda i: digest_int(s.seed, b.id, "order", cids[i]))
         processed = set(order[:done])
         shuffled = list(range(n))
         random.Random(digest_int(s.seed, b.id, "shuffle")).shuffle(shuffled)
@@ -822,7 +841,7 @@ class OpenAISide:
         for i in shuffled:
             line = b.lines[i]
             cid = str(line["custom_id"])
-            lid = make_id("batch_req_", s.seed, b.id, cid, length=32)
+            lid = _oid("batch_req_", s.seed, b.id, cid, length=32)
             if i not in processed:
                 message = ("This request could not be executed before the completion window expired."
                            if cut_code == "batch_expired" else "This request was not executed: the batch was cancelled.")  # fmt: skip
@@ -835,7 +854,7 @@ class OpenAISide:
                 bad.append(orjson.dumps(record) + b"\n")
                 continue
             status, payload = self._line_result(b, i, cut_at)
-            rid = make_id("req_", s.seed, "openai-batchreq", b.id, cid, length=32)
+            rid = _oid("req_", s.seed, "openai-batchreq", b.id, cid, length=32)
             record = {"id": lid, "custom_id": cid,
                       "response": {"status_code": status, "request_id": rid, "body": payload}, "error": None}  # fmt: skip
             (good if status == 200 else bad).append(orjson.dumps(record) + b"\n")
@@ -851,7 +870,6 @@ class OpenAISide:
         if bad:
             b.error_file_id = self._new_file(cut_at, f"batch_{b.id}_error.jsonl", "batch_output",
                                              b"".join(bad), output=True).id  # fmt: skip
-        b.results = tuple(orjson.loads(x) for x in (*good, *bad)) if n <= 2_000 else None
 
     def _line_result(self, b: OpenAIBatch, i: int, now: float) -> tuple[int, dict[str, Any]]:
         s = self.s
@@ -1055,6 +1073,12 @@ def _late_fault(ctx: _OCtx, fault: str, side: OpenAISide) -> SimResponse:
     if fault == "persist_then_drop":
         return SimResponse(status=0, drop=True)
     return SimResponse(status=0, drop=True, stall=side.s.create_stall_seconds)
+
+
+def _oid(prefix: str, *parts: object, length: int) -> str:
+    """An id like OpenAI's (`batch_...`, `file-...`, `chatcmpl-...`), derived from `parts` (hex: cheaper
+    than `wire.make_id`'s alphabet, which a 50,000-line batch would call 150,000 times)."""
+    return prefix + hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:length]
 
 
 def _draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:

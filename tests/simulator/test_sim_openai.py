@@ -554,3 +554,60 @@ def test_self_preference_applies_on_the_anthropic_wire_too(clock):
 
     assert mean(Simulator(Scenario(self_preference={"claude": 1.0}), clock=clock)) == 10
     assert mean(Simulator(Scenario(), clock=clock)) < 8
+
+
+def test_the_async_client_in_process_runs_chat_and_a_batch(clock):
+    import asyncio
+
+    sim = Simulator(Scenario(), clock=clock)
+    client = openai_client(sim)  # AsyncOpenAI
+
+    async def run() -> tuple[list[ChatCompletion], Batch, bytes]:
+        replies = await asyncio.gather(*(client.chat.completions.create(**chat(f"a{i}")) for i in range(5)))
+        f = await client.files.create(
+            file=("in.jsonl", b"\n".join(line(f"c{i}", f"x{i}") for i in range(4))), purpose="batch"
+        )
+        batch = await client.batches.create(
+            input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        clock.advance(5)
+        done = await client.batches.retrieve(batch.id)
+        return list(replies), done, (await client.files.content(done.output_file_id)).content
+
+    replies, done, content = asyncio.run(run())
+    assert all(r.choices[0].message.content.startswith("Score: ") for r in replies)
+    assert "completed" == done.status and 4 == len(content.splitlines())
+
+
+def test_models_are_listed_for_the_openai_sdk_and_the_anthropic_side_keeps_its_own(clock):
+    from adapters.simulator import sim_client
+
+    sim, client = sim_and_client(clock)
+    listed = {m.id: m for m in client.models.list()}
+    assert MODEL in listed and SERVED in listed and "vllm" == listed[SERVED].owned_by
+    assert "gpt-4o" == client.models.retrieve("gpt-4o").id
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-2")
+    # the Anthropic SDK's /v1/models request is not answered by the OpenAI side
+    import anthropic
+
+    with pytest.raises(anthropic.NotFoundError):
+        sim_client(sim, async_=False).models.retrieve("claude-opus-4-8")
+
+
+def test_a_batchs_cost_grows_linearly_with_its_lines(clock):
+    """A 50,000-line batch must stay cheap to simulate: 4x the lines costs about 4x the CPU, not 16x."""
+    import time
+
+    def cost(n: int) -> float:
+        _sim, client = sim_and_client(clock)
+        rows = [line(f"c{i}", f"item {i}") for i in range(n)]
+        started = time.process_time()
+        batch = start_batch(client, rows)
+        clock.advance(5)
+        done = client.batches.retrieve(batch.id)
+        assert n == len(client.files.content(done.output_file_id).content.splitlines())
+        return time.process_time() - started
+
+    small, large = cost(500), cost(2_000)
+    assert large / small < 8, f"{small:.2f} s for 500 lines, {large:.2f} s for 2,000"
