@@ -611,3 +611,66 @@ def test_a_batchs_cost_grows_linearly_with_its_lines(clock):
 
     small, large = cost(500), cost(2_000)
     assert large / small < 8, f"{small:.2f} s for 500 lines, {large:.2f} s for 2,000"
+
+
+def test_every_answer_validates_strictly_against_the_sdks_types(clock):
+    """The SDK builds its types without validating them; here each body the simulator sent is validated
+    (pydantic `model_validate`: a wrong literal, a missing field or a wrong type fails)."""
+    from openai.types import FileDeleted, Model
+    from openai.types.batch_error import BatchError
+
+    sim, client = sim_and_client(
+        clock, batch_seconds=10, expires_after=8, cancel_seconds=1,
+        openai=OpenAIScenario(validating_seconds=1, finalizing_seconds=1),
+    )  # fmt: skip
+    sent: list[tuple[str, str, int, bytes]] = []
+    handle = sim.handle
+
+    def recording(request):
+        response = handle(request)
+        sent.append((request.method, request.path, response.status, response.body))
+        return response
+
+    sim.handle = recording  # type: ignore[method-assign]
+    client.chat.completions.create(**chat())
+    client.chat.completions.create(**chat("x [[sim:refusal]]"))
+    client.chat.completions.create(**chat("x [[sim:content_filter]]"))
+    client.chat.completions.create(**{**chat(), "model": SERVED})
+    expiring = start_batch(client, [line(f"c{i}", f"x{i}") for i in range(4)])
+    cancelled = start_batch(client, [line(f"d{i}", f"x{i}") for i in range(4)])
+    failed = start_batch(client, [line("a", "x"), line("a", "y")])
+    for t in range(12):
+        clock.advance(1)
+        for b in (expiring, cancelled, failed):
+            client.batches.retrieve(b.id)
+        if t == 3:
+            client.batches.cancel(cancelled.id)
+    bodies = [orjson.loads(body) for _m, p, st, body in sent if p.startswith("/v1/batches") and st == 200]
+    statuses = {Batch.model_validate(x).status for x in bodies if x.get("object") == "batch"}
+    assert {"validating", "in_progress", "expired", "cancelling", "cancelled", "failed"} <= statuses
+    client.batches.list()
+    client.files.list()
+    client.models.list()
+    client.files.delete(client.files.list(purpose="batch").data[0].id)
+    for method, path, status, body in sent:
+        if path.endswith("/content") and status == 200:
+            continue  # JSON Lines, read by the batch tests
+        data = orjson.loads(body)
+        if status != 200:
+            assert set(data["error"]) >= {"message", "type", "param", "code"}
+        elif path == "/v1/chat/completions":
+            ChatCompletion.model_validate(data)
+        elif path.startswith("/v1/batches") and "object" in data and data["object"] == "list":
+            [Batch.model_validate(x) for x in data["data"]]
+        elif path.startswith("/v1/batches"):
+            batch = Batch.model_validate(data)
+            for e in batch.errors.data if batch.errors else ():
+                BatchError.model_validate(e.model_dump())
+        elif path == "/v1/files" and method == "GET":
+            [FileObject.model_validate(x) for x in data["data"]]
+        elif path.startswith("/v1/files") and method == "DELETE":
+            FileDeleted.model_validate(data)
+        elif path.startswith("/v1/files"):
+            FileObject.model_validate(data)
+        elif path == "/v1/models":
+            [Model.model_validate(x) for x in data["data"]]
