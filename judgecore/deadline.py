@@ -230,10 +230,13 @@ class UseBatches:
 
 @attrs.frozen(kw_only=True)
 class AllSync:
-    """The deadline is too close for any batch: everything goes on the sync route from the start."""
+    """The deadline is too close for any batch: everything goes on the sync route from the start.
+    `short_by`: seconds the sync route is expected to lack, with its margin, to finish everything by
+    the deadline (0: it can; above 0: some items will still be pending at the deadline)."""
 
     reason: str
     extra_usd: float | None
+    short_by: float = 0.0
 
 
 DeadlineAction = PollAction | Switch | End
@@ -256,9 +259,16 @@ def deadline_start(now: float, watch: Watch) -> StartAction:
         if window > 0
         else "the sync route needs all the time left"
     )
+    short_by = max(0.0, now + watch.needed - watch.deadline)
+    short = (
+        f"; even so the sync route is {_duration(short_by)} short: some items will be pending at the deadline"
+        if short_by > 0
+        else ""
+    )
     return AllSync(
-        reason=f"{as_batched.reason(now)}: too close for any batch ({why}); everything goes sync",
+        reason=f"{as_batched.reason(now)}: too close for any batch ({why}); everything goes sync{short}",
         extra_usd=watch.unfinished.extra_usd(),
+        short_by=short_by,
     )
 
 

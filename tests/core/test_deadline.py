@@ -3,7 +3,11 @@ batch is worth sending; the sync route's time and the dry run's figures."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
+import types
+from pathlib import Path
 
 import attrs
 import pytest
@@ -52,6 +56,7 @@ policies = st.builds(
     cancel=st.floats(min_value=0.0, max_value=3_600.0),
     min_batch_window=st.floats(min_value=0.0, max_value=7_200.0),
 )
+ROOT = Path(__file__).resolve().parents[2]
 live = st.sampled_from(["in_progress", "canceling"])
 #: a deadline from a day before the batch to a week after it
 deadline_offsets = st.floats(min_value=-86_400.0, max_value=7 * 86_400.0)
@@ -252,8 +257,14 @@ def test_a_deadline_too_close_for_any_batch_is_all_sync_from_the_start():
     assert isinstance(start, AllSync)
     assert "too close for any batch (it leaves 4 min before the latest switch time)" in start.reason
     assert 20_000 * 0.01 * 0.5 == pytest.approx(start.extra_usd)
-    hopeless = watch_of(600.0, in_batches=0, unsent=20_000)
-    assert "the sync route needs all the time left" in deadline_start(0.0, hopeless).reason  # type: ignore[union-attr]
+    assert 0.0 == start.short_by
+    hopeless = deadline_start(0.0, watch_of(600.0, in_batches=0, unsent=20_000))
+    assert isinstance(hopeless, AllSync)
+    assert "the sync route needs all the time left" in hopeless.reason
+    assert 790.0 * 1.1 + 60.0 - 600.0 == pytest.approx(hopeless.short_by)
+    assert hopeless.reason.endswith(
+        "even so the sync route is 5 min short: some items will be pending at the deadline"
+    )
 
 
 @given(unfinished, paces, policies, st.floats(min_value=-86_400.0, max_value=86_400.0))
@@ -287,3 +298,54 @@ def test_bad_figures_are_refused():
         DeadlinePolicy(share=math.nan)
     with pytest.raises(ValueError, match="pile"):
         Pile(requests=-1)
+
+
+# --- whole runs: the decisions driven through a job (bench/deadline.py's simulated clock) -------------
+
+
+def _bench() -> types.ModuleType:
+    """`bench/deadline.py`, whose `run_job` asks these decisions of every live batch at every poll."""
+    spec = importlib.util.spec_from_file_location("bench_deadline", ROOT / "bench" / "deadline.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (attrs looks the module of its classes up)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+BENCH = _bench()
+
+
+@given(
+    n=st.integers(1, 60_000),
+    hours=st.floats(min_value=0.1, max_value=12.0),
+    latencies=st.lists(st.floats(min_value=1.0, max_value=2 * 86_400.0), min_size=8, max_size=8),
+    progress=st.sampled_from(["linear", "none"]),
+    cancel=st.floats(min_value=0.0, max_value=120.0),
+)
+def test_a_run_whose_sync_route_is_as_estimated_is_final_by_the_deadline_whatever_the_batches_do(
+    n, hours, latencies, progress, cancel
+):
+    """When the sync route is as fast as estimated and a cancel takes at most its allowance, every
+    job the sync route alone could finish in time is final by the deadline, however long its batches
+    take; it never costs more than all-sync, nor less than every batch on time."""
+    sizes = tuple(min(BENCH.SUB_BATCH, n - i) for i in range(0, n, BENCH.SUB_BATCH))
+    job = BENCH.Job(
+        sizes=sizes,
+        latencies=tuple(latencies[: len(sizes)]),
+        deadline=hours * 3_600.0,
+        cancel_delay=cancel,
+        true_pace=BENCH.PACE,
+        true_tokens=BENCH.TOKENS,
+        progress=progress,
+    )
+    result = BENCH.run_job(job, DeadlinePolicy())
+    event("all sync" if result.all_sync else "switched" if result.switched else "batches only")
+    if BENCH.PACE.seconds(Pile.of(n, BENCH.TOKENS)) * 1.1 + 60.0 <= job.deadline:
+        assert result.final_by_deadline
+    assert 0.5 * n <= result.cost <= n
+    if all(lat <= job.deadline - 60.0 for lat in job.latencies) and not result.all_sync:
+        assert 0.5 * n == result.cost  # every batch harvested in time: nothing went sync
