@@ -15,7 +15,7 @@ every poll, exactly as a run would ask it). What the decisions do not know, the 
 - how long a cancel takes to end a batch: uniform in 1-60 s (the decision allows 120 s);
 - the sync route's true speed: the decision estimates 100 output tokens an answer and 10 s a call
   (before any answer, as a run does); the truth is drawn per job, tokens x lognormal(0, 0.15) and
-  latency x lognormal(0, 0.2), so the margin (10% + 60 s) is tested, not assumed.
+  latency x lognormal(0, 0.2), so the margin (25% + 60 s) is tested, not assumed.
 
 A job: N requests (sub-batches of 8,000, all created at t = 0) at OTPM 400,000 read, RPM 4,000,
 concurrency 256 (`concurrency_for` of that tier), polled every 60 s. Cost is counted in units of one
@@ -235,7 +235,9 @@ def _hours(text: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=1_000, help="jobs per size and deadline (default: %(default)s)")
+    ap.add_argument(
+        "--jobs", type=int, default=1_000, help="jobs per size and deadline (default: %(default)s)"
+    )
     ap.add_argument("--sizes", type=int, nargs="+", default=[2_000, 20_000, 100_000])
     ap.add_argument("--deadlines", type=_hours, nargs="+", default=[_hours(h) for h in ("1", "2", "4", "8")],
                     metavar="HOURS")  # fmt: skip
@@ -243,8 +245,10 @@ def main() -> None:
     ap.add_argument("--median", type=float, default=1_200.0, help="batch latency median, seconds")
     ap.add_argument("--progress", choices=("linear", "none"), default="linear")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--share", type=float, default=0.10, help="margin: share of the sync time")
-    ap.add_argument("--fixed", type=float, default=60.0, help="margin: seconds")
+    ap.add_argument(
+        "--share", type=float, default=DeadlinePolicy().share, help="margin: share of the sync time"
+    )
+    ap.add_argument("--fixed", type=float, default=DeadlinePolicy().fixed, help="margin: seconds")
     args = ap.parse_args()
     policy = DeadlinePolicy(share=args.share, fixed=args.fixed)
     print(
@@ -267,7 +271,9 @@ def main() -> None:
                 res = run_job(job, policy)
                 oracle, oracle_on_time = oracle_cost(job)
                 no_deadline = max(min(lat, EXPIRES) for lat in job.latencies) <= d
-                rows.append((res, oracle, oracle_on_time, bound_cost(job), no_deadline, job.true_seconds(n) <= d))
+                rows.append(
+                    (res, oracle, oracle_on_time, bound_cost(job), no_deadline, job.true_seconds(n) <= d)
+                )
             _row(n, d, rows)
     print(f"# {time.perf_counter() - t0:.1f} s")
 

@@ -9,7 +9,7 @@ poll, the time the sync route would need for everything not yet final (`sync_sec
 
 for N requests expecting T output tokens in all, at the output-tokens-per-minute limit OTPM (read or
 assumed) paced at `headroom` of it, C requests in flight answering in L seconds each, and the
-requests-per-minute limit RPM when known. To that it adds a margin (`DeadlinePolicy`: 10% of it plus
+requests-per-minute limit RPM when known. To that it adds a margin (`DeadlinePolicy`: 25% of it plus
 60 s, plus 120 s for canceled batches to end while any batch is live). The latest switch time is
 
     deadline - (sync_seconds + margin)
@@ -22,9 +22,15 @@ requests are not billed), and send the rest on the sync route. The items of a ba
 a live batch answers `End`: stop waiting, write what is not final as `pending`. An ended batch is
 harvested whenever it is seen: its answers exist and are paid for; recording them is no wait.
 
+The margin's share is a quarter, not a tenth: until the first answers the estimate rests on two priors
+(an answer's output tokens, a call's latency), and `bench/deadline.py` shows the wider margin buys
+on-time jobs for almost nothing (a switch a few minutes earlier seldom gives up a batch that would
+have ended in those minutes).
+
 Before any batch is created, `deadline_start` says whether a batch is worth sending at all: when the
 latest switch time is less than `min_batch_window` away (a batch cannot plausibly end, and would only
-be created to be canceled), the job is all sync from the start.
+be created to be canceled), the job is all sync from the start (`AllSync.short_by`: how far the sync
+route is expected to fall short when even it cannot finish by the deadline).
 
 Without a deadline nothing changes: `next_deadline_action(now, batch, policy, None)` is
 `next_poll_action(now, batch, policy)`. So is it with a deadline so far off that the latest switch
@@ -136,7 +142,7 @@ class DeadlinePolicy:
     seconds for canceled batches to end whenever a batch is live; and the shortest window before the
     latest switch time for which a batch is worth creating (`min_batch_window`)."""
 
-    share: float = 0.10
+    share: float = 0.25
     fixed: float = 60.0
     cancel: float = 120.0
     min_batch_window: float = 300.0
