@@ -359,9 +359,10 @@ def deadline_figures(
 
 def clock_time(epoch: float) -> str:
     """An instant as `2026-12-03 17:00:00 UTC` (whole seconds)."""
-    if not math.isfinite(epoch):
-        return "never"
-    return datetime.fromtimestamp(math.floor(epoch), tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(math.floor(epoch), tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):  # beyond the calendar (a sync route needing years)
+        return f"epoch {epoch:.0f}" if math.isfinite(epoch) else "never"
 
 
 def _duration(seconds: float) -> str:

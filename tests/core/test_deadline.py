@@ -351,3 +351,12 @@ def test_a_run_whose_sync_route_is_as_estimated_is_final_by_the_deadline_whateve
     assert 0.5 * n <= result.cost <= n
     if all(lat <= job.deadline - 60.0 for lat in job.latencies) and not result.all_sync:
         assert 0.5 * n == result.cost  # every batch harvested in time: nothing went sync
+
+
+def test_a_switch_time_beyond_the_calendar_is_still_said():
+    """A sync route needing centuries (OTPM 1) puts the latest switch time before year 1: said in epoch
+    seconds, not a crash."""
+    slow = Watch(deadline=0.0, unfinished=Unfinished(unsent=Pile.of(200_000, 64_000)), pace=SyncPace(otpm=1))
+    start = deadline_start(-1.0, slow)
+    assert isinstance(start, AllSync)
+    assert "the latest switch time is epoch -" in start.reason
