@@ -221,9 +221,13 @@ def oracle_cost(job: Job) -> tuple[float, bool]:
 
 
 def bound_cost(job: Job) -> float:
-    """No plan costs less: the late batches canceled at the deadline less the cancel, sync taking no time."""
+    """No plan costs less: the batches that end in time waited for, the late ones canceled at the
+    deadline less the cancel, as if the sync route took no time."""
     t = max(0.0, job.deadline - job.cancel_delay)
-    return _cost(job.n, sum(job.done_at(i, t) for i in range(len(job.sizes))))
+    by_batch = (
+        job.sizes[i] if lat <= job.deadline else job.done_at(i, t) for i, lat in enumerate(job.latencies)
+    )
+    return _cost(job.n, sum(by_batch))
 
 
 def _hours(text: str) -> float:
