@@ -31,6 +31,9 @@ that of answering everything. Per configuration the bench prints:
   route can still finish their rest (one switch, like the decision; a staggered oracle canceling
   batches one by one could be cheaper still). `bound`: a floor no plan can beat, the late batches
   canceled at the deadline itself as if the sync route took no time.
+- what-if split, where the sync route cannot finish everything in time (the decision then goes all
+  sync, as the contract says): the share final and the cost of sending on the sync route only what it
+  can finish, batching the rest, and never switching (`run_split`; not what a run does).
 """
 
 from __future__ import annotations
@@ -186,6 +189,26 @@ def run_job(job: Job, policy: DeadlinePolicy) -> Result:
     return Result(final_by_deadline=final, cost=_cost(n, by_batch), switched=switched, all_sync=False)
 
 
+def run_split(job: Job, policy: DeadlinePolicy) -> Result | None:
+    """What-if, for a deadline the sync route cannot meet with everything (`AllSync.short_by` > 0):
+    send on the sync route what it can finish, batch the rest, and never switch (the sync route is busy
+    until the deadline). None where the decision does not answer all sync short of time."""
+    start = deadline_start(0.0, _watch(job, policy, in_batches=0, unsent=job.n))
+    if not (isinstance(start, AllSync) and start.short_by > 0):
+        return None
+    lo, hi = 0, job.n  # the most requests the sync route finishes, with its margin, by the deadline
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        fits = policy.needed(PACE.seconds(Pile.of(mid, TOKENS)), batches_live=False) <= job.deadline
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    rest = job.n - lo
+    latencies = job.latencies[: math.ceil(rest / SUB_BATCH)]
+    on_time = job.true_seconds(lo) <= job.deadline and all(
+        lat + POLL.interval <= job.deadline for lat in latencies
+    )
+    return Result(final_by_deadline=on_time, cost=_cost(job.n, rest), switched=False, all_sync=False)
+
+
 def _watch(job: Job, policy: DeadlinePolicy, *, in_batches: int, unsent: int) -> Watch:
     pending = Unfinished(in_batches=Pile.of(in_batches, TOKENS), unsent=Pile.of(unsent, TOKENS))
     return Watch(deadline=job.deadline, unfinished=pending, pace=PACE, policy=policy)
@@ -262,9 +285,10 @@ def main() -> None:
     )
     print(
         "| N | deadline | all-sync needs | final: decision | all-sync | no deadline | oracle | switched "
-        "| all sync | cost/all-sync (mean) | cost/oracle: mean | median | p95 | max | summed | oracle/bound |"
+        "| all sync | cost/all-sync (mean) | cost/oracle: mean | median | p95 | max | summed | oracle/bound "
+        "| what-if split: final | its cost/oracle (summed) |"
     )
-    print("|" + "---|" * 16)
+    print("|" + "---|" * 18)
     t0 = time.perf_counter()
     for n in args.sizes:
         for d in args.deadlines:
@@ -276,8 +300,9 @@ def main() -> None:
                 oracle, oracle_on_time = oracle_cost(job)
                 no_deadline = max(min(lat, EXPIRES) for lat in job.latencies) <= d
                 rows.append(
-                    (res, oracle, oracle_on_time, bound_cost(job), no_deadline, job.true_seconds(n) <= d)
-                )
+                    (res, oracle, oracle_on_time, bound_cost(job), no_deadline, job.true_seconds(n) <= d,
+                     run_split(job, policy))
+                )  # fmt: skip
             _row(n, d, rows)
     print(f"# {time.perf_counter() - t0:.1f} s")
 
@@ -296,8 +321,16 @@ def _row(n: int, d: float, rows: list) -> None:
         f"| {share(lambda r: r[2]):.1%} "
         f"| {share(lambda r: r[0].switched):.1%} | {share(lambda r: r[0].all_sync):.1%} "
         f"| {statistics.fmean(vs_sync):.3f} | {statistics.fmean(vs_oracle):.3f} | {statistics.median(vs_oracle):.3f} "
-        f"| {q[18]:.3f} | {max(vs_oracle):.3f} | {summed:.3f} | {oracle_vs_bound:.3f} |"
+        f"| {q[18]:.3f} | {max(vs_oracle):.3f} | {summed:.3f} | {oracle_vs_bound:.3f} | {_split(rows)} |"
     )  # fmt: skip
+
+
+def _split(rows: list) -> str:
+    split = [(r[6], r[1]) for r in rows if r[6] is not None]
+    if not split:
+        return "- | -"
+    final = sum(1 for s, _ in split if s.final_by_deadline) / len(split)
+    return f"{final:.1%} of {len(split):,} | {sum(s.cost for s, _ in split) / sum(o for _, o in split):.3f}"
 
 
 if __name__ == "__main__":
