@@ -189,18 +189,21 @@ class Watch:
         u = self.unfinished
         return attrs.evolve(self, unfinished=attrs.evolve(u, in_batches=u.in_batches + u.unsent, unsent=NONE))
 
-    def reason(self, now: float) -> str:
-        """Why a switch happens now, in one line."""
+    def needs(self) -> str:
+        """What the sync route needs by when, and from which figures, in words."""
         total = self.unfinished.total
-        late = "" if now <= self.latest_switch else f" ({_duration(now - self.latest_switch)} late)"
         rpm = f", RPM {self.pace.rpm:,}" if self.pace.rpm else ""
         return (
             f"deadline {clock_time(self.deadline)}: the sync route needs about "
             f"{_duration(self.sync_seconds)} (+ margin {_duration(self.needed - self.sync_seconds)}) for "
             f"{total.requests:,} requests not final at OTPM {self.pace.otpm:,} ({self.pace.otpm_source}){rpm}"
-            f", concurrency {self.pace.concurrency:,}; the latest switch time is "
-            f"{clock_time(self.latest_switch)}{late}"
+            f", concurrency {self.pace.concurrency:,}"
         )
+
+    def reason(self, now: float) -> str:
+        """Why a switch happens now, in one line."""
+        late = "" if now <= self.latest_switch else f" ({_duration(now - self.latest_switch)} late)"
+        return f"{self.needs()}; the latest switch time is {clock_time(self.latest_switch)}{late}"
 
 
 @attrs.frozen(kw_only=True)
@@ -272,7 +275,7 @@ def deadline_start(now: float, watch: Watch) -> StartAction:
         else ""
     )
     return AllSync(
-        reason=f"{as_batched.reason(now)}: too close for any batch ({why}); everything goes sync{short}",
+        reason=f"{as_batched.needs()}: too close for any batch ({why}); everything goes sync{short}",
         extra_usd=watch.unfinished.extra_usd(),
         short_by=short_by,
     )

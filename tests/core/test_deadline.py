@@ -257,7 +257,10 @@ def test_a_deadline_too_close_for_any_batch_is_all_sync_from_the_start():
     near = watch_of(1_300.0, in_batches=0, unsent=20_000)  # 1,300 - 1,167.5 = 132.5 s < 300 s
     start = deadline_start(0.0, near)
     assert isinstance(start, AllSync)
-    assert "too close for any batch (it leaves 2 min before the latest switch time)" in start.reason
+    assert start.reason.startswith("deadline 1970-01-01 00:21:40 UTC: the sync route needs about 13 min")
+    assert start.reason.endswith(
+        ": too close for any batch (it leaves 2 min before the latest switch time); everything goes sync"
+    )
     assert 20_000 * 0.01 * 0.5 == pytest.approx(start.extra_usd)
     assert 0.0 == start.short_by
     hopeless = deadline_start(0.0, watch_of(600.0, in_batches=0, unsent=20_000))
@@ -359,4 +362,7 @@ def test_a_switch_time_beyond_the_calendar_is_still_said():
     slow = Watch(deadline=0.0, unfinished=Unfinished(unsent=Pile.of(200_000, 64_000)), pace=SyncPace(otpm=1))
     start = deadline_start(-1.0, slow)
     assert isinstance(start, AllSync)
-    assert "the latest switch time is epoch -" in start.reason
+    assert "deadline 1970-01-01 00:00:00 UTC: the sync route needs about " in start.reason
+    late = next_deadline_action(-1.0, RUNNING, PollPolicy(), slow)
+    assert isinstance(late, Switch)
+    assert "the latest switch time is epoch -" in late.reason
