@@ -8,6 +8,7 @@ import math
 
 from adapters.argtypes import finite_number
 
+from .latency import LATENCY_KINDS
 from .openai_cli import add_openai_arguments, openai_from_args, self_preference_from_args
 from .scenario import ACCOUNT_STATE_WHERE, ACCOUNT_STATES, REFUSAL_CATEGORIES, Scenario
 
@@ -28,6 +29,14 @@ def probability(text: str) -> float:
     return value
 
 
+def _shape(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
 def _number(text: str) -> float:
     return finite_number(text)
 
@@ -44,6 +53,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds,
         default=d.batch_seconds,
         help="seconds from batch create to ended (default: %(default)s)",
+    )
+    g.add_argument(
+        "--batch-latency",
+        choices=LATENCY_KINDS,
+        default=d.batch_latency,
+        help="how each batch's latency is drawn, seeded by --seed and the batch id: fixed (every batch "
+        "takes --batch-seconds), or lognormal / pareto with --batch-seconds as the median, a tail to "
+        "--expires-after and beyond (those batches expire) (default: %(default)s)",
+    )
+    g.add_argument(
+        "--batch-latency-shape",
+        type=_shape,
+        default=None,
+        metavar="S",
+        help="the spread of a drawn latency: lognormal sigma (default 1.2) or pareto alpha (default 1.1)",
     )
     g.add_argument(
         "--expires-after",
@@ -206,6 +230,8 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
     return Scenario(
         seed=ns.seed,
         batch_seconds=ns.batch_seconds,
+        batch_latency=getattr(ns, "batch_latency", "fixed"),
+        batch_latency_shape=getattr(ns, "batch_latency_shape", None),
         expires_after=ns.expires_after,
         never_end=ns.never_end,
         rpm_limit=ns.rpm,

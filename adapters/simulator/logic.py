@@ -6,9 +6,10 @@ reads the clock once, first advances every batch whose end time has passed (comp
 that end time), then routes the request. Nothing runs in the background: a batch "ends" when someone
 next talks to the simulator after its end time, with results identical to having ended on time.
 
-Batch lifecycle: `in_progress` until `created_at + batch_seconds` (or `expires_at`, whichever is first;
-never, with `never_end`); a cancel moves it to `canceling` and ends it `cancel_seconds` later. The share
-of requests processed by the end is elapsed / batch_seconds, in a seeded order; the others become
+Batch lifecycle: `in_progress` until `created_at +` its latency (`batch_seconds`, or a seeded draw of
+`batch_latency` whose median it is: see latency.py) or `expires_at`, whichever is first (never, with
+`never_end`); a cancel moves it to `canceling` and ends it `cancel_seconds` later. The share
+of requests processed by the end is elapsed / latency, in a seeded order; the others become
 `expired` (deadline) or `canceled` (cancel). A processed request's outcome comes from, in order: params
 validation and model check (async errors, like the real API), a `[[sim:...]]` marker, then the seeded
 `batch_mix` (first submission of that custom_id) or `batch_retry_mix` (later submissions).
@@ -34,6 +35,7 @@ import orjson
 from . import answers, selfpref
 from . import designs as sim_designs
 from .cache import PromptCache
+from .latency import latency_at
 from .openai_logic import OpenAISide, is_openai_path
 from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
@@ -683,7 +685,7 @@ class Simulator:
         for b in self._batches.values():
             if b.status == "ended":
                 continue
-            end = b.created_at + s.batch_seconds
+            end = b.created_at + self._latency(b)
             end = math.inf if s.never_end else min(end, b.expires_at)
             cut_at, cut_kind = end, "expired"
             if b.cancel_initiated_at is not None:
@@ -693,13 +695,19 @@ class Simulator:
             if now >= end:
                 self._finish(b, end, cut_at, cut_kind)
 
+    def _latency(self, b: _Batch) -> float:
+        """The batch's latency under the current scenario: `batch_seconds`, or its seeded draw."""
+        s = self.scenario
+        u = unit_float(s.seed, "latency", b.id)
+        return latency_at(s.batch_latency, s.batch_seconds, s.batch_latency_shape, u)
+
     def _finish(self, b: _Batch, end: float, cut_at: float, cut_kind: str) -> None:
         s = self.scenario
-        n = len(b.custom_ids)
-        if s.batch_seconds <= 0 or cut_at >= b.created_at + s.batch_seconds:
+        n, seconds = len(b.custom_ids), self._latency(b)
+        if seconds <= 0 or cut_at >= b.created_at + seconds:
             done = n  # ran to completion (compared directly: (c + d) - c can round below d)
         else:
-            done = min(n, math.floor(n * (cut_at - b.created_at) / s.batch_seconds))
+            done = min(n, math.floor(n * (cut_at - b.created_at) / seconds))
         order = sorted(range(n), key=lambda i: digest_int(s.seed, b.id, "order", b.custom_ids[i]))
         processed = set(order[:done])
         results: dict[int, dict[str, Any]] = {}

@@ -13,6 +13,7 @@ from typing import Final
 
 import attrs
 
+from .latency import LATENCY_KINDS
 from .openai_scenario import OpenAIScenario
 
 #: Outcomes a batch request can be given by `batch_mix` / `batch_retry_mix` or by a marker.
@@ -150,6 +151,11 @@ def _non_negative(_inst: object, attribute: attrs.Attribute, value: float | None
         raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value}")
 
 
+def _positive(_inst: object, attribute: attrs.Attribute, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{attribute.name} must be a finite number > 0, got {value}")
+
+
 def _probability(_inst: object, attribute: attrs.Attribute, value: float) -> None:
     if not 0.0 <= value <= 1.0:  # false for NaN too
         raise ValueError(f"{attribute.name} must be in 0..1, got {value}")
@@ -178,8 +184,13 @@ class Scenario:
     seed: int = 0
 
     # --- batches -------------------------------------------------------------------------------
-    #: Seconds from create to `ended` (results are computed then).
+    #: Seconds from create to `ended` (results are computed then); with a drawn `batch_latency`, the
+    #: median of the draws.
     batch_seconds: float = attrs.field(default=2.0, validator=_non_negative)
+    #: How each batch's latency is drawn (`latency.LATENCY_KINDS`: fixed, lognormal, pareto), seeded by
+    #: the seed and the batch id; `batch_latency_shape` is the spread (None: the kind's default).
+    batch_latency: str = attrs.field(default="fixed", validator=attrs.validators.in_(LATENCY_KINDS))
+    batch_latency_shape: float | None = attrs.field(default=None, validator=_positive)
     #: Seconds from create to `expires_at` (the real API: 86400). Work not done by then is `expired`.
     expires_after: float = attrs.field(default=86_400.0, validator=_non_negative)
     #: Seconds from a cancel to `ended` (requests not processed at the cancel are `canceled`).
