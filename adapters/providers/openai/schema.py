@@ -189,9 +189,31 @@ def drop_absent_nulls(answer: Any, schema: Mapping[str, Any]) -> Any:
             }
         if isinstance(value, list) and isinstance(node.get("items"), Mapping):
             return [walk(v, node["items"]) for v in value]
+        variants = node.get("anyOf", node.get("oneOf"))
+        if isinstance(variants, list) and isinstance(value, dict | list):
+            for variant in variants:
+                if _fits(value, variant, defs):
+                    return walk(value, variant)
         return value
 
     return walk(answer, schema)
+
+
+def _fits(value: Any, node: Any, defs: Mapping[str, Any]) -> bool:
+    """Whether an `anyOf` variant is the one a container value was made by: an object schema naming every
+    key of an object, an array schema for a list."""
+    if (
+        isinstance(node, Mapping)
+        and isinstance(node.get("$ref"), str)
+        and node["$ref"].startswith("#/$defs/")
+    ):
+        node = defs.get(node["$ref"][len("#/$defs/") :])
+    if not isinstance(node, Mapping):
+        return False
+    if isinstance(value, dict):
+        props = node.get("properties")
+        return isinstance(props, Mapping) and set(value) <= set(props)
+    return "array" in _types(node.get("type"))
 
 
 def _allows_null(node: Any) -> bool:
