@@ -137,12 +137,14 @@ class _BodyReader(io.RawIOBase):
 
     def read(self, n: int | None = -1) -> bytes:
         want = self._body.size - self._pos if n is None or n < 0 else n
-        out = self._rest
-        while len(out) < want:
+        held, have = [self._rest], len(self._rest)
+        while have < want:  # pieces are joined once per read, never re-copied as they come
             piece = next(self._pieces, None)
             if piece is None:
                 break
-            out = out + piece if out else piece
+            held.append(piece)
+            have += len(piece)
+        out = held[0] if len(held) == 1 else b"".join(held)
         chunk, self._rest = out[:want], out[want:]
         self._pos += len(chunk)
         if not chunk and self._pos != self._body.size:

@@ -59,6 +59,8 @@ def _part(block: Any) -> dict[str, Any]:
 def chat_messages(messages_json: bytes) -> bytes:
     """An item's serialized messages as Chat Completions takes them: the same bytes when every content
     is a string; else with each content block made a content part (see the module docstring)."""
+    if b'"content":[' not in messages_json:  # no list of blocks (a JSON string cannot hold this unescaped)
+        return messages_json
     messages = orjson.loads(messages_json)
     if all(isinstance(m.get("content"), str) for m in messages):
         return messages_json
