@@ -26,6 +26,10 @@ Where the figures come from (read on PRICES_READ, 2026-12-03):
   from OpenAI's own page on that date: treat them as the best known, not as confirmed.
 - Output limits: the models' pages as known to the author (GPT-5.x 128,000; GPT-4.1 32,768; GPT-4o
   16,384; o-series 100,000). UNSURE for GPT-5.4 / 5.5 (assumed 128,000, like the rest of GPT-5.x).
+- ASSUMED, no page seen: `gpt-5.1-mini` priced as gpt-5-mini; `gpt-5.1-codex` and the `*-chat-latest`
+  ids priced as their family (gpt-5 / gpt-5.2), the chat-latest ids' limit 16,384; `codex-mini-latest`
+  $1.50 / $0.375 / $6.00 from memory. Not modelled: the GPT-5.4 / 5.5 long-context rates (2x input,
+  1.5x output above 270K prompt tokens, per the same copies), under-counting such prompts.
 - NOT FOUND: the GPT-6 ids (`gpt-6-astra`, `gpt-6.1-sol`, ...), `gpt-5.6-*`, `gpt-5.3-chat-latest` and the
   audio / search previews: the SDK lists them, no stored page priced them. They are known ids with
   `price=None` (a budget cannot be kept for them, as for any unpriced model) and an assumed 128,000 limit.
