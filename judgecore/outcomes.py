@@ -246,6 +246,9 @@ _BY_ERROR_CODE: dict[str, _Verdict] = {
     "linked_organization_billing_unavailable": _BILLING,  # 402
     REQUEST_BODY_TIMEOUT: _BODY_TIMEOUT,  # 400: send a smaller body (a batch create splits)
     "ramp_limit_exceeded": _RAMP,  # 429 with retry-after
+    # OpenAI's wire (`adapters.providers.openai.translate` gives a served model's context words this code)
+    "insufficient_quota": (Status.FATAL, FailureClass.ACCOUNT_STATE, "quota exhausted"),  # 429
+    "context_length_exceeded": _CONTEXT_MISS,  # 400
 }
 
 # Batch `errored` lines, by error.type. Unknown types are treated as transient (retried, bounded).

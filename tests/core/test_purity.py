@@ -16,7 +16,7 @@ import judgecore
 if TYPE_CHECKING:
     from judgecore.planning import JobPlan
 
-BANNED = frozenset({"anthropic", "httpx", "httpx2", "time", "os", "random", "pathlib", "adapters"})
+BANNED = frozenset({"anthropic", "openai", "httpx", "httpx2", "time", "os", "random", "pathlib", "adapters"})
 CORE = Path(judgecore.__file__).parent
 MODULES = sorted(CORE.rglob("*.py"))
 

@@ -1,0 +1,20 @@
+"""OpenAI's wire (and any OpenAI-compatible server's): Chat Completions, Files and the Batch API.
+
+- `translate`, `body`, `schema`: pure (no SDK): OpenAI's answers, errors, headers and batches in the
+  core's values; the request body and the batch input line; the strict structured-output schema.
+- `sync`: `OpenAIChatApi`, the sync port; `batch`: `OpenAIBatchApi`, the batch port (its docstring
+  proposes the port both providers fit). Only these two import the `openai` SDK, an optional extra:
+  `missing_extra()` says what to install when it is absent.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+#: What a plain install is told when an OpenAI or served judge is asked for.
+INSTALL_HINT = "OpenAI and served judges need the openai extra: pip install 'judgecore[openai]'"
+
+
+def missing_extra() -> str | None:
+    """`INSTALL_HINT` when the `openai` SDK is not installed, else None (nothing is imported)."""
+    return INSTALL_HINT if find_spec("openai") is None else None
