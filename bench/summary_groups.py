@@ -2,9 +2,9 @@
 
     uv run python bench/summary_groups.py                                # 20,000 items over 10,000 groups
     uv run python bench/summary_groups.py --items 20000 --groups 3000 20 --rounds 3
-    uv run python bench/summary_groups.py --root /work/main              # another checkout too
+    uv run python bench/summary_groups.py --root /work/main              # another checkout instead
 
-For each checkout (this one, and each `--root`) and each group count, a finished job's checkpoint is
+For each checkout (this one, or each `--root` given) and each group count, a finished job's checkpoint is
 built by that checkout's own code (its `.venv`, outside the measured process): N items, their answers
 `{"score": k}` (k on the 1-5 scale a schema verdict spec declares, `minimum` 1 and `maximum` 5), 2% a
 `VERDICT_UNPARSED`-free truncation miss, each item's metadata `{"uid": "u00042"}` spread over G groups
@@ -143,11 +143,17 @@ def main() -> None:
     ap.add_argument("--groups", type=int, nargs="+", default=[10_000])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    ap.add_argument("--root", type=Path, action="append", default=[], help="another checkout (its .venv)")
+    ap.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        default=[],
+        help="measure this checkout (its .venv) instead of this one; repeat for several, alternated",
+    )
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds before a run is killed")
     ap.add_argument("--max-rss", type=float, default=4096.0, help="MB of RSS before a run is killed")
     a = ap.parse_args()
-    roots = [ROOT, *(r.resolve() for r in a.root)]
+    roots = [r.resolve() for r in a.root] or [ROOT]
     tmp = Path(tempfile.mkdtemp(prefix="bench-summary-groups-"))
     try:
         for g in a.groups:
