@@ -7,14 +7,15 @@
 For each checkout (this one, or each `--root` given) and each group count, a finished job's checkpoint is
 built by that checkout's own code (its `.venv`, outside the measured process): N items, their answers
 `{"score": k}` (k on the 1-5 scale a schema verdict spec declares, `minimum` 1 and `maximum` 5), 2% a
-`VERDICT_UNPARSED`-free truncation miss, each item's metadata `{"uid": "u00042"}` spread over G groups
+truncation miss, each item's metadata `{"uid": "u00042"}` spread over G groups
 (so most groups hold two items: the case whose t interval reaches far past the scale). Then, round after
 round, one fresh process per measurement runs `python -m adapters summary --state DIR --by uid` with
 nothing, `--json` or `--html FILE`, and its wall time and peak RSS (the child's `ru_maxrss`, from
-`wait4`) are kept. A run past `--timeout` seconds or `--max-rss` MB is killed and reported as such
+`wait4`) are kept, and its CPU time (user + system, from the same `rusage`: on a machine other jobs
+load, the wall time grows with them and the CPU time much less). A run past `--timeout` seconds or `--max-rss` MB is killed and reported as such
 (the summary before issue 37 printed every pair of groups: 50 million at 10,000 groups).
 
-Printed: per checkout, group count and mode, the median wall time and the median peak RSS over the
+Printed: per checkout, group count and mode, the median wall time, CPU time and peak RSS over the
 rounds, and the output's size.
 """
 
@@ -131,6 +132,7 @@ def measure(root: Path, state: Path, mode: str, tmp: Path, timeout: float, max_r
         killed.append(f"exit {proc.returncode}")
     return {
         "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
         "rss": usage.ru_maxrss / 1024,
         "bytes": size,
         "killed": killed[0] if killed else None,
@@ -172,10 +174,11 @@ def main() -> None:
                     runs = got[root]
                     wall = statistics.median(r["wall"] for r in runs)
                     rss = statistics.median(r["rss"] for r in runs)
+                    cpu = statistics.median(r["cpu"] for r in runs)
                     killed = next((r["killed"] for r in runs if r["killed"]), None)
                     print(
                         f"{root.name:<16} {a.items:>7,} items {g:>6,} groups  {mode:<5} "
-                        f"wall {wall:7.2f} s  peak RSS {rss:7.0f} MB  output {runs[-1]['bytes'] / 1e6:8.2f} MB"
+                        f"wall {wall:7.2f} s  cpu {cpu:6.2f} s  peak RSS {rss:7.0f} MB  output {runs[-1]['bytes'] / 1e6:8.2f} MB"
                         f"  ({len(runs)} round{'s' if len(runs) > 1 else ''})"
                         + (f"  {killed}" if killed else ""),
                         flush=True,
