@@ -110,14 +110,16 @@ def measure(root: Path, state: Path, mode: str, tmp: Path, timeout: float, max_r
         t = time.perf_counter()
         proc = subprocess.Popen(args, cwd=root, stdout=sink, stderr=subprocess.DEVNULL, env=env)
 
+        done = threading.Event()
+
         def watch() -> None:  # the machine is shared: a run that would eat it is stopped
-            while proc.poll() is None:
+            while not done.is_set():  # never `proc.poll()`: it would reap the child before `wait4`
                 if time.perf_counter() - t > timeout:
                     killed.append(f"killed after {timeout:.0f} s")
                 elif _rss_mb(proc.pid) > max_rss:
                     killed.append(f"killed above {max_rss:,.0f} MB")
                 if killed:
-                    proc.send_signal(signal.SIGKILL)
+                    os.kill(proc.pid, signal.SIGKILL)  # not `send_signal`: it polls too
                     return
                 time.sleep(0.05)
 
@@ -125,6 +127,7 @@ def measure(root: Path, state: Path, mode: str, tmp: Path, timeout: float, max_r
         watcher.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
+        done.set()
         proc.returncode = os.waitstatus_to_exitcode(status)
         watcher.join()
     size = html.stat().st_size if mode == "html" and html.exists() else out.stat().st_size
@@ -178,7 +181,7 @@ def main() -> None:
                     killed = next((r["killed"] for r in runs if r["killed"]), None)
                     print(
                         f"{root.name:<16} {a.items:>7,} items {g:>6,} groups  {mode:<5} "
-                        f"wall {wall:7.2f} s  cpu {cpu:6.2f} s  peak RSS {rss:7.0f} MB  output {runs[-1]['bytes'] / 1e6:8.2f} MB"
+                        f"wall {wall:7.2f} s  cpu {cpu:6.2f} s  peak RSS {rss:7.0f} MB  output {runs[-1]['bytes'] / 1e3:9,.0f} KB"
                         f"  ({len(runs)} round{'s' if len(runs) > 1 else ''})"
                         + (f"  {killed}" if killed else ""),
                         flush=True,
