@@ -105,8 +105,12 @@ def headline(report: JobReport) -> str:
     ]
     scored = [(v, g) for v, g in s.groups if g.score is not None]
     if s.pairs_not_compared:
+        shown = (
+            f"; the table shows the {len(s.shown_groups):,} with the most items" if s.groups_left_out else ""
+        )
         out.append(
-            f"<p class=lead>By {esc(s.by)}: {fig.count(len(s.groups))} groups, too many to compare.</p>"
+            f"<p class=lead>By {esc(s.by)}: {fig.count(len(s.groups))} groups, too many to compare every "
+            f"pair ({fig.count(s.pairs_not_compared)}){shown}.</p>"
         )
     elif isinstance(o.score, NumericStats) and len(scored) >= 2:
         top = max(scored, key=lambda vg: vg[1].score.mean)  # type: ignore[union-attr]

@@ -482,6 +482,7 @@ def test_a_report_over_many_groups_shows_the_largest_and_says_what_it_left_out()
     assert "3,000 groups: the 20 with the most items are shown, 2,980 left out" in page
     assert "--json lists every group" in page
     assert "second minus first" not in page and "4,498,500 pairs" in page
+    assert "By uid: 3,000 groups, too many to compare every pair (4,498,500); the table shows the 20" in page
     assert 20 == page.count("<span class=lg>"), "one legend entry a group shown"
     assert len(page) < 2_000_000
     assert "Overall mean score: <b>" in page and "</b> on 1-5 (95% CI" in page
