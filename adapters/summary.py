@@ -178,14 +178,15 @@ def job_report(
     reference: str | None = None,
     now: float | None = None,
     full: bool = True,
+    top: int | None = None,
 ) -> JobReport:
     """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec.
     `full`: also what only the HTML report shows (provenance, examples); `now`: the report's date
-    (default: the clock now)."""
+    (default: the clock now); `top`: the most groups shown (default `judgecore.summary.TOP_GROUPS`)."""
     import time
 
     from adapters.report.gather import answers_of, examples, provenance
-    from judgecore.summary import metadata_key_problem, summarize
+    from judgecore.summary import TOP_GROUPS, metadata_key_problem, summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
     if not Store.exists(state_dir):
@@ -207,6 +208,8 @@ def job_report(
             reference=reference,
             money=spend_from_store(store),
             spend_by_model=spend_by_model(store),
+            scale=spec.scale if spec else None,
+            top=TOP_GROUPS if top is None else top,
         )
         return JobReport(
             state_dir=state_dir,

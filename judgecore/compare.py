@@ -6,7 +6,11 @@ For every pair of groups (in the summary's group order, `second - first`):
 - labels: for each label, the difference of its shares with Newcombe's hybrid score interval (Newcombe
   1998, method 10: built from the two shares' Wilson intervals).
 Each difference says the items it rests on: the scored items of both groups, and their share of the
-two groups' items (a difference behind 40% of the items is not one behind 100%).
+two groups' items (a difference behind 40% of the items is not one behind 100%). On a scale the verdict
+spec declares (1-5), a difference of means lies within its width (-4 to +4): Welch's interval is cut to
+it, and says so (`ci95_clipped`).
+
+Every pair is quadratic in the groups: `judgecore.summary` compares them only up to `COMPARED_GROUPS`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from judgecore.stats import stdev, t_quantile, wilson_ci95
+from judgecore.stats import clip, stdev, t_quantile, wilson_ci95
 
 
 def welch_ci95(first: Sequence[float], second: Sequence[float]) -> tuple[float, float] | None:
@@ -62,6 +66,8 @@ class Difference:
     n: int  # scored items behind it (both groups)
     items: int  # every item of both groups
     share_of_items: float
+    #: the interval reached past the scale's width and was cut to it
+    ci95_clipped: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,14 +77,18 @@ class Difference:
             "label": self.label,
             "difference": self.estimate,
             "ci95": list(self.ci95) if self.ci95 else None,
+            "ci95_clipped": self.ci95_clipped,
             "n": self.n,
             "items": self.items,
             "share_of_items": self.share_of_items,
         }
 
 
-def differences(groups: Sequence[tuple[Any, Sequence[Any], int]], *, numeric: bool) -> tuple[Difference, ...]:
-    """Every pair's difference. `groups`: (value, scored values, items in the group), in order."""
+def differences(
+    groups: Sequence[tuple[Any, Sequence[Any], int]], *, numeric: bool, width: float | None = None
+) -> tuple[Difference, ...]:
+    """Every pair's difference. `groups`: (value, scored values, items in the group), in order; `width`:
+    the scale's (hi - lo), which a difference of means cannot exceed either way."""
     out: list[Difference] = []
     for i, (g1, v1, items1) in enumerate(groups):
         for g2, v2, items2 in groups[i + 1 :]:
@@ -89,7 +99,13 @@ def differences(groups: Sequence[tuple[Any, Sequence[Any], int]], *, numeric: bo
             if numeric:
                 a, b = [float(x) for x in v1], [float(x) for x in v2]
                 d = statistics.fmean(b) - statistics.fmean(a)
-                out.append(Difference(kind="mean", label=None, estimate=d, ci95=welch_ci95(a, b), **common))
+                ci = welch_ci95(a, b)
+                cut = clip(ci, (-width, width)) if ci is not None and width is not None else ci
+                out.append(
+                    Difference(
+                        kind="mean", label=None, estimate=d, ci95=cut, ci95_clipped=cut != ci, **common
+                    )
+                )
                 continue
             labels = sorted({str(x) for x in (*v1, *v2)})
             for label in labels:

@@ -74,6 +74,14 @@ def usd(x: float | None) -> str:
     return "unknown" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
 
 
+def scale(bounds: tuple[float, float] | None) -> str | None:
+    """A score's scale as the verdict spec declares it: `1-5`, `0-1`, `-2 to 2` (None: not declared)."""
+    if bounds is None:
+        return None
+    lo, hi = label(bounds[0]), label(bounds[1])
+    return f"{lo}-{hi}" if bounds[0] >= 0 else f"{lo} to {hi}"
+
+
 def interval(ci: tuple[float, float] | None, kind: str) -> str:
     """`lo to hi` written as `kind` (one of the names in `FORMATS`)."""
     if ci is None:

@@ -20,19 +20,25 @@ if TYPE_CHECKING:
 
 _name = fig.label  # one rule for a value written as a label (`judgecore.figures`)
 
+#: After an interval cut to the scale the verdict spec declares (`judgecore.summary`).
+CLIPPED = ", clipped to the scale"
+
 
 def difference_text(d: Difference) -> tuple[str, str, str]:
     """(what is compared, the difference, its interval), written by the figures' rule."""
     what = f"{_name(d.second)} - {_name(d.first)}"
     if d.kind == "share":
         return f"{what} ({d.label})", fig.points(d.estimate), fig.interval(d.ci95, "points")
-    return what, fig.difference(d.estimate), fig.interval(d.ci95, "difference")
+    clipped = CLIPPED if d.ci95_clipped else ""
+    return what, fig.difference(d.estimate), fig.interval(d.ci95, "difference") + clipped
 
 
 def score_text(stats: NumericStats | LabelStats | None) -> tuple[str, str]:
     """(the score, its 95% interval): the mean for numbers, the most frequent label's share for labels."""
     if isinstance(stats, NumericStats):
-        return fig.score(stats.mean), fig.interval(stats.ci95, "score")
+        return fig.score(stats.mean), fig.interval(stats.ci95, "score") + (
+            CLIPPED if stats.ci95_clipped else ""
+        )
     if isinstance(stats, LabelStats):
         from judgecore.stats import wilson_ci95
 
@@ -113,8 +119,27 @@ def design_rows(
 
 
 def _reference_rows(s: Summary) -> list[tuple[str, Group]]:
-    rows = [("all", s.overall)] + [(_name(v), g) for v, g in s.groups]
+    rows = [("all", s.overall)] + [(_name(v), g) for v, g in s.shown_groups]
     return [(n, g) for n, g in rows if g.reference is not None]
+
+
+def not_compared(s: Summary) -> str:
+    """Why no pair of groups is compared: too many groups for every pair to mean anything."""
+    from judgecore.summary import COMPARED_GROUPS
+
+    return (
+        f"not compared: {s.compared_groups:,} groups make {fig.count(s.pairs_not_compared)} pairs (every "
+        f"pair is compared up to {COMPARED_GROUPS} groups); each group's own 95% interval is in its row, "
+        "and --json lists every group"
+    )
+
+
+def left_out(s: Summary) -> str:
+    """How many groups a table leaves out, and how to see them."""
+    return (
+        f"{len(s.groups):,} groups: the {len(s.shown_groups):,} with the most items are shown, "
+        f"{s.groups_left_out:,} left out (--top N shows N; --json lists every group)"
+    )
 
 
 def headline_lines(s: Summary) -> list[str]:
@@ -128,6 +153,8 @@ def headline_lines(s: Summary) -> list[str]:
             lines.append(
                 f"    {what[:40]:<40} {value:>10}  ({ci}; n {d.n:,}, {fig.share(d.share_of_items)} of items)"
             )
+    elif s.pairs_not_compared:
+        lines.append(f"  differences by {s.by}: {not_compared(s)}")
     if s.reference_key is not None and s.groups:
         lines.append(f"  reference {s.reference_key!r} by {s.by}")
         for name, g in _reference_rows(s)[1:]:
@@ -163,9 +190,15 @@ def render_markdown(s: Summary, *, title: str = "judgecore summary") -> str:
         "(scores are over the scored items only)."
     )
     out.append("")
-    rows = [("all", o)] + [(_name(v), g) for v, g in s.groups]
+    rows = [("all", o)] + [(_name(v), g) for v, g in s.shown_groups]
     head = [s.by or "group", "items", "scored", "score", "95% CI"]
     out += _md_table(head, [[n, fig.count(g.n), fig.count(g.scored), *score_text(g.score)] for n, g in rows])
+    if s.groups_left_out:
+        out += ["", f"By {s.by}: {left_out(s)}."]
+    if o.score is not None and s.scale is not None:
+        out += ["", f"Scores are on {fig.scale(s.scale)}, the scale the verdict spec declares."]
+    if s.pairs_not_compared:
+        out += ["", f"Differences by {s.by}: {not_compared(s)}."]
     if s.differences:
         out += ["", f"Differences by {s.by} (second - first):", ""]
         body = []

@@ -8,20 +8,29 @@ answer to read: quarantined or still pending). They are shown first and never fo
 an average: the score's statistics are over the scored items only. A score is numeric when every scored
 value is a number, else a label. `--by KEY` repeats the summary per value of `metadata[KEY]`;
 `--reference KEY` compares the score with `metadata[KEY]`.
+
+At any number of groups (a `--by uid` may have 10,000): `--json` lists every group, but the text,
+`--markdown` and the HTML report show at most `top` of them (`TOP_GROUPS` unless `--top N`), the ones
+with the most items, with a line saying how many were left out; and every pair of groups is compared
+only up to `COMPARED_GROUPS` groups (10,000 groups are 49,995,000 pairs), in every output.
+
+On a scale the verdict spec declares (`VerdictSpec.scale`: a schema's `minimum`/`maximum` or numeric
+`enum`), every interval of a mean is cut to the scale and of a difference to its width, and says so; the
+headline mean says its scale.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 from judgecore import figures as fig
 from judgecore.compare import Difference, differences
 from judgecore.figures import FORMATS
-from judgecore.headline import headline_lines
+from judgecore.headline import CLIPPED, headline_lines, left_out
 from judgecore.outcomes import FailureClass
 from judgecore.reliability import Designs, designs_of
 from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
@@ -41,6 +50,12 @@ STATUSES = ("succeeded", "miss", "quarantined", "pending")
 _REFUSED = str(FailureClass.MODEL_REFUSAL)
 _UNKNOWN_MONEY = Money()
 NO_VALUE = "(none)"
+
+#: The most groups the text, `--markdown` and the HTML report show (`--top N` changes it): above it, the
+#: groups with the most items (ties in the groups' order), and a line saying how many were left out.
+TOP_GROUPS: Final = 20
+#: The most groups whose every pair is compared (190 pairs); above it no pair is, in any output.
+COMPARED_GROUPS: Final = 20
 
 
 @attrs.frozen(kw_only=True)
@@ -116,11 +131,39 @@ class Summary:
     designs: Designs = attrs.field(factory=Designs)
     #: US dollars per answering model (None: no price), as the checkpoint bills them: a panel's spend per judge
     spend_by_model: tuple[tuple[str, float | None], ...] = ()
+    #: the score's scale as the verdict spec declares it (`VerdictSpec.scale`); None: not declared
+    scale: tuple[float, float] | None = None
+    #: the most groups the text, `--markdown` and the report show
+    top: int = TOP_GROUPS
+    #: the pairs of groups not compared (more than `COMPARED_GROUPS` groups); 0 when every pair was
+    pairs_not_compared: int = 0
+
+    @property
+    def shown_groups(self) -> tuple[tuple[Any, Group], ...]:
+        """The groups the text and the report show: all of them in their order, or, above `top`, the
+        `top` with the most items (ties in their order)."""
+        if len(self.groups) <= self.top:
+            return self.groups
+        order = sorted(range(len(self.groups)), key=lambda i: (-self.groups[i][1].n, i))
+        return tuple(self.groups[i] for i in order[: self.top])
+
+    @property
+    def compared_groups(self) -> int:
+        """The groups whose pairs are compared, or would be: those with a value (not `NO_VALUE`)."""
+        return sum(1 for v, _ in self.groups if v != NO_VALUE)
+
+    @property
+    def groups_left_out(self) -> int:
+        return max(0, len(self.groups) - self.top)
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.overall.to_json(),
-            "verdict": {"kind": self.verdict_kind, "score_field": self.score_field},
+            "verdict": {
+                "kind": self.verdict_kind,
+                "score_field": self.score_field,
+                "scale": list(self.scale) if self.scale else None,
+            },
             "by": self.by,
             "groups": [{"value": v, **g.to_json()} for v, g in self.groups] if self.by else None,
             "reference_key": self.reference_key,
@@ -128,6 +171,13 @@ class Summary:
             "all_sync_usd": self.money.all_sync_usd,
             "estimate_usd": self.money.estimate_usd,
             "differences": [d.to_json() for d in self.differences] if self.by else None,
+            "differences_not_compared": {
+                "groups": self.compared_groups,
+                "pairs": self.pairs_not_compared,
+                "compared_up_to": COMPARED_GROUPS,
+            }
+            if self.pairs_not_compared
+            else None,
             **self._designs_json(),
             "formats": FORMATS,
         }
@@ -190,9 +240,14 @@ def agreement(reference: Sequence[Any], judged: Sequence[Any]) -> Agreement:
 
 
 def group_of(
-    records: Sequence[Mapping[str, Any]], *, score_field: str | None, reference: str | None
+    records: Sequence[Mapping[str, Any]],
+    *,
+    score_field: str | None,
+    reference: str | None,
+    scale: tuple[float, float] | None = None,
 ) -> Group:
-    """The summary of `records` (output objects, CONTRACT.md's shape)."""
+    """The summary of `records` (output objects, CONTRACT.md's shape); `scale`: the score's declared
+    scale, which the mean's interval is cut to."""
     counts = Counter(r["status"] for r in records)
     classes = Counter(r["error"]["class"] for r in records if r.get("error"))
     scores = [(score_of(r, score_field), r) for r in records]
@@ -202,7 +257,8 @@ def group_of(
     values = [s for s, _ in scored]
     stats: NumericStats | LabelStats | None
     if values and all(_number(v) for v in values):
-        stats = describe_numeric([float(v) for v in values])
+        numeric = describe_numeric([float(v) for v in values])
+        stats = numeric.clipped_to(scale) if numeric is not None else None
     else:
         stats = describe_labels([_label(v) for v in values])
     ref = None
@@ -259,8 +315,11 @@ def summarize(
     reference: str | None = None,
     money: Money = _UNKNOWN_MONEY,
     spend_by_model: Iterable[tuple[str, float | None]] = (),
+    scale: tuple[float, float] | None = None,
+    top: int = TOP_GROUPS,
 ) -> Summary:
-    """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored)."""
+    """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored).
+    `scale`: the score's declared scale (intervals are cut to it); `top`: the most groups shown."""
     rows = list(records)
     groups: list[tuple[Any, Group]] = []
     scored_by: list[tuple[Any, list[Any], int]] = []
@@ -272,14 +331,18 @@ def summarize(
             buckets.setdefault(key, (NO_VALUE if v is None else v, []))[1].append(r)
         for key in sorted(buckets, key=lambda k: (k == NO_VALUE, k)):
             value, members = buckets[key]
-            groups.append((value, group_of(members, score_field=score_field, reference=reference)))
+            groups.append(
+                (value, group_of(members, score_field=score_field, reference=reference, scale=scale))
+            )
             if key != NO_VALUE:
                 values = [s for r in members if (s := score_of(r, score_field)) is not None]
                 scored_by.append((value, values, len(members)))
-    overall = group_of(rows, score_field=score_field, reference=reference)
+    overall = group_of(rows, score_field=score_field, reference=reference, scale=scale)
     numeric = isinstance(overall.score, NumericStats)
-    if not numeric:
+    compared = len(scored_by) <= COMPARED_GROUPS
+    if not numeric and compared:
         scored_by = [(g, [_label(v) for v in vs], n) for g, vs, n in scored_by]
+    width = scale[1] - scale[0] if scale is not None else None
     return Summary(
         overall=overall,
         score_field=score_field,
@@ -288,9 +351,14 @@ def summarize(
         groups=tuple(groups),
         reference_key=reference,
         money=money,
-        differences=differences(scored_by, numeric=numeric) if len(scored_by) >= 2 else (),
+        differences=differences(scored_by, numeric=numeric, width=width)
+        if compared and len(scored_by) >= 2
+        else (),
         designs=designs_of(rows, score_field),
         spend_by_model=tuple(spend_by_model),
+        scale=scale,
+        top=top,
+        pairs_not_compared=0 if compared else len(scored_by) * (len(scored_by) - 1) // 2,
     )
 
 
@@ -301,13 +369,21 @@ _f = fig.score  # the one rule for every figure (`judgecore.figures`)
 _usd = fig.usd
 
 
-def _score_line(stats: NumericStats | LabelStats | None) -> str:
+def _score_line(
+    stats: NumericStats | LabelStats | None,
+    scale: tuple[float, float] | None = None,
+    *,
+    says_scale: bool = False,
+) -> str:
+    """The score's figures; `says_scale`: the mean says the scale it is on (the job's line)."""
     if stats is None:
         return "no scored item"
     if isinstance(stats, NumericStats):
-        ci = f" (95% CI {_f(stats.ci95[0])} to {_f(stats.ci95[1])})" if stats.ci95 else ""
+        clipped = CLIPPED if stats.ci95_clipped else ""
+        ci = f" (95% CI {_f(stats.ci95[0])} to {_f(stats.ci95[1])}{clipped})" if stats.ci95 else ""
+        on = f" on {fig.scale(scale)}" if says_scale and scale is not None else ""
         return (
-            f"mean {_f(stats.mean)}{ci}, median {_f(stats.median)}, sd {_f(stats.sd)}, "
+            f"mean {_f(stats.mean)}{on}{ci}, median {_f(stats.median)}, sd {_f(stats.sd)}, "
             f"range {_f(stats.min)} to {_f(stats.max)}, quartiles {_f(stats.q1)} to {_f(stats.q3)}"
         )
     parts = []
@@ -342,7 +418,7 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             f"  refusals     {o.refusals:,} (the judge declined to answer: MODEL_REFUSAL, a miss "
             "counted apart; see each line's stop_details)"
         )
-    lines.append("  score        " + _score_line(o.score))
+    lines.append("  score        " + _score_line(o.score, s.scale, says_scale=True))
     if isinstance(o.score, NumericStats) and o.score.histogram:
         top = max(b.n for b in o.score.histogram)
         for b in o.score.histogram:
@@ -350,7 +426,8 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             bar = "#" * max(1 if b.n else 0, round(30 * b.n / top))
             lines.append(f"    {label:>11} {b.n:>7,} {bar}")
     if s.by is not None:
-        lines.append(f"  by {s.by}:")
+        shown = s.shown_groups
+        lines.append(f"  by {s.by}: {left_out(s)}" if s.groups_left_out else f"  by {s.by}:")
         # refusals are counted apart (neither scored nor unscored): a column of their own when there
         # are any, so each row's columns add up to its n
         refusals = o.refusals > 0
@@ -359,12 +436,12 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             + (f" {'refused':>7}" if refusals else "")
             + f" {'missing':>7}  score"
         )
-        for value, g in s.groups:
+        for value, g in shown:
             lines.append(
                 f"    {_label(value)[:20]:<20} {g.n:>7,} {g.scored:>7,} {g.unscored:>8,}"
                 + (f" {g.refusals:>7,}" if refusals else "")
                 + f" {g.missing:>7,}  "
-                + _score_line(g.score)
+                + _score_line(g.score, s.scale)
             )
     if s.reference_key is not None and o.reference is not None:
         r = o.reference

@@ -75,6 +75,28 @@ class VerdictSpec:
         return orjson.loads(self.source) if self.kind == "schema" else None
 
     @property
+    def scale(self) -> tuple[float, float] | None:
+        """The score's scale as the schema declares it: the score property's `minimum` and `maximum`, or
+        the least and the greatest of a numeric `enum`; None for a pattern, a label, or a scale with
+        either end undeclared (the summary then clips no interval)."""
+        props = (self.schema or {}).get("properties")
+        node = props.get(self.score) if isinstance(props, dict) else None
+        if not isinstance(node, dict):
+            return None
+
+        def number(v: Any) -> bool:
+            return type(v) in (int, float) and math.isfinite(v)
+
+        enum = node.get("enum")
+        if isinstance(enum, list) and enum:
+            if not all(number(v) for v in enum):
+                return None
+            lo, hi = min(enum), max(enum)
+        else:
+            lo, hi = node.get("minimum"), node.get("maximum")
+        return (float(lo), float(hi)) if number(lo) and number(hi) and lo < hi else None
+
+    @property
     def schema_digest(self) -> str | None:
         """A digest of the schema (part of the manifest); None for a pattern (not part of it)."""
         if self.kind != "schema":

@@ -400,6 +400,7 @@ examples:
   judgecore summary --state runs/j1 --by model --reference gold --html report.html
   judgecore summary --state runs/j1 --verdict new-pattern.json --json     # re-read the answers
   judgecore summary --state runs/j1 --by model --markdown                 # tables to paste
+  judgecore summary --state runs/j1 --by uid --top 50                     # the 50 largest of many groups
 """
 
 
@@ -431,6 +432,16 @@ def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
         help="a hard cap on what the job spends, in US dollars (needs a model with known prices): sent in "
         "rounds as real costs replace the bounds; with --dry-run, whether the estimate fits",
     )
+
+
+def _top(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of groups, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
 
 
 def _pairwise_flag(text: str) -> tuple[str, str]:
@@ -492,6 +503,13 @@ def _add_summary_parser(sub: Any) -> None:
         "--verdict", type=Path, metavar="FILE", help="read verdicts with this spec (default: the run's)"
     )
     su.add_argument("--by", metavar="KEY", help="one row per value of metadata[KEY]")
+    su.add_argument(
+        "--top",
+        type=_top,
+        metavar="N",
+        help="with --by, the most groups the text, --markdown and --html show: above N, the N with the most "
+        "items and a line saying how many were left out (default: 20; --json lists every group)",
+    )
     su.add_argument(
         "--reference", metavar="KEY", help="compare the score with metadata[KEY] (agreement, kappa)"
     )

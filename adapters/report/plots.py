@@ -17,6 +17,11 @@ from judgecore.compare import Difference
 from judgecore.stats import LabelStats, NumericStats
 from judgecore.summary import Agreement, Group
 
+#: The most groups the score panel draws (a row each) and the distributions (a small panel each, which
+#: matplotlib lays out slowly: a second a handful): the table may show more (`--top`).
+MOST_GROUPS = 20
+MOST_PANELS = 8
+
 PALETTE = ("#3b6ea5", "#e07b39", "#5a9e5a", "#b34b4b", "#8a6bb8", "#8c6d46", "#d17fb5", "#2a9d9d", "#b8a230")
 ALL = "#444444"
 

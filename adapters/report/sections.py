@@ -17,7 +17,7 @@ from adapters.report.gather import resume_command
 from adapters.summary import JobReport
 from judgecore import figures as fig
 from judgecore.compare import Difference
-from judgecore.headline import design_rows, difference_text, score_text
+from judgecore.headline import design_rows, difference_text, left_out, not_compared, score_text
 from judgecore.stats import NumericStats
 from judgecore.summary import Group, render_summary
 
@@ -39,10 +39,19 @@ def _swatch(colour: str) -> str:
 
 
 def group_rows(report: JobReport) -> list[tuple[str, Group, str]]:
+    """The job, then the groups the report shows (`Summary.shown_groups`), each with its colour."""
     s = report.summary
-    names = [str(v) for v, _ in s.groups]
-    colour_of = plots.colours(names)
-    return [("all", s.overall, plots.ALL)] + [(str(v), g, colour_of[str(v)]) for v, g in s.groups]
+    shown = s.shown_groups
+    colour_of = plots.colours([str(v) for v, _ in shown])
+    return [("all", s.overall, plots.ALL)] + [(str(v), g, colour_of[str(v)]) for v, g in shown]
+
+
+def _plotted(rows: list[tuple[str, Group, str]], most: int) -> tuple[list[tuple[str, Group, str]], str]:
+    """The rows a plot draws (the job and at most `most` groups), and a note when it draws fewer than
+    the table shows."""
+    if len(rows) - 1 <= most:
+        return rows, ""
+    return rows[: most + 1], f"<p class=note>The plot draws the first {most} groups of the table.</p>"
 
 
 def _best_difference(diffs: Sequence[Difference]) -> Difference | None:
@@ -74,6 +83,14 @@ def headline(report: JobReport) -> str:
         return f"{unfinished}<p class=lead>No item has a score yet.</p>"
     value, ci = score_text(o.score)
     what = "mean" if isinstance(o.score, NumericStats) else "most frequent"
+    on = ""
+    if isinstance(o.score, NumericStats):
+        on = (
+            f" on {esc(fig.scale(s.scale))}"
+            if s.scale is not None
+            else f" (the verdict spec declares no scale; scores range {fig.score(o.score.min)} to "
+            f"{fig.score(o.score.max)})"
+        )
     out = [unfinished]
     if (p := s.designs.pairwise) is not None:  # the question a pairwise job asks comes first
         out.append(
@@ -83,11 +100,19 @@ def headline(report: JobReport) -> str:
             f"first position won {fig.share(p.first_position_share)} of the orders.</p>"
         )
     out += [
-        f"<p class=lead>Overall {what} {field}: <b>{esc(value)}</b> (95% CI {esc(ci)}) over "
+        f"<p class=lead>Overall {what} {field}: <b>{esc(value)}</b>{on} (95% CI {esc(ci)}) over "
         f"{fig.count(o.scored)} scored items of {fig.count(o.n)}.</p>"
     ]
     scored = [(v, g) for v, g in s.groups if g.score is not None]
-    if isinstance(o.score, NumericStats) and len(scored) >= 2:
+    if s.pairs_not_compared:
+        shown = (
+            f"; the table shows the {len(s.shown_groups):,} with the most items" if s.groups_left_out else ""
+        )
+        out.append(
+            f"<p class=lead>By {esc(s.by)}: {fig.count(len(s.groups))} groups, too many to compare every "
+            f"pair ({fig.count(s.pairs_not_compared)}){shown}.</p>"
+        )
+    elif isinstance(o.score, NumericStats) and len(scored) >= 2:
         top = max(scored, key=lambda vg: vg[1].score.mean)  # type: ignore[union-attr]
         low = min(scored, key=lambda vg: vg[1].score.mean)  # type: ignore[union-attr]
         d = next(
@@ -171,12 +196,15 @@ def results(report: JobReport) -> str:
             ]
         body.append(line)
     parts = [table(head, body, cls="groups")]
-    legend = "".join(f"<span class=lg>{_swatch(c)}{esc(n)}</span>" for n, _, c in rows[1:])
+    if s.groups_left_out:
+        parts.append(f"<p class=note>By {esc(s.by)}: {esc(left_out(s))}.</p>")
+    drawn, note = _plotted(rows, plots.MOST_GROUPS)
+    legend = "".join(f"<span class=lg>{_swatch(c)}{esc(n)}</span>" for n, _, c in drawn[1:])
     if legend:
         parts.append(f"<p class=legend>{legend}</p>")
-    panel = plots.score_panel(rows, s.score_field or "score")
+    panel = plots.score_panel(drawn, s.score_field or "score")
     if panel:
-        parts.append(f"<figure>{panel}</figure>")
+        parts.append(f"<figure>{panel}</figure>{note}")
     return "".join(parts)
 
 
@@ -201,9 +229,13 @@ def results_more(report: JobReport) -> str:
             "shares with Newcombe's interval. The share of items is the scored items behind the difference "
             "over all items of the two groups.</p>"
         )
-    dist = plots.distributions(rows)
+    elif s.pairs_not_compared:
+        parts.append(f"<h3>Differences between groups ({esc(s.by)})</h3>")
+        parts.append(f"<p class=note>{esc(not_compared(s)[0].upper() + not_compared(s)[1:])}.</p>")
+    drawn, note = _plotted(rows, plots.MOST_PANELS)
+    dist = plots.distributions(drawn)
     if dist:
-        parts.append(f"<h3>Distributions</h3><figure>{dist}</figure>")
+        parts.append(f"<h3>Distributions</h3><figure>{dist}</figure>{note}")
     if ref and s.overall.reference is not None:
         r = s.overall.reference
         parts.append(f"<h3>Against the reference {esc(s.reference_key)}</h3>")

@@ -138,3 +138,25 @@ def test_a_schema_that_requires_a_key_it_does_not_list_is_refused_before_anythin
     with pytest.raises(VerdictSpecError, match=f'\\(schema/{where}required\\), which its "properties" lack'):
         spec_from_json({"schema": schema})
     assert spec_from_json({"schema": schema}, sendable=False).kind == "schema"  # answers still readable
+
+
+@pytest.mark.parametrize(
+    ("score", "scale"),
+    [
+        ({"type": "integer", "minimum": 1, "maximum": 5}, (1.0, 5.0)),
+        ({"type": "number", "minimum": 0, "maximum": 1}, (0.0, 1.0)),
+        ({"type": "integer", "enum": [0, 1, 2, 3]}, (0.0, 3.0)),
+        ({"type": "integer", "enum": [-2, 2, 0]}, (-2.0, 2.0)),
+        ({"type": "integer", "minimum": 1}, None),  # one end: no scale
+        ({"type": "integer"}, None),
+        ({"type": "string", "enum": ["PASS", "FAIL"]}, None),  # a label has shares, not a scale
+        ({"type": "integer", "enum": [3]}, None),
+    ],
+)
+def test_a_schema_declares_the_scores_scale_by_its_bounds_or_its_enum(score, scale):
+    schema = {"type": "object", "properties": {"score": score}, "required": ["score"]}
+    assert scale == spec_from_json({"schema": schema}).scale
+
+
+def test_a_pattern_declares_no_scale():
+    assert spec_from_json({"pattern": r"Score: (?P<score>\d)"}).scale is None

@@ -156,8 +156,14 @@ SECTIONS = ["Results", "The judge's own words", "Provenance", "Run health"]
 @pytest.mark.parametrize("width", [1280, 800])
 def test_the_report_renders_offline_at_1280_and_800_px_with_nothing_cut_off(report, tmp_path, width):
     """One render per width: no console message, no horizontal scroll, nothing cut off, every section."""
+    _probed(report.read_text(), tmp_path, width, f"report-{width}.png")
+
+
+def _probed(page: str, tmp_path: Path, width: int, keep_as: str) -> None:
+    """`page` rendered by Chromium at `width`: no console message, no horizontal scroll, nothing cut
+    off, every section, nothing fetched."""
     probed = tmp_path / "probed.html"
-    probed.write_text(report.read_text().replace("</body>", PROBE))
+    probed.write_text(page.replace("</body>", PROBE))
     shot = tmp_path / "report.png"
     _, console, tried = _chromium(probed, tmp_path, f"--window-size={width},900", f"--screenshot={shot}")
     lines = console.splitlines()
@@ -171,11 +177,11 @@ def test_the_report_renders_offline_at_1280_and_800_px_with_nothing_cut_off(repo
     assert seen["sw"] <= width, f"horizontal scroll: the page is {seen['sw']} px wide"
     assert [] == seen["cut"]
     assert SECTIONS == seen["h2"]
-    assert set() == {u for u in tried if u in report.read_text()}
+    assert set() == {u for u in tried if u in page}
     assert shot.stat().st_size > 10_000
     keep = ROOT / ".screenshots"
     if keep.is_dir():  # `mkdir .screenshots` to look at the last one
-        shutil.copy(shot, keep / f"report-{width}.png")
+        shutil.copy(shot, keep / keep_as)
 
 
 @needs_chromium
@@ -439,3 +445,61 @@ def test_a_whole_mean_reads_at_the_width_of_its_neighbours():
     )
     for out in (render_summary(s), render_markdown(s), page):
         assert "5.00" in out and "5.40" in out
+
+
+def _many_groups(groups: int, *, top: int | None = None) -> str:
+    """The page of a job `--by uid` over `groups` groups of one to three items, scores on a 1-5 scale."""
+    from adapters.html_report import render_html
+    from adapters.summary import JobReport
+    from judgecore.summary import summarize
+
+    rows = [
+        {
+            "status": "succeeded",
+            "error": None,
+            "verdict": {"score": 1 + (g * 7 + k) % 5},
+            "metadata": {"uid": f"u{g:05d}"},
+        }
+        for g in range(groups)
+        for k in range(1 + g % 3)
+    ]
+    extra = {} if top is None else {"top": top}
+    s = summarize(rows, score_field="score", verdict_kind="schema", by="uid", scale=(1.0, 5.0), **extra)
+    return render_html(
+        JobReport(state_dir=Path("s"), summary=s, model=None, route=None, timeline=(), sub_batches=())
+    )
+
+
+def test_a_report_over_many_groups_shows_the_largest_and_says_what_it_left_out():
+    """`--html` over 3,000 groups wrote nothing in 150 s (every pair drawn in a table, every group
+    plotted): the page shows the 20 groups with the most items, says how many it left out, compares no
+    pair, and stays small (`bench/summary_groups.py` times it at 10,000 groups)."""
+    page = _many_groups(600)
+    table = re.search(r'<table class="groups">.*?</table>', page, re.S).group(0)
+    names = re.findall(r"<tr><td>([^<]*)</td>", table)
+    assert "all" == names[0] and 21 == len(names)
+    assert {f"u{g:05d}" for g in range(2, 60, 3)} == set(names[1:]), "the 20 first groups of three items"
+    assert "600 groups: the 20 with the most items are shown, 580 left out" in page
+    assert "--json lists every group" in page
+    assert "second minus first" not in page and "179,700 pairs" in page
+    assert "By uid: 600 groups, too many to compare every pair (179,700); the table shows the 20" in page
+    assert 20 == page.count("<span class=lg>"), "one legend entry a group shown"
+    assert len(page) < 500_000
+    assert "Overall mean score: <b>" in page and "</b> on 1-5 (95% CI" in page
+
+
+def test_a_table_longer_than_a_plot_says_the_plot_draws_its_first_groups():
+    from adapters.report.plots import MOST_GROUPS, MOST_PANELS
+
+    page = _many_groups(100, top=50)
+    assert 51 == len(
+        re.findall(r"<tr><td>", re.search(r'<table class="groups">.*?</table>', page, re.S).group(0))
+    )
+    assert MOST_GROUPS == page.count("<span class=lg>")
+    assert f"The plot draws the first {MOST_GROUPS} groups of the table." in page
+    assert f"The plot draws the first {MOST_PANELS} groups of the table." in page
+
+
+@needs_chromium
+def test_a_report_over_hundreds_of_groups_renders_with_nothing_cut_off(tmp_path):
+    _probed(_many_groups(600), tmp_path, 1280, "report-many-groups.png")

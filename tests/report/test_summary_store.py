@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import attrs
 import pytest
@@ -198,3 +199,72 @@ def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reac
     s = summarize(rows, score_field="score", spend_by_model=per_model.items())
     data = orjson.loads(summary_json(attrs.evolve(report, summary=s)))
     assert per_model == {j["model"]: j["spend_usd"] for j in data["panel"]["judges"]}
+
+
+def _many_groups_checkpoint(tmp_path, groups: int):
+    """A finished job `--by uid` over `groups` groups (group k holds k % 4 + 1 items), answered as
+    structured outputs on the 1-5 scale its schema declares."""
+    state = tmp_path / "many"
+    store = Store.open(state)
+    ids = [(f"c{g}-{k}", g) for g in range(groups) for k in range(g % 4 + 1)]
+    store.bind_job({"model": "claude-sonnet-4-6"}, [(cid, cid, "d") for cid, _ in ids])
+    store.record_metadata([(cid, b'{"uid": "u%03d"}' % g) for cid, g in ids])
+    score = {"type": "integer", "minimum": 1, "maximum": 5}
+    store.set_meta(
+        "verdict", {"schema": {"type": "object", "properties": {"score": score}}, "score": "score"}
+    )
+    store.record_outcomes(
+        OutcomeRow(
+            custom_id=cid,
+            outcome=Outcome(
+                status=Status.SUCCEEDED, failure=None, reason="ok", text=f'{{"score": {1 + i % 5}}}'
+            ),
+            route="sync",
+            at=1.0,
+        )
+        for i, (cid, _) in enumerate(ids)
+    )
+    store.close()
+    return state
+
+
+def test_summary_top_n_shows_the_n_largest_groups_and_json_lists_every_group_on_the_specs_scale(
+    tmp_path, capsys
+):
+    import orjson
+
+    from adapters.cli import main
+
+    state = _many_groups_checkpoint(tmp_path, 30)
+    assert 0 == main(["summary", "--state", str(state), "--by", "uid", "--top", "5"])
+    out = capsys.readouterr().out
+    rows = [line.split()[:2] for line in out.splitlines() if line.startswith("    u")]
+    assert [["u003", "4"], ["u007", "4"], ["u011", "4"], ["u015", "4"], ["u019", "4"]] == rows
+    assert "by uid: 30 groups: the 5 with the most items are shown, 25 left out" in out
+    assert re.search(r"score        mean \d\.\d\d on 1-5 \(95% CI", out), "the scale the schema declares"
+    assert "clipped to the scale" in out  # a group of two items: Student's t reaches past 1-5
+    assert 0 == main(["summary", "--state", str(state), "--by", "uid", "--json"])
+    j = orjson.loads(capsys.readouterr().out)
+    assert (30, [1.0, 5.0], 435) == (
+        len(j["groups"]),
+        j["verdict"]["scale"],
+        j["differences_not_compared"]["pairs"],
+    )
+    assert all(
+        1.0 <= g["score"]["ci95"][0] <= g["score"]["ci95"][1] <= 5.0
+        for g in j["groups"]
+        if g["score"]["ci95"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("top", "says"),
+    [("0", "must be >= 1, got '0'"), ("-3", "must be >= 1, got '-3'"), ("many", "expected a whole number")],
+)
+def test_summary_top_must_be_a_whole_number_of_groups(tmp_path, capsys, top, says):
+    from adapters.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["summary", "--state", str(_checkpoint(tmp_path)), "--by", "m", "--top", top])
+    assert 2 == exit_.value.code
+    assert f"argument --top: {says}" in capsys.readouterr().err
