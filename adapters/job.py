@@ -289,6 +289,7 @@ async def _run(
                             records=written.records,
                             fatal=Fatal(reason) if reason is not None else None,
                             stuck_batches=run.stuck,
+                            rerun_budget=run.rerun_budget,
                             output_path=out_path,
                             cache_hit_rate=run.cache_hit_rate,
                             spend_usd=money.spend_usd,

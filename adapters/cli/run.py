@@ -262,9 +262,46 @@ def _run(
     if result.fatal:
         print(f"error: fatal API configuration: {result.fatal}; stopped, nothing lost", file=sys.stderr)
         return EXIT_FATAL
-    if result.exit_code == EXIT_PENDING:
+    if result.stuck_batches:  # a rerun only waits for them again: the way to give up on them is cancel
+        stuck = result.stuck_batches
+        shown = ", ".join(stuck[:3]) + (f" and {len(stuck) - 3:,} more" if len(stuck) > 3 else "")
+        print(
+            f"{plural(len(stuck), 'batch', 'batches')} passed {'its' if len(stuck) == 1 else 'their'} deadline "
+            f"without ending ({shown}): a rerun polls {'it' if len(stuck) == 1 else 'them'} again and pays "
+            f"nothing twice; to give up on {'it' if len(stuck) == 1 else 'them'} and send the items again, "
+            f"stop {'it' if len(stuck) == 1 else 'them'} with:\n  {command_line(['cancel', '--state', str(ns.state)])}"
+            "\nthen rerun",
+            file=sys.stderr,
+        )
+    if result.exit_code == EXIT_PENDING and result.rerun_budget is not None:
+        # the line scripts test (`grep '^budget: stopped'`: exit 3 stays "pending, rerun"), and a
+        # resume command that carries the budget it suggests, not the one that stopped the run
+        again = command_line(with_budget(argv, result.rerun_budget))
+        print(
+            f"budget: stopped by --budget {settings.budget:.2f}: {plural(c['pending'], 'item')} pending; "
+            f"resume with --budget {result.rerun_budget:.2f} (from what the answers so far cost):\n  {again}",
+            file=sys.stderr,
+        )
+    elif result.exit_code == EXIT_PENDING:
         print(f"{plural(c['pending'], 'item')} pending; resume with:\n  {resume}", file=sys.stderr)
     return result.exit_code
+
+
+def with_budget(argv: Sequence[str], usd: float) -> list[str]:
+    """`argv` with its `--budget` (if any) replaced by `usd` (whole cents), before any `--`."""
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    head, tail = words[:end], words[end:]
+    kept: list[str] = []
+    skip = False
+    for word in head:
+        if skip:
+            skip = False
+        elif word == "--budget":
+            skip = True
+        elif not word.startswith("--budget="):
+            kept.append(word)
+    return [*kept, "--budget", f"{usd:.2f}", *tail]
 
 
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
