@@ -142,21 +142,10 @@ class JobSettings:
             (knobs is None, knobs),  # every number in its range (`judgecore.knobs`, as the flags)
             (max_tokens is None, f"--max-tokens: {max_tokens}"),
             (thinking is None, f"--thinking: {thinking}"),
-            (
-                self.budget is None or self.judges or _table_price(self.model) is not None,
-                self._unpriced("--model", self.model, "--budget needs the model's prices"),
-            ),
         ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
-        if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
-            for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
-                if (unknown := unknown_model_problem(model)) is not None:
-                    raise ValueError(
-                        f"{flag}: {unknown} (nothing was sent; for a model newer than judgecore's table, "
-                        "add --allow-unknown-model)"
-                    )
         if not self.plain:  # a plain design is one request per item: nothing to check
             from judgecore.designs import DesignError
 
@@ -164,6 +153,15 @@ class JobSettings:
                 self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
             except DesignError as exc:
                 raise ValueError(str(exc)) from None
+        if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
+            for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
+                if (unknown := unknown_model_problem(model)) is not None:
+                    raise ValueError(
+                        f"{flag}: {unknown} (nothing was sent; for a model newer than judgecore's table, "
+                        "add --allow-unknown-model)"
+                    )
+        if self.budget is not None and not self.judges and _table_price(self.model) is None:
+            raise ValueError(self._unpriced("--model", self.model, "--budget needs the model's prices"))
         if self.pairwise is not None and self.verdict is None:  # the judge's choice, read by default
             from judgecore.verdicts import spec_from_json
 
