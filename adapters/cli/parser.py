@@ -42,7 +42,8 @@ exit status:
   1  a local fault: the disk under the checkpoint or the output is full, read-only or failing; nothing
      harvested is lost: make room and rerun the same command
   2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
-  3  some items are pending: rerun the same command to resume
+  3  some items are pending: rerun the same command to resume (a --budget stop: a line starting
+     `budget: stopped`, and the command to resume with the budget the rest needs)
   4  fatal API configuration (authentication, permission, unknown model, an endpoint that cannot be
      reached, every request invalid), or the API refused the account (on hold, a spend limit,
      billing: nothing quarantined, rerun once fixed)
