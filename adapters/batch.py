@@ -62,6 +62,8 @@ class BatchRunResult:
     sent: int  # requests put in batch creates this run (adopted orphans not counted)
     adopted: tuple[str, ...]
     exit_status: int = 0
+    #: the `--budget` a rerun needs to send what the cap left unsent (None: the cap did not stop it)
+    rerun_budget: float | None = None
 
     @property
     def pending(self) -> int:
@@ -375,6 +377,7 @@ async def run_batch(
         sent=run.sent,
         adopted=run.adopted,
         exit_status=done.exit_status,
+        rerun_budget=run.rerun_budget,
     )
 
 

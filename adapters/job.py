@@ -52,7 +52,7 @@ from adapters.output import (
 )
 from adapters.paths import out_problem, state_problem
 from adapters.result import JudgeResult
-from adapters.settings import Fatal, JobSettings
+from adapters.settings import Fatal, JobSettings, sync_settings_for
 from adapters.store import Store
 from adapters.usage import (
     DEFAULT_MAX_TOKENS,
@@ -202,6 +202,10 @@ async def _run(
     # kept for the result: with no `progress`, the caller would hear none of them; the settings' own
     # (a deprecated model) were printed on stderr when the job was planned
     warnings: list[str] = list(settings.warnings())
+    try:  # every JUDGECORE_* knob in its range before the state dir is bound (nothing sent)
+        sync_settings_for(settings, environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     emit = _keeping_warnings(emit, warnings)
     rng = random.Random(settings.seed)
     out_path = Path(out) if out is not None else None
@@ -289,6 +293,7 @@ async def _run(
                             records=written.records,
                             fatal=Fatal(reason) if reason is not None else None,
                             stuck_batches=run.stuck,
+                            rerun_budget=run.rerun_budget,
                             output_path=out_path,
                             cache_hit_rate=run.cache_hit_rate,
                             spend_usd=money.spend_usd,

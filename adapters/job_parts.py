@@ -200,7 +200,7 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
         price=price_of(s),
         expect=expect_now(p.store, p.job, s, "batch"),
     )
-    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck))
+    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck), budget=res.rerun_budget)
 
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
@@ -231,7 +231,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         expect=expect_now(p.store, p.job, p.settings, "sync"),
         noun="item" if p.settings.plain or p.settings.design.single else "request",
     )
-    return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate)
+    return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate, budget=res.rerun_budget)
 
 
 def default_client(environ: Mapping[str, str]) -> Any:

@@ -42,8 +42,10 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
             store = None
         if store is not None:
             try:
-                if store.get_meta("manifest") is not None:
+                kept = store.get_meta("manifest")
+                if kept is not None and (kept == dict(manifest) or store.answered()):
                     return store.get_meta("custom_id_job")
+                # else another job, and this one never received an answer: it takes the dir afresh
             except sqlite3.Error:
                 pass  # a database never bound (no tables yet): a new job's
             finally:

@@ -126,7 +126,8 @@ class PlainProgress:
                 self._status[i] = "stuck"
                 print(
                     f"warning: batch {b} (sub-batch {i}, {plural(n, 'request')}) passed its deadline without "
-                    "ending; its items stay pending, rerun to resume",
+                    "ending; its items stay pending: a rerun waits for it again, `judgecore cancel` stops it "
+                    "and a rerun then sends them again",
                     file=self._stream,
                     flush=True,
                 )
@@ -220,7 +221,8 @@ class LiveProgress:
                 row = self._rows.setdefault(i, {"batch_id": b, "n": n})
                 row["status"] = "stuck"
                 self._console.print(
-                    f"[yellow]warning:[/yellow] batch {b} passed its deadline without ending; its items stay pending"
+                    f"[yellow]warning:[/yellow] batch {b} passed its deadline without ending; its items stay "
+                    "pending: a rerun waits for it again, `judgecore cancel` stops it and a rerun then sends them again"
                 )
             case SyncProgress() as p:
                 self._sync = p

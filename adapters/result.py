@@ -39,6 +39,9 @@ class JudgeResult:
     #: every warning line the run said, in order, whatever `progress` was (the CLI prints them as
     #: `warning: ...`): why items stay pending (`budget: ...`), a sub-batch refused, a stuck batch
     warnings: tuple[str, ...] = ()
+    #: when `--budget` stopped the run with items left pending: the `--budget` (US dollars) a rerun
+    #: needs to send them all, from what the answers so far really cost; None otherwise
+    rerun_budget: float | None = None
 
     def to_pandas(self) -> Any:
         """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""

@@ -4,7 +4,6 @@ settings drawn from it and the environment, and the budget as it stands in the c
 from __future__ import annotations
 
 import datetime
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,8 @@ from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.ids import sha256
 from judgecore.items import RoutePath
+from judgecore.knobs import KNOBS
+from judgecore.knobs import check as check_knobs
 from judgecore.models import (
     Deprecated,
     Retired,
@@ -23,6 +24,7 @@ from judgecore.models import (
     standing,
     thinking_problem,
     thinking_room_problem,
+    unknown_model_problem,
 )
 from judgecore.models import price_for as _table_price
 from judgecore.routing import RoutePolicy
@@ -76,6 +78,10 @@ class JobSettings:
     verdict: VerdictSpec | None = None
     #: A hard cap in US dollars (`--budget USD`); None: no cap.
     budget: float | None = None
+    #: Send a model id judgecore's table does not list (`--allow-unknown-model`: a model newer than
+    #: this judgecore); without it, an unknown id is refused before anything is sent, with the
+    #: nearest id the table knows. Never part of the manifest.
+    allow_unknown_model: bool = attrs.field(default=False, eq=False)
     #: The date deprecations and retirements are judged on; None: today's UTC date, read by the shell
     #: when the job is planned. Never part of the manifest.
     today: datetime.date | None = attrs.field(default=None, eq=False)
@@ -120,7 +126,8 @@ class JobSettings:
 
     def __attrs_post_init__(self) -> None:
         _check_types(self)
-        max_tokens = max_tokens_problem(self.model, self.max_tokens) if self.max_tokens >= 1 else None
+        knobs = check_knobs({k.name: getattr(self, k.name) for k in KNOBS if k.name in _KNOB_FIELDS})
+        max_tokens = max_tokens_problem(self.model, self.max_tokens) if knobs is None else None
         thinking = (
             thinking_problem(self.model, self.thinking, self.max_tokens)
             if self.thinking is not None
@@ -132,33 +139,9 @@ class JobSettings:
                 not any(c.isspace() for c in self.model),
                 f"--model {self.model!r}: a model id has no spaces (e.g. {DEFAULT_MODEL!r})",
             ),
-            (self.max_tokens >= 1, "--max-tokens must be >= 1"),
+            (knobs is None, knobs),  # every number in its range (`judgecore.knobs`, as the flags)
             (max_tokens is None, f"--max-tokens: {max_tokens}"),
             (thinking is None, f"--thinking: {thinking}"),
-            (self.sync_threshold >= 1, "--sync-threshold must be >= 1"),
-            (self.sync_threshold <= 10**9, "--sync-threshold must be at most 1,000,000,000"),
-            (self.otpm is None or self.otpm >= 1, "--otpm must be >= 1"),
-            (self.otpm is None or self.otpm <= 10**9, "--otpm must be at most 1,000,000,000"),
-            (1 <= self.max_batch_requests <= 100_000, "--max-batch-requests must be in 1..100000"),
-            (1_000 <= self.max_batch_bytes <= 256_000_000, "--max-batch-bytes must be in 1000..256000000"),
-            (math.isfinite(self.poll_interval), "--poll-interval must be a finite number of seconds"),
-            (self.poll_interval > 0, "--poll-interval must be > 0"),
-            (self.poll_interval <= 86_400, "--poll-interval must be at most 86400 seconds (a day)"),
-            (math.isfinite(self.grace), "--grace must be a finite number of seconds"),
-            (self.grace >= 0, "--grace must be >= 0"),
-            (self.grace <= 604_800, "--grace must be at most 604800 seconds (a week)"),
-            (self.concurrency is None or self.concurrency >= 1, "--concurrency must be >= 1"),
-            (self.concurrency is None or self.concurrency <= 10_000, "--concurrency must be at most 10000"),
-            (self.max_attempts >= 1, "--max-attempts must be >= 1"),
-            (
-                self.budget is None or (math.isfinite(self.budget) and self.budget > 0),
-                "--budget must be a finite amount of US dollars > 0",
-            ),
-            (
-                self.budget is None or self.judges or _table_price(self.model) is not None,
-                self._unpriced("--model", self.model, "--budget needs the model's prices"),
-            ),
-            (self.max_attempts <= 100, "--max-attempts must be at most 100"),
         ]
         for ok, message in checks:
             if not ok:
@@ -170,6 +153,15 @@ class JobSettings:
                 self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
             except DesignError as exc:
                 raise ValueError(str(exc)) from None
+        if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
+            for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
+                if (unknown := unknown_model_problem(model)) is not None:
+                    raise ValueError(
+                        f"{flag}: {unknown} (nothing was sent; for a model newer than judgecore's table, "
+                        "add --allow-unknown-model)"
+                    )
+        if self.budget is not None and not self.judges and _table_price(self.model) is None:
+            raise ValueError(self._unpriced("--model", self.model, "--budget needs the model's prices"))
         if self.pairwise is not None and self.verdict is None:  # the judge's choice, read by default
             from judgecore.verdicts import spec_from_json
 
@@ -254,8 +246,9 @@ class Fatal:
 
 
 def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
-    """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags."""
-    from adapters.sync import SyncSettings
+    """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags; a
+    ValueError naming the variable or flag for a value out of its range."""
+    from adapters.sync_settings import SyncSettings
 
     overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
     if settings.concurrency:
@@ -302,6 +295,12 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
         ),
     )
 
+
+#: The fields of `JobSettings` that are knobs of `judgecore.knobs` (`samples` is the design's to check)
+_KNOB_FIELDS = frozenset(
+    {"max_tokens", "sync_threshold", "otpm", "max_batch_requests", "max_batch_bytes"}
+    | {"poll_interval", "grace", "concurrency", "max_attempts", "budget"}
+)
 
 #: The fields of `JobSettings` that take a whole number, and those that take any real number
 _WHOLE = ("max_tokens", "sync_threshold", "otpm", "max_batch_requests", "max_batch_bytes", "concurrency")

@@ -55,6 +55,8 @@ class SyncRunResult:
     concurrency: int
     elapsed: float
     budget_stopped: bool = False
+    #: the `--budget` a rerun needs to send what the cap left pending (None: the cap did not stop it)
+    rerun_budget: float | None = None
     spent_usd: float = 0.0
     sends: int = 0
     retries: int = 0
@@ -348,6 +350,7 @@ async def run_sync(
         concurrency=run.conc.limit,
         elapsed=clock.now() - started,
         budget_stopped=run.out_of_budget,
+        rerun_budget=run.rerun_budget,
         spent_usd=run.budget.spent,
         **counts,
     )

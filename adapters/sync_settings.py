@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from judgecore import BackoffPolicy
+from judgecore.knobs import BY_ENV, BY_NAME, env_values
+from judgecore.knobs import check as check_knobs
 from judgecore.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
 from judgecore.syncrun import SyncPolicy
 
-#: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in docs/knobs.md.
-#: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.
-ENV_VARS: Mapping[str, tuple[str, type]] = {
-    "JUDGECORE_MAX_CONCURRENCY": ("concurrency", int),
-    "JUDGECORE_MAX_RATE_LIMITED": ("max_rate_limited", int),
-    "JUDGECORE_BACKOFF_BASE": ("backoff_base", float),
-    "JUDGECORE_BACKOFF_CAP": ("backoff_cap", float),
-    "JUDGECORE_PACING_HEADROOM": ("pacing_headroom", float),
-    "JUDGECORE_PACING_BURST": ("pacing_burst", float),
-    "JUDGECORE_REQUEST_TIMEOUT": ("request_timeout", float),
-    "JUDGECORE_PROGRESS_INTERVAL": ("progress_interval", float),
-}
+#: The sync path's fields that are knobs of the table (each has a range; the flag or variable names it)
+_FIELDS = (
+    "concurrency",
+    "max_attempts",
+    "max_rate_limited",
+    "backoff_base",
+    "backoff_cap",
+    "pacing_headroom",
+    "pacing_burst",
+    "request_timeout",
+    "progress_interval",
+)
+assert all(name in BY_NAME for name in _FIELDS)
+
+#: Environment overrides read by `SyncSettings.from_env` (variable -> field), from the one table of
+#: knobs (`judgecore.knobs`: type and range). Listed in docs/knobs.md. `max_attempts` has none:
+#: `--max-attempts` (default 3) is its one name, shared with the batch path.
+ENV_VARS: Mapping[str, str] = MappingProxyType(
+    {env: knob.name for env, knob in BY_ENV.items() if knob.name in _FIELDS}
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -41,9 +52,10 @@ class SyncSettings:
     progress_interval: float = 0.5
 
     def __attrs_post_init__(self) -> None:
-        if self.request_timeout is not None and not self.request_timeout > 0:
-            raise ValueError(f"request_timeout must be > 0, got {self.request_timeout}")
-        self.policy(None)  # validates every other knob
+        problem = check_knobs({name: getattr(self, name) for name in _FIELDS})
+        if problem is not None:  # each in its range, as the table says (`--concurrency 0` included)
+            raise ValueError(problem)
+        self.policy(None)  # validates what the table does not (the backoff's base at most its cap)
 
     def policy(self, reading: RateLimitReading | None, *, warm_up: bool = True) -> SyncPolicy:
         """The run machine's rules, the concurrency ceiling from the tier unless set."""
@@ -59,15 +71,8 @@ class SyncSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> SyncSettings:
         """Defaults, then JUDGECORE_* variables, then `overrides`; a bad value is a ValueError naming it."""
-        values: dict[str, Any] = {}
-        for name, (field, kind) in ENV_VARS.items():
-            raw = environ.get(name)
-            if raw is None or not raw.strip():
-                continue
-            try:
-                values[field] = kind(raw.strip())
-            except ValueError:
-                raise ValueError(f"{name}={raw!r}: expected {kind.__name__}") from None
+        fields = attrs.fields_dict(cls)
+        values: dict[str, Any] = {k: v for k, v in env_values(environ).items() if k in fields}
         values.update(overrides)
         try:
             return cls(**values)

@@ -5,7 +5,8 @@
 
 The rule under test (CONTRACT.md, "Input", "Data in and out", "Judge designs"): bad input gets a clear
 one-line error naming FILE:LINE (or FILE:ROW) where a line is at fault, exit 2, before anything is sent;
-never a traceback. Each case writes a malformed input (JSONL, CSV), template, verdict file or flag, runs
+never a traceback. Each case writes a malformed input (JSONL, CSV), template, verdict file, flag (an
+abbreviated one, a model id not in the model table) or JUDGECORE_* variable, runs
 `adapters.cli.main` in this process (as `tests/integration/conftest.py::cli_in_process` does) against a
 simulator served over loopback HTTP, without `--otpm` (so a routing probe would be sent), and checks:
 
@@ -52,6 +53,8 @@ class Case:
     #: a substring the error line must hold (FILE:LINE, the file, or the flag)
     where: str
     note: str = ""
+    #: environment variables the case sets (a JUDGECORE_* knob)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -560,6 +563,60 @@ class Maker:
         )
         return Case("bad flag values", self.run(d, p, f"{flag}={value}"), flag, f"{flag}={value}")
 
+    def bad_env(self) -> Case:
+        """A JUDGECORE_* knob out of its range: refused like its flag (`--concurrency 0`), naming it."""
+        d = self.dir()
+        p, _ = self.jsonl(d, orjson.dumps({"id": "x", "prompt": "p"}))
+        name, value = self.rng.choice(
+            [
+                ("JUDGECORE_MAX_CONCURRENCY", "0"),
+                ("JUDGECORE_MAX_CONCURRENCY", "-4"),
+                ("JUDGECORE_MAX_CONCURRENCY", "x"),
+                ("JUDGECORE_MAX_RATE_LIMITED", "0"),
+                ("JUDGECORE_BACKOFF_BASE", "0"),
+                ("JUDGECORE_BACKOFF_BASE", "nan"),
+                ("JUDGECORE_BACKOFF_CAP", "-1"),
+                ("JUDGECORE_PACING_HEADROOM", "1.5"),
+                ("JUDGECORE_PACING_BURST", "inf"),
+                ("JUDGECORE_REQUEST_TIMEOUT", "0"),
+                ("JUDGECORE_REQUEST_TIMEOUT", "inf"),
+                ("JUDGECORE_PROGRESS_INTERVAL", "-1"),
+                ("JUDGECORE_PROGRESS_INTERVAL", "nan"),
+            ]
+        )
+        return Case("JUDGECORE_* out of range", self.run(d, p), name, f"{name}={value}", env={name: value})
+
+    def abbreviated(self) -> Case:
+        """An abbreviated or misspelt flag: argparse's prefix matching would take `--stat` for `--state`."""
+        d = self.dir()
+        p, _ = self.jsonl(d, orjson.dumps({"id": "x", "prompt": "p"}))
+        word, value = self.rng.choice(
+            [("--budge", "5"), ("--concur", "4"), ("--max-tok", "100"), ("--poll", "1"), ("--samp", "2")]
+        )
+        if self.rng.random() < 0.3:
+            return Case("abbreviated flag", ["run", str(p), "--stat", str(d / "state")], "--stat", "--stat")
+        return Case("abbreviated flag", [*self.run(d, p), word, value], word, word)
+
+    def model_typo(self) -> Case:
+        d = self.dir()
+        p, _ = self.jsonl(d, orjson.dumps({"id": "x", "prompt": "p"}))
+        bad = self.rng.choice(
+            [
+                "claude-sonet-4-6",
+                "claude-haiku-4.5",
+                "claude-opus-4-9",
+                "gpt-4o",
+                "sonnet",
+                "claude-sonnet-4-6-x",
+            ]
+        )
+        flag = self.rng.choice(["--model", "--judge"])
+        args = self.run(d, p, f"{flag}={bad}")
+        if flag == "--judge":
+            t = self.template_file(d, "Grade: {prompt}")
+            args += ["--template", str(t)]
+        return Case("--model/--judge not in the model table", args, bad, f"{flag} {bad}")
+
     def bad_paths(self) -> Case:
         d = self.dir()
         p, _ = self.jsonl(d, orjson.dumps({"id": "x", "prompt": "p"}))
@@ -633,6 +690,9 @@ KINDS: tuple[Callable[[Maker], Case], ...] = (
     Maker.verdict_missing,
     Maker.bad_flag,
     Maker.bad_paths,
+    Maker.bad_env,
+    Maker.abbreviated,
+    Maker.model_typo,
 )
 
 
@@ -647,6 +707,7 @@ def run_case(case: Case, sim: Simulator, env: dict[str, str], timeout: float) ->
     out, err = io.StringIO(), io.StringIO()
     os.environ.clear()
     os.environ.update(env)
+    os.environ.update(case.env)
     os.chdir(ROOT)
     previous = signal.signal(signal.SIGALRM, hung)
     signal.setitimer(signal.ITIMER_REAL, timeout)

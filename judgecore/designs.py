@@ -26,12 +26,12 @@ import orjson
 from judgecore.errors import InputError
 from judgecore.ids import check_unique, job_custom_ids
 from judgecore.items import Items
+from judgecore.knobs import MAX_SAMPLES  # the one table of knobs holds the range
 from judgecore.moved import moved
 
 if TYPE_CHECKING:
     from judgecore.folding import consensus, fold, merge_pairwise, pairwise_vote, position_of
 
-MAX_SAMPLES = 20
 #: the separator between an item's id and its request's tag: the tag never holds one
 TAG_SEP = "#"
 #: what the judge may answer for each position of a pairwise prompt (matched without regard to case)

@@ -116,7 +116,8 @@ def fold(
 ) -> dict[str, Any]:
     """One item's output line from its requests' output objects, by key (`records` has every key of
     the design). `score`: the verdict spec's score field (None: no verdicts). The line is `pending`
-    while any request is; `id`, `metadata`, `route`, `batch_id` and `text` are the first request's;
+    while any request is; `id`, `metadata`, `route`, `batch_id` and `text` are the first request's (a
+    panel's line names its judge: `text_judge`);
     `attempts` and `usage` are summed over the requests."""
     keys = design.request_keys()
     rs = [records[k] for k in keys]
@@ -205,6 +206,9 @@ def fold(
             out["agreement"] = sum(1 for v in got if v == target) / len(got)
     if design.judges:
         out["judges"] = {str(j): wrap(per_judge[j]) for j in judges}
+        # whose answer the line's `text`, `stop_reason` and `model` are: the first judge's (its first
+        # sample, first order), while `verdict` is the panel's and `judges` each judge's
+        out["text_judge"] = str(design.judges[0])
     return out
 
 

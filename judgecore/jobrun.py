@@ -133,6 +133,8 @@ class JobRun:
     fatal: str | None = None
     stuck: tuple[str, ...] = ()
     cache_hit_rate: float | None = None
+    #: the `--budget` a rerun needs to send what the cap left pending (None: no cap stopped a part)
+    rerun_budget: float | None = None
     batch_ran: bool = False
     #: this run's probe was answered and wrote the prompt cache; the API was contacted; the id whose
     #: per-run send the probe spent (it came back retriable).
@@ -296,10 +298,12 @@ class JobRun:
         match event:
             case Probed():
                 return run._probed(event)
-            case BatchRan(fatal=fatal, stuck=stuck):
-                return attrs.evolve(run, fatal=fatal, stuck=stuck)
-            case SyncRan(fatal=fatal, cache_hit_rate=rate):
-                return attrs.evolve(run, fatal=fatal, cache_hit_rate=rate)
+            case BatchRan(fatal=fatal, stuck=stuck, budget=budget):
+                return attrs.evolve(run, fatal=fatal, stuck=stuck, rerun_budget=budget or run.rerun_budget)
+            case SyncRan(fatal=fatal, cache_hit_rate=rate, budget=budget):
+                return attrs.evolve(
+                    run, fatal=fatal, cache_hit_rate=rate, rerun_budget=budget or run.rerun_budget
+                )
             case Wrote(pending=pending):
                 return attrs.evolve(run, exit_status=exit_status(run.fatal, pending))
             case _:  # pragma: no cover

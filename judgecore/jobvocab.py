@@ -99,12 +99,16 @@ class Probed:
 class BatchRan:
     fatal: str | None = None
     stuck: tuple[str, ...] = ()
+    #: the `--budget` a rerun needs, when the cap stopped the part
+    budget: float | None = None
 
 
 @attrs.frozen(kw_only=True)
 class SyncRan:
     fatal: str | None = None
     cache_hit_rate: float | None = None
+    #: the `--budget` a rerun needs, when the cap stopped the part
+    budget: float | None = None
 
 
 @attrs.frozen

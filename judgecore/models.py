@@ -10,6 +10,7 @@ move to). Older ids judgecore knew are kept, as retired entries.
 
 Decisions, all pure (the date is an argument: the core never reads the clock):
 - `max_tokens_problem(model, max_tokens)`: a value above the model's limit, or absurd for any model.
+- `unknown_model_problem(model)`: an id the table does not know, with the nearest one it does.
 - `standing(model, today)`: `Deprecated` (a warning naming the retirement date) or `Retired` (exit 2
   naming the replacement) or None. A deprecated id whose retirement date has come is retired.
 - `thinking_problem(model, thinking, max_tokens)`: a `thinking` value the model does not take, or a
@@ -19,7 +20,8 @@ Decisions, all pure (the date is an argument: the core never reads the clock):
 - `thinking_room_problem(...)`: a warning where thinking will happen and `max_tokens` leaves little room.
 
 A dated snapshot id (`claude-haiku-4-5-20251001`) has the entry of its alias (`claude-haiku-4-5`).
-A model not in the table passes through: the API stays the judge of ids we do not know.
+A model not in the table is refused before anything is sent (`unknown_model_problem`) unless the
+user allows it (`--allow-unknown-model`): then it passes through, and the API is the judge of it.
 
 Where each figure comes from (stored copies of platform.claude.com read on 2026-12-01, and the SDK):
 - Ids, deprecations: anthropic 2.14 `types/model.py` (`Model`), `_data/deprecated_models.py`
@@ -329,6 +331,23 @@ def max_tokens_problem(model: str, max_tokens: int) -> str | None:
     if limit is not None and max_tokens > limit:
         return f"max_tokens {max_tokens:,} is above {model}'s output limit of {limit:,} tokens"
     return None
+
+
+def unknown_model_problem(model: str) -> str | None:
+    """Why `model` is not an id judgecore knows (one line, with the nearest id it does know), or None
+    for an id of the table (a dated snapshot of one included). A typo would otherwise cost a request
+    and an exit 4; a model newer than the table is sent only when the user says so."""
+    if model_info(model) is not None:
+        return None
+    import difflib
+
+    near = difflib.get_close_matches(model, list(MODELS), n=1, cutoff=0.75)
+    if near:
+        return f"unknown model {model!r}; did you mean {near[0]}?"
+    return (
+        f"unknown model {model!r}: judgecore judges with Anthropic's models (claude-..., listed in "
+        "docs/knobs.md); other providers' models are not supported"
+    )
 
 
 # -- lifecycle ---------------------------------------------------------------------------------

@@ -161,16 +161,23 @@ class Expect:
         return self.per_request * max(0, n)
 
 
+def rerun_budget(budget: Budget, expect: Expect, *, left: int, in_flight: int, next_bound: float) -> float:
+    """The `--budget` (US dollars, whole cents rounded up) that would let a rerun send the `left`
+    requests a budget stopped: the spend so far, what is in flight and the rest are expected to cost
+    (from what the answers really cost), and one request's bound (the last request must still fit at
+    its bound when it goes)."""
+    rerun = budget.spent + expect.of(in_flight) + expect.of(left) + next_bound
+    return math.ceil(rerun * 100) / 100
+
+
 def budget_line(
     budget: Budget, expect: Expect, *, left: int, in_flight: int, next_bound: float, noun: str = "item"
 ) -> str:
     """The run's last word on the budget: `left` requests pending need about so much more (from what the
-    answers really cost), and the `--budget` that would let a rerun send them all. The rerun's figure
-    adds one request's bound: the last request must still fit at its bound when it goes."""
+    answers really cost), and the `--budget` that would let a rerun send them all (`rerun_budget`)."""
     assert budget.cap is not None
     need = expect.of(left)
-    rerun = budget.spent + expect.of(in_flight) + need + next_bound
-    rerun = math.ceil(rerun * 100) / 100  # whole cents, rounded up
+    rerun = rerun_budget(budget, expect, left=left, in_flight=in_flight, next_bound=next_bound)
     basis = (
         f"from what {expect.weight:,} {'answer' if expect.weight == 1 else 'answers'} cost"
         if expect.weight

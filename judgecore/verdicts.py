@@ -28,7 +28,7 @@ import functools
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -335,3 +335,15 @@ def parse_verdict(text: str | None, spec: VerdictSpec) -> Verdict | Unscored:
     if isinstance(score, Unscored):
         return score
     return Verdict(fields, score)
+
+
+def reads_none(spec: VerdictSpec, texts: Iterable[str | None]) -> int | None:
+    """How many answers `spec` was tried on when it reads a verdict from none of `texts` (the succeeded
+    answers' text); None when it reads at least one, or there is none to read (a spec that matches
+    nothing is a warning, not a job's new spec: `judgecore run --verdict`). Stops at the first read."""
+    n = 0
+    for text in texts:
+        n += 1
+        if not isinstance(parse_verdict(text, spec), Unscored):
+            return None
+    return n or None

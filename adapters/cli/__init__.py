@@ -80,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (ns.command == "run" and ns.dry_run):
         release_collector()  # only a dry run ends without the collector (see `adapters`)
     try:
+        from adapters.cli.flags import check_environment
+
+        check_environment(os.environ, values=ns.command in ("run", "demo"))
         match ns.command:
             case "run":
                 return cmd_run(ns, argv)

@@ -4,6 +4,8 @@ settings, the rubric, the template and the verdict spec."""
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +39,26 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         samples=ns.samples,
         pairwise=tuple(ns.pairwise) if ns.pairwise else None,
         judges=tuple(ns.judges or ()),
+        allow_unknown_model=bool(ns.allow_unknown_model),
     )
+
+
+def check_environment(environ: Mapping[str, str], *, values: bool) -> None:
+    """The `JUDGECORE_*` variables, read before anything else: a name judgecore does not read is a
+    warning with the nearest one it does (a typo is not ignored in silence); with `values`, one whose
+    value is out of its range is a `UsageError` naming it, as its flag would be (the one table of
+    knobs, `judgecore.knobs`). Nothing is loaded when no such variable is set."""
+    if not any(name.startswith("JUDGECORE_") for name in environ):
+        return
+    from judgecore.knobs import KnobError, env_values, unknown_env
+
+    for line in unknown_env(environ):
+        print(f"warning: {line}", file=sys.stderr)
+    if values:
+        try:
+            env_values(environ)
+        except KnobError as exc:
+            raise UsageError(f"{exc} (nothing was sent)") from None
 
 
 def _read_flag_file(path: Path, flag: str) -> str:

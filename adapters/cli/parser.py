@@ -4,13 +4,11 @@ parser that reports a usage error on one line (exit 2)."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from adapters.argtypes import finite_number
 from adapters.usage import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, EXIT_USAGE, THINKING_MAX_TOKENS
 
 DESCRIPTION = """\
@@ -44,7 +42,8 @@ exit status:
   1  a local fault: the disk under the checkpoint or the output is full, read-only or failing; nothing
      harvested is lost: make room and rerun the same command
   2  bad usage or bad input (a path, a flag value, an input line); nothing was sent
-  3  some items are pending: rerun the same command to resume
+  3  some items are pending: rerun the same command to resume (a --budget stop: a line starting
+     `budget: stopped`, and the command to resume with the budget the rest needs)
   4  fatal API configuration (authentication, permission, unknown model, an endpoint that cannot be
      reached, every request invalid), or the API refused the account (on hold, a spend limit,
      billing: nothing quarantined, rerun once fixed)
@@ -127,7 +126,14 @@ class _Parser(argparse.ArgumentParser):
 
     _declare: Callable[[argparse.ArgumentParser], None] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # no abbreviations: `--stat` is not taken for `--state`, nor `--budge` for `--budget`
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
+        if message.startswith("argument --") and ": must be " in message:  # a knob out of its range:
+            message = message.removeprefix("argument ").replace(": must be ", " must be ", 1)  # as ever
         print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
@@ -144,7 +150,11 @@ class _Parser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         self._declared()
-        return super().parse_known_args(args, namespace)
+        ns, rest = super().parse_known_args(args, namespace)
+        for action in self._actions:  # `--max-tokens=--`: argparse drops the `--` and keeps [] unparsed
+            if getattr(action.type, "knob", False) and isinstance(getattr(ns, action.dest, None), list):
+                self.error(f"argument {action.option_strings[0]}: expected one value")
+        return ns, rest
 
     def format_usage(self) -> str:
         self._declared()
@@ -155,9 +165,21 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def _seconds(text: str) -> float:
-    """A finite number of seconds (fractions allowed); the range is each flag's, in JobSettings."""
-    return finite_number(text, "a number of seconds")
+def _knob(name: str) -> Callable[[str], Any]:
+    """The argparse type of the knob `name`: its text parsed and checked against its range, from the
+    one table of knobs (`judgecore.knobs`, read when a value is given: `--help` loads no core)."""
+
+    def parse(text: str) -> Any:
+        from judgecore.knobs import BY_NAME, KnobError
+
+        try:
+            return BY_NAME[name].parse(text)
+        except KnobError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = name
+    parse.knob = True  # type: ignore[attr-defined]
+    return parse
 
 
 class _Version(argparse.Action):
@@ -222,10 +244,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--rubric", type=Path, metavar="FILE", help="the judge's instructions, sent as a cached system block"
     )
-    run.add_argument("--model", default=DEFAULT_MODEL, help="model id (default: %(default)s)")
+    run.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help="model id, one of judgecore's table of Anthropic models (docs/knobs.md); a typo is exit 2 "
+        "with the nearest id (default: %(default)s)",
+    )
+    run.add_argument(
+        "--allow-unknown-model",
+        action="store_true",
+        help="send a --model or --judge id judgecore's table does not list (a model newer than this "
+        "judgecore): the API is then the judge of it, and the plan has no price for it",
+    )
     run.add_argument(
         "--max-tokens",
-        type=int,
+        type=_knob("max_tokens"),
         default=None,
         metavar="N",
         help="per answer, unless an item sets its own; at most the model's output limit; thinking "
@@ -261,52 +294,57 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--sync-threshold",
-        type=int,
+        type=_knob("sync_threshold"),
         default=2000,
         metavar="N",
         help="jobs of N requests or more go to batches, at 400,000 output tokens/min; scaled by the tier (default: %(default)s)",
     )
     g.add_argument(
         "--otpm",
-        type=int,
+        type=_knob("otpm"),
         metavar="N",
         help="the tier's output tokens per minute (default: read from one probe request)",
     )
     b = run.add_argument_group("batches")
     b.add_argument(
         "--max-batch-requests",
-        type=int,
+        type=_knob("max_batch_requests"),
         default=8000,
         metavar="N",
         help="per sub-batch (default: %(default)s)",
     )
     b.add_argument(
         "--max-batch-bytes",
-        type=int,
+        type=_knob("max_batch_bytes"),
         default=250_000_000,
         metavar="N",
         help="per sub-batch create body (default: %(default)s)",
     )
     b.add_argument(
         "--poll-interval",
-        type=_seconds,
+        type=_knob("poll_interval"),
         default=60.0,
         metavar="SECONDS",
         help="between polls of a batch; fractions allowed (default: %(default)s)",
     )
     b.add_argument(
         "--grace",
-        type=_seconds,
+        type=_knob("grace"),
         default=1800.0,
         metavar="SECONDS",
         help="a batch is overdue this long after its expires_at (default: %(default)s)",
     )
     s = run.add_argument_group("sync")
-    s.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default: from the tier)")
+    s.add_argument(
+        "--concurrency",
+        type=_knob("concurrency"),
+        metavar="N",
+        help="requests in flight (default: from the tier)",
+    )
     r = run.add_argument_group("retries (both routes)")
     r.add_argument(
         "--max-attempts",
-        type=int,
+        type=_knob("max_attempts"),
         default=3,
         metavar="N",
         help="sends per item per run before it stays pending; a rerun gives it a fresh budget (default: %(default)s)",
@@ -404,17 +442,6 @@ examples:
 """
 
 
-def _budget(text: str) -> float:
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected US dollars, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite amount > 0, got {text!r}")
-    return value
-
-
 def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
     g = run.add_argument_group("scores and spend")
     g.add_argument(
@@ -426,8 +453,14 @@ def _add_scoring_arguments(run: argparse.ArgumentParser) -> None:
         'optionally with "score": "FIELD" (default "score")',
     )
     g.add_argument(
+        "--replace-verdict",
+        action="store_true",
+        help="with --verdict on a job that has answers: use the new spec even when it reads no verdict "
+        "from any of them (without it, such a spec is a warning and the job keeps the spec it had)",
+    )
+    g.add_argument(
         "--budget",
-        type=_budget,
+        type=_knob("budget"),
         metavar="USD",
         help="a hard cap on what the job spends, in US dollars (needs a model with known prices): sent in "
         "rounds as real costs replace the bounds; with --dry-run, whether the estimate fits",
@@ -466,7 +499,7 @@ def _add_design_arguments(run: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--samples",
-        type=int,
+        type=_knob("samples"),
         default=1,
         metavar="K",
         help="K requests per item (1..20); the verdict is the majority label or the median number, "

@@ -4,6 +4,7 @@ from it, and a flag that would make another job is exit 2, naming the flag."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 from adapters.cli.parser import build_parser
 from adapters.usage import UsageError
 
-_NOT_REMEMBERED = frozenset({"command", "input", "state", "out", "dry_run", "json", "count_tokens"})
+_NOT_REMEMBERED = frozenset(
+    {"command", "input", "state", "out", "dry_run", "json", "count_tokens", "replace_verdict"}
+)
 #: the manifest's fields, by the flag that sets them (a field that differs names its flag)
 _FLAG_OF = {
     "model": "--model",
@@ -141,6 +144,7 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     store = Store.open_readonly(ns.state)
     try:
         old = store.get_meta("manifest")
+        answered = old is not None and old != manifest and store.answered()
     finally:
         store.close()
     if old is None or old == manifest:
@@ -153,6 +157,18 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     now = getattr(ns, dest, None) if dest else None
     old_v = f"{was} ({_digest(key, old.get(key))})" if was else _shown(key, flag, old.get(key))
     new_v = f"{now} ({_digest(key, manifest.get(key))})" if now else _shown(key, flag, manifest.get(key))
+    if not answered:  # nothing of that job to keep (`Store.answered`): this one takes the dir
+
+        def named(v: str) -> str:
+            return v if v.startswith(("-", "no ")) else f"{flag} {v}"
+
+        print(
+            f"note: the job in {ns.state} was started with {named(old_v)} and never received an answer "
+            f"(nothing final, no batch created): {'the plan is' if ns.dry_run else 'it starts again'} "
+            f"as this run asks, with {named(new_v)}",
+            file=sys.stderr,
+        )
+        return
     raise UsageError(
         f"{flag}: the job in {ns.state} was started with {old_v}, this run asks {new_v}: that is "
         f"another job. Leave {flag} out to resume the job as it was started, or point --state at a "

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.cli.flags import _read_rubric, _settings
-from adapters.cli.remembered import _NOT_REMEMBERED, _check_manifest, _invocation, _remembered
+from adapters.cli.remembered import (
+    _NOT_REMEMBERED,
+    _check_manifest,
+    _holds_checkpoint,
+    _invocation,
+    _remembered,
+    _run_flags_given,
+)
 from adapters.paths import input_problem, out_problem, state_problem
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 
@@ -51,6 +58,13 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 
     kept = _remembered(ns, argv)
     kind = _input_of(ns)
+    given = _run_flags_given(argv)
+    if "model" in given and ns.judges and any(j != ns.model for j in ns.judges):
+        raise UsageError(
+            f"--model {ns.model} with --judge: a panel's models are its --judge flags "
+            f"({', '.join(ns.judges)}); leave --model out, or name it with --judge {ns.model} "
+            "(nothing was sent)"
+        )
     try:
         settings = _settings(ns)
     except ValueError as exc:
@@ -65,6 +79,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
     _check_manifest(ns, kept, settings.manifest(rubric))
+    if "verdict" in given and not ns.dry_run and not ns.replace_verdict:
+        settings = _verdict_that_reads(ns, kept, settings)
     done = None
     if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
         from adapters import finished
@@ -105,6 +121,49 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     if kind == "inspect":
         _remember_inspect_log(ns.state, ns.input)
     return _run(ns, argv, items, rubric, settings, out, done)
+
+
+def _verdict_that_reads(
+    ns: argparse.Namespace, kept: dict[str, Any] | None, settings: JobSettings
+) -> JobSettings:
+    """A `--verdict` given anew on a job with answers, which reads a verdict from none of them, is a
+    warning: the job keeps the spec it had (`--replace-verdict` takes the new one anyway)."""
+    if settings.verdict is None or not _holds_checkpoint(ns.state):
+        return settings
+    from adapters.store import Store
+    from judgecore.verdicts import reads_none, spec_from_json
+
+    store = Store.open_readonly(ns.state)
+    try:
+        old = store.get_meta("verdict")
+        tried = (
+            None
+            if old == settings.verdict.to_json()
+            else reads_none(settings.verdict, store.succeeded_texts())
+        )
+    finally:
+        store.close()
+    if tried is None:
+        return settings
+    import attrs
+
+    was = (kept or {}).get("flags", {}).get("verdict")
+    answers = f"{tried:,} answer" + ("" if tried == 1 else "s")
+    if old is None:
+        print(
+            f"warning: --verdict {ns.verdict} reads no verdict from any of the job's {answers}: check it "
+            "against a few answers' text",
+            file=sys.stderr,
+        )
+        return settings
+    print(
+        f"warning: --verdict {ns.verdict} reads no verdict from any of the job's {answers}: the job keeps "
+        f"the verdict spec it had{f' ({was})' if was else ''}; check the new one against a few answers' "
+        "text, or give --replace-verdict to use it anyway",
+        file=sys.stderr,
+    )
+    ns.verdict = Path(was) if was else None  # the job remembers the spec it keeps
+    return attrs.evolve(settings, verdict=spec_from_json(old))
 
 
 def _input_of(ns: argparse.Namespace) -> Any:
@@ -262,9 +321,46 @@ def _run(
     if result.fatal:
         print(f"error: fatal API configuration: {result.fatal}; stopped, nothing lost", file=sys.stderr)
         return EXIT_FATAL
-    if result.exit_code == EXIT_PENDING:
+    if result.stuck_batches:  # a rerun only waits for them again: the way to give up on them is cancel
+        stuck = result.stuck_batches
+        shown = ", ".join(stuck[:3]) + (f" and {len(stuck) - 3:,} more" if len(stuck) > 3 else "")
+        print(
+            f"{plural(len(stuck), 'batch', 'batches')} passed {'its' if len(stuck) == 1 else 'their'} deadline "
+            f"without ending ({shown}): a rerun polls {'it' if len(stuck) == 1 else 'them'} again and pays "
+            f"nothing twice; to give up on {'it' if len(stuck) == 1 else 'them'} and send the items again, "
+            f"stop {'it' if len(stuck) == 1 else 'them'} with:\n  {command_line(['cancel', '--state', str(ns.state)])}"
+            "\nthen rerun",
+            file=sys.stderr,
+        )
+    if result.exit_code == EXIT_PENDING and result.rerun_budget is not None:
+        # the line scripts test (`grep '^budget: stopped'`: exit 3 stays "pending, rerun"), and a
+        # resume command that carries the budget it suggests, not the one that stopped the run
+        again = command_line(with_budget(argv, result.rerun_budget))
+        print(
+            f"budget: stopped by --budget {settings.budget:.2f}: {plural(c['pending'], 'item')} pending; "
+            f"resume with --budget {result.rerun_budget:.2f} (from what the answers so far cost):\n  {again}",
+            file=sys.stderr,
+        )
+    elif result.exit_code == EXIT_PENDING:
         print(f"{plural(c['pending'], 'item')} pending; resume with:\n  {resume}", file=sys.stderr)
     return result.exit_code
+
+
+def with_budget(argv: Sequence[str], usd: float) -> list[str]:
+    """`argv` with its `--budget` (if any) replaced by `usd` (whole cents), before any `--`."""
+    words = list(argv)
+    end = words.index("--") if "--" in words else len(words)
+    head, tail = words[:end], words[end:]
+    kept: list[str] = []
+    skip = False
+    for word in head:
+        if skip:
+            skip = False
+        elif word == "--budget":
+            skip = True
+        elif not word.startswith("--budget="):
+            kept.append(word)
+    return [*kept, "--budget", f"{usd:.2f}", *tail]
 
 
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from adapters.store.schema import SCHEMA_VERSION
+from adapters.store.schema import FINAL_SQL, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import sqlite3
@@ -64,9 +64,10 @@ class Binding:
         `ids_job` (`ids_job_for`; None: the `v1` ids of a dir bound before job keys). A new dir keeps
         the key; an existing one must have been bound with the same. A dir made for another manifest
         raises `StateMismatchError`; an item whose digest changed raises `ContentConflictError`. Items
-        new to an existing job are added (they have simply not been sent yet).
+        new to an existing job are added (they have simply not been sent yet). A dir whose job never
+        received an answer (`answered`) holds nothing to keep: it is emptied and bound to this job.
         """
-        old = self._check_manifest(manifest)
+        old = self._check_manifest(manifest, restart=True)
         if old is not None:
             self._check_ids_job(ids_job)
         with self._tx() as c:
@@ -125,9 +126,39 @@ class Binding:
                 f"these with {ids_job!r} (read the key with adapters.store.ids_job_for)"
             )
 
-    def _check_manifest(self, manifest: Mapping[str, Any]) -> Any:
-        """The stored manifest (None for a new dir); `StateMismatchError` naming the fields that differ."""
+    def answered(self) -> bool:
+        """Whether anything of the job was answered (a final outcome, an answer billed) or may be (a
+        batch was created), as `judgecore.jobrun.History.answered` has it. A job that never was (a
+        typo of a model refused at its first send, a key refused) holds nothing to keep: another job
+        may take its state dir (`bind_job`)."""
+        c = self._conn
+        return any(
+            c.execute(q).fetchone() is not None
+            for q in (
+                f"SELECT 1 FROM latest WHERE status IN ({FINAL_SQL}) LIMIT 1",
+                "SELECT 1 FROM outcomes WHERE usage IS NOT NULL LIMIT 1",
+                "SELECT 1 FROM sub_batches LIMIT 1",
+            )
+        )
+
+    def _restart(self) -> None:
+        """Empty the checkpoint of a job that never received an answer (`answered` is False), for the
+        job this run asks to bind in its place: its items, sends and everything it remembered."""
+        with self._tx() as c:
+            for table in ("items", "outcomes", "latest", "sub_batch_ids", "sub_batches"):
+                c.execute(f"DELETE FROM {table}")
+            c.execute("DELETE FROM item_metadata")
+            c.execute("DELETE FROM item_messages")
+            c.execute("DELETE FROM meta")
+
+    def _check_manifest(self, manifest: Mapping[str, Any], *, restart: bool = False) -> Any:
+        """The stored manifest (None for a new dir, or for one whose job never received an answer:
+        with `restart`, emptied for this job); `StateMismatchError` naming the fields that differ."""
         old = self.get_meta("manifest")
+        if old is not None and old != dict(manifest) and not self.answered():
+            if restart:
+                self._restart()
+            return None
         if old is not None and old != dict(manifest):
             diffs = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
             raise StateMismatchError(

@@ -35,7 +35,7 @@ from judgecore.harvesting import Held
 from judgecore.outcomes import classify
 from judgecore.polling import BatchSnapshot, Wait, next_poll_action
 from judgecore.requests import Request, Requests, custom_ids_of, item_ids_of
-from judgecore.spend import budget_line, cut_line
+from judgecore.spend import budget_line, cut_line, rerun_budget
 from judgecore.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
 
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ def _out_of_budget(run: BatchRun, unsent: tuple[Sequence[Request], ...], next_bo
     n = sum(len(reqs) for reqs in unsent)
     live = sum(len(s.ids) for s in run.subs.values() if s.state in IN_FLIGHT)
     text = budget_line(run.budget, run.expect, left=n, in_flight=live, next_bound=next_bound, noun="request")
-    return attrs.evolve(run, queue=(), stop_creating=True)._emit(Say("warning", text))
+    rerun = rerun_budget(run.budget, run.expect, left=n, in_flight=live, next_bound=next_bound)
+    return attrs.evolve(run, queue=(), stop_creating=True, rerun_budget=rerun)._emit(Say("warning", text))
 
 
 def on_created(run: BatchRun, event: Created) -> BatchRun:

@@ -104,6 +104,7 @@ class BatchRun:
     sent: int = 0
     budget: Budget = attrs.field(factory=lambda: Budget(cap=None))
     stop_creating: bool = False  # the budget cannot cover the next sub-batch
+    rerun_budget: float | None = None  # then: the `--budget` a rerun needs to send the rest
     cut_said: bool = False  # the run has said how many rounds its budget will take (`cut_line`)
     price: ModelPrice | None = None
     cached_bytes: int = 0  # the part of each request billed at the cache-write rate at most (the rubric)

@@ -11,7 +11,7 @@ from judgecore.machine import ExitStatus
 from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
 from judgecore.planning import ModelPrice
 from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, RateLimitReading
-from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
+from judgecore.spend import Budget, Expect, answer_cost, budget_line, rerun_budget, stops_for_budget
 from judgecore.syncrun._vocab import (
     MIN_WAIT,
     NOTE_WAIT,
@@ -67,6 +67,8 @@ class SyncRun:
     outbox: tuple[Record | Say, ...] = ()
     stop: str | None = None  # why the run stopped early (exit 4)
     out_of_budget: bool = False
+    #: the `--budget` a rerun needs to send what the cap left pending (set when the cap stops the run)
+    rerun_budget: float | None = None
     #: what one more request is expected to cost (the mean of real answers), for the budget's line
     expect: Expect = attrs.field(factory=Expect)
     tally: Tally = attrs.field(factory=Tally)
@@ -203,7 +205,8 @@ class SyncRun:
             self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound, noun=self.noun
         )
         note = Say("warning", text)
-        return attrs.evolve(self, out_of_budget=True, outbox=(*self.outbox, note))
+        rerun = rerun_budget(self.budget, self.expect, left=left, in_flight=0, next_bound=next_bound)
+        return attrs.evolve(self, out_of_budget=True, rerun_budget=rerun, outbox=(*self.outbox, note))
 
     def _done(self) -> Done:
         if self.unsent or self.tally.left_pending:

@@ -119,13 +119,17 @@ def test_missing_key_is_exit_2_and_nothing_sent(job, tmp_path, capsys, monkeypat
     [
         (["--json"], "--json goes with --dry-run"),
         (["--poll-interval", "0"], "--poll-interval must be > 0"),
-        (["--max-batch-requests", "100001"], "--max-batch-requests must be in 1..100000"),
-        (["--max-attempts", "0"], "--max-attempts must be >= 1"),
+        (["--max-batch-requests", "100001"], "--max-batch-requests must be a whole number at most 100,000"),
+        (["--max-attempts", "0"], "--max-attempts must be a whole number >= 1 and at most 100"),
     ],
 )
 def test_bad_flags_are_exit_2(job, tmp_path, capsys, extra, message):
     items, _rubric = job
-    assert 2 == main(["run", str(items), "--state", str(tmp_path / "s"), *extra])
+    try:
+        code = main(["run", str(items), "--state", str(tmp_path / "s"), *extra])
+    except SystemExit as exc:  # a value out of its range is refused as the flag is parsed
+        code = exc.code
+    assert 2 == code
     assert message in capsys.readouterr().err
 
 
@@ -245,11 +249,26 @@ def test_dry_run_on_a_provisional_route_plans_what_the_tier_now_says(job, tmp_pa
 
 def test_dry_run_on_another_jobs_state_dir_is_exit_2_naming_the_field(job, tmp_path, capsys):
     items, rubric = job
-    _checkpoint(tmp_path / "s", items, rubric).close()
+    store = _checkpoint(tmp_path / "s", items, rubric)
+    first = next(iter(load_items(items))).custom_id
+    store.record_intent(round=1, custom_ids=[first], n_bytes=100, at=0.0)  # a batch may exist: answered
+    store.close()
     before = _files(tmp_path / "s")
     assert 2 == main(_dry(items, rubric, tmp_path / "s", "--model", "claude-haiku-4-5"))
     err = capsys.readouterr().err
     assert "another job" in err and "model" in err
+    assert before == _files(tmp_path / "s")
+
+
+def test_dry_run_on_a_state_dir_whose_job_never_was_answered_plans_the_new_job(job, tmp_path, capsys):
+    """A job that received no answer (its first send refused) holds nothing to keep: the corrected
+    command on the same --state is not "another job"; the dry run says so and changes nothing."""
+    items, rubric = job
+    _checkpoint(tmp_path / "s", items, rubric).close()
+    before = _files(tmp_path / "s")
+    assert 0 == main(_dry(items, rubric, tmp_path / "s", "--model", "claude-haiku-4-5"))
+    err = capsys.readouterr().err
+    assert "never received an answer" in err and "--model claude-haiku-4-5" in err
     assert before == _files(tmp_path / "s")
 
 

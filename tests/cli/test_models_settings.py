@@ -124,4 +124,4 @@ def test_a_retired_model_with_a_budget_is_refused_as_retired_not_as_unpriced(kno
     ):
         JobSettings(**knobs, budget=1.0, today=datetime.date(2026, 12, 1))
     with pytest.raises(ValueError, match="judgecore has none for 'my-fine-tune'"):
-        JobSettings(judges=("claude-haiku-4-5", "my-fine-tune"), budget=1.0)
+        JobSettings(judges=("claude-haiku-4-5", "my-fine-tune"), budget=1.0, allow_unknown_model=True)

@@ -87,7 +87,7 @@ def test_judge_refuses_an_items_max_tokens_above_the_models_limit_naming_its_lin
         ({"model": ""}, "--model must be a non-empty model id"),
         ({"poll_interval": float("inf")}, "--poll-interval must be a finite number"),
         ({"grace": float("nan")}, "--grace must be a finite number"),
-        ({"max_tokens": 10**9}, "above 1,000,000"),
+        ({"max_tokens": 10**9}, "--max-tokens must be a whole number at most 1,000,000"),
     ],
 )
 def test_job_settings_refuse_values_that_cannot_run(kwargs, message):

@@ -212,6 +212,21 @@ def test_a_panel_maps_each_judge_to_its_verdict_and_takes_the_median() -> None:
     assert {"score": 4} == line["verdict"]
 
 
+def test_a_panel_line_names_the_judge_whose_text_and_model_it_carries() -> None:
+    """`verdict` is the panel's; `text`, `model` and `stop_reason` are one answer's: the line says whose."""
+    design = Design(judges=("j2", "j1"), samples=2)
+    keys = design.request_keys()
+    answers = {k: _record(k, "succeeded", 3, n) for n, k in enumerate(keys)}
+    line = fold(design, answers, score="score")
+    assert ("j2", "j2", "answer 0") == (line["text_judge"], line["model"], line["text"])
+    assert "text_judge" not in fold(Design(samples=2), _plain_answers(), score="score")
+
+
+def _plain_answers() -> dict[RequestKey, dict[str, Any]]:
+    keys = Design(samples=2).request_keys()
+    return {k: _record(k, "succeeded", 3, n) for n, k in enumerate(keys)}
+
+
 # -- templates ------------------------------------------------------------------------------------
 
 

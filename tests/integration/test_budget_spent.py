@@ -6,6 +6,7 @@ no item twice."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import orjson
@@ -72,9 +73,18 @@ def test_a_budget_that_cannot_cover_the_job_is_spent_to_90_percent_and_never_mor
     lines = [line for line in first.stderr.splitlines() if "budget" in line and "left pending" in line]
     assert 1 == len(lines), first.stderr
     rerun = float(re.search(r"--budget (\d+\.\d+)", lines[0]).group(1))  # type: ignore[union-attr]
+    # the line scripts test, and the resume command carrying the budget it suggests (not the old)
+    err = first.stderr.splitlines()
+    stop = [k for k, line in enumerate(err) if line.startswith("budget: stopped by --budget ")]
+    assert 1 == len(stop), first.stderr
+    assert f"resume with --budget {rerun:.2f}" in err[stop[0]]
+    words = shlex.split(err[stop[0] + 1])
+    words = words[max(k for k, w in enumerate(words) if w == "run") :]  # after the launcher
+    assert ["--budget", f"{rerun:.2f}"] == words[-2:] and str(budget) not in words
 
-    again = srv.cli(["run", "--state", str(state), "--budget", str(rerun)])
+    again = srv.cli(words)  # the printed command, as a user pastes it
     assert 0 == again.returncode, again.stderr
+    assert "budget: stopped" not in again.stderr
     total = _billed_usd(srv) - before
     assert total <= rerun
     assert total == pytest.approx(cost, rel=0.05), "the capped job and its rerun cost the whole job, once"

@@ -121,6 +121,9 @@ def test_a_three_judge_panel_records_per_judge_spend_that_sums_to_the_jobs_spend
     lines = read_output(state / "output.jsonl")
     assert 30 == len(lines)
     assert all(set(judges) == set(line["judges"]) for line in lines)
+    # `text` and `model` are one judge's answer, and the line says whose (the first judge's)
+    assert {judges[0]} == {line["text_judge"] for line in lines}
+    assert all(line["model"].startswith(judges[0]) for line in lines)
     for line in lines:  # the verdict is the panel's median
         scores = sorted(v["score"] for v in line["judges"].values())
         assert {"score": scores[1]} == line["verdict"]
@@ -294,7 +297,7 @@ def test_a_panel_whose_unpriced_judge_answered_nothing_still_says_what_it_spent(
     (tmp_path / "grade.txt").write_text(GRADE_TEMPLATE)
     state = tmp_path / "state"
     args = ["run", str(items), "--state", str(state), "--template", str(tmp_path / "grade.txt")]
-    panel = ["--judge", "claude-haiku-4-5", "--judge", "claude-nonexistent-9"]
+    panel = ["--judge", "claude-haiku-4-5", "--judge", "claude-nonexistent-9", "--allow-unknown-model"]
     r = s.cli([*args, *panel, "--force-batch", "--poll-interval", "0.05"])
     assert 4 == r.returncode, r.stderr  # the unknown model is a fatal configuration
     billed = [u for m, _, u in s.sim.billed_by_model]

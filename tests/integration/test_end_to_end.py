@@ -86,6 +86,8 @@ def test_never_ending_batch_ends_the_run_at_its_deadline_then_resumes(served, tm
     first = srv.cli(args, timeout=60)  # the timeout only stops a hang: exit 3 and "deadline" say why it ended
     assert 3 == first.returncode, first.stderr
     assert "deadline" in first.stderr
+    # a rerun only waits again: the way to give up on the batch is named, with the job's state dir
+    assert f"judgecore cancel --state {tmp_path / 's'}\nthen rerun" in first.stderr
     assert {"pending"} == {r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")}
     assert 1 == len(srv.creates())
 

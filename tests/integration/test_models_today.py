@@ -99,7 +99,9 @@ def test_thinking_on_the_sync_route_is_sent_and_answered_with_a_thinking_block_k
     api = served(Scenario(seed=5, models=DEFAULT_MODELS | {"claude-new-9"}))
 
     def run(thinking: str | None, where: str) -> dict:
-        settings = JobSettings(model="claude-new-9", thinking=thinking, max_tokens=8000, force="sync")
+        settings = JobSettings(
+            model="claude-new-9", thinking=thinking, max_tokens=8000, force="sync", allow_unknown_model=True
+        )
         return judge(
             _items(3), rubric=RUBRIC, state_dir=tmp_path / where, settings=settings, client=_client(api)
         )

@@ -213,7 +213,7 @@ def test_a_schema_change_is_another_job(served, tmp_path):
     [
         (["--budget", "0"], "--budget"),
         (["--budget", "nan"], "--budget"),
-        (["--budget", "5", "--model", "claude-unknown-9"], "prices"),
+        (["--budget", "5", "--model", "claude-unknown-9", "--allow-unknown-model"], "prices"),
     ],
 )
 def test_a_budget_that_cannot_be_kept_is_exit_2(served, tmp_path, args, says):
