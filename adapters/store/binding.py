@@ -145,7 +145,7 @@ class Binding:
         conflicts = [
             r[0]
             for r in c.execute(
-                "SELECT i.item_id FROM incoming n JOIN items i ON i.custom_id = n.custom_id "
+                "SELECT i.item_id FROM incoming n JOIN items i ON i.item_id = n.item_id "
                 "WHERE i.digest != n.digest ORDER BY i.seq"
             )
         ]
