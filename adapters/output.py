@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 
 
 def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
-    """Write JSONL to a temp file in the same directory, fsync, then rename over `path`."""
+    """Write JSONL to a temp file in the same directory, fsync, then rename over `path` (never over a
+    checkpoint: `adapters.paths.publish`), with the mode the umask gives a new file."""
     import tempfile
+
+    from adapters.paths import publish
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -40,7 +43,7 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
                 f.write(line)
             f.flush()
             os.fsync(f.fileno())
-        Path(tmp).replace(path)
+        publish(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync of the temp file
