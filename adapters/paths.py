@@ -187,3 +187,21 @@ def publish(tmp: Path | str, path: Path, flag: str = "--out") -> None:
         raise UsageError(problem)
     Path(tmp).chmod(shared_mode())
     Path(tmp).replace(path)
+
+
+def path_to_keep(state: Path, path: Path) -> str:
+    """How the checkpoint in `state` remembers a path it was started with (`--out`, INPUT): relative
+    to the state dir when it lies inside it (so it moves with a moved or copied dir), else absolute
+    (a relative path resolved against the directory the command ran in)."""
+    absolute = path.resolve()
+    try:
+        return absolute.relative_to(state.resolve()).as_posix()
+    except ValueError:
+        return str(absolute)
+
+
+def kept_path(state: Path, kept: str) -> Path:
+    """A path the checkpoint in `state` remembers (`path_to_keep`), as it is now: one inside the
+    state dir is found under the dir's own path, wherever the dir is today."""
+    path = Path(kept)
+    return path if path.is_absolute() else state / path

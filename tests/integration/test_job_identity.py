@@ -210,3 +210,126 @@ def test_an_unreadable_checkpoint_is_one_line_and_exit_2_for_every_command(finis
         assert 1 == len(lines), (args, res.stderr)
         assert str(big) in lines[0], args
     assert sent == len(srv.sim.log)
+
+
+# -- 2. a state dir's identity ---------------------------------------------------------------------
+
+
+def test_a_copied_or_moved_state_dir_writes_its_output_inside_itself(served, tmp_path: Path):
+    """`cp -r runs/a runs/b; run --state runs/b` wrote runs/a/output.jsonl; after `mv`, a run made the
+    old directory again. The state dir finds its remembered output under its own path."""
+    import shutil
+
+    srv = served(Scenario(seed=36))
+    items = write_items(tmp_path / "in.jsonl", ROWS)
+    runs = tmp_path / "runs"
+    assert 0 == srv.cli(["run", str(items), "--state", str(runs / "a"), "--force-sync"]).returncode
+    shutil.copytree(runs / "a", runs / "b")
+    (runs / "b" / "output.jsonl").unlink()
+    before = (runs / "a" / "output.jsonl").stat().st_mtime_ns
+    res = srv.cli(["run", "--state", str(runs / "b")])
+    assert 0 == res.returncode, res.stderr
+    assert f"output: {runs / 'b' / 'output.jsonl'}" in res.stderr
+    assert 6 == len(read_output(runs / "b" / "output.jsonl"))
+    assert before == (runs / "a" / "output.jsonl").stat().st_mtime_ns  # the original's untouched
+    (runs / "b").rename(runs / "c")
+    res = srv.cli(["run", "--state", str(runs / "c")])
+    assert 0 == res.returncode, res.stderr
+    assert (runs / "c" / "output.jsonl").exists()
+    assert not (runs / "b").exists()  # the old place is not made again
+
+
+def test_a_state_dir_from_before_finds_its_default_output_after_a_move(served, tmp_path: Path):
+    """A checkpoint that remembered its output as an absolute path (before this release) and was then
+    moved writes inside itself, not in the directory it was moved from."""
+    from adapters.store import Store
+
+    srv = served(Scenario(seed=37))
+    items = write_items(tmp_path / "in.jsonl", ROWS)
+    old, new = tmp_path / "scratch" / "job", tmp_path / "project" / "job"
+    assert 0 == srv.cli(["run", str(items), "--state", str(old), "--force-sync"]).returncode
+    store = Store.open(old)
+    inv = store.get_meta("invocation")
+    store.set_meta(
+        "invocation", {k: v for k, v in inv.items() if k != "state"} | {"out": str(old / "output.jsonl")}
+    )
+    store.close()
+    new.parent.mkdir()
+    old.rename(new)
+    res = srv.cli(["run", "--state", str(new)])
+    assert 0 == res.returncode, res.stderr
+    assert (new / "output.jsonl").exists()
+    assert not old.exists()
+
+
+def test_a_relative_out_is_the_current_directorys_and_printed_whole(served, tmp_path: Path):
+    from tests.integration.conftest import ROOT
+
+    srv = served(Scenario(seed=38))
+    items = write_items(tmp_path / "in.jsonl", ROWS)
+    rel = os.path.relpath(tmp_path / "results" / "o.jsonl", ROOT)  # the CLI runs in ROOT
+    res = srv.cli(["run", str(items), "--state", str(tmp_path / "s"), "--out", rel, "--force-sync"])
+    assert 0 == res.returncode, res.stderr
+    assert f"output: {tmp_path / 'results' / 'o.jsonl'}" in res.stderr
+    again = srv.cli(["run", "--state", str(tmp_path / "s")])  # remembered whole
+    assert f"output: {tmp_path / 'results' / 'o.jsonl'}" in again.stderr
+
+
+def test_an_input_sharing_no_id_with_the_job_is_exit_2_unless_added(served, tmp_path: Path):
+    """A 3-item file with no id in common with the job's state dir joined it silently; now it is exit 2
+    naming both files and the ways out, nothing sent; `--add-items` lets it join, and the output then
+    lists every item of the job."""
+    srv = served(Scenario(seed=39))
+    first = write_items(tmp_path / "first.jsonl", ROWS)
+    other = write_items(tmp_path / "other.jsonl", [{"id": f"new-{i}", "prompt": f"p {i}"} for i in range(3)])
+    state = tmp_path / "s"
+    assert 0 == srv.cli(["run", str(first), "--state", str(state), "--force-sync"]).returncode
+    sent = len(srv.sim.log)
+    res = srv.cli(["run", str(other), "--state", str(state), "--force-sync"])
+    assert 2 == res.returncode
+    (line,) = [x for x in res.stderr.splitlines() if x.strip()]
+    assert str(other) in line and str(first) in line
+    assert "--state" in line and "--add-items" in line
+    assert sent == len(srv.sim.log)
+    dry = srv.cli(["run", str(other), "--state", str(state), "--dry-run"])
+    assert 2 == dry.returncode
+    res = srv.cli(["run", str(other), "--state", str(state), "--force-sync", "--add-items"])
+    assert 0 == res.returncode, res.stderr
+    ids = [r["id"] for r in read_output(state / "output.jsonl")]
+    assert [f"new-{i}" for i in range(3)] + [r["id"] for r in ROWS] == ids
+
+
+def test_a_subset_of_the_job_is_a_warning_and_the_output_keeps_every_item(served, tmp_path: Path):
+    srv = served(Scenario(seed=40))
+    rows_ = [{**r, "metadata": {"k": r["id"]}} for r in ROWS]
+    full = write_items(tmp_path / "full.jsonl", rows_)
+    part = write_items(tmp_path / "part.jsonl", rows_[2:4])
+    state = tmp_path / "s"
+    assert 0 == srv.cli(["run", str(full), "--state", str(state), "--force-sync"]).returncode
+    res = srv.cli(["run", str(part), "--state", str(state), "--force-sync"])
+    assert 0 == res.returncode, res.stderr
+    assert "warning:" in res.stderr and "2 of the 6 items" in res.stderr
+    out = read_output(state / "output.jsonl")
+    assert sorted(r["id"] for r in ROWS) == sorted(r["id"] for r in out)
+    assert all(r["status"] == "succeeded" and r["metadata"] == {"k": r["id"]} for r in out)
+
+
+def test_a_sync_route_of_a_smaller_job_is_decided_again_when_the_job_grows_past_the_threshold(
+    served, tmp_path: Path
+):
+    """Was: the route stayed 'sync (6 requests < threshold)' for a job grown to 16 (full price where
+    batch halves it). The new items go by batch; the answered ones are not sent again."""
+    srv = served(Scenario(seed=41, batch_seconds=0.1))
+    flags = ["--sync-threshold", "10", "--otpm", "400000", "--poll-interval", "0.1"]
+    small = write_items(tmp_path / "small.jsonl", ROWS)
+    state = tmp_path / "s"
+    assert 0 == srv.cli(["run", str(small), "--state", str(state), *flags]).returncode
+    assert not srv.sim.batches
+    grown_rows = ROWS + [{"id": f"more-{i}", "prompt": f"more {i}"} for i in range(10)]
+    grown = write_items(tmp_path / "grown.jsonl", grown_rows)
+    res = srv.cli(["run", str(grown), "--state", str(state), *flags])
+    assert 0 == res.returncode, res.stderr
+    (batch,) = srv.sim.batches
+    out = {r["id"]: r for r in read_output(state / "output.jsonl")}
+    assert {out[f"more-{i}"]["custom_id"] for i in range(10)} == set(batch.custom_ids)
+    assert all(out[r["id"]]["route"] == "sync" for r in ROWS)
