@@ -115,7 +115,7 @@ def load_items(
     run's plan needs no more; to run them, `load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
     job key of the custom_ids (`adapters.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
-    state dir, whose key is drawn for it alone): they are derived only if read
+    state dir, which keeps nothing): they are derived only if read
     (`judgecore.parsing.parse_items`)."""
     from judgecore.parsing import parse_items
 

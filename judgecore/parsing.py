@@ -258,13 +258,15 @@ def parse_items(
     `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
     job's bytes): their column is None, and whoever needs them reads them again
     (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
-    kept (a plan needs no more). `job` is the job key the custom_ids are derived with
-    (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
+    kept (a plan needs no more), unless the job's custom_ids cover each item's digest (a `v3` key,
+    `judgecore.ids.covers_content`: then the digests are kept). `job` is the job key the custom_ids
+    are derived with (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job
+    keys).
 
-    `lazy_ids=True` (a dry run on a fresh state dir, whose job key is drawn for it alone): the
-    custom_ids are derived when first read (`judgecore.items.CustomIds`), and a repeated id is told by
-    the ids' own hashes. Only a custom_id collision of distinct ids (two equal 120-bit digests under
-    that fresh key) goes unlooked-for: nothing of the job is ever kept under those custom_ids.
+    `lazy_ids=True` (a dry run on a fresh state dir, which keeps nothing): the custom_ids are derived
+    when first read (`judgecore.items.CustomIds`), and a repeated id is told by the ids' own hashes.
+    Only a custom_id collision of distinct ids (two equal 120-bit digests) goes unlooked-for: nothing
+    of the job is ever kept under those custom_ids by a dry run.
     """
     content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
     cols = _Columns(hold=hold_messages, digests=digests or content)

@@ -64,7 +64,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
     if out is not None:  # a relative --out is the current directory's: shown, and remembered, whole
-        out = Path(os.path.abspath(out))  # `..` folded, symlinks kept (as the user named it)
+        out = Path(os.path.normpath(out.absolute()))  # `..` folded, symlinks kept (as named)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
     _check_manifest(ns, kept, settings.manifest(rubric))
@@ -82,7 +82,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
             return EXIT_OK
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
-    # fresh state dir, its job key is drawn for the dry run alone: its custom_ids, derived only if read).
+    # fresh state dir, which keeps nothing: its custom_ids, derived only if read).
     from adapters.jobkey import holds_checkpoint, ids_job_for
 
     fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
