@@ -269,7 +269,7 @@ def parse_items(
     of the job is ever kept under those custom_ids by a dry run.
     """
     content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
-    cols = _Columns(hold=hold_messages, digests=digests or content)
+    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids))
     ids, id_digests, hashes, digest_hashes = TextsBuilder(), bytearray(), array("q"), array("q")
     rows = iter(lines)
     first = 1
