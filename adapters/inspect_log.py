@@ -188,8 +188,11 @@ def _results(log: Any, values: list[float]) -> Any:
 
 
 def _write_atomic(api: Any, log: Any, out: Path) -> None:
-    """`write_eval_log` to a temp file beside `out`, then rename over it."""
+    """`write_eval_log` to a temp file beside `out`, then rename over it (never over a checkpoint),
+    with the mode the umask gives a new file (`adapters.paths.publish`)."""
     import tempfile
+
+    from adapters.paths import publish
 
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
@@ -197,7 +200,7 @@ def _write_atomic(api: Any, log: Any, out: Path) -> None:
     fmt = out.suffix.lstrip(".")
     try:
         _off_loop(lambda: api.write_eval_log(log, tmp, format=fmt))
-        Path(tmp).replace(out)
+        publish(tmp, out, "--to-inspect")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

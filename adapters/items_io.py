@@ -115,7 +115,7 @@ def load_items(
     run's plan needs no more; to run them, `load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
     job key of the custom_ids (`adapters.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
-    state dir, whose key is drawn for it alone): they are derived only if read
+    state dir, which keeps nothing): they are derived only if read
     (`judgecore.parsing.parse_items`)."""
     from judgecore.parsing import parse_items
 
@@ -296,7 +296,12 @@ def run_job_of(
         single = design.single and design.template is None
         items = load_input(path, job=job) if single else load_design_input(path, design, job=job)
     if isinstance(items, JobInput):
-        cols, source = _items_of(items.items, rubric, settings, state_dir), items.messages
+        cols, source = items.items, items.messages
+        if cols.digests is None and not cols.holds_messages:  # the source's digests, lent for the ids
+            lent = attrs.evolve(cols, digests=b"".join(source.digests(cols)))
+            cols = attrs.evolve(_items_of(lent, rubric, settings, state_dir), digests=None)
+        else:
+            cols = _items_of(cols, rubric, settings, state_dir)
     else:
         cols = _items_of(items, rubric, settings, state_dir)
         if not cols.holds_messages:

@@ -50,7 +50,7 @@ from adapters.output import (
     write_output,
     write_output_atomic,
 )
-from adapters.paths import out_problem, state_problem
+from adapters.paths import kept_path, out_problem, state_problem
 from adapters.result import JudgeResult
 from adapters.settings import Fatal, JobSettings, sync_settings_for
 from adapters.store import Store
@@ -235,7 +235,8 @@ async def _run(
                 ids_job=job.items.job,
             )
         except ContentConflictError as exc:
-            where = str(invocation["input"]) if invocation is not None and invocation.get("input") else None
+            given = invocation.get("input") if invocation is not None else None
+            where = str(kept_path(state_dir, given)) if given else None
             raise UsageError(conflict_message(exc, job.items, where)) from None
         except StateMismatchError as exc:
             raise UsageError(str(exc)) from None

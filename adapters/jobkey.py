@@ -4,7 +4,6 @@ whether the dir holds a checkpoint, both told without importing the checkpoint's
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,9 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
     """The job key a job's custom_ids are derived with (`judgecore.ids`), read before its input is.
 
     A state dir bound to a job keeps its key (None for one bound before job keys: it keeps its `v1`
-    ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
-    keeps it, and every later run reads it back, so the ids are the job's own in every process.
+    ids; a key drawn with a nonce before 2026-12-03: its `v2` ids). For a new dir (or none) the key is
+    the manifest's alone (`job_key`): the same job started afresh, in any dir, on any machine, from
+    the same rows in any format, derives the same key and so the same custom_ids; no nonce.
     """
     from judgecore.ids import job_key
 
@@ -51,4 +51,4 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
             finally:
                 store.close()
     canonical = orjson.dumps(dict(manifest), option=orjson.OPT_SORT_KEYS)
-    return job_key(canonical, os.urandom(8).hex())  # `secrets.token_hex(8)`, without importing `secrets`
+    return job_key(canonical)

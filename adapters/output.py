@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 
 
 def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
-    """Write JSONL to a temp file in the same directory, fsync, then rename over `path`."""
+    """Write JSONL to a temp file in the same directory, fsync, then rename over `path` (never over a
+    checkpoint: `adapters.paths.publish`), with the mode the umask gives a new file."""
     import tempfile
+
+    from adapters.paths import publish
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -40,7 +43,7 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
                 f.write(line)
             f.flush()
             os.fsync(f.fileno())
-        Path(tmp).replace(path)
+        publish(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync of the temp file
@@ -86,7 +89,8 @@ def _request_records(
 
     The checkpoint lists a job's items in the order they were first bound, which is the input's on
     every rerun of the same file; a row out of that order (items added or moved in the input) waits
-    in a small buffer until its item comes. An item with no outcome yet is reported on the job's
+    in a small buffer until its item comes. Items of the job that this input does not hold (a rerun
+    on a part of the input) follow, in the job's order, with the metadata the checkpoint keeps. An item with no outcome yet is reported on the job's
     route (sync before one is decided); one that sits in a live batch names it. `verdict` reads each
     succeeded answer's verdict.
     """
@@ -96,6 +100,7 @@ def _request_records(
     wanted: set[str] | None = None  # the job's custom_ids, made once a row comes out of order
     early: dict[str, tuple[Any, ...]] = {}
     rows = store.latest_rows()
+    others: list[tuple[Any, ...]] = []  # the job's items this input does not hold (a subset of it)
     for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
         row = early.pop(cid, None) if early else None
         if row is None:
@@ -107,10 +112,18 @@ def _request_records(
                     wanted = set(cols.custom_ids)
                 if got[0] in wanted:
                     early[got[0]] = got
+                else:
+                    others.append(got)
             else:
                 row = (cid, *_NO_OUTCOME)
         yield row_record(
             item_id, metadata_json, row, default_route=default_route, waiting=waiting, verdict=verdict
+        )
+    # then every item of the job the input left out, in the job's order: the output is the job's
+    for row in (*others, *rows):
+        item_id, metadata = store.bound_item(row[0])
+        yield row_record(
+            item_id, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict
         )
 
 

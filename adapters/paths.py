@@ -14,6 +14,10 @@ from pathlib import Path
 
 # The checkpoint's own files in a state dir (adapters.store.DB_NAME and SQLite's companions).
 STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
+#: every file judgecore keeps in a state dir besides its outputs (the checkpoint's and the run lock)
+_KEPT_NAMES = frozenset((*STATE_FILES, "judgecore.lock"))
+#: the first 16 bytes of every SQLite database file (a checkpoint is one)
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _NAME_MAX = 255
 _PATH_MAX = 4096
@@ -112,6 +116,8 @@ def out_problem(
         return f"{flag} {out}: {problem}"
     if out.is_dir():
         return f"{flag} {out}: is a directory; give a file name"
+    if problem := checkpoint_problem(out, flag):
+        return problem
     for path in inputs:
         if _same(out, path):
             return f"{flag} {out}: is the input file {path}; the output would overwrite it"
@@ -130,3 +136,72 @@ def out_problem(
     if not _can_create_in(base):
         return f"{flag} {out}: not writable ({base} does not let files be created)"
     return None
+
+
+def checkpoint_problem(path: Path, flag: str) -> str | None:
+    """Why `path` must not be written over: it is a checkpoint's file (any job's, by its name) or a
+    SQLite database (what a checkpoint is, whatever its name); None when it is neither. Whatever
+    judgecore writes (an output, a report, an export) never replaces a checkpoint."""
+    names = {path.name}
+    with contextlib.suppress(OSError, RuntimeError):
+        names.add(path.resolve().name)
+    if names & _KEPT_NAMES:
+        return f"{flag} {path}: is a judgecore checkpoint's file; judgecore never writes over one (give another file name)"
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:  # none there (or unreadable: then not ours to judge)
+        return None
+    if head == SQLITE_HEADER:
+        return (
+            f"{flag} {path}: is a SQLite database (a judgecore checkpoint is one); judgecore never "
+            "writes over one (give another file name)"
+        )
+    return None
+
+
+def shared_mode() -> int:
+    """The mode a new output or report gets: `0o666` less the process's umask, as `open()` would
+    make it (a temp file from `tempfile.mkstemp` is 0600 whatever the umask). The checkpoint and the
+    run lock are made 0600 by their own code."""
+    try:  # Linux tells the umask without changing it (4.7+)
+        with Path("/proc/self/status").open("rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)  # elsewhere: read by setting it, and set back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def publish(tmp: Path | str, path: Path, flag: str = "--out") -> None:
+    """Rename the finished temp file `tmp` over `path`, with the mode an output gets (`shared_mode`);
+    refused (`UsageError`, the temp file removed) when `path` is a checkpoint (`checkpoint_problem`),
+    checked again here for a file that became one after the command's first checks."""
+    if problem := checkpoint_problem(path, flag):
+        from adapters.usage import UsageError
+
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(problem)
+    Path(tmp).chmod(shared_mode())
+    Path(tmp).replace(path)
+
+
+def path_to_keep(state: Path, path: Path) -> str:
+    """How the checkpoint in `state` remembers a path it was started with (`--out`, INPUT): relative
+    to the state dir when it lies inside it (so it moves with a moved or copied dir), else absolute
+    (a relative path resolved against the directory the command ran in)."""
+    absolute = path.resolve()
+    try:
+        return absolute.relative_to(state.resolve()).as_posix()
+    except ValueError:
+        return str(absolute)
+
+
+def kept_path(state: Path, kept: str) -> Path:
+    """A path the checkpoint in `state` remembers (`path_to_keep`), as it is now: one inside the
+    state dir is found under the dir's own path, wherever the dir is today."""
+    path = Path(kept)
+    return path if path.is_absolute() else state / path

@@ -32,6 +32,9 @@ EXIT_LOCAL = 1
 #: (`sqlite3.Error.sqlite_errorname`, extended codes such as SQLITE_IOERR_WRITE included).
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
 _SQLITE_DISK = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY")
+#: What SQLite raises for a checkpoint it cannot read as one: not a database, a damaged one, one it
+#: cannot open
+_SQLITE_UNREADABLE = ("SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
 
 
 class UsageError(Exception):
@@ -52,3 +55,21 @@ def disk_fault(exc: BaseException, state: object = None) -> str | None:
         reason = exc.strerror or str(exc)
         return f"cannot write {where}: {reason}; nothing harvested is lost: make room there and rerun the same command"
     return None
+
+
+def checkpoint_fault(exc: BaseException, state: object = None) -> str | None:
+    """One line for an exception that says the checkpoint in `state` cannot be read as one (a file
+    that is not a database, a damaged one, one that cannot be opened, one of another program's that
+    lacks the checkpoint's tables), or None for any other exception: the command ends with it (exit
+    2), never with a traceback."""
+    if type(exc).__module__ != "sqlite3":
+        return None
+    name = getattr(exc, "sqlite_errorname", None)
+    foreign = type(exc).__name__ == "OperationalError" and str(exc).startswith("no such table")
+    if not foreign and not (isinstance(name, str) and name.startswith(_SQLITE_UNREADABLE)):
+        return None
+    where = f"{state}/judgecore.sqlite3" if state is not None else "the checkpoint"
+    return (
+        f"--state {state}: the checkpoint {where} cannot be read ({exc}): it is damaged or not a judgecore "
+        "checkpoint; restore it from a copy, or point --state at a new directory"
+    )

@@ -24,8 +24,8 @@ import attrs
 import orjson
 
 from judgecore.errors import InputError
-from judgecore.ids import check_unique, job_custom_ids
-from judgecore.items import Items
+from judgecore.ids import check_unique, covers_content, job_custom_ids
+from judgecore.items import Items, raw_digest
 from judgecore.knobs import MAX_SAMPLES  # the one table of knobs holds the range
 from judgecore.moved import moved
 
@@ -323,7 +323,8 @@ def design_items(design: Design, rows: Iterable[ExpandedRow], *, job: str | None
             max_tokens.append(row.max_tokens)
             metadata.append(row.metadata_json)
     check_unique(item_ids, item_ids, item_lines)
-    cids = job_custom_ids(ids, job=job)
+    contents = b"".join(map(raw_digest, messages, max_tokens)) if covers_content(job) else None
+    cids = job_custom_ids(ids, job=job, contents=contents)
     check_unique(ids, cids, lines)
     models = None
     if design.judges:

@@ -2,16 +2,20 @@
 
 A custom_id is `<readable prefix>-<digest>`: the prefix is the item id with every character outside
 `[a-zA-Z0-9_-]` folded to `_` (cut so the whole fits in 64), the digest is 120 bits of SHA-256 over a
-versioned domain tag, the job's key and the item id's UTF-8 bytes, in lowercase base32.
+versioned domain tag, the job's key, the digest of what the request asks (`content`) and the item
+id's UTF-8 bytes, in lowercase base32.
 
-The job's key (`job_key`) is made once, when a state dir is first bound to a job, from the job's
-manifest and a nonce the shell draws; the state dir keeps it, so every later run, in any process, on
-any Python version and in any judgecore release that keeps the `v2` tag, derives the same ids. Two jobs
-over the same items (a second rubric, a second model, or the same job in a second state dir) never
-share a custom_id, so one job can never take another's batch in the workspace-wide listing for its own.
+The job's key (`job_key`) is a pure function of the job's manifest (model, max_tokens, rubric digest,
+verdict schema, design...): the same job started afresh, in another state dir, on another machine or
+from the same rows in another file format, derives the same key, and with each request's content
+digest (`judgecore.items.raw_digest`: its messages as sent and its max_tokens) the same custom_ids
+(the `v3` tag). Two jobs that differ in their manifest, or in what they ask of an item under the same
+id, never share a custom_id, so one job can never take another's batch in the workspace-wide listing
+for its own, even when two data sets reuse the ids `0`, `1`, `2`. No random nonce enters an id.
 
-`job=None` is the `v1` scheme of state dirs bound before job keys existed: the digest covers the item
-id alone. Such a dir keeps the ids it has.
+Older state dirs keep the ids they have: `job=None` is the `v1` scheme (the digest covers the item id
+alone) and a 16-character key drawn with a nonce (`v2`, before 2026-12-03) covers the key and the item
+id; a `v3` key starts with `m` (`MANIFEST_KEY_PREFIX`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ if TYPE_CHECKING:
 CUSTOM_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _DOMAIN = b"judgecore/custom_id/v1\x00"
 _JOB_DOMAIN = b"judgecore/custom_id/v2\x00"
+_MANIFEST_DOMAIN = b"judgecore/custom_id/v3\x00"
 _JOB_KEY_RE = re.compile(r"^[a-z2-7]{16}$")
+#: the first character of a `v3` job key (one made from the manifest alone: `job_key`)
+MANIFEST_KEY_PREFIX = "m"
+_MANIFEST_KEY_RE = re.compile(r"^m[a-z2-7]{16}$")
+#: the bytes of a request's content digest in a `v3` custom_id (`judgecore.items.DIGEST_BYTES`)
+CONTENT_BYTES = 16
 _DIGEST_BYTES = 15  # 120 bits: 24 base32 characters, no padding
 #: the bytes of each custom_id's digest (`digests_for`)
 ID_DIGEST_BYTES = _DIGEST_BYTES
@@ -95,37 +105,73 @@ def _b32_lower(raw: bytes) -> str:
     return out.translate(_TO_CHAR).decode("ascii")
 
 
-def job_key(manifest_json: bytes, nonce: str) -> str:
-    """A job's key for its custom_ids: 80 bits of SHA-256 over its manifest (canonical JSON bytes) and
-    a nonce drawn once for its state dir, as 16 lowercase base32 characters."""
-    if not nonce:
-        raise ValueError("a job key needs a non-empty nonce")
-    raw = _sha256(b"judgecore/job/v1\x00" + manifest_json + b"\x00" + nonce.encode()).digest()
-    return _b32_lower(raw[:10])
+def job_key(manifest_json: bytes, nonce: str | None = None) -> str:
+    """A job's key for its custom_ids, from its manifest (canonical JSON bytes) alone: `m` and 80 bits
+    of SHA-256 as 16 lowercase base32 characters (the `v3` ids, which cover each request's content).
+
+    `nonce` makes the key of the `v2` scheme (state dirs bound between 2026-12-01 and 2026-12-03, whose
+    key was drawn with a random nonce): kept so such a key can be told and its ids re-derived."""
+    if nonce is not None:
+        if not nonce:
+            raise ValueError("a v2 job key needs a non-empty nonce")
+        raw = _sha256(b"judgecore/job/v1\x00" + manifest_json + b"\x00" + nonce.encode()).digest()
+        return _b32_lower(raw[:10])
+    raw = _sha256(b"judgecore/job/v3\x00" + manifest_json).digest()
+    return MANIFEST_KEY_PREFIX + _b32_lower(raw[:10])
+
+
+def covers_content(job: str | None) -> bool:
+    """Whether the custom_ids of job `job` cover each request's content digest (a `v3` key)."""
+    return job is not None and job.startswith(MANIFEST_KEY_PREFIX) and len(job) == 17
 
 
 def _domain(job: str | None) -> bytes:
     if job is None:
         return _DOMAIN
+    if _MANIFEST_KEY_RE.fullmatch(job):
+        return _MANIFEST_DOMAIN + job.encode("ascii") + b"\x00"
     if not _JOB_KEY_RE.fullmatch(job):
-        raise ValueError(f"not a job key: {job!r} (16 base32 characters, from `job_key`)")
+        raise ValueError(f"not a job key: {job!r} (from `job_key`)")
     return _JOB_DOMAIN + job.encode("ascii") + b"\x00"
 
 
-def _digest(item_id: str, job: str | None) -> str:
-    raw = _sha256(_domain(job) + item_id.encode("utf-8", "surrogatepass")).digest()
+def valid_job_key(job: str | None) -> None:
+    """`ValueError` unless `job` is a job key (`job_key`'s) or None."""
+    _domain(job)
+
+
+def _contents_of(job: str | None, contents: bytes | None, n: int) -> bytes | None:
+    """The content digests a job's ids are derived with: `contents` for a `v3` key (checked: one
+    `CONTENT_BYTES` digest per id), None for an older key (whose ids never covered them)."""
+    if not covers_content(job):
+        return None
+    if contents is None:
+        raise ValueError(f"the custom_ids of job {job!r} cover each request's content: give its digests")
+    if len(contents) != n * CONTENT_BYTES:
+        raise ValueError(f"{n} ids but {len(contents)} content digest bytes")
+    return contents
+
+
+def _digest(item_id: str, job: str | None, content: bytes | None = None) -> str:
+    body = item_id.encode("utf-8", "surrogatepass")
+    if (kept := _contents_of(job, content, 1)) is not None:
+        body = kept + body
+    raw = _sha256(_domain(job) + body).digest()
     return _b32_lower(raw[:_DIGEST_BYTES])
 
 
-def custom_id_for(item_id: str, *, job: str | None = None) -> str:
+def custom_id_for(item_id: str, *, job: str | None = None, content: bytes | None = None) -> str:
     """The deterministic custom_id of an item id (any string) in job `job` (its `job_key`; None: the
-    `v1` ids of a state dir bound before job keys); always matches `CUSTOM_ID_RE`."""
+    `v1` ids of a state dir bound before job keys), whose request asks what `content` digests
+    (`judgecore.items.raw_digest`; needed by a `v3` key only); always matches `CUSTOM_ID_RE`."""
     prefix = _UNSAFE.sub("_", item_id)[:_MAX_PREFIX].strip("_")
-    digest = _digest(item_id, job)
+    digest = _digest(item_id, job, content)
     return f"{prefix}-{digest}" if prefix else digest
 
 
-def custom_ids_for(item_ids: Sequence[str], *, job: str | None = None) -> tuple[str, ...]:
+def custom_ids_for(
+    item_ids: Sequence[str], *, job: str | None = None, contents: bytes | None = None
+) -> tuple[str, ...]:
     """`custom_id_for` of many ids at once, with no Python-level step per id in the usual case.
 
     Every id is hashed by a chain of C-level `map`s (`digests_for`); the digests' base32 is one
@@ -133,12 +179,14 @@ def custom_ids_for(item_ids: Sequence[str], *, job: str | None = None) -> tuple[
     fold, at most `_MAX_PREFIX` long, no `_` to strip at either end: the usual case) are their own
     prefix, joined to their digests by one more `map`; any other id has its prefix made one by one.
     """
-    return tuple(custom_ids_of_digests(item_ids, digests_for(item_ids, job=job)))
+    return tuple(custom_ids_of_digests(item_ids, digests_for(item_ids, job=job, contents=contents)))
 
 
-def digests_for(item_ids: Sequence[str], *, job: str | None = None) -> bytes:
+def digests_for(item_ids: Sequence[str], *, job: str | None = None, contents: bytes | None = None) -> bytes:
     """The digest of each id's custom_id in job `job` (`_DIGEST_BYTES` apiece, one after another):
-    what `custom_ids_of_digests` makes the custom_ids of, each hashed by a chain of C-level `map`s."""
+    what `custom_ids_of_digests` makes the custom_ids of, each hashed by a chain of C-level `map`s.
+    `contents`: each request's content digest (`CONTENT_BYTES` apiece), for a `v3` key."""
+    kept = _contents_of(job, contents, len(item_ids))
     if not item_ids:
         return b""
     domain = _domain(job)
@@ -149,6 +197,11 @@ def digests_for(item_ids: Sequence[str], *, job: str | None = None) -> bytes:
         encoded: Iterable[bytes] = ascii_.split(b"\n")
     else:
         encoded = [i.encode("utf-8", "surrogatepass") for i in item_ids]
+    if kept is not None:  # each id after its request's content digest (fixed length: unambiguous)
+        cuts = map(
+            slice, range(0, len(kept), CONTENT_BYTES), range(CONTENT_BYTES, len(kept) + 1, CONTENT_BYTES)
+        )
+        encoded = map(bytes.__add__, map(kept.__getitem__, cuts), encoded)
     digests = map(_HASH_DIGEST, map(_sha256, map(domain.__add__, encoded)))
     return b"".join(map(bytes.__getitem__, digests, repeat(_FIRST_DIGEST_BYTES)))
 
@@ -199,10 +252,12 @@ def custom_ids_of_digests(item_ids: Sequence[str], digests: bytes) -> Texts | Ke
     return Texts([p + d if p else d[1:] for p, d in zip(prefixes, dashed, strict=True)])
 
 
-def job_custom_ids(item_ids: Sequence[str], *, job: str | None = None) -> Texts | Keyed:
+def job_custom_ids(
+    item_ids: Sequence[str], *, job: str | None = None, contents: bytes | None = None
+) -> Texts | Keyed:
     """The custom_ids of `item_ids` in job `job` (`custom_ids_for`'s values) as the column a job keeps:
     usually a `Keyed` one, 15 bytes an item (26 MB less than strings at 720,000 items)."""
-    return custom_ids_of_digests(item_ids, digests_for(item_ids, job=job))
+    return custom_ids_of_digests(item_ids, digests_for(item_ids, job=job, contents=contents))
 
 
 def dashed_base32(digests: bytes) -> list[str]:
@@ -239,7 +294,11 @@ def _b32_dashed(raw: bytes, n: int, stride: int = _SHA256_BYTES) -> list[str]:
 
 
 def assign_custom_ids(
-    item_ids: Iterable[str], lines: Iterable[int] | None = None, *, job: str | None = None
+    item_ids: Iterable[str],
+    lines: Iterable[int] | None = None,
+    *,
+    job: str | None = None,
+    contents: bytes | None = None,
 ) -> tuple[str, ...]:
     """custom_ids for a whole job, in order; raises `DuplicateIdError` on a repeated id or a collision.
 
@@ -247,7 +306,7 @@ def assign_custom_ids(
     """
     ids = tuple(item_ids)
     line_nos = tuple(lines) if lines is not None else tuple(range(1, len(ids) + 1))
-    cids = custom_ids_for(ids, job=job)
+    cids = custom_ids_for(ids, job=job, contents=contents)
     check_unique(ids, cids, line_nos)
     return cids
 
@@ -277,12 +336,16 @@ def distinct_hashes(hashes: array[int]) -> bool:
     return True
 
 
+def _distinct(values: Sequence[str]) -> bool:
+    return distinct_hashes(array("q", map(hash, values))) or len(set(values)) == len(values)
+
+
 def check_unique(ids: Sequence[str], cids: Sequence[str], lines: Sequence[int]) -> None:
     """Raise `DuplicateIdError` for the first repeated id or custom_id collision, naming both lines."""
     if len(lines) != len(ids):
         raise ValueError(f"{len(ids)} ids but {len(lines)} line numbers")
-    if distinct_hashes(array("q", map(hash, cids))) or len(set(cids)) == len(cids):
-        return  # a custom_id is a function of its id: no repeated id either
+    if _distinct(cids) and _distinct(ids):  # (a `v3` id covers its content: equal ids may differ)
+        return
     # A duplicate exists: walk in input order to report the first one, with both lines.
     seen_ids: dict[str, int] = {}
     seen_cids: dict[str, int] = {}

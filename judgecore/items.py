@@ -16,11 +16,13 @@ import attrs
 from judgecore.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, records, texts_of
 from judgecore.ids import (
     check_unique,
+    covers_content,
     custom_id_for,
     custom_id_lengths,
     custom_ids_for,
     job_custom_ids,
     sha256,
+    valid_job_key,
 )
 from judgecore.moved import moved
 
@@ -77,29 +79,32 @@ def _not_held() -> MessagesNotHeldError:
 
 
 class CustomIds(LazyTexts):
-    """A job's custom_ids, `custom_ids_for(ids, job=job)`, derived when first read: a `Texts` equal to
-    the derived one, for a job whose custom_ids may never be read (a dry run on a fresh state dir:
-    its job key is drawn for it alone, and its plan needs their lengths only).
+    """A job's custom_ids, `custom_ids_for(ids, job=job, contents=contents)`, derived when first read:
+    a `Texts` equal to the derived one, for a job whose custom_ids may never be read (a dry run on a
+    fresh state dir: its plan needs their lengths only).
 
     One value read by its position is derived alone (`custom_id_for`); any other read of the values
     (iterating, a slice, an equality, a lookup) derives them all, once. Their count is the ids', and
     their lengths (`lengths`) are told by the ids alone when each id is its own prefix (the usual
-    case; `judgecore.ids.custom_id_lengths`), else by the derived values."""
+    case; `judgecore.ids.custom_id_lengths`), else by the derived values. A job whose ids cover each
+    request's content (`judgecore.ids.covers_content`) needs `contents` for its values, not for
+    their lengths."""
 
-    __slots__ = ("_ids", "_job")
+    __slots__ = ("_contents", "_ids", "_job")
 
     _ids: Texts
     _job: str | None
+    _contents: bytes | None
 
-    def __init__(self, ids: Sequence[str], job: str | None) -> None:
+    def __init__(self, ids: Sequence[str], job: str | None, contents: bytes | None = None) -> None:
         texts = Texts.of(ids)
-        if len(texts):  # a bad key is a `ValueError` now, as `custom_ids_for` would raise it
-            custom_id_for(texts[0], job=job)
+        valid_job_key(job)  # a bad key is a `ValueError` now, as `custom_ids_for` would raise it
         object.__setattr__(self, "_ids", texts)
         object.__setattr__(self, "_job", job)
+        object.__setattr__(self, "_contents", contents)
 
     def _values(self) -> Sequence[str]:
-        return custom_ids_for(self._ids, job=self._job)
+        return custom_ids_for(self._ids, job=self._job, contents=self._contents)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -111,7 +116,14 @@ class CustomIds(LazyTexts):
     def __getitem__(self, k: int | slice) -> str | Texts:
         if isinstance(k, slice) or self.made:
             return super().__getitem__(k)
-        return custom_id_for(self._ids[k], job=self._job)
+        item_id, c = self._ids[k], self._contents  # an IndexError here for a k out of range
+        k %= len(self._ids)
+        content = (
+            c[k * DIGEST_BYTES : (k + 1) * DIGEST_BYTES]
+            if c is not None and covers_content(self._job)
+            else None
+        )
+        return custom_id_for(item_id, job=self._job, content=content)
 
     def lengths(self) -> Iterator[int]:
         """The length of each custom_id, told by the ids when each is its own prefix (none derived)."""
@@ -197,7 +209,12 @@ class Items(Sequence[Item]):
         """The same items with the custom_ids of job `job` (itself when they are already)."""
         if job == self.job:
             return self
-        cids = job_custom_ids(self.ids, job=job)
+        if covers_content(job) and self.messages_json is None and self.digests is None:
+            # neither messages nor digests (a dry run's plan on a fresh state dir): their lengths only
+            check_unique(self.ids, self.ids, self.lines)
+            return attrs.evolve(self, custom_ids=CustomIds(self.ids, job), job=job)
+        contents = b"".join(self.raw_digests()) if covers_content(job) else None
+        cids = job_custom_ids(self.ids, job=job, contents=contents)
         check_unique(self.ids, cids, self.lines)
         return attrs.evolve(self, custom_ids=cids, job=job)
 

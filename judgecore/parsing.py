@@ -14,8 +14,15 @@ import orjson
 
 from judgecore.columns import TextsBuilder, records
 from judgecore.errors import InputError
-from judgecore.ids import ID_DIGEST_BYTES, check_unique, custom_ids_of_digests, digests_for, distinct_hashes
-from judgecore.items import CustomIds, Item, Items, raw_digest
+from judgecore.ids import (
+    ID_DIGEST_BYTES,
+    check_unique,
+    covers_content,
+    custom_ids_of_digests,
+    digests_for,
+    distinct_hashes,
+)
+from judgecore.items import DIGEST_BYTES, CustomIds, Item, Items, raw_digest
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -251,27 +258,39 @@ def parse_items(
     `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
     job's bytes): their column is None, and whoever needs them reads them again
     (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
-    kept (a plan needs no more). `job` is the job key the custom_ids are derived with
-    (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
+    kept (a plan needs no more), unless the job's custom_ids cover each item's digest (a `v3` key,
+    `judgecore.ids.covers_content`: then the digests are kept). `job` is the job key the custom_ids
+    are derived with (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job
+    keys).
 
-    `lazy_ids=True` (a dry run on a fresh state dir, whose job key is drawn for it alone): the
-    custom_ids are derived when first read (`judgecore.items.CustomIds`), and a repeated id is told by
-    the ids' own hashes. Only a custom_id collision of distinct ids (two equal 120-bit digests under
-    that fresh key) goes unlooked-for: nothing of the job is ever kept under those custom_ids.
+    `lazy_ids=True` (a dry run on a fresh state dir, which keeps nothing): the custom_ids are derived
+    when first read (`judgecore.items.CustomIds`), and a repeated id is told by the ids' own hashes.
+    Only a custom_id collision of distinct ids (two equal 120-bit digests) goes unlooked-for: nothing
+    of the job is ever kept under those custom_ids by a dry run.
     """
-    cols = _Columns(hold=hold_messages, digests=digests)
-    ids, id_digests, hashes = TextsBuilder(), bytearray(), array("q")
+    content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
+    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids))
+    ids, id_digests, hashes, digest_hashes = TextsBuilder(), bytearray(), array("q"), array("q")
     rows = iter(lines)
     first = 1
+
+    def contents(start: int, stop: int) -> bytes | None:  # items start..stop's digests, if ids need them
+        if not content:
+            return None
+        if cols.hold:
+            return b"".join(map(raw_digest, cols.messages[start:stop], cols.max_tokens[start:stop]))
+        return bytes(cols.digest_bytes[start * DIGEST_BYTES : stop * DIGEST_BYTES]) if cols.digests else None
 
     def flush() -> None:  # a chunk's ids and their custom_ids' digests: no list of all of them
         chunk = cols.ids
         ids.extend(chunk)
-        if lazy_ids:
+        if lazy_ids or content:  # a `v3` id covers its content: equal ids may have distinct digests
             hashes.extend(map(hash, chunk))
-        else:  # equal custom_ids have equal digests: distinct digests, distinct ids and custom_ids
-            raw = digests_for(chunk, job=job)
-            hashes.extend(map(hash, records(raw, ID_DIGEST_BYTES)))
+        if not lazy_ids:  # equal custom_ids have equal digests: distinct digests, distinct custom_ids
+            raw = digests_for(
+                chunk, job=job, contents=contents(len(cols.lines) - len(chunk), len(cols.lines))
+            )
+            (digest_hashes if content else hashes).extend(map(hash, records(raw, ID_DIGEST_BYTES)))
             id_digests.extend(raw)
         cols.ids = []
 
@@ -283,9 +302,13 @@ def parse_items(
             flush()
     flush()
     item_ids = ids.build()
-    custom_ids = CustomIds(item_ids, job) if lazy_ids else custom_ids_of_digests(item_ids, bytes(id_digests))
-    if not distinct_hashes(hashes):  # a repeated id, or only a collision of hashes: the ids tell
-        check_unique(item_ids, custom_ids, cols.lines)
+    custom_ids = (
+        CustomIds(item_ids, job, contents(0, len(cols.lines)))
+        if lazy_ids
+        else custom_ids_of_digests(item_ids, bytes(id_digests))
+    )
+    if not (distinct_hashes(hashes) and distinct_hashes(digest_hashes)):  # a repeat, or hashes colliding
+        check_unique(item_ids, item_ids if lazy_ids else custom_ids, cols.lines)  # lazy: ids only
     return Items(
         item_ids,
         cols.lines,

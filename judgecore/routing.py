@@ -119,9 +119,11 @@ def keep_or_redecide(
     `stored` is the route recorded by an earlier run (None: none yet); `n` the job's request count now;
     `force` this run's `--force-*`; `answered` whether anything of the job was answered already (a
     final outcome recorded, or a batch created). With a force, the stored route is kept only when it
-    was forced to the same path. Without one, a known route (see `Route.known`) is kept, and so is a
-    provisional one something was answered on; a provisional route nothing was answered on is
-    decided again.
+    was forced to the same path. Without one, a sync route decided for a job under the threshold is
+    decided again once the job has grown past it (new items joined; a kept route is recorded with
+    the new count, so this happens at the first run that sees the growth, before anything new is
+    sent on the old route); else a known route (see `Route.known`) is kept, and so is a provisional
+    one something was answered on; a provisional route nothing was answered on is decided again.
     """
     if stored is None:
         return DecideRoute("no route recorded yet")
@@ -129,6 +131,11 @@ def keep_or_redecide(
         if stored.forced and stored.path == force:
             return KeepRoute(_with_n(stored, n))
         return DecideRoute(f"forced to {force} by this run")
+    if not stored.forced and stored.path == "sync" and stored.n < stored.threshold <= n:
+        return DecideRoute(
+            f"the job grew from {stored.n:,} to {n:,} requests since its route was decided, past the "
+            f"threshold ({stored.threshold:,})"
+        )
     if stored.known or answered:
         return KeepRoute(_with_n(stored, n))
     return DecideRoute(

@@ -19,7 +19,7 @@ from adapters import keep_bytecode, release_collector
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
 from adapters.paths import directory_problem
-from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, disk_fault
+from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, checkpoint_fault, disk_fault
 
 if TYPE_CHECKING:
     from adapters.cli.relaunch import PROJECT, command_line, launcher
@@ -119,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {message}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
+        if (unreadable := checkpoint_fault(exc, getattr(ns, "state", None))) is not None:
+            print(f"error: {unreadable}", file=sys.stderr)
+            return EXIT_USAGE
         if (fault := disk_fault(exc, getattr(ns, "state", None) or getattr(ns, "dir", None))) is None:
             raise
         print(f"error: {fault}", file=sys.stderr)

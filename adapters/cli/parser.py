@@ -274,7 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         metavar="FILE",
-        help="output .jsonl, .jsonl.gz, .csv or .parquet (default: STATE/output.jsonl)",
+        help="output .jsonl, .jsonl.gz, .csv or .parquet (default: STATE/output.jsonl; a relative FILE is "
+        "the current directory's, remembered whole unless it lies inside STATE, which it then moves with)",
+    )
+    run.add_argument(
+        "--add-items",
+        action="store_true",
+        help="let an INPUT that shares no item id with the job in --state join it (without it, exit 2: "
+        "most likely the wrong --state)",
     )
     g = run.add_argument_group("planning")
     g.add_argument(

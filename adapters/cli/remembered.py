@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cli.parser import build_parser
+from adapters.paths import kept_path, path_to_keep
 from adapters.usage import UsageError
 
 _NOT_REMEMBERED = frozenset(
-    {"command", "input", "state", "out", "dry_run", "json", "count_tokens", "replace_verdict"}
+    {"command", "input", "state", "out", "dry_run", "json", "count_tokens", "replace_verdict", "add_items"}
 )
 #: the manifest's fields, by the flag that sets them (a field that differs names its flag)
 _FLAG_OF = {
@@ -94,20 +95,45 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
         # differ: a panel's rose to 16,000 where a judge thinks), not this version's
         ns.max_tokens = manifest["max_tokens"]
     if ns.input is None and getattr(ns, "from_inspect", None) is None:
-        ns.input = Path(kept["input"])
+        ns.input = kept_path(ns.state, kept["input"])
     if "out" not in given and kept.get("out"):
-        ns.out = Path(kept["out"])
+        ns.out = _remembered_out(ns.state, kept)
     return kept
 
 
+def _remembered_out(state: Path, kept: dict[str, Any]) -> Path:
+    """The output a job resumed from `state` writes: the remembered `--out`, found under the state
+    dir's own path when it lies inside it. A dir started before judgecore remembered it so (an absolute
+    path, no `state`) may have been moved or copied since: an output in another state dir (the one it
+    was copied from) or in a directory that is gone (the one it was moved from) is written inside this
+    one, under its name, never to the old place (nor the old dir made again)."""
+    out = kept_path(state, kept["out"])
+    if "state" in kept or not Path(kept["out"]).is_absolute():
+        return out
+    from adapters.jobkey import holds_checkpoint
+
+    old = out.parent
+    if old != state.resolve() and (not old.exists() or holds_checkpoint(old)):
+        return state / out.name
+    return out
+
+
 def _invocation(ns: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """How this run was started, to remember in the checkpoint: absolute paths, every flag's value."""
+    """How this run was started, to remember in the checkpoint: every flag's value, and its paths
+    absolute, except INPUT and `--out` inside the state dir, kept relative to it (`path_to_keep`:
+    a moved or copied state dir finds them under its own path); `state` is the dir's path when it
+    ran (what tells this way of keeping them from an older one's)."""
     flags = {}
     for dest, value in vars(ns).items():
         if dest in _NOT_REMEMBERED:
             continue
         flags[dest] = str(value.resolve()) if isinstance(value, Path) else value
-    return {"input": str(ns.input.resolve()), "out": str(out.resolve()), "flags": flags}
+    return {
+        "input": path_to_keep(ns.state, ns.input),
+        "out": path_to_keep(ns.state, out),
+        "state": str(ns.state.resolve()),
+        "flags": flags,
+    }
 
 
 def _shown(key: str, flag: str, value: Any) -> str:

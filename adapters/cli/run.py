@@ -4,6 +4,7 @@ its progress, its closing lines, and Ctrl-C and SIGTERM kept safe."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from adapters.cli.remembered import (
     _remembered,
     _run_flags_given,
 )
-from adapters.paths import input_problem, out_problem, state_problem
+from adapters.paths import input_problem, kept_path, out_problem, state_problem
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     if ns.state is None and not ns.dry_run:
         raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
     out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
+    if out is not None:  # a relative --out is the current directory's: shown, and remembered, whole
+        out = Path(os.path.normpath(out.absolute()))  # `..` folded, symlinks kept (as named)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
     _check_manifest(ns, kept, settings.manifest(rubric))
@@ -95,7 +98,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
             return EXIT_OK
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
-    # fresh state dir, its job key is drawn for the dry run alone: its custom_ids, derived only if read).
+    # fresh state dir, which keeps nothing: its custom_ids, derived only if read).
     from adapters.jobkey import holds_checkpoint, ids_job_for
 
     fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
@@ -110,6 +113,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
             if single
             else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
         )
+        _check_overlap(ns, kept, dry.ids)
         return _dry_run(ns, dry, rubric, settings)
     # each row expanded into its requests (judgecore.designs): their messages built, held by the shell
     items = (
@@ -118,6 +122,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
     )
     assert out is not None  # a run has a --state
+    _check_overlap(ns, kept, items.items.ids)
     if kind == "inspect":
         _remember_inspect_log(ns.state, ns.input)
     return _run(ns, argv, items, rubric, settings, out, done)
@@ -164,6 +169,40 @@ def _verdict_that_reads(
     )
     ns.verdict = Path(was) if was else None  # the job remembers the spec it keeps
     return attrs.evolve(settings, verdict=spec_from_json(old))
+
+
+def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any) -> None:
+    """An input that shares no item id with the job in `--state` is exit 2 (a new job's input, most
+    likely, given the wrong `--state`), naming both files and the ways out, unless `--add-items`; one
+    that holds only some of the job's items is a warning (the output lists every item of the job)."""
+    from adapters.jobkey import holds_checkpoint
+
+    if ns.state is None or not holds_checkpoint(ns.state):
+        return
+    from adapters.store import Store
+
+    store = Store.open_readonly(ns.state)
+    try:
+        if store.get_meta("manifest") is None:
+            return
+        bound, given, known = store.known_items(ids)
+    finally:
+        store.close()
+    started = (
+        f"started from {kept_path(ns.state, kept['input'])}" if kept and kept.get("input") else "started"
+    )
+    if bound and not known and not ns.add_items:
+        raise UsageError(
+            f"{ns.input}: none of its {given:,} item id(s) is in the job in --state {ns.state} ({started}, "
+            f"{bound:,} items): point --state at a new directory for a new job, or give --add-items to add "
+            "them to this one"
+        )
+    if known < bound and given == known:
+        print(
+            f"warning: {ns.input} holds {known:,} of the {bound:,} items of the job in --state {ns.state} "
+            f"({started}); the output lists all {bound:,}",
+            file=sys.stderr,
+        )
 
 
 def _input_of(ns: argparse.Namespace) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.cli.relaunch import command_line
-from adapters.paths import existing_state_problem, out_problem
+from adapters.paths import existing_state_problem, kept_path, out_problem
 from adapters.statelock import running_holder
 from adapters.usage import EXIT_OK, EXIT_PENDING, UsageError
 
@@ -150,7 +150,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
     flags = invocation.get("flags") or {}
     data = (invocation.get("input"), flags.get("from_inspect")) if inputs else ()
     named = (*data, *(flags.get(k) for k in ("rubric", "template", "verdict")))
-    return tuple(Path(p) for p in named if isinstance(p, str) and p)
+    return tuple(kept_path(state, p) for p in named if isinstance(p, str) and p)
 
 
 def cmd_summary(ns: argparse.Namespace) -> int:

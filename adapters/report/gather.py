@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import orjson
 
+from adapters.paths import kept_path
 from adapters.store import Store
 from judgecore.examples import ExampleGroup, choose_examples, excerpt, prompt_of
 
@@ -97,9 +98,9 @@ def _reproduce(invocation: Mapping[str, Any] | None, state: Path) -> str | None:
     """The command line that starts this job again (a new `--state` to run it afresh)."""
     if not invocation:
         return None
-    args = ["judgecore", "run", str(invocation.get("input")), "--state", str(state)]
+    args = ["judgecore", "run", str(kept_path(state, str(invocation.get("input")))), "--state", str(state)]
     if invocation.get("out"):
-        args += ["--out", str(invocation["out"])]
+        args += ["--out", str(kept_path(state, invocation["out"]))]
     options = _run_options()
     for dest, value in sorted((invocation.get("flags") or {}).items()):
         if dest in _SKIP or value is None or value is False or value == []:
@@ -154,7 +155,9 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
     settings += [
         (k, flags[k]) for k in _SHAPING if k not in manifest and flags.get(k) not in (None, False, [])
     ]
-    input_path = str(invocation["input"]) if invocation and invocation.get("input") else None
+    input_path = (
+        str(kept_path(state, invocation["input"])) if invocation and invocation.get("input") else None
+    )
     return Provenance(
         generated=_when(now) or "",
         first_answer=_when(min(times)) if times else None,

@@ -106,14 +106,17 @@ def render_html(report: JobReport) -> str:
 
 
 def write_html_report(path: Path, report: JobReport) -> None:
-    """Write the report to `path` atomically (a temp file in the same directory, then a rename)."""
+    """Write the report to `path` atomically (a temp file in the same directory, then a rename; never
+    over a checkpoint), with the mode the umask gives a new file (`adapters.paths.publish`)."""
+    from adapters.paths import publish
+
     text = render_html(report)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        Path(tmp).replace(path)
+        publish(tmp, path, "--html")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

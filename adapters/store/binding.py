@@ -112,6 +112,35 @@ class Binding:
         finally:
             self._conn.execute("ROLLBACK")
 
+    def known_items(self, item_ids: Iterable[str]) -> tuple[int, int, int]:
+        """`(bound, given, known)`: how many items the job holds, how many `item_ids` there are, and
+        how many of them the job holds (an input that shares none is another job's, likely). Nothing
+        written: the ids go through a temp table of this connection, rolled back."""
+        c = self._conn
+        c.execute("BEGIN")
+        try:
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS given_ids (item_id TEXT)")
+            c.execute("DELETE FROM given_ids")
+            c.executemany("INSERT INTO given_ids VALUES (?)", ((i,) for i in item_ids))
+            given = c.execute("SELECT count(*) FROM given_ids").fetchone()[0]
+            known = c.execute(
+                "SELECT count(*) FROM given_ids g JOIN items i ON i.item_id = g.item_id"
+            ).fetchone()[0]
+            bound = c.execute("SELECT count(*) FROM items").fetchone()[0]
+        finally:
+            c.execute("ROLLBACK")
+        return bound, given, known
+
+    def bound_item(self, custom_id: str) -> tuple[str, bytes | None]:
+        """The item id and the kept metadata (JSON bytes, None when it has none) of a bound custom_id."""
+        row = self._conn.execute(
+            "SELECT i.item_id, m.metadata FROM items i LEFT JOIN item_metadata m ON m.custom_id = i.custom_id "
+            "WHERE i.custom_id = ?",
+            (custom_id,),
+        ).fetchone()
+        meta = row[1]
+        return row[0], meta.encode() if isinstance(meta, str) else meta
+
     @property
     def ids_job(self) -> str | None:
         """The job key this dir's custom_ids are derived with (None: `v1` ids, or no job bound yet)."""
@@ -176,7 +205,7 @@ class Binding:
         conflicts = [
             r[0]
             for r in c.execute(
-                "SELECT i.item_id FROM incoming n JOIN items i ON i.custom_id = n.custom_id "
+                "SELECT i.item_id FROM incoming n JOIN items i ON i.item_id = n.item_id "
                 "WHERE i.digest != n.digest ORDER BY i.seq"
             )
         ]

@@ -223,6 +223,88 @@ def test_two_jobs_over_the_same_items_share_no_custom_id(ids, nonce_a, nonce_b):
     assert [custom_id_for(i, job=a) for i in ids] == list(cids_a)
 
 
+# -- manifest keys (`v3`): pure in the manifest and each request ------------------------------------
+
+HI = b'[{"role":"user","content":"hi"}]'
+MANIFEST_JOB = judgecore.ids.job_key(b'{"model":"m"}')
+MANIFEST_GOLDEN = {
+    "q17-s3": "q17-s3-l7bmkthlpnae2gxpq7k2kgws",
+    "é": "2t2htpzaqupw6rfb2yjzeuj5",
+    "x" * 100: "x" * 39 + "-5xzrcyqqatcwkmu6422b3cnw",
+}
+
+
+def _contents(messages: list[bytes]) -> bytes:
+    from judgecore.items import raw_digest
+
+    return b"".join(raw_digest(m, None) for m in messages)
+
+
+def test_a_manifest_key_and_its_custom_ids_are_pinned():
+    """No nonce: the key is the manifest's, and the ids are fixed forever for a manifest and a request."""
+    from judgecore.items import raw_digest
+
+    assert "m2dzxxnqeytaonebi" == MANIFEST_JOB == judgecore.ids.job_key(b'{"model":"m"}')
+    assert MANIFEST_GOLDEN == {
+        i: custom_id_for(i, job=MANIFEST_JOB, content=raw_digest(HI, None)) for i in MANIFEST_GOLDEN
+    }
+
+
+@given(st.lists(item_ids, min_size=1, max_size=30, unique=True), st.data())
+def test_the_same_job_started_afresh_derives_the_same_custom_ids(ids, data):
+    """Two fresh starts of one job (two state dirs, two machines) derive one key and one set of ids."""
+    messages = [data.draw(st.binary(min_size=1, max_size=40)) for _ in ids]
+    key_a, key_b = (
+        judgecore.ids.job_key(b'{"rubric_sha256":"a"}'),
+        judgecore.ids.job_key(b'{"rubric_sha256":"a"}'),
+    )
+    assert key_a == key_b
+    assert custom_ids_for(ids, job=key_a, contents=_contents(messages)) == custom_ids_for(
+        ids, job=key_b, contents=_contents(messages)
+    )
+
+
+@given(st.lists(item_ids, min_size=1, max_size=30, unique=True), st.data())
+def test_the_same_item_id_asking_something_else_gets_another_custom_id(ids, data):
+    """Two data sets reusing the ids `0, 1, 2...` under one manifest share no custom_id."""
+    a = [data.draw(st.binary(min_size=1, max_size=40)) for _ in ids]
+    b = [m + b"!" for m in a]  # every request asks something else
+    cids_a = custom_ids_for(ids, job=MANIFEST_JOB, contents=_contents(a))
+    cids_b = custom_ids_for(ids, job=MANIFEST_JOB, contents=_contents(b))
+    assert not set(cids_a) & set(cids_b)
+    assert all(CUSTOM_ID_RE.fullmatch(c) for c in cids_a)
+    contents = _contents(a)
+    assert list(cids_a) == [
+        custom_id_for(i, job=MANIFEST_JOB, content=contents[16 * k : 16 * k + 16]) for k, i in enumerate(ids)
+    ]
+
+
+@given(
+    st.lists(item_ids, min_size=1, max_size=30, unique=True),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+)
+def test_two_jobs_with_different_manifests_never_share_a_custom_id(ids, m1, m2):
+    import orjson
+
+    one, two = (orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in (m1, m2))
+    if one == two:
+        return
+    contents = _contents([HI] * len(ids))
+    a = custom_ids_for(ids, job=judgecore.ids.job_key(one), contents=contents)
+    b = custom_ids_for(ids, job=judgecore.ids.job_key(two), contents=contents)
+    assert not set(a) & set(b)
+    assert not set(a) & set(custom_ids_for(ids, job=JOB))  # nor with a `v2` dir's
+    assert not set(a) & set(custom_ids_for(ids))  # nor with a `v1` dir's
+
+
+def test_a_manifest_key_needs_each_requests_content():
+    with pytest.raises(ValueError, match="content"):
+        custom_ids_for(["q1"], job=MANIFEST_JOB)
+    with pytest.raises(ValueError, match="digest bytes"):
+        custom_ids_for(["q1", "q2"], job=MANIFEST_JOB, contents=_contents([HI]))
+
+
 def test_a_malformed_job_key_is_refused():
     with pytest.raises(ValueError, match="not a job key"):
         custom_id_for("q1", job="short")

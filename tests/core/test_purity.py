@@ -296,7 +296,7 @@ def test_a_dry_runs_plan_holds_values_only_with_or_without_its_messages(tmp_path
     path = _write_input(tmp_path / "in.jsonl", 5)
     settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)
     for held in (True, False):
-        items = load_items(path, hold_messages=held, digests=False)
+        items = load_items(path, hold_messages=held)  # a job's custom_ids cover its items' digests
         job = job_of(items, rubric=None, settings=settings, state_dir=tmp_path / "state")
         _assert_holds_values_only(job)
         assert (job.items.messages_json is not None) is held

@@ -114,11 +114,17 @@ def test_a_job_with_no_route_yet_decides_one(n, force, answered):
     assert isinstance(keep_or_redecide(None, n=n, force=force, answered=answered), DecideRoute)
 
 
+def _grew_past(stored, n: int) -> bool:
+    """A sync route decided for a job under its threshold, whose job has grown past it."""
+    return not stored.forced and stored.path == "sync" and stored.n < stored.threshold <= n
+
+
 @given(stored_routes(), counts, st.booleans())
 def test_a_known_route_is_kept_for_every_rerun_without_a_force(stored, n, answered):
-    """Forced, read or given: kept whatever was answered, its count brought up to date."""
+    """Forced, read or given: kept whatever was answered, its count brought up to date (unless a sync
+    route's job grew past its threshold: see the test below)."""
     decision = keep_or_redecide(stored, n=n, force=None, answered=answered)
-    if stored.known:
+    if stored.known and not _grew_past(stored, n):
         assert KeepRoute(attrs.evolve(stored, n=n)) == decision
 
 
@@ -129,6 +135,8 @@ def test_a_provisional_route_is_decided_again_only_while_nothing_was_answered(st
     if stored.known:
         return
     assert isinstance(keep_or_redecide(stored, n=n, force=None, answered=False), DecideRoute)
+    if _grew_past(stored, n):
+        return
     assert KeepRoute(attrs.evolve(stored, n=n)) == keep_or_redecide(stored, n=n, force=None, answered=True)
 
 
@@ -172,3 +180,24 @@ def test_the_bad_key_scenario_decides_again_on_the_tier_read_later():
     assert "assumed tier" in decision.why
     second = route(50, policy=policy, otpm=4000)
     assert ("batch", 20, True) == (second.path, second.threshold, second.known)
+
+
+@given(st.integers(1, 1999), st.integers(0, 5000), st.booleans())
+def test_a_sync_route_of_a_smaller_job_is_decided_again_once_the_job_grows_past_the_threshold(
+    small, more, answered
+):
+    """A 20-item job kept 'sync (20 requests < threshold)' after 3,000 items joined it: full price
+    where batch would halve it. A route read from the tier is decided again once the job is past its
+    threshold (whatever was answered on it: the answered items stay final); a forced one is kept."""
+    policy = RoutePolicy()
+    kept = route(small, policy=policy, otpm=400_000, otpm_source="flag")
+    n = small + more
+    decision = keep_or_redecide(kept, n=n, force=None, answered=answered)
+    if n >= kept.threshold:
+        assert isinstance(decision, DecideRoute)
+        assert "grew" in decision.why
+        assert "batch" == route(n, policy=policy, otpm=400_000, otpm_source="flag").path
+    else:
+        assert isinstance(decision, KeepRoute)
+    forced = route(small, policy=policy, force="sync")
+    assert isinstance(keep_or_redecide(forced, n=n, force="sync", answered=answered), KeepRoute)

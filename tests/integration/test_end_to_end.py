@@ -456,12 +456,18 @@ def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):
     assert key not in res.stdout + res.stderr
 
 
+def _custom_ids_of(items: Path, job: str | None) -> dict[str, str]:
+    """Each item id's custom_id in job `job` (which covers what each item asks: its messages)."""
+    from judgecore import parse_items
+
+    parsed = parse_items(items.read_bytes().splitlines(), job=job)
+    return dict(zip(parsed.ids, parsed.custom_ids, strict=True))
+
+
 def test_what_a_run_reads_back_from_its_checkpoint_is_each_items_messages(served, tmp_path):
     """A run keeps the items' messages in its checkpoint and reads back those it sends, holding none in
     memory: every batch request the simulator got, in every sub-batch and in the retry round, carries
     exactly its own item's messages (unicode, content blocks and a long text included)."""
-    from judgecore import custom_id_for
-
     srv = served(Scenario(seed=11, batch_seconds=0.2, batch_mix={"succeeded": 0.6, "api_error": 0.4}))
     rows: list[dict] = []
     for i in range(40):
@@ -481,11 +487,8 @@ def test_what_a_run_reads_back_from_its_checkpoint_is_each_items_messages(served
     args = ["run", str(items), "--state", str(tmp_path / "s"), "--force-batch", "--max-batch-requests", "7"]
     res = srv.cli([*args, *FAST_POLL], timeout=120)
     assert 0 == res.returncode, res.stderr
-    job = kept_ids_job(tmp_path / "s")
-    want = {
-        custom_id_for(r["id"], job=job): r.get("messages") or [{"role": "user", "content": r["prompt"]}]
-        for r in rows
-    }
+    cid_of = _custom_ids_of(items, kept_ids_job(tmp_path / "s"))
+    want = {cid_of[r["id"]]: r.get("messages") or [{"role": "user", "content": r["prompt"]}] for r in rows}
     sent = [
         (cid, p["messages"]) for b in srv.sim.batches for cid, p in zip(b.custom_ids, b.params, strict=True)
     ]
@@ -499,8 +502,6 @@ def test_a_checkpoint_without_kept_messages_is_resumed_with_the_inputs(served, t
     """A checkpoint that kept no messages (written before they were kept there, or cut off before
     they were) is resumed: the rerun keeps them from the input and sends the right ones."""
     import sqlite3
-
-    from judgecore import custom_id_for
 
     srv = served(Scenario(seed=12, batch_seconds=0.2, batch_failures=1))
     rows = [{"id": f"r{i}", "prompt": f"grade answer {i}"} for i in range(12)]
@@ -519,7 +520,7 @@ def test_a_checkpoint_without_kept_messages_is_resumed_with_the_inputs(served, t
         for b in srv.sim.batches[1:]
         for cid, p in zip(b.custom_ids, b.params, strict=True)
     ]
-    job = kept_ids_job(tmp_path / "s")
-    assert {custom_id_for(r["id"], job=job) for r in rows} == {cid for cid, _ in resent}
+    cid_of = _custom_ids_of(items, kept_ids_job(tmp_path / "s"))
+    assert {cid_of[r["id"]] for r in rows} == {cid for cid, _ in resent}
     for cid, messages in resent:
         assert [{"role": "user", "content": f"grade answer {cid[1:].split('-')[0]}"}] == messages

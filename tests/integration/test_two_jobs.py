@@ -100,3 +100,36 @@ def test_a_state_dir_made_before_job_keys_keeps_its_custom_ids(served, tmp_path:
     assert 0 == again.returncode, again.stderr
     assert 1 == len(srv.sim.batches)  # nothing sent again
     assert {"succeeded"} == {r["status"] for r in read_output(state / "output.jsonl")}
+
+
+def test_two_data_sets_reusing_ids_under_one_rubric_each_take_only_their_own_batch(served, tmp_path: Path):
+    """Two data sets that both number their rows `0, 1, 2...` under one rubric and model (the same
+    manifest): a custom_id covers what its request asks, so the two jobs share no custom_id, and each
+    rerun adopts its own orphan batch only, recording answers to its own prompts (nothing paid twice)."""
+    srv = served(
+        Scenario(seed=23, batch_seconds=0.2, create_faults={1: "persist_then_stall", 2: "persist_then_stall"})
+    )
+    jobs = {}
+    for name in ("a", "b"):
+        rows = [{"id": str(i), "prompt": f"data set {name}: grade answer {i}"} for i in range(30)]
+        items = write_items(tmp_path / f"{name}.jsonl", rows)
+        state = tmp_path / f"state-{name}"
+        jobs[name] = (rows, state, ["run", str(items), "--state", str(state), "--force-batch", *FAST_POLL])
+    for k, (_, _, args) in enumerate(jobs.values(), start=1):
+        _killed_mid_create(srv, args, creates=k)
+    a_ids, b_ids = (set(b.custom_ids) for b in srv.sim.batches)
+    assert not a_ids & b_ids  # the same item ids and manifest, other prompts: other custom_ids
+    srv.wait_for(lambda: all(b.processing_status == "ended" for b in srv.sim.batches), timeout=30)
+    for name in ("b", "a"):
+        res = srv.cli(jobs[name][2], timeout=120)
+        assert 0 == res.returncode, res.stderr
+    assert 2 == len(srv.sim.batches)  # each adopted its own orphan: nothing sent again
+    by_id = {b.id: b for b in srv.sim.batches}
+    for name, (rows, state, _) in jobs.items():
+        prompts = {r["id"]: r["prompt"] for r in rows}
+        out = read_output(state / "output.jsonl")
+        assert [r["id"] for r in rows] == [r["id"] for r in out]
+        for row in out:
+            batch = by_id[row["batch_id"]]
+            params = batch.params[batch.custom_ids.index(row["custom_id"])]
+            assert prompts[row["id"]] == params["messages"][0]["content"], (name, row["id"])
