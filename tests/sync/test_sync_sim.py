@@ -185,5 +185,5 @@ def test_settings_from_env_reads_every_override():
 def test_settings_from_env_names_a_bad_variable():
     with pytest.raises(ValueError, match="JUDGECORE_MAX_CONCURRENCY"):
         SyncSettings.from_env({"JUDGECORE_MAX_CONCURRENCY": "lots"})
-    with pytest.raises(ValueError, match="JUDGECORE_PACING_HEADROOM=.1.5.: must be at most 1"):
+    with pytest.raises(ValueError, match=r"JUDGECORE_PACING_HEADROOM=.1\.5.: must be at most 1"):
         SyncSettings.from_env({"JUDGECORE_PACING_HEADROOM": "1.5"})
