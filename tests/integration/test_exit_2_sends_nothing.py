@@ -341,6 +341,15 @@ def _(d, s):
     return ["simulator", "--port", "70000"], {}
 
 
+@case("an input sharing no item id with the job in --state", "adapters/cli/run.py::_check_overlap")
+def _(d, s):
+    _, state = _answered_job(s, d)
+    other = write_items(
+        d / "other.jsonl", [{"id": f"x{i}", "prompt": f"another job's item {i}"} for i in range(3)]
+    )
+    return ["run", str(other), "--state", str(state)], {}
+
+
 #: Functions raising `UsageError` that no command line reaches, and why.
 NOT_FROM_THE_CLI = {
     "adapters/items_io.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
@@ -350,6 +359,8 @@ NOT_FROM_THE_CLI = {
     "tests/batch/test_messages_kept.py), or a JUDGECORE_* value refused by check_environment first",
     "adapters/readers.py::need": "an extra not installed (the test environment has them all)",
     "adapters/readers.py::_dataset_lines": "a datasets directory (the `datasets` extra is not installed here)",
+    "adapters/paths.py::publish": "a checkpoint made at the output's path while the run wrote it (a race: "
+    "the same check refuses such an --out before anything is sent, `out_problem`)",
 }
 
 
