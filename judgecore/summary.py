@@ -24,6 +24,7 @@ from judgecore.figures import FORMATS
 from judgecore.headline import headline_lines
 from judgecore.outcomes import FailureClass
 from judgecore.reliability import Designs, designs_of
+from judgecore.selfpref import SelfPreferences, self_preference, text_lines
 from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
 from judgecore.stats import (
     LabelStats,
@@ -116,6 +117,8 @@ class Summary:
     designs: Designs = attrs.field(factory=Designs)
     #: US dollars per answering model (None: no price), as the checkpoint bills them: a panel's spend per judge
     spend_by_model: tuple[tuple[str, float | None], ...] = ()
+    #: a panel's self-preference by author family (`judgecore.selfpref`), where the items name their authors
+    self_preference: SelfPreferences | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,6 +132,7 @@ class Summary:
             "estimate_usd": self.money.estimate_usd,
             "differences": [d.to_json() for d in self.differences] if self.by else None,
             **self._designs_json(),
+            **({"self_preference": self.self_preference.to_json()} if self.self_preference else {}),
             "formats": FORMATS,
         }
 
@@ -259,8 +263,10 @@ def summarize(
     reference: str | None = None,
     money: Money = _UNKNOWN_MONEY,
     spend_by_model: Iterable[tuple[str, float | None]] = (),
+    author: str | None = None,
 ) -> Summary:
-    """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored)."""
+    """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored);
+    `author`: the metadata key naming the model that wrote each answer (default `model`)."""
     rows = list(records)
     groups: list[tuple[Any, Group]] = []
     scored_by: list[tuple[Any, list[Any], int]] = []
@@ -291,6 +297,9 @@ def summarize(
         differences=differences(scored_by, numeric=numeric) if len(scored_by) >= 2 else (),
         designs=designs_of(rows, score_field),
         spend_by_model=tuple(spend_by_model),
+        self_preference=self_preference(rows, score_field, author)
+        if author
+        else self_preference(rows, score_field),
     )
 
 
@@ -385,6 +394,8 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             for v, row in zip(r.labels, r.matrix, strict=True):
                 lines.append(f"    {_label(v)[:10]:>10}" + "".join(f"{c:>9,}" for c in row))
     lines.extend(headline_lines(s))
+    if s.self_preference is not None:
+        lines.extend(text_lines(s.self_preference))
     m = s.money
     lines.append(
         f"  spend        {_usd(m.spend_usd)} (all-sync would have cost {_usd(m.all_sync_usd)}; "

@@ -166,7 +166,12 @@ def cmd_summary(ns: argparse.Namespace) -> int:
         if problem := out_problem(ns.html, inputs=reads, state=ns.state, flag="--html"):
             raise UsageError(problem)
     report = job_report(
-        ns.state, verdict_path=ns.verdict, by=ns.by, reference=ns.reference, full=ns.html is not None
+        ns.state,
+        verdict_path=ns.verdict,
+        by=ns.by,
+        reference=ns.reference,
+        author=ns.author,
+        full=ns.html is not None,
     )
     overall = report.summary.overall
     unparsed = dict(overall.classes).get("VERDICT_UNPARSED", 0)
