@@ -11,20 +11,21 @@ Where items name the model that wrote the answer (`metadata.model`, or `metadata
 - for judge J of family F, on each item i whose author is known and that J and at least one other
   judge scored: `d_i = score_J(i) - the mean of the other judges' scores of i` (J's lean on that answer);
 - J's self-preference is `mean(d_i)` over items whose author's family is F (*own*) minus `mean(d_i)`
-  over the others (*other*). Subtracting J's lean on the other families' answers takes out a judge
-  that is harsher or more lenient than the panel on everything, so what is left is the lean it keeps
-  for its own family;
+  over the *baseline* items: the answers by families no judge of the panel belongs to (*neutral*),
+  when there are at least two; else every answer not by F (*other families*). Subtracting J's lean on
+  the baseline takes out a judge that is harsher or more lenient than the panel on everything, so
+  what is left is the lean it keeps for its own family;
 - its 95% interval is Welch's (the difference of two independent means, Student's t on the
   Welch-Satterthwaite degrees of freedom, `judgecore.compare.welch_ci95`): analytic, nothing to seed;
 - *flagged* when the interval excludes zero (either side: a judge may also disfavour its own family).
 
-What it cannot separate: a judge K that favours its own family raises the baseline on K's family's
-answers, so every other judge's lean there drops by K's bias / (judges - 1), and their self-preference
-rises by that times the share of their other-family items K's family wrote (a panel of three, K biased
-by 1.5 points on a quarter of the others' items: about +0.19 for each of them). The flagged judge with
-the largest difference is the source; a small difference beside it is its echo. (Leaving K out of the
-baseline on K's family's answers would remove the echo, but would change the baseline's judges from
-item to item and show a harsh judge as self-preferring instead.)
+Why neutral answers make the baseline: a judge K that favours its own family raises the other judges'
+mean on K's family's answers, so on those answers every other judge's lean drops by K's bias /
+(judges - 1). With K's family's answers in J's baseline, J would show that drop as a self-preference
+of its own (an *echo*: a panel of three, K biased by 2 points on a third of J's baseline, gives J
++0.33). Answers by a family no judge belongs to carry no judge's bias, so the difference on them is
+J's own bias alone. Without two such answers the baseline is every other family's (`baseline`
+says which), and a flagged judge with the largest difference is the source of the others' echoes.
 
 Beside it, what a reader checks first: J's mean score on its own family's answers, and the other
 judges' mean on the same answers. None where a figure is undefined (no own-family item, fewer than two
@@ -106,9 +107,11 @@ class SelfPreference:
     #: the judge's mean score on its own family's answers, and the other judges' mean on the same answers
     own_mean: float | None
     others_on_own: float | None
-    #: mean(d_i) on own-family items minus mean(d_i) on the others
+    #: mean(d_i) on own-family items minus mean(d_i) on the baseline items
     difference: float | None
     ci95: tuple[float, float] | None
+    #: "neutral" (answers by families no judge belongs to) or "other families"
+    baseline: str = "neutral"
 
     @property
     def flagged(self) -> bool:
@@ -126,6 +129,7 @@ class SelfPreference:
             "difference": self.difference,
             "ci95": list(self.ci95) if self.ci95 else None,
             "flagged": self.flagged,
+            "baseline": self.baseline,
         }
 
 
@@ -171,6 +175,8 @@ def self_preference(
             rows.append((family_of(author), scores))
     if len(judges) < 2 or not rows:
         return None
+    panel_families = {family_of(j) for j in judges}
+    neutral = sum(1 for f, _ in rows if f not in panel_families) >= 2
     out = []
     for judge in sorted(judges):
         family = family_of(judge)
@@ -187,7 +193,7 @@ def self_preference(
                 own.append(lean)
                 own_scores.append(scores[judge])
                 others_scores.append(statistics.fmean(rest))
-            else:
+            elif not neutral or author_family not in panel_families:
                 other.append(lean)
         both = bool(own) and bool(other)
         out.append(
@@ -200,6 +206,7 @@ def self_preference(
                 others_on_own=statistics.fmean(others_scores) if others_scores else None,
                 difference=statistics.fmean(own) - statistics.fmean(other) if both else None,
                 ci95=welch_ci95(other, own) if both else None,
+                baseline="neutral" if neutral else "other families",
             )
         )
     return SelfPreferences(author_key=author_key, judges=tuple(out))
@@ -210,10 +217,10 @@ def self_preference(
 HEAD = (
     "judge",
     "family",
-    "own-family items",
+    "own items",
     "its mean",
     "others' mean",
-    "other items",
+    "baseline items",
     "self-preference",
     "95% CI",
     "flag",
@@ -247,7 +254,8 @@ def text_lines(sp: SelfPreferences) -> list[str]:
     """The text summary's lines: what is measured, then one line per judge."""
     out = [
         f"  self-preference (authors: metadata[{sp.author_key!r}]; a judge's lean on its own family's answers "
-        "minus its lean on the others', against the other judges' mean; Welch 95% CI)"
+        "minus its lean on the baseline's (answers by families no judge belongs to, if any), against the "
+        "other judges' mean; Welch 95% CI)"
     ]
     for j, row in zip(sp.judges, table_rows(sp), strict=True):
         judge, family, n_own, own_mean, others, n_other, diff, ci, flag = row
@@ -256,6 +264,7 @@ def text_lines(sp: SelfPreferences) -> list[str]:
             continue
         out.append(
             f"    {judge} ({family}): {own_mean} on its family's {n_own} answers, the others {others}; "
-            f"self-preference {diff} (95% CI {ci}; {n_other} other answers)" + (f"  {flag}" if flag else "")
+            f"self-preference {diff} (95% CI {ci}; baseline: {n_other} answers, {j.baseline})"
+            + (f"  {flag}" if flag else "")
         )
     return out

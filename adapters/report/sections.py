@@ -252,8 +252,9 @@ def self_preference(sp: SelfPreferences) -> str:
     return (
         f"<h3>Self-preference by author family</h3><p class=note>Authors from metadata[{esc(repr(sp.author_key))}]. "
         "A judge's self-preference is its lean on its own family's answers (its score minus the other "
-        "judges' mean) less its lean on the other families' answers; flagged when the 95% interval "
-        "(Welch) excludes zero.</p>"
+        "judges' mean) less its lean on the baseline answers: those by families no judge belongs to "
+        f"({'used here' if sp.judges and sp.judges[0].baseline == 'neutral' else 'none here, so every other family'}); "
+        "flagged when the 95% interval (Welch) excludes zero.</p>"
         f"<div class=wrap><table class=selfpref><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
         "</table></div>"
     )

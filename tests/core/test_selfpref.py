@@ -79,6 +79,8 @@ def _oracle(data):
 
     frame = pd.DataFrame(data, columns=["author", *JUDGES])
     frame["family"] = frame["author"].map(AUTHORS)
+    # the baseline: answers by a family no judge belongs to (llama here), if two were scored twice
+    neutral = ((frame["family"] == "llama") & (frame[list(JUDGES)].notna().sum(axis=1) >= 2)).sum() >= 2
     out = {}
     for judge in JUDGES:
         others = [j for j in JUDGES if j != judge]
@@ -87,7 +89,8 @@ def _oracle(data):
         sub = frame[usable]
         lean = sub[judge].astype(float) - rest[usable].mean(axis=1, skipna=True)
         mine = sub["family"] == JUDGE_FAMILY[judge]
-        own, other = lean[mine], lean[~mine]
+        own = lean[mine]
+        other = lean[sub["family"] == "llama"] if neutral else lean[~mine]
         ci = None
         if len(own) >= 2 and len(other) >= 2:
             if own.std() == 0 and other.std() == 0:
@@ -103,6 +106,7 @@ def _oracle(data):
             "others_on_own": rest[usable][mine].mean(axis=1).mean() if len(own) else None,
             "difference": own.mean() - other.mean() if len(own) and len(other) else None,
             "ci95": ci,
+            "baseline": "neutral" if neutral else "other families",
         }
     return out
 
@@ -127,7 +131,7 @@ def test_each_judge_s_self_preference_matches_pandas_and_scipy(data):
     for judge, e in expected.items():
         j = by_judge[judge]
         assert JUDGE_FAMILY[judge] == j.family
-        assert (e["n_own"], e["n_other"]) == (j.n_own, j.n_other)
+        assert (e["n_own"], e["n_other"], e["baseline"]) == (j.n_own, j.n_other, j.baseline)
         for key in ("own_mean", "others_on_own", "difference"):
             assert _close(e[key], getattr(j, key)), key
         if e["ci95"] is None:
@@ -167,22 +171,40 @@ def _mean_differences(bias: float, seeds: range) -> tuple[dict[str, float], dict
     return {j: sum(d) / len(d) for j, d in diffs.items()}, flags
 
 
-def test_a_judge_that_favours_its_family_is_flagged_in_every_panel():
+def test_a_judge_that_favours_its_family_is_flagged_in_every_panel_and_no_other_judge_echoes_it():
     """The Qwen judge adds 1.5 to Qwen answers: flagged in each of 40 generated panels, its difference
-    1.5 on average. Its bias echoes in the others' figures as the module's docstring says: bias / 2
-    times the share of their other-family items Qwen wrote (1/4 for Claude's, 1/3 for GPT's)."""
+    1.5 on average. Against the neutral (Llama) answers, the harsh Claude judge and the fair GPT judge
+    show no echo of it (near 0) and are flagged only as often as a 95% interval allows by chance."""
     mean, flags = _mean_differences(1.5, range(40))
     assert 40 == flags[QWEN]
     assert abs(1.5 - mean[QWEN]) < 0.1
-    assert abs(0.75 / 4 - mean[CLAUDE]) < 0.06
-    assert abs(0.75 / 3 - mean[GPT]) < 0.06
+    assert abs(mean[CLAUDE]) < 0.08 and abs(mean[GPT]) < 0.08
+    assert flags[CLAUDE] + flags[GPT] <= 8  # of 80, 5% expected
+
+
+def test_without_neutral_answers_the_baseline_is_the_other_families_and_echoes_the_bias():
+    """No Llama answers: the baseline is every other family's, and Qwen's bias echoes in the others'
+    figures as the module's docstring says: bias / 2 times the share of their baseline Qwen wrote."""
+    diffs: dict[str, list[float]] = {j: [] for j in JUDGES}
+    for seed in range(40):
+        records = [r for r in _panel(bias=1.5, seed=seed) if not r["metadata"]["model"].startswith("meta")]
+        got = self_preference(records, "score")
+        assert got is not None and {"other families"} == {j.baseline for j in got.judges}
+        for j in got.judges:
+            diffs[j.judge].append(j.difference)
+    mean = {j: sum(d) / len(d) for j, d in diffs.items()}
+    assert abs(1.5 - mean[QWEN]) < 0.1
+    # of each 4 answers, 1 is Claude's, 2 OpenAI's, 1 Qwen's: Qwen wrote 1 of Claude's 3 baseline
+    # answers and 1 of GPT's 2
+    assert abs(0.75 / 3 - mean[CLAUDE]) < 0.08
+    assert abs(0.75 / 2 - mean[GPT]) < 0.08
 
 
 def test_a_harsh_judge_without_a_bias_is_flagged_only_by_chance():
     """No bias, the Claude judge a point harsher on everything: every difference near 0, and a judge
     flagged about as often as a 95% interval allows (5% of 120; at most 12 here)."""
     mean, flags = _mean_differences(0.0, range(40))
-    assert all(abs(d) < 0.06 for d in mean.values())
+    assert all(abs(d) < 0.08 for d in mean.values())
     assert sum(flags.values()) <= 12
 
 
