@@ -21,7 +21,7 @@ throughput each answer saw being `inflight / latency`; one window's step is at m
 - **Back off when latency climbs.** A latency well above the floor makes `throughput x floor` fall
   below the requests in flight: the limit shrinks by that ratio (at most by half a window).
 - **Back off on refusals.** A 429 or 503 (a bounded queue full) or a lost connection multiplies the
-  limit by 0.7 (CUBIC's factor), once per latency: the refusals of one burst arrive together and are
+  limit by 0.7 (CUBIC's factor), once per window: the refusals of one burst arrive together and are
   one signal (TCP's one cut per round trip). The limit refused is a *ceiling* the estimate stays under;
   each probe lifts it by its square root, so a bound is tried again rarely and gently. A refusal never
   raises the limit.
@@ -130,8 +130,8 @@ class AdaptiveConcurrency:
     #: the last closed window's mean latency (None before one)
     latency: float | None = None
     window: Window | None = None
-    #: no second refusal cut before this time (one cut per latency)
-    calm_until: float = -math.inf
+    #: when a refusal last cut the limit: one cut per window
+    last_cut: float = -math.inf
     probe: Probe | None = None
     #: windows closed since the last probe ended (or since the start)
     windows: int = 0
@@ -177,15 +177,16 @@ def step(state: AdaptiveConcurrency, event: Event) -> AdaptiveConcurrency:
         case Tick():
             return _maybe_close(state, event.now)
         case Refused() | Unreachable():
-            if event.now < state.calm_until:
-                return state
-            calm = event.now + (state.latency or state.floor or 0.0)
+            since = state.window.start if state.window is not None else -math.inf
+            if state.last_cut > -math.inf and state.last_cut >= since:
+                return state  # one cut per window: the refusals of one burst are one signal
+            calm = event.now
             if state.probe is not None:  # resume lower after the probe
                 resume = state.probe.resume
                 probe = attrs.evolve(state.probe, resume=state._bounded(resume * BACKOFF))
-                return attrs.evolve(state, probe=probe, calm_until=calm, ceiling=resume)
+                return attrs.evolve(state, probe=probe, last_cut=calm, ceiling=resume)
             return attrs.evolve(
-                state, limit=state._bounded(state.limit * BACKOFF), calm_until=calm, ceiling=state.limit
+                state, limit=state._bounded(state.limit * BACKOFF), last_cut=calm, ceiling=state.limit
             )
         case _:
             assert_never(event)
@@ -198,7 +199,8 @@ def _maybe_close(state: AdaptiveConcurrency, now: float) -> AdaptiveConcurrency:
         return state
     mean = w.latency_sum / w.answers
     elapsed = now - w.start
-    if elapsed < mean or elapsed <= 0:
+    # a window lasts one mean latency and holds a quarter of the limit's answers (or lasts four latencies)
+    if elapsed <= 0 or elapsed < mean or (w.answers * 4 < state.limit and elapsed < 4 * mean):
         return state
     floor = mean if state.floor is None else min(state.floor, mean)
     state = attrs.evolve(state, window=Window(start=now), latency=mean, floor=floor)
