@@ -176,6 +176,7 @@ def job_report(
     verdict_path: Path | None = None,
     by: str | None = None,
     reference: str | None = None,
+    author: str | None = None,
     now: float | None = None,
     full: bool = True,
     top: int | None = None,
@@ -197,7 +198,7 @@ def job_report(
             kept = store.get_meta("verdict")
             spec = spec_from_json(kept, sendable=False) if kept else None
         records = records_from_store(store, spec)
-        for flag, key in (("--by", by), ("--reference", reference)):
+        for flag, key in (("--by", by), ("--reference", reference), ("--author", author)):
             if key is not None and (problem := metadata_key_problem(records, key, flag)):
                 raise UsageError(problem)
         summary = summarize(
@@ -210,6 +211,7 @@ def job_report(
             spend_by_model=spend_by_model(store),
             scale=spec.scale if spec else None,
             top=TOP_GROUPS if top is None else top,
+            author=author,
         )
         return JobReport(
             state_dir=state_dir,

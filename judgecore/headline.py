@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from judgecore import figures as fig
 from judgecore.compare import Difference
 from judgecore.reliability import Designs
+from judgecore.selfpref import HEAD, table_rows
 from judgecore.stats import LabelStats, NumericStats
 
 if TYPE_CHECKING:
@@ -225,6 +226,9 @@ def render_markdown(s: Summary, *, title: str = "judgecore summary") -> str:
     if design := design_rows(s.designs, s.spend_by_model):
         out += ["", "Judge designs:", ""]
         out += _md_table(["design", "figure", "value", "95% CI / n"], [list(r) for r in design])
+    if s.self_preference is not None:
+        out += ["", f"Self-preference (authors: `{s.self_preference.author_key}`):", ""]
+        out += _md_table(HEAD, table_rows(s.self_preference))
     m = s.money
     out += [
         "",

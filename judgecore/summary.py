@@ -33,6 +33,7 @@ from judgecore.figures import FORMATS
 from judgecore.headline import CLIPPED, headline_lines, left_out
 from judgecore.outcomes import FailureClass
 from judgecore.reliability import Designs, designs_of
+from judgecore.selfpref import SelfPreferences, self_preference, text_lines
 from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
 from judgecore.stats import (
     LabelStats,
@@ -156,6 +157,9 @@ class Summary:
     def groups_left_out(self) -> int:
         return max(0, len(self.groups) - self.top)
 
+    #: a panel's self-preference by author family (`judgecore.selfpref`), where the items name their authors
+    self_preference: SelfPreferences | None = None
+
     def to_json(self) -> dict[str, Any]:
         return {
             **self.overall.to_json(),
@@ -179,6 +183,7 @@ class Summary:
             if self.pairs_not_compared
             else None,
             **self._designs_json(),
+            **({"self_preference": self.self_preference.to_json()} if self.self_preference else {}),
             "formats": FORMATS,
         }
 
@@ -317,9 +322,11 @@ def summarize(
     spend_by_model: Iterable[tuple[str, float | None]] = (),
     scale: tuple[float, float] | None = None,
     top: int = TOP_GROUPS,
+    author: str | None = None,
 ) -> Summary:
     """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored).
-    `scale`: the score's declared scale (intervals are cut to it); `top`: the most groups shown."""
+    `scale`: the score's declared scale (intervals are cut to it); `top`: the most groups shown;
+    `author`: the metadata key naming the model that wrote each answer (default `model`)."""
     rows = list(records)
     groups: list[tuple[Any, Group]] = []
     scored_by: list[tuple[Any, list[Any], int]] = []
@@ -359,6 +366,9 @@ def summarize(
         scale=scale,
         top=top,
         pairs_not_compared=0 if compared else len(scored_by) * (len(scored_by) - 1) // 2,
+        self_preference=self_preference(rows, score_field, author)
+        if author
+        else self_preference(rows, score_field),
     )
 
 
@@ -462,6 +472,8 @@ def render_summary(s: Summary, *, title: str = "judgecore summary") -> str:
             for v, row in zip(r.labels, r.matrix, strict=True):
                 lines.append(f"    {_label(v)[:10]:>10}" + "".join(f"{c:>9,}" for c in row))
     lines.extend(headline_lines(s))
+    if s.self_preference is not None:
+        lines.extend(text_lines(s.self_preference))
     m = s.money
     lines.append(
         f"  spend        {_usd(m.spend_usd)} (all-sync would have cost {_usd(m.all_sync_usd)}; "

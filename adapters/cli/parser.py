@@ -553,6 +553,12 @@ def _add_summary_parser(sub: Any) -> None:
     su.add_argument(
         "--reference", metavar="KEY", help="compare the score with metadata[KEY] (agreement, kappa)"
     )
+    su.add_argument(
+        "--author",
+        metavar="KEY",
+        help="metadata[KEY] names the model that wrote each answer (default: model): a panel's "
+        "self-preference by author family",
+    )
     su.add_argument("--json", action="store_true", help="one JSON object")
     su.add_argument(
         "--markdown", action="store_true", help="the headline tables as Markdown (for a paper draft or a PR)"

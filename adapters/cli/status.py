@@ -170,6 +170,7 @@ def cmd_summary(ns: argparse.Namespace) -> int:
         verdict_path=ns.verdict,
         by=ns.by,
         reference=ns.reference,
+        author=ns.author,
         full=ns.html is not None,
         top=ns.top,
     )

@@ -41,6 +41,7 @@ summary { cursor: pointer; font-weight: 600; }
 .cap { margin: 0.2em 0 0; font-size: 0.85em; color: #666; text-transform: uppercase; letter-spacing: 0.03em; }
 .sw { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.3em; vertical-align: -0.05em; }
 .legend .lg { margin-right: 1em; white-space: nowrap; }
+table.selfpref th, table.selfpref td:not(:first-child) { overflow-wrap: normal; } tr.flagged td { background: #fff1f0; } td.flag { color: #b00020; font-weight: 700; white-space: nowrap; }
 nav { font-size: 0.92em; margin: 0.3em 0 0.8em; } nav a { margin-right: 0.9em; }
 @media (max-width: 900px) { .top { grid-template-columns: minmax(0, 1fr); } }
 @media print {

@@ -16,8 +16,10 @@ from adapters.report import plots
 from adapters.report.gather import resume_command
 from adapters.summary import JobReport
 from judgecore import figures as fig
+from judgecore import selfpref
 from judgecore.compare import Difference
 from judgecore.headline import design_rows, difference_text, left_out, not_compared, score_text
+from judgecore.selfpref import SelfPreferences
 from judgecore.stats import NumericStats
 from judgecore.summary import Group, render_summary
 
@@ -266,7 +268,28 @@ def designs(report: JobReport) -> str | None:
     if not rows:
         return None
     out = [table(["design", "figure", "value", "95% CI / n"], [list(r) for r in rows])]
+    if (sp := report.summary.self_preference) is not None:
+        out.append(self_preference(sp))
     return "".join(out)
+
+
+def self_preference(sp: SelfPreferences) -> str:
+    """The panel's self-preference table, a flagged judge's row marked (`judgecore.selfpref`)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in selfpref.HEAD)
+    body = []
+    for j, row in zip(sp.judges, selfpref.table_rows(sp), strict=True):
+        cells = "".join(f"<td>{esc(c)}</td>" for c in row[:-1])
+        flag = f"<td class=flag>{esc(row[-1])}</td>" if j.flagged else "<td></td>"
+        body.append(f"<tr{' class=flagged' if j.flagged else ''}>{cells}{flag}</tr>")
+    return (
+        f"<h3>Self-preference by author family</h3><p class=note>Authors from metadata[{esc(repr(sp.author_key))}]. "
+        "A judge's self-preference is its lean on its own family's answers (its score minus the other "
+        "judges' mean) less its lean on the baseline answers: those by families no judge belongs to "
+        f"({'used here' if sp.judges and sp.judges[0].baseline == 'neutral' else 'none here, so every other family'}); "
+        "flagged when the 95% interval (Welch) excludes zero.</p>"
+        f"<div class=wrap><table class=selfpref><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+        "</table></div>"
+    )
 
 
 def _verdict(v: Any) -> str:
