@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from adapters.job import JobSettings, JudgeResult, UsageError, ajudge, judge, judge_dry_run
+    from adapters.run.job import JobSettings, JudgeResult, UsageError, ajudge, judge, judge_dry_run
 
 __all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"]
 
@@ -77,7 +77,7 @@ def release_collector() -> None:
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from adapters import job
+        from adapters.run import job
 
         return getattr(job, name)
     raise AttributeError(f"module 'adapters' has no attribute {name!r}")

@@ -54,28 +54,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 # `backoff` names a module and the function in it: the package's `backoff` is the function, bound here
-# before any import of the module `judgecore.backoff` can make the package's attribute the module.
-from judgecore.backoff import BackoffPolicy, backoff
+# before any import of the module `judgecore.decide.backoff` can make the package's attribute the module.
+from judgecore.decide.backoff import BackoffPolicy, backoff
 
 if TYPE_CHECKING:
-    from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
-    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
-    from judgecore.encoding import create_body
-    from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
-    from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
-    from judgecore.items import Item, Items, RoutePath
-    from judgecore.outcomes import (
-        FINAL_STATUSES,
-        FailureClass,
-        Outcome,
-        RawResult,
-        Status,
-        Usage,
-        classify,
-    )
-    from judgecore.parsing import parse_item, parse_items
-    from judgecore.plan_text import plan_json, render_plan
-    from judgecore.planning import (
+    from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
+    from judgecore.decide.planning import (
         DEFAULT_PRICES,
         CachePlan,
         JobPlan,
@@ -85,7 +69,7 @@ if TYPE_CHECKING:
         plan,
         plan_job,
     )
-    from judgecore.polling import (
+    from judgecore.decide.polling import (
         BatchSnapshot,
         Harvest,
         Overdue,
@@ -96,10 +80,8 @@ if TYPE_CHECKING:
         next_poll_action,
         next_wake,
     )
-    from judgecore.report import output_line, output_record
-    from judgecore.requests import Request, Requests, RequestTemplate, build_requests, cache_control_for
-    from judgecore.resume import JobState, ResumeDiff, diff_resume
-    from judgecore.routing import (
+    from judgecore.decide.resume import JobState, ResumeDiff, diff_resume
+    from judgecore.decide.routing import (
         DecideRoute,
         KeepRoute,
         Route,
@@ -108,7 +90,21 @@ if TYPE_CHECKING:
         keep_or_redecide,
         route,
     )
-    from judgecore.verdicts import (
+    from judgecore.job.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
+    from judgecore.job.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
+    from judgecore.job.items import Item, Items, RoutePath
+    from judgecore.job.parsing import parse_item, parse_items
+    from judgecore.results.outcomes import (
+        FINAL_STATUSES,
+        FailureClass,
+        Outcome,
+        RawResult,
+        Status,
+        Usage,
+        classify,
+    )
+    from judgecore.results.output_line import output_line, output_record
+    from judgecore.results.verdicts import (
         VERDICT_UNPARSED,
         Unscored,
         Verdict,
@@ -117,21 +113,37 @@ if TYPE_CHECKING:
         parse_verdict,
         spec_from_json,
     )
+    from judgecore.summary.plan_text import plan_json, render_plan
+    from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
+    from judgecore.wire.encoding import create_body
+    from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests, cache_control_for
 
 # Each name is loaded from its module on first use (PEP 562), so a program that needs a few decisions
 # (`judgecore run --dry-run` needs items, ids, planning and routing) does not pay for importing them all.
 # The module of every exported name (`backoff`'s are imported above):
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "judgecore.backoff": ("BackoffPolicy", "backoff"),
-    "judgecore.breaker": ("Breaker", "BreakerPolicy", "BreakerState", "breaker_tripped"),
-    "judgecore.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk"),
-    "judgecore.encoding": ("create_body",),
-    "judgecore.errors": ("DuplicateIdError", "InputError", "JudgecoreError", "RequestTooLargeError"),
-    "judgecore.ids": ("CUSTOM_ID_RE", "assign_custom_ids", "check_unique", "custom_id_for", "custom_ids_for"),
-    "judgecore.items": ("Item", "Items", "RoutePath"),
-    "judgecore.parsing": ("parse_item", "parse_items"),
-    "judgecore.requests": ("Request", "RequestTemplate", "Requests", "build_requests", "cache_control_for"),
-    "judgecore.outcomes": (
+    "judgecore.decide.backoff": ("BackoffPolicy", "backoff"),
+    "judgecore.decide.breaker": ("Breaker", "BreakerPolicy", "BreakerState", "breaker_tripped"),
+    "judgecore.wire.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk"),
+    "judgecore.wire.encoding": ("create_body",),
+    "judgecore.job.errors": ("DuplicateIdError", "InputError", "JudgecoreError", "RequestTooLargeError"),
+    "judgecore.job.ids": (
+        "CUSTOM_ID_RE",
+        "assign_custom_ids",
+        "check_unique",
+        "custom_id_for",
+        "custom_ids_for",
+    ),
+    "judgecore.job.items": ("Item", "Items", "RoutePath"),
+    "judgecore.job.parsing": ("parse_item", "parse_items"),
+    "judgecore.wire.requests": (
+        "Request",
+        "RequestTemplate",
+        "Requests",
+        "build_requests",
+        "cache_control_for",
+    ),
+    "judgecore.results.outcomes": (
         "FINAL_STATUSES",
         "FailureClass",
         "Outcome",
@@ -140,7 +152,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Usage",
         "classify",
     ),
-    "judgecore.planning": (
+    "judgecore.decide.planning": (
         "DEFAULT_PRICES",
         "CachePlan",
         "JobPlan",
@@ -150,8 +162,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "plan",
         "plan_job",
     ),
-    "judgecore.plan_text": ("plan_json", "render_plan"),
-    "judgecore.polling": (
+    "judgecore.summary.plan_text": ("plan_json", "render_plan"),
+    "judgecore.decide.polling": (
         "BatchSnapshot",
         "Harvest",
         "Overdue",
@@ -162,9 +174,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "next_poll_action",
         "next_wake",
     ),
-    "judgecore.report": ("output_line", "output_record"),
-    "judgecore.resume": ("JobState", "ResumeDiff", "diff_resume"),
-    "judgecore.routing": (
+    "judgecore.results.output_line": ("output_line", "output_record"),
+    "judgecore.decide.resume": ("JobState", "ResumeDiff", "diff_resume"),
+    "judgecore.decide.routing": (
         "DecideRoute",
         "KeepRoute",
         "Route",
@@ -173,7 +185,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "keep_or_redecide",
         "route",
     ),
-    "judgecore.verdicts": (
+    "judgecore.results.verdicts": (
         "VERDICT_UNPARSED",
         "Unscored",
         "Verdict",

@@ -1,6 +1,6 @@
-"""A state dir's job key, the one its custom_ids are derived with (`judgecore.ids.job_key`), and
+"""A state dir's job key, the one its custom_ids are derived with (`judgecore.job.ids.job_key`), and
 whether the dir holds a checkpoint, both told without importing the checkpoint's package
-(`adapters.store`) or SQLite for a new dir: a dry run on a fresh state dir loads neither."""
+(`adapters.checkpoint.store`) or SQLite for a new dir: a dry run on a fresh state dir loads neither."""
 
 from __future__ import annotations
 
@@ -11,30 +11,30 @@ from typing import Any
 
 import orjson
 
-from adapters.paths import STATE_FILES
+from adapters.files.paths import STATE_FILES
 
-#: the checkpoint's database file in a state dir (`adapters.store.DB_NAME`)
+#: the checkpoint's database file in a state dir (`adapters.checkpoint.store.DB_NAME`)
 DB_NAME = STATE_FILES[0]
 
 
 def holds_checkpoint(state_dir: Path | str) -> bool:
-    """Whether `state_dir` holds a checkpoint (`adapters.store.Store.exists`)."""
+    """Whether `state_dir` holds a checkpoint (`adapters.checkpoint.store.Store.exists`)."""
     return (Path(state_dir) / DB_NAME).exists()
 
 
 def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
-    """The job key a job's custom_ids are derived with (`judgecore.ids`), read before its input is.
+    """The job key a job's custom_ids are derived with (`judgecore.job.ids`), read before its input is.
 
     A state dir bound to a job keeps its key (None for one bound before job keys: it keeps its `v1`
     ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
     keeps it, and every later run reads it back, so the ids are the job's own in every process.
     """
-    from judgecore.ids import job_key
+    from judgecore.job.ids import job_key
 
     if state_dir is not None and holds_checkpoint(state_dir):
         import sqlite3
 
-        from adapters.store import Store
+        from adapters.checkpoint.store import Store
 
         try:
             store = Store.open_readonly(state_dir)

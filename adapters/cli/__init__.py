@@ -1,4 +1,4 @@
-"""`judgecore`: the command line, a thin layer over `adapters.job` (see `judgecore --help`).
+"""`judgecore`: the command line, a thin layer over `adapters.run.job` (see `judgecore --help`).
 
 The package's modules, one idea each: `parser` (the grammar and help text), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from adapters import keep_bytecode, release_collector
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
-from adapters.paths import directory_problem
+from adapters.files.paths import directory_problem
 from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, disk_fault
 
 if TYPE_CHECKING:

@@ -18,13 +18,13 @@ if TYPE_CHECKING:
 def cmd_cancel(ns: argparse.Namespace) -> int:
     import asyncio
 
-    from adapters.batch import cancel_job
-    from adapters.batch_api import AnthropicBatchApi
-    from adapters.clock import RealClock
-    from adapters.job import _default_client
-    from adapters.progress import PlainProgress, plural
-    from adapters.statelock import StateLockedError
-    from adapters.store import Store
+    from adapters.checkpoint.statelock import StateLockedError
+    from adapters.checkpoint.store import Store
+    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+    from adapters.run.batch import cancel_job
+    from adapters.run.clock import RealClock
+    from adapters.run.job import _default_client
+    from adapters.run.progress import PlainProgress, plural
 
     _existing_state(ns.state)
     client = _default_client(os.environ)
@@ -53,7 +53,7 @@ def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]
     when the API refused the key or could not be reached (fix it first), 3 when the failure was
     transient (the same command again cancels them)."""
     from adapters.cli.relaunch import command_line
-    from adapters.progress import plural
+    from adapters.run.progress import plural
     from judgecore import Status, classify
 
     fatal = any(raw.status is None or classify(raw).status is Status.FATAL for _, raw in failed)

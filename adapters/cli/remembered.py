@@ -28,7 +28,7 @@ _FLAG_OF = {
 
 def _holds_checkpoint(state: Path | None) -> bool:
     """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
-    from adapters.jobkey import holds_checkpoint
+    from adapters.checkpoint.jobkey import holds_checkpoint
 
     try:
         return state is not None and holds_checkpoint(state)
@@ -57,7 +57,7 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
     kept = manifest = None
     if _holds_checkpoint(ns.state):
-        from adapters.store import Store
+        from adapters.checkpoint.store import Store
 
         store = Store.open_readonly(ns.state)
         try:
@@ -136,7 +136,7 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
     if not _holds_checkpoint(ns.state):
         return
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     store = Store.open_readonly(ns.state)
     try:

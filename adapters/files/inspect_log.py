@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from adapters.readers import need, object_line
+from adapters.files.readers import need, object_line
 from adapters.usage import UsageError
 
 SCORE_NAME = "judgecore"
@@ -95,7 +95,7 @@ def sample_object(sample: Any) -> dict[str, Any]:
 
 
 def inspect_lines(path: Path) -> Iterator[bytes]:
-    """The JSON lines of a log's samples (`adapters.readers.input_lines` for `--from-inspect`)."""
+    """The JSON lines of a log's samples (`adapters.files.readers.input_lines` for `--from-inspect`)."""
     log = read_log(path)
     for sample in log.samples or ():
         yield object_line(sample_object(sample))
@@ -124,9 +124,9 @@ def score_of(record: Mapping[str, Any], score_field: str | None) -> Any:
 def export_to_inspect(state: Path, out: Path, *, log_path: Path | None = None) -> tuple[int, int]:
     """Write the log the job in `state` was read from (`log_path`, else the one it remembers), with
     each sample's score, to `out` (`.eval` or `.json`, atomically). Returns (scored, samples)."""
-    from adapters.store import Store
-    from adapters.summary import records_from_store
-    from judgecore.verdicts import spec_from_json
+    from adapters.checkpoint.store import Store
+    from adapters.run.summary import records_from_store
+    from judgecore.results.verdicts import spec_from_json
 
     api = _log_api(f"--to-inspect {out}")
     if out.suffix not in (".eval", ".json"):

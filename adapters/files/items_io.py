@@ -14,21 +14,29 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from adapters.jobkey import holds_checkpoint, ids_job_for
-from adapters.readers import dated, frame_lines, input_kind, input_lines, is_frame, native, templated_rows
-from adapters.settings import JobSettings
+from adapters.checkpoint.jobkey import holds_checkpoint, ids_job_for
+from adapters.files.readers import (
+    dated,
+    frame_lines,
+    input_kind,
+    input_lines,
+    is_frame,
+    native,
+    templated_rows,
+)
+from adapters.run.settings import JobSettings
 from adapters.usage import UsageError
-from judgecore.errors import DuplicateIdError, InputError, RequestTooLargeError
-from judgecore.ids import check_unique
-from judgecore.items import Item, Items
-from judgecore.models import max_tokens_problem, thinking_problem
-from judgecore.parsing import parse_item
-from judgecore.planning import JobPlan, plan_job
+from judgecore.decide.planning import JobPlan, plan_job
+from judgecore.job.errors import DuplicateIdError, InputError, RequestTooLargeError
+from judgecore.job.ids import check_unique
+from judgecore.job.items import Item, Items
+from judgecore.job.parsing import parse_item
+from judgecore.wire.models import max_tokens_problem, thinking_problem
 
 if TYPE_CHECKING:
-    from adapters.messages import JobInput, MessageSource
-    from adapters.readers import InputKind
-    from judgecore.designs import Design
+    from adapters.files.messages import JobInput, MessageSource
+    from adapters.files.readers import InputKind
+    from judgecore.job.designs import Design
 
 
 def check_arguments(
@@ -49,7 +57,7 @@ def check_arguments(
     def refuse(name: str, takes: str, value: object, hint: str = "") -> TypeError:
         return TypeError(f"{name} must be {takes}, got {type(value).__name__}{hint}")
 
-    messages = sys.modules.get("adapters.messages")  # a `JobInput` (the CLI's) is made by it
+    messages = sys.modules.get("adapters.files.messages")  # a `JobInput` (the CLI's) is made by it
     given = isinstance(items, os.PathLike) or (messages is not None and isinstance(items, messages.JobInput))
     if not given and (items is None or isinstance(items, Mapping) or not hasattr(items, "__iter__")):
         hint = ": one dict is one item, give a list of them" if isinstance(items, Mapping) else ""
@@ -109,15 +117,15 @@ def load_items(
     lazy_ids: bool = False,
 ) -> Items:
     """Parse an input file (JSONL, CSV, Parquet, a saved dataset, an inspect_ai log: `kind`, else by
-    its name; see `adapters.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
+    its name; see `adapters.files.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
 
     `hold_messages=False`: the items keep each message's size and digest, not the messages (a dry
     run's plan needs no more; to run them, `load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
-    job key of the custom_ids (`adapters.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
+    job key of the custom_ids (`adapters.checkpoint.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, whose key is drawn for it alone): they are derived only if read
-    (`judgecore.parsing.parse_items`)."""
-    from judgecore.parsing import parse_items
+    (`judgecore.job.parsing.parse_items`)."""
+    from judgecore.job.parsing import parse_items
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
@@ -130,8 +138,8 @@ def load_items(
 def load_input(path: Path, *, job: str | None = None, kind: InputKind | None = None) -> JobInput:
     """A run's input (the CLI's): its items parsed keeping each message's size and digest, not the
     messages; the run reads them from `path` again to keep them in its checkpoint
-    (`adapters.messages.InputMessages`), so no run holds its whole input in memory."""
-    from adapters.messages import InputMessages, JobInput
+    (`adapters.files.messages.InputMessages`), so no run holds its whole input in memory."""
+    from adapters.files.messages import InputMessages, JobInput
 
     kind = kind or input_kind(path)
     items = load_items(path, hold_messages=False, job=job, kind=kind)
@@ -143,8 +151,8 @@ def load_design_input(
     path: Path, design: Design, *, job: str | None, kind: InputKind | None = None
 ) -> JobInput:
     """`load_design_items` for a run: the requests' messages are built, so they are held, by the
-    shell alone (`adapters.messages.HeldMessages`), until the run's checkpoint keeps them."""
-    from adapters.messages import split_messages
+    shell alone (`adapters.files.messages.HeldMessages`), until the run's checkpoint keeps them."""
+    from adapters.files.messages import split_messages
 
     return split_messages(load_design_items(path, design, job=job, kind=kind))
 
@@ -163,7 +171,7 @@ def _reading(path: Path) -> Iterator[None]:
 
 
 def load_design_items(path: Path, design: Design, *, job: str | None, kind: InputKind | None = None) -> Items:
-    """The requests of a multi-request or templated job read from `path` (`judgecore.designs`): each
+    """The requests of a multi-request or templated job read from `path` (`judgecore.job.designs`): each
     row expanded into its requests, their messages held (a design's prompts are built, not read
     back from the file); `UsageError` with `FILE:LINE: reason` on the first bad row."""
     kind = kind or input_kind(path)
@@ -180,8 +188,8 @@ def load_design_items(path: Path, design: Design, *, job: str | None, kind: Inpu
 
 
 def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *, job: str | None) -> Items:
-    """`judgecore.designs.design_items` of numbered JSON lines (blank lines skipped)."""
-    from judgecore.designs import expand_item, expand_templated
+    """`judgecore.job.designs.design_items` of numbered JSON lines (blank lines skipped)."""
+    from judgecore.job.designs import expand_item, expand_templated
 
     def rows() -> Iterator[Any]:
         for n, raw in lines:
@@ -203,7 +211,7 @@ def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *,
                         design, item.id, n, item.messages_json, item.max_tokens, item.metadata_json
                     )
 
-    from judgecore.designs import design_items
+    from judgecore.job.designs import design_items
 
     return design_items(design, rows(), job=job)
 
@@ -225,7 +233,7 @@ def _line_of(n: int, obj: object) -> bytes:
 
 def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Item, ...]:
     """Items from Python objects shaped like input lines (or `Item`s), or from the rows of a pandas
-    DataFrame (`adapters.readers.row_object`), validated as the CLI would."""
+    DataFrame (`adapters.files.readers.row_object`), validated as the CLI would."""
     out: list[Item] = []
     try:
         rows: Iterable[Mapping[str, Any] | Item | bytes] = (
@@ -268,8 +276,8 @@ def job_of(
     """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
     holds (or of a new one), and its plan, built once (a dry run: the items keep their messages when
     they hold them, for `--count-tokens`)."""
-    # a `JobInput` is made by `adapters.messages`: a dry run of a file's items never imports it
-    messages = sys.modules.get("adapters.messages")
+    # a `JobInput` is made by `adapters.files.messages`: a dry run of a file's items never imports it
+    messages = sys.modules.get("adapters.files.messages")
     if messages is not None and isinstance(items, messages.JobInput):
         given = items
         items = given.items
@@ -286,8 +294,8 @@ def run_job_of(
     state_dir: Path,
 ) -> tuple[JobPlan, MessageSource]:
     """`job_of` for a run: the plan holds no messages, and the source says where they are until the
-    run hands them to its checkpoint (`adapters.messages.hand_to_checkpoint`)."""
-    from adapters.messages import JobInput, split_messages
+    run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
+    from adapters.files.messages import JobInput, split_messages
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
@@ -302,7 +310,7 @@ def run_job_of(
         if not cols.holds_messages:
             raise UsageError(
                 "the items do not hold their messages (loaded with hold_messages=False): "
-                "load the input with adapters.items_io.load_input to run it"
+                "load the input with adapters.files.items_io.load_input to run it"
             )
         split = split_messages(cols)
         cols, source = split.items, split.messages

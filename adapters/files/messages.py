@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from judgecore.items import Items
-from judgecore.parsing import iter_line_messages
+from judgecore.job.items import Items
+from judgecore.job.parsing import iter_line_messages
 
 if TYPE_CHECKING:
-    from adapters.readers import InputKind
-    from adapters.store import Store
-    from judgecore.planning import JobPlan
+    from adapters.checkpoint.store import Store
+    from adapters.files.readers import InputKind
+    from judgecore.decide.planning import JobPlan
 
 
 class MessageSource(Protocol):
@@ -36,7 +36,7 @@ class MessageSource(Protocol):
         ...
 
     def digests(self, items: Items) -> Iterator[bytes]:
-        """Each item's `judgecore.items.raw_digest`, in the items' order: what the checkpoint binds."""
+        """Each item's `judgecore.job.items.raw_digest`, in the items' order: what the checkpoint binds."""
         ...
 
     def release(self) -> None:
@@ -82,7 +82,7 @@ class InputMessages:
     items. Made without them, the items' own are read (`Items.raw_digests`)."""
 
     path: Path
-    kind: InputKind | None = None  # the input's format (`adapters.readers`): read again the same way
+    kind: InputKind | None = None  # the input's format (`adapters.files.readers`): read again the same way
     _digests: bytes | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
     _released: bool = attrs.field(default=False, eq=False, repr=False, init=False)
 
@@ -93,15 +93,15 @@ class InputMessages:
             if self._released:
                 raise RuntimeError("the digests were released already (the checkpoint keeps them)")
             return items.raw_digests()
-        from judgecore.columns import records
-        from judgecore.items import DIGEST_BYTES
+        from judgecore.job.columns import records
+        from judgecore.job.items import DIGEST_BYTES
 
         return records(d, DIGEST_BYTES)
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""
-        from adapters.readers import input_lines
-        from judgecore.items import raw_digest
+        from adapters.files.readers import input_lines
+        from judgecore.job.items import raw_digest
 
         k = -1
         ids, cids = iter(items.ids), iter(items.custom_ids)  # each read in C, in step with the lines
@@ -136,7 +136,7 @@ class InputChangedError(Exception):
 @attrs.frozen
 class JobInput:
     """A job's items without their messages, and where the messages are: what the CLI loads for a run
-    (`adapters.items_io.load_input`), so no copy of the messages outlives their hand-off."""
+    (`adapters.files.items_io.load_input`), so no copy of the messages outlives their hand-off."""
 
     items: Items
     messages: MessageSource

@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from adapters.settings import JobSettings
-from adapters.store import TALLY, Store
-from judgecore.items import Item, Items
+from adapters.checkpoint.store import TALLY, Store
+from adapters.run.settings import JobSettings
+from judgecore.decide.planning import JobPlan
+from judgecore.decide.routing import Route
+from judgecore.job.items import Item, Items
 from judgecore.moved import moved
-from judgecore.outcomes import StopDetails
-from judgecore.planning import JobPlan
-from judgecore.report import record_of  # per output line: not imported in the loop
-from judgecore.routing import Route
+from judgecore.results.outcomes import StopDetails
+from judgecore.results.output_line import record_of  # per output line: not imported in the loop
 
 if TYPE_CHECKING:
-    from judgecore.designs import Design
-    from judgecore.verdicts import VerdictSpec
+    from judgecore.job.designs import Design
+    from judgecore.results.verdicts import VerdictSpec
 
 
 def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
@@ -52,7 +52,7 @@ def iter_records(
     store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None, design: Design | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every item's output object (see `_request_records`); under a multi-request `design`, each
-    item's requests folded into its one line (`judgecore.folding.fold`)."""
+    item's requests folded into its one line (`judgecore.job.consensus.fold`)."""
     records = _request_records(store, items, verdict)
     if design is None or design.single:
         return records
@@ -63,7 +63,7 @@ def fold_records(
     records: Iterable[dict[str, Any]], design: Design, verdict: VerdictSpec | None
 ) -> Iterator[dict[str, Any]]:
     """Request records, an item's together in key order (as a design's items are), folded per item."""
-    from judgecore.folding import fold
+    from judgecore.job.consensus import fold
 
     keys = design.request_keys()
     per = len(keys)
@@ -216,7 +216,7 @@ def write_output(
             yield r
 
     if out is not None:
-        from adapters.writers import write_records
+        from adapters.files.writers import write_records
 
         write_records(out, rows())  # in the format of its extension
         stamp = _output_stamp(store, items, out, verdict)
@@ -277,8 +277,8 @@ def record_estimate(
 ) -> None:
     """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
     was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
-    from adapters.dryrun import plan_of
-    from adapters.summary import learned_from_store
+    from adapters.run.dryrun import plan_of
+    from adapters.run.summary import learned_from_store
 
     p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
     store.set_meta(
@@ -296,5 +296,5 @@ __all__ = [
     "write_output_atomic",
 ]
 
-#: `plan_of`, which lives with the dry run now (`adapters.dryrun`), for older imports
-__getattr__ = moved(__name__, {"plan_of": "adapters.dryrun"})
+#: `plan_of`, which lives with the dry run now (`adapters.run.dryrun`), for older imports
+__getattr__ = moved(__name__, {"plan_of": "adapters.run.dryrun"})

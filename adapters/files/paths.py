@@ -12,7 +12,7 @@ import contextlib
 import os
 from pathlib import Path
 
-# The checkpoint's own files in a state dir (adapters.store.DB_NAME and SQLite's companions).
+# The checkpoint's own files in a state dir (adapters.checkpoint.store.DB_NAME and SQLite's companions).
 STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
 
 _NAME_MAX = 255

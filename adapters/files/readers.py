@@ -1,6 +1,6 @@
 """Input readers: every format judgecore reads, turned into the JSON lines the core already parses.
 
-Theory of operation. The core has one parser (`judgecore.items.parse_items`): one JSON object a line,
+Theory of operation. The core has one parser (`judgecore.job.items.parse_items`): one JSON object a line,
 each line numbered from 1 as it is read. Every reader here yields exactly such lines, one per row of
 its format, so every rule (ids, `prompt` / `messages`, `max_tokens`, nesting, duplicates) and every
 error message stays one implementation, and the number in `FILE:N: reason` is the row's place:
@@ -17,7 +17,7 @@ skips blank lines, so the numbering stays the format's own. A tabular row become
 one function, `row_object` (the `--template` design will replace it there). Readers stream: a
 Parquet file is read a row group slice at a time, a saved dataset through its memory map.
 
-The second read of a run (`adapters.messages.InputMessages`, which keeps the messages in the
+The second read of a run (`adapters.files.messages.InputMessages`, which keeps the messages in the
 checkpoint) goes through `input_lines` again, so both reads see the same rows.
 """
 
@@ -37,8 +37,8 @@ from typing import IO, Any, Literal
 import orjson
 
 from adapters.usage import UsageError
-from judgecore.errors import InputError
-from judgecore.parsing import MAX_LINE_BYTES
+from judgecore.job.errors import InputError
+from judgecore.job.parsing import MAX_LINE_BYTES
 
 InputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet", "dataset", "inspect"]
 
@@ -131,7 +131,7 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
         case "dataset":
             yield from _dataset_lines(path)
         case "inspect":
-            from adapters.inspect_log import inspect_lines
+            from adapters.files.inspect_log import inspect_lines
 
             yield from inspect_lines(path)
 
@@ -212,7 +212,7 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-#: True while rows are read for a `--template` (judgecore.designs): a row is `id` plus any fields
+#: True while rows are read for a `--template` (judgecore.job.designs): a row is `id` plus any fields
 _TEMPLATED: contextvars.ContextVar[bool] = contextvars.ContextVar("templated", default=False)
 
 

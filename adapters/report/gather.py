@@ -19,8 +19,8 @@ from typing import Any
 import attrs
 import orjson
 
-from adapters.store import Store
-from judgecore.examples import ExampleGroup, choose_examples, excerpt, prompt_of
+from adapters.checkpoint.store import Store
+from judgecore.summary.examples import ExampleGroup, choose_examples, excerpt, prompt_of
 
 
 @attrs.frozen(kw_only=True)

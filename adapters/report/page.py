@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from adapters.report import sections
-from adapters.summary import JobReport
-from judgecore.health import timeline_says_something
+from adapters.run.summary import JobReport
+from judgecore.summary.health import timeline_says_something
 
 CSS = """
 * { box-sizing: border-box; }

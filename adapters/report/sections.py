@@ -1,6 +1,6 @@
 """The report's sections as HTML: results first, then the judge's own words, provenance, run health.
 
-Every figure is written by `judgecore.figures` (the rule the text summary and `--markdown` follow), and
+Every figure is written by `judgecore.summary.numfmt` (the rule the text summary and `--markdown` follow), and
 every string from the checkpoint is escaped.
 """
 
@@ -14,12 +14,12 @@ import orjson
 
 from adapters.report import plots
 from adapters.report.gather import resume_command
-from adapters.summary import JobReport
-from judgecore import figures as fig
-from judgecore.compare import Difference
-from judgecore.headline import design_rows, difference_text, score_text
-from judgecore.stats import NumericStats
-from judgecore.summary import Group, render_summary
+from adapters.run.summary import JobReport
+from judgecore.summary import numfmt as fig
+from judgecore.summary.compare import Difference
+from judgecore.summary.job_summary import Group, render_summary
+from judgecore.summary.stats import NumericStats
+from judgecore.summary.text import design_rows, difference_text, score_text
 
 
 def esc(x: Any) -> str:

@@ -1,10 +1,10 @@
-"""The batch path's interpreter: performs what `judgecore.batchrun.BatchRun` decides, in checkpoint order.
+"""The batch path's interpreter: performs what `judgecore.run.batch.BatchRun` decides, in checkpoint order.
 
 Theory of operation. Every decision (rounds, creates and their retries, reconciliation, polling,
 deadlines, what a harvest means, the breaker, the per-run retry budget, when to stop) is the pure
 machine's. This module only performs: it asks `run.advance(now)` what to do, performs the effects at
 once and in order, starts the operations as tasks (creates concurrently, up to `concurrency`), and
-feeds each answer back with `run.on(event)`. Durable writes keep the order of `adapters.store`: the
+feeds each answer back with `run.on(event)`. Durable writes keep the order of `adapters.checkpoint.store`: the
 intent before its create call, the batch id right after the call returns, each harvested line before
 it counts (a harvest streams its lines into `OutcomeWriter`, in group commits; memory: 8 bytes and one
 bit per request of the batch, not the lines).
@@ -20,23 +20,31 @@ from typing import assert_never
 
 import attrs
 
-from adapters.batch_api import BatchApi, BatchApiError, CreateBody
-from adapters.clock import Clock
-from adapters.events import BatchCreated, BatchHarvested, BatchPolled, BatchStuck, Emit, Notice, RoundStarted
-from adapters.messages import CheckpointMessages
-from adapters.store import OutcomeRow, Store
+from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.files.messages import CheckpointMessages
+from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError, CreateBody
+from adapters.run.clock import Clock
+from adapters.run.events import (
+    BatchCreated,
+    BatchHarvested,
+    BatchPolled,
+    BatchStuck,
+    Emit,
+    Notice,
+    RoundStarted,
+)
 from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
-from judgecore import batchrun as br
-from judgecore.batching import after_cancel_error
-from judgecore.batchrun import BatchSettings
-from judgecore.chunking import body_size
-from judgecore.encoding import create_body
-from judgecore.harvestfold import HarvestFold
-from judgecore.harvesting import IdSet
-from judgecore.requests import Request, Requests, custom_ids_of
-from judgecore.resultlines import ResultLine
-from judgecore.spend import Budget, Expect
-from judgecore.subbatch import SubEvent, SubState, next_state
+from judgecore.decide.batching import after_cancel_error
+from judgecore.decide.spend import Budget, Expect
+from judgecore.results.resultlines import ResultLine
+from judgecore.run import batch as br
+from judgecore.run.batch import BatchSettings
+from judgecore.run.batch.gate import IdSet
+from judgecore.run.batch.harvest import HarvestFold
+from judgecore.run.subbatch import SubEvent, SubState, next_state
+from judgecore.wire.chunking import body_size
+from judgecore.wire.encoding import create_body
+from judgecore.wire.requests import Request, Requests, custom_ids_of
 
 __all__ = [
     "BatchRunResult",

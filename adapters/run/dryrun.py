@@ -10,21 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from adapters.items_io import check_arguments, job_of
-from adapters.jobkey import holds_checkpoint
-from adapters.result import JudgeResult
-from adapters.settings import JobSettings
+from adapters.checkpoint.jobkey import holds_checkpoint
+from adapters.files.items_io import check_arguments, job_of
+from adapters.run.result import JudgeResult
+from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_OK, UsageError
-from judgecore.chunking import chunk
-from judgecore.items import Item, Items
-from judgecore.jobrun import History, JobPolicy, JobRun
-from judgecore.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
-from judgecore.requests import Request, Requests
-from judgecore.routing import Route
+from judgecore.decide.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
+from judgecore.decide.routing import Route
+from judgecore.job.items import Item, Items
+from judgecore.run.job._machine import History, JobPolicy, JobRun
+from judgecore.wire.chunking import chunk
+from judgecore.wire.requests import Request, Requests
 
 if TYPE_CHECKING:
-    from adapters.messages import JobInput
-    from judgecore.designs import Design
+    from adapters.files.messages import JobInput
+    from judgecore.job.designs import Design
 
 
 def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
@@ -104,9 +104,9 @@ def dry_run_of(
     history = History()
     learned, spent = Learned(), 0.0
     if holds_checkpoint(state_dir):  # the checkpoint's package (and SQLite) only for one that exists
-        from adapters.job_parts import history_from_store
-        from adapters.store import ContentConflictError, StateMismatchError, Store
-        from adapters.summary import learned_from_store, spend_from_store
+        from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
+        from adapters.run.operations import history_from_store
+        from adapters.run.summary import learned_from_store, spend_from_store
 
         store = Store.open_readonly(state_dir)
         try:
@@ -122,7 +122,7 @@ def dry_run_of(
     dry = machine_of(job, history, settings).dry_run()
     left = job.requests if len(dry.left) == len(job.requests) else job.requests.only(dry.left)
     if count_tokens and not learned.answers and len(left):
-        from adapters.count_tokens import count_prompt
+        from adapters.providers.anthropic.count_tokens import count_prompt
 
         learned = count_prompt(job, left, dry.route.path, client=client, environ=environ)
     p = plan_of(

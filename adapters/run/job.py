@@ -1,5 +1,5 @@
 """A whole judge job: the Python API (`judge`, `ajudge`, `judge_dry_run`) and the interpreter of the
-job's machine (`judgecore.jobrun.JobRun`).
+job's machine (`judgecore.run.job._machine.JobRun`).
 
 The machine decides (the route kept or decided again, the probe, which ids go to which part, the
 probe's spent send, the warm-up, the exit status); this module performs what it asks, in the order
@@ -7,10 +7,10 @@ the checkpoint's promises require: the job is bound before anything is sent, the
 recorded as its item's result, a decided route is recorded before a part runs, and the output is
 written from the checkpoint, atomically, in one streaming pass. A dry run asks the same machine
 (`JobRun.dry_run`) on a store opened read-only, and stops where the run would first send
-(`adapters.dryrun`).
+(`adapters.run.dryrun`).
 
-The settings, the items' loading, the output, the dry run and the result live in `adapters.settings`,
-`adapters.items_io`, `adapters.output`, `adapters.dryrun` and `adapters.result`; their public names
+The settings, the items' loading, the output, the dry run and the result live in `adapters.run.settings`,
+`adapters.files.items_io`, `adapters.files.output`, `adapters.run.dryrun` and `adapters.run.result`; their public names
 are importable from here as well.
 """
 
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import attrs
 
-from adapters.dryrun import conflict_message, dry_run_of, judge_dry_run, machine_of
-from adapters.items_io import (
+from adapters.checkpoint.store import Store
+from adapters.files.items_io import (
     check_arguments,
     input_error,
     items_from_objects,
@@ -33,7 +33,17 @@ from adapters.items_io import (
     load_items,
     run_job_of,
 )
-from adapters.job_parts import (
+from adapters.files.output import (
+    collect_records,
+    iter_records,
+    record_estimate,
+    record_for_summary,
+    write_output,
+    write_output_atomic,
+)
+from adapters.files.paths import out_problem, state_problem
+from adapters.run.dryrun import conflict_message, dry_run_of, judge_dry_run, machine_of
+from adapters.run.operations import (
     Ports,
     connect,
     default_client,
@@ -42,18 +52,8 @@ from adapters.job_parts import (
     run_batch_part,
     run_sync_part,
 )
-from adapters.output import (
-    collect_records,
-    iter_records,
-    record_estimate,
-    record_for_summary,
-    write_output,
-    write_output_atomic,
-)
-from adapters.paths import out_problem, state_problem
-from adapters.result import JudgeResult
-from adapters.settings import Fatal, JobSettings
-from adapters.store import Store
+from adapters.run.result import JudgeResult
+from adapters.run.settings import Fatal, JobSettings
 from adapters.usage import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_MODEL,
@@ -63,8 +63,9 @@ from adapters.usage import (
     EXIT_USAGE,
     UsageError,
 )
-from judgecore.items import Item
-from judgecore.jobrun import (
+from judgecore.decide.planning import JobPlan
+from judgecore.job.items import Item
+from judgecore.run.job._machine import (
     Connect,
     Done,
     Estimate,
@@ -76,16 +77,15 @@ from judgecore.jobrun import (
     WriteOutput,
     Wrote,
 )
-from judgecore.planning import JobPlan
 
 if TYPE_CHECKING:
     import asyncio
 
-    from adapters.clock import Clock
-    from adapters.events import Emit, Event
-    from adapters.messages import JobInput, MessageSource
+    from adapters.files.messages import JobInput, MessageSource
+    from adapters.run.clock import Clock
+    from adapters.run.events import Emit, Event
 
-# Only what a dry run needs is imported here. The SDK-facing modules (adapters.batch, adapters.sync
+# Only what a dry run needs is imported here. The SDK-facing modules (adapters.run.batch, adapters.run.sync
 # and their API ports; importing the SDK takes about two seconds), the event loop, the run machines
 # and the output's formatting are imported where a run uses them: `--help`, `status` and `--dry-run`
 # skip them.
@@ -126,7 +126,7 @@ async def ajudge(
         return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
     import asyncio
 
-    from adapters.events import discard
+    from adapters.run.events import discard
 
     job, messages = run_job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
 
@@ -194,8 +194,8 @@ async def _run(
     `reads`: the input file(s) the items were read from, which `out` must not overwrite."""
     import random
 
-    from adapters.clock import RealClock
-    from adapters.events import Notice
+    from adapters.run.clock import RealClock
+    from adapters.run.events import Notice
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
@@ -205,8 +205,8 @@ async def _run(
     emit = _keeping_warnings(emit, warnings)
     rng = random.Random(settings.seed)
     out_path = Path(out) if out is not None else None
-    from adapters.statelock import StateLockedError
-    from adapters.writers import output_problem
+    from adapters.checkpoint.statelock import StateLockedError
+    from adapters.files.writers import output_problem
 
     problem = state_problem(state_dir, create=True) or (
         (out_problem(out_path, inputs=reads, state=state_dir) or output_problem(out_path))
@@ -220,7 +220,7 @@ async def _run(
     except StateLockedError as exc:
         raise UsageError(str(exc)) from None
     try:
-        from adapters.store import ContentConflictError, StateMismatchError
+        from adapters.checkpoint.store import ContentConflictError, StateMismatchError
 
         try:
             # no name keeps the bindings' iterator: spent, it still refers to the digests the source
@@ -279,7 +279,7 @@ async def _run(
                         run = run.on(Wrote(pending=written.counts.get("pending", 0)))
                     case Done(exit_status=status, reason=reason):
                         assert written is not None
-                        from adapters.summary import spend_from_store
+                        from adapters.run.summary import spend_from_store
 
                         money = spend_from_store(store)
                         return JudgeResult(
@@ -333,7 +333,7 @@ def _cancelled_here() -> bool:
 
 def _keeping_warnings(emit: Emit, warnings: list[str]) -> Emit:
     """`emit`, keeping the message of each warning `Notice` in `warnings` as it passes."""
-    from adapters.events import Notice
+    from adapters.run.events import Notice
 
     def keeping(event: Event) -> None:
         if isinstance(event, Notice) and event.level == "warning":
@@ -361,8 +361,8 @@ def judge(
     Runs the whole job, or resumes it from `state_dir`, and returns a `JudgeResult` whose `records`
     map each item id to its output object. `client` is an `anthropic.AsyncAnthropic` (built from
     the environment when None); `out`, when given, also writes the output JSONL atomically.
-    `progress` receives the run's events (`adapters.events`) as they happen, e.g. `print` or
-    `adapters.progress.PlainProgress()` (None: they are dropped).
+    `progress` receives the run's events (`adapters.run.events`) as they happen, e.g. `print` or
+    `adapters.run.progress.PlainProgress()` (None: they are dropped).
     Raises `UsageError` on bad input or a state dir of another job, before anything is sent; inside
     a running event loop (a notebook, an async app), use `await ajudge(...)` instead.
     """

@@ -1,4 +1,4 @@
-"""What each operation of the job's machine does (`judgecore.jobrun`): connect, probe, run the batch
+"""What each operation of the job's machine does (`judgecore.run.job._machine`): connect, probe, run the batch
 part, run the sync part; and the checkpoint's `History` the machine starts from. Each part returns its
 event; none decides anything the machine did not say."""
 
@@ -11,25 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from adapters.settings import JobSettings, budget_now, price_of, sync_settings_for
-from adapters.store import Store
+from adapters.checkpoint.store import Store
+from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
-from judgecore.columns import Ints
-from judgecore.idsets import Picked
-from judgecore.items import RoutePath
-from judgecore.jobrun import BatchRan, History, Probed, RunSync, SyncRan
-from judgecore.planning import JobPlan
-from judgecore.requests import Requests
-from judgecore.routing import Route
-from judgecore.spend import Expect
+from judgecore.decide.planning import JobPlan
+from judgecore.decide.routing import Route
+from judgecore.decide.spend import Expect
+from judgecore.job.columns import Ints
+from judgecore.job.idsets import Picked
+from judgecore.job.items import RoutePath
+from judgecore.run.job._machine import BatchRan, History, Probed, RunSync, SyncRan
+from judgecore.wire.requests import Requests
 
 if TYPE_CHECKING:
     import random
 
-    from adapters.clock import Clock
-    from adapters.events import Emit
-    from adapters.messages import MessageSource
-    from adapters.sync import SyncSettings
+    from adapters.files.messages import MessageSource
+    from adapters.run.clock import Clock
+    from adapters.run.events import Emit
+    from adapters.run.sync import SyncSettings
 
 
 def history_from_store(store: Store) -> History:
@@ -53,8 +53,8 @@ def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePat
     answer of the run then adds its real cost). None without a budget."""
     if settings.budget is None or not len(job.requests):
         return None
-    from adapters.dryrun import plan_of
-    from adapters.summary import learned_from_store
+    from adapters.run.dryrun import plan_of
+    from adapters.run.summary import learned_from_store
 
     learned = learned_from_store(store)
     route = Route(
@@ -94,18 +94,18 @@ def connect(
 ) -> Ports:
     """The run will send: its sync knobs, its client, and the messages handed from `messages` to the
     checkpoint (the run reads back what it sends: none held in memory)."""
-    from adapters.items_io import bulk_allocation
-    from adapters.messages import InputChangedError, hand_to_checkpoint
+    from adapters.files.items_io import bulk_allocation
+    from adapters.files.messages import InputChangedError, hand_to_checkpoint
 
     if "anthropic" not in sys.modules:
-        # The SDK's first import (`adapters.sync` imports it): its pydantic models are hundreds of
+        # The SDK's first import (`adapters.run.sync` imports it): its pydantic models are hundreds of
         # thousands of objects, as long-lived as its modules, and no garbage. The collector's passes
         # would walk them again and again (333 passes, about 0.1 CPU s), then twice more once it
         # is on again (about 0.19 s): it is paused for the import, and what is alive then is frozen
-        # (`gc.freeze`, as the run's own items are: `adapters.job.ajudge`, when it froze them, gives
+        # (`gc.freeze`, as the run's own items are: `adapters.run.job.ajudge`, when it froze them, gives
         # every frozen object back at its end).
         with bulk_allocation():
-            import adapters.sync  # noqa: F401
+            import adapters.run.sync  # noqa: F401
 
             gc.freeze()
     try:
@@ -132,8 +132,8 @@ def connect(
 async def probe_one(p: Ports, custom_id: str) -> Probed:
     """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
     of its rate-limit headers kept."""
-    from adapters.sync import probe
-    from adapters.sync_api import AnthropicMessagesApi
+    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+    from adapters.run.sync import probe
 
     first = p.job.requests.select([custom_id])[0]
     result = await probe(
@@ -176,9 +176,9 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
 
 async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
     """The batch machine over `ids` of the job."""
-    from adapters.batch import BatchSettings, run_batch
-    from adapters.batch_api import AnthropicBatchApi
-    from judgecore.polling import PollPolicy
+    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+    from adapters.run.batch import BatchSettings, run_batch
+    from judgecore.decide.polling import PollPolicy
 
     s = p.settings
     res = await run_batch(
@@ -205,9 +205,9 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
     """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
-    from adapters.sync import run_sync
-    from adapters.sync_api import AnthropicMessagesApi
-    from judgecore.ratelimit import RateLimitReading
+    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+    from adapters.run.sync import run_sync
+    from judgecore.decide.ratelimit import RateLimitReading
 
     raw = p.store.get_meta("rate_limits")
     reading = RateLimitReading.from_json(raw) if raw else None
@@ -239,7 +239,7 @@ def default_client(environ: Mapping[str, str]) -> Any:
 
     if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
         raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
-    # Our own loops own every retry (see adapters/sync_api.py and adapters/batch_api.py); the SDK's
+    # Our own loops own every retry (see adapters/providers/anthropic/sync_api.py and adapters/providers/anthropic/batch_api.py); the SDK's
     # retries are set per call there, so the client default does not matter for correctness.
     return anthropic.AsyncAnthropic(max_retries=0)
 

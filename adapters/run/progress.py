@@ -1,6 +1,6 @@
 """Progress: a live view on a terminal (rich), one plain log line per change elsewhere.
 
-Both are `Emit` callbacks over the events of `adapters.events`; they hold only what they draw. Progress
+Both are `Emit` callbacks over the events of `adapters.run.events`; they hold only what they draw. Progress
 comes from the clock and from ended batches, never from an in-progress batch's counts (which stay at
 `processing=N` until the batch ends).
 """
@@ -12,7 +12,7 @@ import sys
 import time
 from typing import IO, Any
 
-from adapters.events import (
+from adapters.run.events import (
     BatchCreated,
     BatchHarvested,
     BatchPolled,

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from adapters.settings import Fatal
-    from judgecore.planning import Plan
-    from judgecore.routing import Route
+    from adapters.run.settings import Fatal
+    from judgecore.decide.planning import Plan
+    from judgecore.decide.routing import Route
 
 
 @attrs.frozen(kw_only=True)
@@ -42,6 +42,6 @@ class JudgeResult:
 
     def to_pandas(self) -> Any:
         """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""
-        from adapters.writers import records_frame
+        from adapters.files.writers import records_frame
 
         return records_frame(self.records.values())

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from adapters.usage import DEFAULT_MODEL, UsageError
-from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
-from judgecore.ids import sha256
-from judgecore.items import RoutePath
-from judgecore.models import (
+from judgecore.decide.routing import RoutePolicy
+from judgecore.job.ids import sha256
+from judgecore.job.items import RoutePath
+from judgecore.results.status import ACCOUNT_REFUSED
+from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
+from judgecore.wire.models import (
     Deprecated,
     Retired,
     Thinking,
@@ -24,17 +26,15 @@ from judgecore.models import (
     thinking_problem,
     thinking_room_problem,
 )
-from judgecore.models import price_for as _table_price
-from judgecore.routing import RoutePolicy
-from judgecore.status import ACCOUNT_REFUSED
+from judgecore.wire.models import price_for as _table_price
 
 if TYPE_CHECKING:
-    from adapters.store import Store
-    from adapters.sync import SyncSettings
-    from judgecore.designs import Design
-    from judgecore.planning import ModelPrice
-    from judgecore.spend import Budget
-    from judgecore.verdicts import VerdictSpec
+    from adapters.checkpoint.store import Store
+    from adapters.run.sync import SyncSettings
+    from judgecore.decide.planning import ModelPrice
+    from judgecore.decide.spend import Budget
+    from judgecore.job.designs import Design
+    from judgecore.results.verdicts import VerdictSpec
 
 
 #: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
@@ -79,7 +79,7 @@ class JobSettings:
     #: The date deprecations and retirements are judged on; None: today's UTC date, read by the shell
     #: when the job is planned. Never part of the manifest.
     today: datetime.date | None = attrs.field(default=None, eq=False)
-    #: Judge designs (`judgecore.designs`, docs/designs.md): the user turn's template (its text, with
+    #: Judge designs (`judgecore.job.designs`, docs/designs.md): the user turn's template (its text, with
     #: `{field}` placeholders), K samples per item, the two fields of a pairwise item, a panel of judges.
     template: str | None = None
     samples: int = 1
@@ -90,7 +90,7 @@ class JobSettings:
     @property
     def plain(self) -> bool:
         """One request per item, the item's own: no design knob set (what `design` tells as `single`
-        with no template, without importing `judgecore.designs`: a plain dry run never does)."""
+        with no template, without importing `judgecore.job.designs`: a plain dry run never does)."""
         return (
             self.template is None
             and type(self.samples) is int
@@ -102,7 +102,7 @@ class JobSettings:
     @property
     def design(self) -> Design:
         """The job's design (one request per item without the design knobs)."""
-        from judgecore.designs import Design
+        from judgecore.job.designs import Design
 
         return Design(
             template=self.template, samples=self.samples, pairwise=self.pairwise, judges=self.judges
@@ -164,14 +164,14 @@ class JobSettings:
             if not ok:
                 raise ValueError(message)
         if not self.plain:  # a plain design is one request per item: nothing to check
-            from judgecore.designs import DesignError
+            from judgecore.job.designs import DesignError
 
             try:
                 self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
             except DesignError as exc:
                 raise ValueError(str(exc)) from None
         if self.pairwise is not None and self.verdict is None:  # the judge's choice, read by default
-            from judgecore.verdicts import spec_from_json
+            from judgecore.results.verdicts import spec_from_json
 
             object.__setattr__(self, "verdict", spec_from_json({"pattern": PAIRWISE_PATTERN}))
         for judge in self.judges:
@@ -246,7 +246,7 @@ class Fatal:
 
     @property
     def account(self) -> bool:
-        """The API refused the account (`judgecore.outcomes.stop_line`): the items stay pending."""
+        """The API refused the account (`judgecore.results.outcomes.stop_line`): the items stay pending."""
         return self.reason.startswith(ACCOUNT_REFUSED)
 
     def __str__(self) -> str:
@@ -255,7 +255,7 @@ class Fatal:
 
 def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
     """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags."""
-    from adapters.sync import SyncSettings
+    from adapters.run.sync import SyncSettings
 
     overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
     if settings.concurrency:
@@ -268,7 +268,7 @@ def budget_now(store: Store, settings: JobSettings) -> Budget | None:
     this run's earlier phases, the probe included) against the cap; None without a cap."""
     if settings.budget is None:
         return None
-    from adapters.summary import budget_from_store
+    from adapters.run.summary import budget_from_store
 
     return budget_from_store(store, settings.budget)
 
@@ -276,7 +276,7 @@ def budget_now(store: Store, settings: JobSettings) -> Budget | None:
 def price_of(settings: JobSettings) -> ModelPrice | None:
     """The model's prices when a budget needs them (`JobSettings` refuses a budget without them); for
     a panel, the dearest judge's rates (an upper bound of every request's cost, so the cap holds)."""
-    from judgecore.spend import price_for
+    from judgecore.decide.spend import price_for
 
     if settings.budget is None:
         return None
@@ -285,7 +285,7 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
     prices = [p for p in map(price_for, settings.judges) if p is not None]
     if not prices:
         return None
-    from judgecore.models import ModelPrice
+    from judgecore.wire.models import ModelPrice
 
     return ModelPrice(
         input_per_mtok=max(p.input_per_mtok for p in prices),
@@ -305,7 +305,7 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
 
 #: The fields of `JobSettings` that take a whole number, and those that take any real number
 _WHOLE = ("max_tokens", "sync_threshold", "otpm", "max_batch_requests", "max_batch_bytes", "concurrency")
-_WHOLE_MORE = ("max_attempts", "seed")  # `samples` is the design's to check (`judgecore.designs`)
+_WHOLE_MORE = ("max_attempts", "seed")  # `samples` is the design's to check (`judgecore.job.designs`)
 _REAL = ("poll_interval", "grace", "budget")
 
 
@@ -332,7 +332,7 @@ def _check_types(settings: JobSettings) -> None:
     if settings.template is not None and not isinstance(settings.template, str):
         raise refuse("template", "the template's text (a str) or None", settings.template)
     if settings.verdict is not None:
-        from judgecore.verdicts import VerdictSpec
+        from judgecore.results.verdicts import VerdictSpec
 
         if not isinstance(settings.verdict, VerdictSpec):
             raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)

@@ -2,9 +2,9 @@
 
 Read-only: the checkpoint is opened with SQLite's `mode=ro`, no API call is made, no key is needed and
 the SDK is not imported. The output records are rebuilt from the checkpoint exactly as `run` writes them
-(the same `adapters.output.row_record`), with the verdict spec given by `--verdict` or else the one the
+(the same `adapters.files.output.row_record`), with the verdict spec given by `--verdict` or else the one the
 last run kept, so a pattern changed after the run re-scores every answer. The statistics are the core's
-(`judgecore.summary`); this module only reads and prints.
+(`judgecore.summary.job_summary`); this module only reads and prints.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from adapters.store import Store, SubBatchRow
+from adapters.checkpoint.store import Store, SubBatchRow
 from adapters.usage import UsageError
-from judgecore.outcomes import Usage
-from judgecore.planning import Learned
-from judgecore.spend import Budget, Money, Spend, price_for, spend_of
-from judgecore.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
+from judgecore.decide.planning import Learned
+from judgecore.decide.spend import Budget, Money, Spend, price_for, spend_of
+from judgecore.results.outcomes import Usage
+from judgecore.results.verdicts import Unscored, VerdictSpec, VerdictSpecError, parse_verdict, spec_from_json
 
 if TYPE_CHECKING:
     from adapters.report.gather import Example, Provenance
-    from judgecore.examples import ExampleGroup
-    from judgecore.summary import Summary
+    from judgecore.summary.examples import ExampleGroup
+    from judgecore.summary.job_summary import Summary
 
-# The statistics (`judgecore.summary`, `statistics`) and the output records (`adapters.job`) are
+# The statistics (`judgecore.summary.job_summary`, `statistics`) and the output records (`adapters.run.job`) are
 # imported by `job_report` alone: `status` and a run use the spend and the verdict counts of this
 # module, not the summary.
 
@@ -75,7 +75,7 @@ def spend_by_model(store: Store) -> list[tuple[str, float | None]]:
 
 
 def learned_from_store(store: Store) -> Learned:
-    """What the checkpoint's answers say about the rest of the job (`judgecore.planning.Learned`):
+    """What the checkpoint's answers say about the rest of the job (`judgecore.decide.planning.Learned`):
     how many were billed and their usage summed, over both routes."""
     sums = [u for _route, u in store.usage_by_route()]
     total = Usage(
@@ -132,7 +132,7 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
 
 def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:
     """Every item's output object, as `run` writes it, from the checkpoint alone."""
-    from adapters.output import row_record
+    from adapters.files.output import row_record
 
     default_route = (store.get_meta("route") or {}).get("path", "sync")
     waiting = store.waiting_batches()
@@ -144,8 +144,8 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
         )
     kept = store.get_meta("design")
     if kept:  # a multi-request job: each item's requests folded into its line, as the output has it
-        from adapters.output import fold_records
-        from judgecore.designs import Design
+        from adapters.files.output import fold_records
+        from judgecore.job.designs import Design
 
         return list(fold_records(out, Design.from_json(kept), verdict))
     return out
@@ -185,7 +185,7 @@ def job_report(
     import time
 
     from adapters.report.gather import answers_of, examples, provenance
-    from judgecore.summary import metadata_key_problem, summarize
+    from judgecore.summary.job_summary import metadata_key_problem, summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
     if not Store.exists(state_dir):
@@ -231,7 +231,7 @@ def job_report(
 def _multi_request(kept: Any) -> bool:
     if not kept:
         return False
-    from judgecore.designs import Design
+    from judgecore.job.designs import Design
 
     return not Design.from_json(kept).single
 

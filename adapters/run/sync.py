@@ -1,4 +1,4 @@
-"""The sync path's shell: an interpreter of the run machine (`judgecore.syncrun.SyncRun`).
+"""The sync path's shell: an interpreter of the run machine (`judgecore.run.sync.SyncRun`).
 
 It decides nothing. It asks the machine for the next action and performs it: `Launch` starts a task
 sending that request, `Wait` sleeps until an answer comes back or the clock reaches the time given,
@@ -18,11 +18,11 @@ from typing import Any, assert_never
 
 import attrs
 
-from adapters.clock import Clock
-from adapters.events import Emit, Notice, SyncProgress, discard
-from adapters.store import OutcomeRow, Store
-from adapters.sync_api import MessagesApi
-from adapters.sync_settings import SyncSettings
+from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.providers.anthropic.sync_api import MessagesApi
+from adapters.run.clock import Clock
+from adapters.run.events import Emit, Notice, SyncProgress, discard
+from adapters.run.sync_settings import SyncSettings
 from judgecore import (
     Breaker,
     BreakerPolicy,
@@ -32,11 +32,11 @@ from judgecore import (
     RequestTemplate,
     classify,
 )
-from judgecore.planning import ModelPrice
-from judgecore.ratelimit import RateLimitReading
-from judgecore.spend import Budget, Expect, request_bound
-from judgecore.status import Status
-from judgecore.syncrun import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.spend import Budget, Expect, request_bound
+from judgecore.results.status import Status
+from judgecore.run.sync import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
 
 #: How long an interrupted sync run waits for the answers in flight (sent, so billed) to record them.
 DRAIN_SECONDS = 20.0

@@ -8,8 +8,8 @@ from typing import Any
 import attrs
 
 from judgecore import BackoffPolicy
-from judgecore.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
-from judgecore.syncrun import SyncPolicy
+from judgecore.decide.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
+from judgecore.run.sync import SyncPolicy
 
 #: Environment overrides read by `SyncSettings.from_env` (name -> field, kind). Listed in docs/knobs.md.
 #: `max_attempts` has none: `--max-attempts` (default 3) is its one name, shared with the batch path.

@@ -21,7 +21,7 @@ call and the write of its batch id). Both decisions are pure functions of values
 
 The listing is workspace-wide: every job of every user of the workspace shows up in it, so a count and
 a time window alone can match another job's batch. Two defences: a job's custom_ids are its own
-(`judgecore.ids`: salted with the job's key), and a listed batch that has ended is checked by the first
+(`judgecore.job.ids`: salted with the job's key), and a listed batch that has ended is checked by the first
 custom_id of its results before it is adopted (`Reconcile.worth_checking` says which; `foreign` carries
 what was found). A batch still running when adopted is checked by its first result line at harvest: one
 of another job records nothing, and its ids are sent again.
@@ -35,10 +35,10 @@ from typing import Literal
 
 import attrs
 
-from judgecore.backoff import BackoffPolicy, backoff
-from judgecore.outcomes import REQUEST_BODY_TIMEOUT, Outcome, RawResult, Status, classify
-from judgecore.polling import BatchSnapshot
-from judgecore.subbatch import SubEvent, SubState, next_state
+from judgecore.decide.backoff import BackoffPolicy, backoff
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.results.outcomes import REQUEST_BODY_TIMEOUT, Outcome, RawResult, Status, classify
+from judgecore.run.subbatch import SubEvent, SubState, next_state
 
 # -- after a refused cancel --------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from enum import StrEnum
 
 import attrs
 
-from judgecore.outcomes import FailureClass, Outcome
+from judgecore.results.outcomes import FailureClass, Outcome
 
 
 @attrs.frozen(kw_only=True)

@@ -13,7 +13,7 @@ expected figure and their mean input tokens per request scale the bytes-based in
 any answer, one prompt's real token count (`count_tokens`, when the user asks for it) scales it.
 The prices: batch requests at half price; rubric cache writes at 1.25x the input price for the
 5-minute TTL (sync) or 2x for the 1-hour TTL (batch); cache reads at the model's multiplier (0.1x
-for most; `judgecore.models`, where each model's prices come from). On the sync path the first
+for most; `judgecore.wire.models`, where each model's prices come from). On the sync path the first
 request writes the cache and the rest read it; in a batch, each sub-batch is assumed to write it once
 (hits in batches are best-effort, so this is a floor on the cost, not a promise).
 """
@@ -29,17 +29,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from judgecore.chunking import ENVELOPE_BYTES, SubBatch
-from judgecore.errors import RequestTooLargeError
-from judgecore.items import Item, Items, RoutePath
-from judgecore.models import MODELS, ModelPrice, Thinking, alias_of, model_info, price_for, thinks
+from judgecore.decide.routing import Route
+from judgecore.job.errors import RequestTooLargeError
+from judgecore.job.items import Item, Items, RoutePath
 from judgecore.moved import moved
-from judgecore.requests import Request, Requests, RequestTemplate, build_requests
-from judgecore.routing import Route
-from judgecore.status import Usage
+from judgecore.results.status import Usage
+from judgecore.wire.chunking import ENVELOPE_BYTES, SubBatch
+from judgecore.wire.models import MODELS, ModelPrice, Thinking, alias_of, model_info, price_for, thinks
+from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests
 
 if TYPE_CHECKING:
-    from judgecore.resume import JobState
+    from judgecore.decide.resume import JobState
 
 
 @attrs.frozen(kw_only=True)
@@ -108,7 +108,7 @@ def plan_job(
     return JobPlan(items=cols, requests=requests, sync_template=sync, batch_template=batch)
 
 
-#: Every model's prices (`judgecore.models`, the one table), for callers that take a mapping.
+#: Every model's prices (`judgecore.wire.models`, the one table), for callers that take a mapping.
 DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
     {m: info.price for m, info in MODELS.items() if info.price is not None}
 )
@@ -243,7 +243,7 @@ class Plan:
     #: `--thinking` as given (None: omitted, the model's default), and whether the model thinks.
     thinking: str | None = None
     thinks: bool = False
-    #: The model's prices are judgecore's estimate by family (`judgecore.models`), not documented.
+    #: The model's prices are judgecore's estimate by family (`judgecore.wire.models`), not documented.
     price_estimated: bool = False
     #: One line each: a deprecated model, too little room for thinking, ...
     warnings: tuple[str, ...] = ()
@@ -263,7 +263,7 @@ class Plan:
             return None
         return self.estimated_cost_usd / self.to_send
 
-    #: a judge design asking more than one request per item (`judgecore.designs`): the items, the
+    #: a judge design asking more than one request per item (`judgecore.job.designs`): the items, the
     #: requests each asks, the design in words, and a panel's estimated cost per judge (`n` and the
     #: rest of the plan count requests)
     items: int | None = None
@@ -407,9 +407,9 @@ def plan(
 
 
 def _max_bound(cols: Requests, template: RequestTemplate, price: ModelPrice, path: RoutePath) -> float:
-    """At least the largest upper bound (`judgecore.spend.request_bound`) of the requests to send: the
+    """At least the largest upper bound (`judgecore.decide.spend.request_bound`) of the requests to send: the
     bound of the largest size with the largest `max_tokens` (a bound grows with both)."""
-    from judgecore.spend import request_bound  # spend prices with this module's rates
+    from judgecore.decide.spend import request_bound  # spend prices with this module's rates
 
     if not len(cols):
         return 0.0
@@ -434,5 +434,5 @@ def usage_cost(usage: Usage, price: ModelPrice, path: RoutePath) -> float:
     return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
 
 
-#: `plan_json` and `render_plan`, which live in `judgecore.plan_text`, for older imports
-__getattr__ = moved(__name__, dict.fromkeys(("plan_json", "render_plan"), "judgecore.plan_text"))
+#: `plan_json` and `render_plan`, which live in `judgecore.summary.plan_text`, for older imports
+__getattr__ = moved(__name__, dict.fromkeys(("plan_json", "render_plan"), "judgecore.summary.plan_text"))

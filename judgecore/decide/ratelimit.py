@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from judgecore.outcomes import Usage
+from judgecore.results.outcomes import Usage
 
 _GROUPS = ("requests", "input_tokens", "output_tokens", "tokens")
 _FIELDS = ("limit", "remaining", "reset")

@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from judgecore.items import RoutePath
+from judgecore.job.items import RoutePath
 
 OtpmSource = Literal["read", "flag", "assumed"]
 

@@ -36,11 +36,11 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from judgecore.figures import usd
-from judgecore.models import ModelPrice
-from judgecore.models import price_for as _table_price
-from judgecore.outcomes import Usage
-from judgecore.planning import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost
+from judgecore.decide.planning import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost
+from judgecore.results.outcomes import Usage
+from judgecore.summary.numfmt import usd
+from judgecore.wire.models import ModelPrice
+from judgecore.wire.models import price_for as _table_price
 
 #: One token per this many UTF-8 bytes, for an upper bound of a request's input tokens.
 BOUND_BYTES_PER_TOKEN = 3
@@ -48,7 +48,7 @@ BOUND_BYTES_PER_TOKEN = 3
 
 def price_for(model: str, prices: Mapping[str, ModelPrice] = DEFAULT_PRICES) -> ModelPrice | None:
     """The model's prices, or None when the table does not know it (a budget then cannot be kept). A
-    dated snapshot id has its alias's prices (`judgecore.models`, the one table)."""
+    dated snapshot id has its alias's prices (`judgecore.wire.models`, the one table)."""
     if prices is DEFAULT_PRICES:
         return _table_price(model)
     return prices.get(model)

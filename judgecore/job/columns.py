@@ -327,7 +327,7 @@ class LazyTexts(Texts):
 class Keyed(Sequence[str]):
     """Strings each made of a `prefixes` value and a suffix of fixed width that `encode` makes of its
     record in `raw` (`width` bytes apiece): a job's custom_ids, each its item id, `-` and its digest's
-    base32 (`judgecore.ids.custom_ids_of_digests`), kept as the ids' column (shared with the items)
+    base32 (`judgecore.job.ids.custom_ids_of_digests`), kept as the ids' column (shared with the items)
     and 15 bytes apiece, where a `Texts` of them keeps about 40 bytes apiece.
 
     A value is made when read, a chunk at a time (`encode` is one C-level pass over a chunk's

@@ -1,7 +1,7 @@
 """How an item's answers fold back into one verdict: the median or the majority of its samples and
 judges, a pairwise item's two orders as one vote, and the one output line of an item (`fold`).
 
-The fold reads each request's answer by its key (`judgecore.designs.RequestKey`), never by arrival,
+The fold reads each request's answer by its key (`judgecore.job.designs.RequestKey`), never by arrival,
 so a complete set of answers gives the same line whatever order it came in.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from judgecore.designs import DEFAULT_LABELS, FIRST, SECOND, TAG_SEP, TIE, Design, RequestKey
+from judgecore.job.designs import DEFAULT_LABELS, FIRST, SECOND, TAG_SEP, TIE, Design, RequestKey
 
 Scalar = int | float | str | bool
 

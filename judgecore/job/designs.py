@@ -5,13 +5,13 @@ A `Design` is what the user asked of each item: a user-turn `template` over the 
 An item expands into one request per `RequestKey` (judge x sample x order), in `Design.request_keys()` order.
 Each request is an item of its own to the rest of the pipeline (checkpoint, resume, routing, chunking,
 budget, breaker, plan): its id is `request_id(item id, key)` and its custom_id is derived from that
-id with the job's key (`judgecore.ids`), so a custom_id is a function of (job, item, judge, sample,
+id with the job's key (`judgecore.job.ids`), so a custom_id is a function of (job, item, judge, sample,
 order). A one-request design (no flags, or a template alone) keeps the item's id as the request's id,
 so its custom_ids, and its output, are exactly those of a job without a design.
 
-The output folds an item's requests back into one line (`judgecore.folding.fold`), final only when all
+The output folds an item's requests back into one line (`judgecore.job.consensus.fold`), final only when all
 its requests are; this module's `fold`, `consensus`, `pairwise_vote`, `merge_pairwise` and
-`position_of` are those of `judgecore.folding`, loaded on first use (it imports this module).
+`position_of` are those of `judgecore.job.consensus`, loaded on first use (it imports this module).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from judgecore.errors import InputError
-from judgecore.ids import check_unique, job_custom_ids
-from judgecore.items import Items
+from judgecore.job.errors import InputError
+from judgecore.job.ids import check_unique, job_custom_ids
+from judgecore.job.items import Items
 from judgecore.moved import moved
 
 if TYPE_CHECKING:
-    from judgecore.folding import consensus, fold, merge_pairwise, pairwise_vote, position_of
+    from judgecore.job.consensus import consensus, fold, merge_pairwise, pairwise_vote, position_of
 
 MAX_SAMPLES = 20
 #: the separator between an item's id and its request's tag: the tag never holds one
@@ -378,11 +378,11 @@ __all__ = [
 ]
 
 
-#: the fold's names, kept here for `from judgecore.designs import fold` (`judgecore.folding` imports
+#: the fold's names, kept here for `from judgecore.job.designs import fold` (`judgecore.job.consensus` imports
 #: this module, so it is loaded on first use, not at import)
 __getattr__ = moved(
     __name__,
     dict.fromkeys(
-        ("consensus", "fold", "merge_pairwise", "pairwise_vote", "position_of"), "judgecore.folding"
+        ("consensus", "fold", "merge_pairwise", "pairwise_vote", "position_of"), "judgecore.job.consensus"
     ),
 )

@@ -1,9 +1,9 @@
 """Items: what the user asked to judge, as values.
 
-An `Item` is one parsed input line (`judgecore.parsing`). `Items` are a job's items as columns, one
+An `Item` is one parsed input line (`judgecore.job.parsing`). `Items` are a job's items as columns, one
 tuple per field, in input order; their messages are held (a tuple of bytes) or not (None: the shell
 keeps them, in the input file or the checkpoint, and reads them back for what it sends). Either way
-an `Items` holds immutable data only. The requests built from them are `judgecore.requests`.
+an `Items` holds immutable data only. The requests built from them are `judgecore.wire.requests`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Literal, overload
 
 import attrs
 
-from judgecore.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, records, texts_of
-from judgecore.ids import (
+from judgecore.job.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, records, texts_of
+from judgecore.job.ids import (
     check_unique,
     custom_id_for,
     custom_id_lengths,
@@ -35,7 +35,7 @@ class Item:
 
     `messages_json` is the conversation serialized once with orjson (a plain `prompt` becomes one user
     turn); `metadata_json` is the metadata's bytes, carried to the output untouched (None when absent).
-    `custom_id` is derived from the id once, when the item is parsed (`judgecore.ids`: the `v1` id; a
+    `custom_id` is derived from the id once, when the item is parsed (`judgecore.job.ids`: the `v1` id; a
     job's `Items.for_job` derives its own).
     """
 
@@ -84,7 +84,7 @@ class CustomIds(LazyTexts):
     One value read by its position is derived alone (`custom_id_for`); any other read of the values
     (iterating, a slice, an equality, a lookup) derives them all, once. Their count is the ids', and
     their lengths (`lengths`) are told by the ids alone when each id is its own prefix (the usual
-    case; `judgecore.ids.custom_id_lengths`), else by the derived values."""
+    case; `judgecore.job.ids.custom_id_lengths`), else by the derived values."""
 
     __slots__ = ("_ids", "_job")
 
@@ -146,7 +146,7 @@ class Items(Sequence[Item]):
     max_tokens: Sparse[int] = attrs.field(converter=Sparse.of)
     metadata_json: Sparse[bytes] = attrs.field(converter=Sparse.of)
     #: each item's custom_id: usually the `Keyed` column of the ids and their digests a parse makes
-    #: (`judgecore.ids.job_custom_ids`: 15 bytes an item), else held (`Texts`)
+    #: (`judgecore.job.ids.job_custom_ids`: 15 bytes an item), else held (`Texts`)
     custom_ids: Texts | Keyed = attrs.field(converter=texts_of)
     #: the byte length of each item's serialized messages
     message_sizes: Ints = attrs.field(
@@ -154,9 +154,9 @@ class Items(Sequence[Item]):
     )
     #: each item's `raw_digest`, `DIGEST_BYTES` apiece, when its messages are not held (None: from them)
     digests: bytes | None = attrs.field(default=None, kw_only=True)
-    #: the job key the custom_ids were derived with (`judgecore.ids.job_key`; None: `v1` ids)
+    #: the job key the custom_ids were derived with (`judgecore.job.ids.job_key`; None: `v1` ids)
     job: str | None = attrs.field(default=None, kw_only=True)
-    #: each request's model, for a panel (`judgecore.designs`); None: every request asks the job's model
+    #: each request's model, for a panel (`judgecore.job.designs`); None: every request asks the job's model
     models: tuple[str | None, ...] | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
@@ -304,11 +304,11 @@ __getattr__ = moved(
                 "item_ids_of",
                 "sizes_of",
             ),
-            "judgecore.requests",
+            "judgecore.wire.requests",
         ),
         **dict.fromkeys(
             ("MAX_DEPTH", "MAX_LINE_BYTES", "iter_line_messages", "parse_item", "parse_items"),
-            "judgecore.parsing",
+            "judgecore.job.parsing",
         ),
     },
 )

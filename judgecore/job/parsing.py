@@ -12,10 +12,16 @@ from typing import Any
 
 import orjson
 
-from judgecore.columns import TextsBuilder, records
-from judgecore.errors import InputError
-from judgecore.ids import ID_DIGEST_BYTES, check_unique, custom_ids_of_digests, digests_for, distinct_hashes
-from judgecore.items import CustomIds, Item, Items, raw_digest
+from judgecore.job.columns import TextsBuilder, records
+from judgecore.job.errors import InputError
+from judgecore.job.ids import (
+    ID_DIGEST_BYTES,
+    check_unique,
+    custom_ids_of_digests,
+    digests_for,
+    distinct_hashes,
+)
+from judgecore.job.items import CustomIds, Item, Items, raw_digest
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -242,8 +248,8 @@ def parse_items(
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
     Each line is parsed once, straight into the columns of an `Items`, and each custom_id's digest
-    made once, a chunk of ids at a time (see `judgecore.ids`): the custom_ids are the ids and their
-    digests (`judgecore.columns.Keyed`, usually), 15 bytes an item. Duplicate ids (and custom_id collisions) are
+    made once, a chunk of ids at a time (see `judgecore.job.ids`): the custom_ids are the ids and their
+    digests (`judgecore.job.columns.Keyed`, usually), 15 bytes an item. Duplicate ids (and custom_id collisions) are
     reported with both line numbers. A block of lines is validated a column at a time
     (`_block_columns`); a block it does not vouch for (a blank line, a content block, a bad line) is
     parsed line by line (`_fields_of`), which names the first bad line: either way the same rules.
@@ -252,10 +258,10 @@ def parse_items(
     job's bytes): their column is None, and whoever needs them reads them again
     (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
     kept (a plan needs no more). `job` is the job key the custom_ids are derived with
-    (`judgecore.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
+    (`judgecore.job.ids.job_key`; None: the `v1` ids of a state dir bound before job keys).
 
     `lazy_ids=True` (a dry run on a fresh state dir, whose job key is drawn for it alone): the
-    custom_ids are derived when first read (`judgecore.items.CustomIds`), and a repeated id is told by
+    custom_ids are derived when first read (`judgecore.job.items.CustomIds`), and a repeated id is told by
     the ids' own hashes. Only a custom_id collision of distinct ids (two equal 120-bit digests under
     that fresh key) goes unlooked-for: nothing of the job is ever kept under those custom_ids.
     """

@@ -16,7 +16,7 @@ a spend limit you set, a body cut in transit). An unknown code is read as its ba
 An account state (`ACCOUNT_STATE`: an organization on hold, a spend limit reached, billing) is `fatal`
 for the run and nothing for the item: the item stays pending, and a rerun once the account is fixed
 sends it (a batch an earlier run sent answered for the account as it was then: its lines only warn,
-`judgecore.batchrun`). A refusal (`stop_reason: "refusal"`) is an answer, so it is final: a `miss` of class
+`judgecore.run.batch`). A refusal (`stop_reason: "refusal"`) is an answer, so it is final: a `miss` of class
 `MODEL_REFUSAL`, its partial text and `stop_details` kept, never resent and never scored.
 """
 
@@ -28,9 +28,9 @@ from typing import Any, Final, Literal
 
 import attrs
 
-# the names the plan, the job machine and the settings read live in `judgecore.status` (a dry run
+# the names the plan, the job machine and the settings read live in `judgecore.results.status` (a dry run
 # imports no classification tables); they are this module's too, as they always were
-from judgecore.status import ACCOUNT_REFUSED, FINAL_STATUSES, Status, Usage, _new, _setters
+from judgecore.results.status import ACCOUNT_REFUSED, FINAL_STATUSES, Status, Usage, _new, _setters
 
 ResultKind = Literal["succeeded", "errored", "canceled", "expired", "http_error", "connection_error"]
 
@@ -132,7 +132,7 @@ class Outcome:
     ) -> Outcome:
         """The outcome of an answer (no error fields), by position: equal to `Outcome(...)` given the
         same fields by keyword, made without its per-field frozen setattr (see `_setters`). What
-        `classify` and the harvest's per-line translation (`judgecore.resultlines`) build."""
+        `classify` and the harvest's per-line translation (`judgecore.results.resultlines`) build."""
         return _outcome(
             cls,
             status,
@@ -276,7 +276,7 @@ _BY_STATUS: dict[int, _Verdict] = {
 }
 
 #: What a succeeded answer that is not a refusal means, by its stop_reason:
-#: `MISS_STOPS.get(stop_reason or "", ANSWERED)` (read by `classify` and `judgecore.resultlines`).
+#: `MISS_STOPS.get(stop_reason or "", ANSWERED)` (read by `classify` and `judgecore.results.resultlines`).
 ANSWERED: tuple[Status, FailureClass | None, str] = (Status.SUCCEEDED, None, "succeeded")
 #: The answers that ran out of room, by stop_reason.
 MISS_STOPS: dict[str, tuple[Status, FailureClass | None, str]] = {

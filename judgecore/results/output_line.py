@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from judgecore.items import Item, Path
-from judgecore.outcomes import FINAL_STATUSES, Outcome, Usage
-from judgecore.verdicts import VERDICT_UNPARSED, Unscored, VerdictSpec, parse_verdict
+from judgecore.job.items import Item, Path
+from judgecore.results.outcomes import FINAL_STATUSES, Outcome, Usage
+from judgecore.results.verdicts import VERDICT_UNPARSED, Unscored, VerdictSpec, parse_verdict
 
 _FINAL = frozenset(s.value for s in FINAL_STATUSES)
 

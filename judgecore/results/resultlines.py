@@ -7,7 +7,7 @@ object here. Its shapes are the SDK's `MessageBatchResult` types: `succeeded` wi
 error envelope `{"type": "error", "error": {"type", "message", "details": {"error_code"}?},
 "request_id"}`; `canceled`; `expired`.
 
-`line_raw` reads it into a `RawResult` (exactly what `adapters.sdk_results.line_result` makes of the
+`line_raw` reads it into a `RawResult` (exactly what `adapters.providers.anthropic.sdk_results.line_result` makes of the
 SDK's model of the same line: text blocks only, never thinking or tool blocks; usage's four counts;
 `error.details.error_code` as the SDK's `extract_error_code` reads it), and `classify` decides what it
 means. `line_outcome` is that, with a fast path for the line almost every harvest is made of, an
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
-from judgecore.outcomes import ANSWERED, MISS_STOPS, Outcome, RawResult, StopDetails, Usage, classify
+from judgecore.results.outcomes import ANSWERED, MISS_STOPS, Outcome, RawResult, StopDetails, Usage, classify
 
 __all__ = ["ResultLine", "line_outcome", "line_raw", "message_raw"]
 

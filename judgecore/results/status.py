@@ -1,6 +1,6 @@
 """Where an item stands after an outcome (`Status`), and the token usage of one answer (`Usage`): the
 names the plan, the job machine and the settings read, apart from the classification of results
-(`judgecore.outcomes`, which gives them too), so a dry run imports none of its tables.
+(`judgecore.results.outcomes`, which gives them too), so a dry run imports none of its tables.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Theory of operation. A `VerdictSpec` is one of two kinds:
 - `schema`: the requests carry `output_config.format` with this JSON Schema (structured outputs), so the
   answer is a JSON object; it is parsed and validated with `jsonschema`, and the verdict is that object.
   What a request carries is the schema *as sent* (`wire_schema`: the API's subset, made by
-  `judgecore.structured.wire_schema` exactly as the SDK's `transform_schema` makes it: objects closed,
+  `judgecore.wire.structured.wire_schema` exactly as the SDK's `transform_schema` makes it: objects closed,
   bounds moved into descriptions); each answer is validated against the user's **full** schema, so an
   answer the API let through but the user's bounds refuse (7 on a 1-5 scale) is `Unscored`. The
   schema changes what a request asks, so its digest (of the user's schema, not the one sent) is part
@@ -34,7 +34,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from judgecore.structured import UnsendableSchemaError, wire_schema
+from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
 #: The `error.class` of a succeeded answer whose verdict cannot be parsed or validated.
 VERDICT_UNPARSED = "VERDICT_UNPARSED"
@@ -59,14 +59,14 @@ class VerdictSpec:
     kind: Literal["schema", "pattern"]
     source: str
     score: str = DEFAULT_SCORE_FIELD
-    #: a pairwise job's words for each position (`first`, `second`, `tie`: `judgecore.designs`);
+    #: a pairwise job's words for each position (`first`, `second`, `tie`: `judgecore.job.designs`);
     #: None: the default, A, B and tie
     labels: tuple[tuple[str, str], ...] | None = None
 
     @property
     def label_map(self) -> dict[str, str]:
         """The words of each position, the defaults where the spec names none."""
-        from judgecore.designs import DEFAULT_LABELS
+        from judgecore.job.designs import DEFAULT_LABELS
 
         return {**DEFAULT_LABELS, **dict(self.labels or ())}
 
@@ -114,7 +114,7 @@ def _wire_source(source: str) -> bytes:
 
 def spec_from_json(raw: bytes | str | Mapping[str, Any], *, sendable: bool = True) -> VerdictSpec:
     """A `VerdictSpec` from a spec file's bytes (or its parsed object); `VerdictSpecError` otherwise,
-    including (unless `sendable=False`) for a schema no request can carry (`judgecore.structured`).
+    including (unless `sendable=False`) for a schema no request can carry (`judgecore.wire.structured`).
     `sendable=False` is for reading answers only: a spec kept by a checkpoint made before the subset
     was sent may hold a schema the transform refuses, and its answers can still be read."""
     if isinstance(raw, Mapping):

@@ -1,7 +1,7 @@
 """The vocabulary every run machine shares (in the manner of h11's `_events.py`): how a run ends
 (`ExitStatus`, `Done`) and a line for the user (`Say`).
 
-The job machine (`judgecore.jobrun`) and the batch machine (`judgecore.batchrun`) speak these values;
+The job machine (`judgecore.run.job._machine`) and the batch machine (`judgecore.run.batch`) speak these values;
 the shell performs them. One exit status per idea, the same in the core, the shell and the CLI:
 
 - `OK` (0): every item is final;

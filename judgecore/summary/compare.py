@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from judgecore.stats import stdev, t_quantile, wilson_ci95
+from judgecore.summary.stats import stdev, t_quantile, wilson_ci95
 
 
 def welch_ci95(first: Sequence[float], second: Sequence[float]) -> tuple[float, float] | None:

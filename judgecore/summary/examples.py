@@ -14,9 +14,9 @@ from typing import Any
 
 import attrs
 
-from judgecore import figures as fig
-from judgecore.stats import _sort_key
-from judgecore.summary import score_of
+from judgecore.summary import numfmt as fig
+from judgecore.summary.job_summary import score_of
+from judgecore.summary.stats import _sort_key
 
 
 @attrs.frozen(kw_only=True)
@@ -29,7 +29,7 @@ class ExampleGroup:
     custom_ids: tuple[str, ...]
 
 
-_label = fig.label  # one rule for a value written as a label (`judgecore.figures`)
+_label = fig.label  # one rule for a value written as a label (`judgecore.summary.numfmt`)
 
 
 def _rank(seed: str, custom_id: str) -> str:

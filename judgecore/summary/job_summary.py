@@ -18,14 +18,13 @@ from typing import Any
 
 import attrs
 
-from judgecore import figures as fig
-from judgecore.compare import Difference, differences
-from judgecore.figures import FORMATS
-from judgecore.headline import headline_lines
-from judgecore.outcomes import FailureClass
-from judgecore.reliability import Designs, designs_of
-from judgecore.spend import Money  # the summary's spend line (`status` prints it without a summary)
-from judgecore.stats import (
+from judgecore.decide.spend import Money  # the summary's spend line (`status` prints it without a summary)
+from judgecore.results.outcomes import FailureClass
+from judgecore.summary import numfmt as fig
+from judgecore.summary.compare import Difference, differences
+from judgecore.summary.numfmt import FORMATS
+from judgecore.summary.reliability import Designs, designs_of
+from judgecore.summary.stats import (
     LabelStats,
     NumericStats,
     cohen_kappa,
@@ -36,6 +35,7 @@ from judgecore.stats import (
     spearman,
     wilson_ci95,
 )
+from judgecore.summary.text import headline_lines
 
 STATUSES = ("succeeded", "miss", "quarantined", "pending")
 _REFUSED = str(FailureClass.MODEL_REFUSAL)
@@ -110,9 +110,9 @@ class Summary:
     groups: tuple[tuple[Any, Group], ...]
     reference_key: str | None
     money: Money
-    #: with `--by` and two or more groups: every pair's difference (`judgecore.compare`)
+    #: with `--by` and two or more groups: every pair's difference (`judgecore.summary.compare`)
     differences: tuple[Difference, ...] = ()
-    #: what the judge designs the records carry buy (`judgecore.reliability`)
+    #: what the judge designs the records carry buy (`judgecore.summary.reliability`)
     designs: Designs = attrs.field(factory=Designs)
     #: US dollars per answering model (None: no price), as the checkpoint bills them: a panel's spend per judge
     spend_by_model: tuple[tuple[str, float | None], ...] = ()
@@ -145,7 +145,7 @@ def _number(v: Any) -> bool:
     return type(v) in (int, float)  # exact types: a bool is a label, and this runs per item
 
 
-_label = fig.label  # one rule for a value written as a label (`judgecore.figures`)
+_label = fig.label  # one rule for a value written as a label (`judgecore.summary.numfmt`)
 
 
 def score_of(record: Mapping[str, Any], field: str | None) -> Any:
@@ -297,7 +297,7 @@ def summarize(
 # -- text ----------------------------------------------------------------------------------------------
 
 
-_f = fig.score  # the one rule for every figure (`judgecore.figures`)
+_f = fig.score  # the one rule for every figure (`judgecore.summary.numfmt`)
 _usd = fig.usd
 
 

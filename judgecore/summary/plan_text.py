@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgecore.planning import Plan
+from judgecore.decide.planning import Plan
 
 
 def plan_json(p: Plan) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from judgecore.stats import (
+from judgecore.summary.stats import (
     LabelStats,
     NumericStats,
     cohen_kappa,

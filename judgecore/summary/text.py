@@ -1,7 +1,7 @@
 """The headline of a summary, written out: group differences, agreement with the reference per group, and
 what the judge designs buy; as text lines (`judgecore summary`) and as Markdown tables (`--markdown`).
 
-Every figure is written by the one rule of `judgecore.figures`, as on the HTML report.
+Every figure is written by the one rule of `judgecore.summary.numfmt`, as on the HTML report.
 """
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from judgecore import figures as fig
-from judgecore.compare import Difference
-from judgecore.reliability import Designs
-from judgecore.stats import LabelStats, NumericStats
+from judgecore.summary import numfmt as fig
+from judgecore.summary.compare import Difference
+from judgecore.summary.reliability import Designs
+from judgecore.summary.stats import LabelStats, NumericStats
 
 if TYPE_CHECKING:
-    from judgecore.summary import Group, Summary
+    from judgecore.summary.job_summary import Group, Summary
 
 
-_name = fig.label  # one rule for a value written as a label (`judgecore.figures`)
+_name = fig.label  # one rule for a value written as a label (`judgecore.summary.numfmt`)
 
 
 def difference_text(d: Difference) -> tuple[str, str, str]:
@@ -34,7 +34,7 @@ def score_text(stats: NumericStats | LabelStats | None) -> tuple[str, str]:
     if isinstance(stats, NumericStats):
         return fig.score(stats.mean), fig.interval(stats.ci95, "score")
     if isinstance(stats, LabelStats):
-        from judgecore.stats import wilson_ci95
+        from judgecore.summary.stats import wilson_ci95
 
         label, c = stats.counts[0]
         return f"{label} {fig.share(c / stats.n)}", fig.interval(wilson_ci95(c, stats.n), "share")

@@ -4,7 +4,7 @@ Greedy and order-preserving: each sub-batch takes requests in input order until 
 pass `max_requests` or make the create body (`{"requests":[...]}` envelope included) pass `max_bytes`.
 Greedy is minimal for an order-preserving partition: no valid partition of the same order has fewer
 sub-batches. It plans from the requests' sizes alone; the bytes are the encoder's
-(`judgecore.encoding`, given the messages by the shell).
+(`judgecore.wire.encoding`, given the messages by the shell).
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ from itertools import accumulate
 
 import attrs
 
-from judgecore.encoding import CHUNK_BYTES, create_body, create_body_chunks  # their old home: re-exported
-from judgecore.errors import RequestTooLargeError
-from judgecore.requests import Request, Requests, custom_ids_of, item_ids_of
+from judgecore.job.errors import RequestTooLargeError
+from judgecore.wire.encoding import (  # their old home: re-exported
+    CHUNK_BYTES,
+    create_body,
+    create_body_chunks,
+)
+from judgecore.wire.requests import Request, Requests, custom_ids_of, item_ids_of
 
 MAX_REQUESTS = 8000
 MAX_BYTES = 250_000_000

@@ -1,16 +1,16 @@
 """The wire encoder of a create body: `{"requests":[...]}` from the requests' pieces and the messages
 the shell gives it, whole (`create_body`) or streamed in pieces (`create_body_chunks`).
 
-The requests hold no messages (`judgecore.requests`): the shell reads them (from the checkpoint, a
+The requests hold no messages (`judgecore.wire.requests`): the shell reads them (from the checkpoint, a
 slice at a time) and hands them here, one per request, in order. The sizes the chunking planned from
-(`judgecore.chunking.body_size`) are exactly the lengths of these bytes.
+(`judgecore.wire.chunking.body_size`) are exactly the lengths of these bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from judgecore.requests import Request, RequestTemplate
+from judgecore.wire.requests import Request, RequestTemplate
 
 #: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
 CHUNK_BYTES = 256 * 1024

@@ -3,7 +3,7 @@
 For every model id the installed SDK lists (`anthropic.types.Model`; a test fails when it lists one
 this table lacks) the table holds: the output limit (`max_tokens` above it is a 400 the API would
 charge a routing probe, or a whole sub-batch, to say), the prices (standard rates per million tokens;
-the batch half price and the cache-write multipliers are applied in `judgecore.planning`), how the
+the batch half price and the cache-write multipliers are applied in `judgecore.decide.planning`), how the
 model thinks (whether it thinks when the request omits `thinking`, and which `thinking.type` values
 it takes), and its lifecycle (current; deprecated with a retirement date; retired, with the model to
 move to). Older ids judgecore knew are kept, as retired entries.

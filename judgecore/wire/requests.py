@@ -21,8 +21,8 @@ from typing import Any, overload
 import attrs
 import orjson
 
-from judgecore.columns import Ints, Texts, positions_of, taken, texts_of
-from judgecore.items import Item, Items, RoutePath
+from judgecore.job.columns import Ints, Texts, positions_of, taken, texts_of
+from judgecore.job.items import Item, Items, RoutePath
 
 
 def cache_control_for(path: RoutePath) -> dict[str, str]:
@@ -121,7 +121,7 @@ class Request:
     max_tokens: int
     size: int
     message_size: int
-    #: a panel's judge (`judgecore.designs`); None: the template's model
+    #: a panel's judge (`judgecore.job.designs`); None: the template's model
     model: str | None = None
 
     def pieces(self, template: RequestTemplate, messages_json: bytes) -> tuple[bytes, ...]:

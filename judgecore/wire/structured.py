@@ -10,7 +10,7 @@ SDK; `tests/core/test_structured.py` proves the two equal, byte for byte, on gen
 the day the installed SDK's transform changes.
 
 The bounds the wire schema no longer says are the user's all the same: each answer is validated
-against the user's **full** schema (`judgecore.verdicts.parse_verdict`), so a score of 7 on a 1-5 scale
+against the user's **full** schema (`judgecore.results.verdicts.parse_verdict`), so a score of 7 on a 1-5 scale
 is a verdict miss, not a score.
 
 Two kinds of schema cannot be sent at all, and are refused before anything is (`UnsendableSchemaError`):

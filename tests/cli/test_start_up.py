@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.job import JobSettings, load_items
-from adapters.store import Store
+from adapters.checkpoint.store import Store
+from adapters.run.job import JobSettings, load_items
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,27 +24,27 @@ HEAVY = (
     "httpx",
     "asyncio",
     "adapters.simulator",
-    "adapters.batch",
-    "adapters.sync",
-    "judgecore.batchrun",
-    "judgecore.syncrun",
-    "judgecore.summary",
+    "adapters.run.batch",
+    "adapters.run.sync",
+    "judgecore.run.batch",
+    "judgecore.run.sync",
+    "judgecore.summary.job_summary",
 )
 
 
 #: What a dry run on a fresh state dir (or none) does not need either, each a few milliseconds of its
 #: start (issue 21): the checkpoint's package (it asks only whether the dir holds one), the
-#: classification of results (the plan reads `judgecore.status`), the words of a command to run
+#: classification of results (the plan reads `judgecore.results.status`), the words of a command to run
 #: again (`shlex`), the judge designs (a job of one request per item is `JobSettings.plain`), and
 #: the job machine's actions and events (a dry run asks `JobRun.dry_run` alone).
 RUN_ONLY = (
-    "adapters.store",
-    "judgecore.outcomes",
-    "judgecore.resume",
+    "adapters.checkpoint.store",
+    "judgecore.results.outcomes",
+    "judgecore.decide.resume",
     "adapters.cli.relaunch",
     "shlex",
-    "judgecore.designs",
-    "judgecore.jobvocab",
+    "judgecore.job.designs",
+    "judgecore.run.job._vocab",
 )
 
 
@@ -123,7 +123,7 @@ def test_a_dry_run_on_an_existing_checkpoint_reads_it_with_sqlite_and_nothing_he
 
 
 def test_help_imports_neither_the_job_nor_the_core():
-    watched = (*HEAVY, "sqlite3", "adapters.job", "judgecore", "attrs", "orjson")
+    watched = (*HEAVY, "sqlite3", "adapters.run.job", "judgecore", "attrs", "orjson")
     assert [] == loaded(["--help"], watched)
     assert [] == loaded(["run", "--help"], watched)
 
@@ -147,7 +147,7 @@ def test_version_names_judgecore_and_the_sdk_and_imports_neither():
 
 def test_status_reads_the_checkpoint_with_sqlite_and_nothing_heavier(job, tmp_path):
     state = _bound(tmp_path / "s", *job)
-    watched = (*HEAVY, "sqlite3", "adapters.job", "statistics")
+    watched = (*HEAVY, "sqlite3", "adapters.run.job", "statistics")
     assert ["sqlite3"] == loaded(["status", "--state", str(state)], watched)
     assert ["sqlite3"] == loaded(["status", "--state", str(state), "--json"], watched)
 
@@ -192,8 +192,8 @@ def test_the_commands_defaults_are_the_libraries():
     """`--help` shows the defaults without importing the core, so the CLI writes them down: they must
     be the ones `JobSettings` (the Python API) and the core's chunker use."""
     from adapters.cli import build_parser
-    from adapters.job import JobSettings
-    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
+    from adapters.run.job import JobSettings
+    from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 
     ns = build_parser().parse_args(["run", "in.jsonl", "--state", "s"])
     lib = JobSettings()
@@ -247,8 +247,8 @@ def test_a_run_without_a_verdict_spec_loads_no_statistics(tmp_path):
     trace = {
         line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")
     }
-    assert {"anthropic", "judgecore.syncrun"} <= trace  # the trace is the run's
-    assert [] == sorted(m for m in ("judgecore.summary", "statistics") if m in trace)
+    assert {"anthropic", "judgecore.run.sync"} <= trace  # the trace is the run's
+    assert [] == sorted(m for m in ("judgecore.summary.job_summary", "statistics") if m in trace)
 
 
 @pytest.mark.parametrize(

@@ -50,14 +50,21 @@ def test_one_name_loads_only_the_modules_it_needs():
         "import sys, json; from judgecore import custom_id_for; "
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('judgecore'))))"
     )
-    assert ["judgecore", "judgecore.backoff", "judgecore.errors", "judgecore.ids"] == loaded
+    assert [
+        "judgecore",
+        "judgecore.decide",
+        "judgecore.decide.backoff",
+        "judgecore.job",
+        "judgecore.job.errors",
+        "judgecore.job.ids",
+    ] == loaded
 
 
 def test_backoff_is_the_function_whichever_module_imports_it_first():
-    """`judgecore.backoff` is a module too: importing it first (as the batch machine does) leaves the
+    """`judgecore.decide.backoff` is a module too: importing it first (as the batch machine does) leaves the
     package's `backoff` the function."""
     kinds = _in_fresh_interpreter(
-        "import json, judgecore.batchrun, judgecore; from judgecore import backoff; "
+        "import json, judgecore.run.batch, judgecore; from judgecore import backoff; "
         "print(json.dumps([type(backoff).__name__, type(judgecore.backoff).__name__]))"
     )
     assert ["function", "function"] == kinds
@@ -70,7 +77,7 @@ def test_dir_and_star_import_list_every_export_before_any_is_loaded():
         "exec('from judgecore import *', ns); "
         "print(json.dumps([names, sorted(k for k in ns if k != '__builtins__'), loaded]))"
     )
-    assert ["judgecore.backoff"] == loaded
+    assert ["judgecore.decide", "judgecore.decide.backoff"] == loaded
     assert set(judgecore.__all__) <= set(names)
     assert sorted(judgecore.__all__) == star
 

@@ -8,7 +8,7 @@ import statistics
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.summary import Money, render_summary, summarize
+from judgecore.summary.job_summary import Money, render_summary, summarize
 
 STATUS_CLASS = {
     "succeeded": None,

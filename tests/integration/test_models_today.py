@@ -14,10 +14,10 @@ import anthropic
 import pytest
 
 from adapters.cli import main
-from adapters.job import JobSettings, UsageError, judge, judge_dry_run
+from adapters.run.job import JobSettings, UsageError, judge, judge_dry_run
 from adapters.simulator import Scenario
 from adapters.simulator.scenario import DEFAULT_MODELS
-from judgecore.models import MODELS, Retired, standing
+from judgecore.wire.models import MODELS, Retired, standing
 from tests.integration.conftest import Served, read_output, write_items
 
 pytestmark = pytest.mark.integration

@@ -22,15 +22,15 @@ memory file are created mode 0600 in a directory of mode 0700; no credential is 
 
 from __future__ import annotations
 
-from adapters.jobkey import ids_job_for
-from adapters.store.binding import Binding, ContentConflictError, StateMismatchError
-from adapters.store.connection import Connection, filesystem_type
-from adapters.store.messages import KeptMessages
-from adapters.store.outcomes import TALLY, OutcomeRow, Outcomes, OutcomeWriter
-from adapters.store.resume import Resume
-from adapters.store.schema import DB_NAME, SCHEMA_VERSION
-from adapters.store.subbatches import SubBatches, SubBatchRow
-from adapters.store.usage import Usages
+from adapters.checkpoint.jobkey import ids_job_for
+from adapters.checkpoint.store.binding import Binding, ContentConflictError, StateMismatchError
+from adapters.checkpoint.store.connection import Connection, filesystem_type
+from adapters.checkpoint.store.messages import KeptMessages
+from adapters.checkpoint.store.outcomes import TALLY, OutcomeRow, Outcomes, OutcomeWriter
+from adapters.checkpoint.store.resume import Resume
+from adapters.checkpoint.store.schema import DB_NAME, SCHEMA_VERSION
+from adapters.checkpoint.store.subbatches import SubBatches, SubBatchRow
+from adapters.checkpoint.store.usage import Usages
 
 # The package's modules, one idea each: `schema` (the tables, the in-flight view, migrations),
 # `connection` (opening: file modes, journal, lock, read-only), `binding` (the manifest and the items a

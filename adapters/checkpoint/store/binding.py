@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from adapters.store.schema import SCHEMA_VERSION
+from adapters.checkpoint.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import sqlite3
@@ -33,7 +33,7 @@ class ContentConflictError(Exception):
 
 
 class Binding:
-    """The manifest and the bound items (a part of `adapters.store.Store`)."""
+    """The manifest and the bound items (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
     path: Path
@@ -122,7 +122,7 @@ class Binding:
         if kept != ids_job:
             raise StateMismatchError(
                 f"{self.path.parent}: the job's custom_ids are derived with job key {kept!r}, "
-                f"these with {ids_job!r} (read the key with adapters.store.ids_job_for)"
+                f"these with {ids_job!r} (read the key with adapters.checkpoint.store.ids_job_for)"
             )
 
     def _check_manifest(self, manifest: Mapping[str, Any]) -> Any:

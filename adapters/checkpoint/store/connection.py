@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from adapters.jobkey import holds_checkpoint
-from adapters.store.schema import (
+from adapters.checkpoint.jobkey import holds_checkpoint
+from adapters.checkpoint.store.schema import (
     DB_NAME,
     SCHEMA,
     add_latest,
@@ -24,8 +24,8 @@ from adapters.store.schema import (
 if TYPE_CHECKING:
     import sqlite3
 
-    from adapters.statelock import StateLock
-    from judgecore.filesystems import CheckpointMode
+    from adapters.checkpoint.statelock import StateLock
+    from judgecore.decide.filesystems import CheckpointMode
 
 # sqlite3 is imported where it is used: a dry run on a fresh state dir asks only whether a checkpoint
 # exists (`Store.exists`), and needs none of it.
@@ -42,7 +42,7 @@ def filesystem_type(path: Path) -> str | None:
 
     `JUDGECORE_FS_TYPE` overrides it, for a network filesystem the mount table does not show as one
     (a FUSE mount of a cluster store, say): `JUDGECORE_FS_TYPE=nfs` makes the checkpoint safe there."""
-    from judgecore.filesystems import fs_type_of
+    from judgecore.decide.filesystems import fs_type_of
 
     if override := os.environ.get("JUDGECORE_FS_TYPE", "").strip():
         return override
@@ -64,7 +64,7 @@ def _is_wal(db: Path) -> bool:
 
 
 class Connection:
-    """A checkpoint's database connection and lock (`adapters.store.Store` adds what it reads and
+    """A checkpoint's database connection and lock (`adapters.checkpoint.store.Store` adds what it reads and
     writes)."""
 
     def __init__(
@@ -77,7 +77,7 @@ class Connection:
     ) -> None:
         self._conn = conn
         self.path = path
-        #: the journal the checkpoint uses where it lives (`judgecore.filesystems`); None: read-only
+        #: the journal the checkpoint uses where it lives (`judgecore.decide.filesystems`); None: read-only
         self.mode = mode
         self._lock = lock
 
@@ -87,12 +87,12 @@ class Connection:
 
         `exclusive` names the command (`"run"`, `"cancel"`) that holds the state dir's lock until
         `close()`: a second one is `StateLockedError` naming the holder. The journal follows the
-        filesystem (`judgecore.filesystems.checkpoint_mode`): WAL on a local one, the rollback journal
+        filesystem (`judgecore.decide.filesystems.checkpoint_mode`): WAL on a local one, the rollback journal
         on a network one; `fs_type` overrides the detected type (tests)."""
         import sqlite3
 
-        from adapters.statelock import StateLock
-        from judgecore.filesystems import checkpoint_mode
+        from adapters.checkpoint.statelock import StateLock
+        from judgecore.decide.filesystems import checkpoint_mode
 
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -12,7 +12,7 @@ _IN_CHUNK = 500
 
 
 class KeptMessages:
-    """The kept messages (a part of `adapters.store.Store`)."""
+    """The kept messages (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
 

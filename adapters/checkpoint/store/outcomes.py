@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from adapters.store.schema import FINAL_SQL as _FINAL_SQL
-from judgecore.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, StopDetails, Usage
+from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
+from judgecore.results.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, StopDetails, Usage
 
 if TYPE_CHECKING:
     import sqlite3
@@ -29,7 +29,7 @@ class OutcomeRow:
 
 
 class Outcomes:
-    """The recorded outcomes (a part of `adapters.store.Store`)."""
+    """The recorded outcomes (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
 

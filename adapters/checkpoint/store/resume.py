@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.store.schema import FINAL_SQL as _FINAL_SQL
-from judgecore.outcomes import FailureClass
-from judgecore.resume import JobState
-from judgecore.subbatch import SubState
+from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
+from judgecore.decide.resume import JobState
+from judgecore.results.outcomes import FailureClass
+from judgecore.run.subbatch import SubState
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from judgecore.batchrun import Checkpoint
+    from judgecore.run.batch import Checkpoint
 
 
 class Resume:
-    """The checkpoint as a run resumes from it (a part of `adapters.store.Store`)."""
+    """The checkpoint as a run resumes from it (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
 
@@ -46,7 +46,7 @@ class Resume:
     def checkpoint(self, breaker_k: int = 20) -> Checkpoint:
         """The pure view a batch run starts from: every sub-batch (with its ids not yet answered under
         it, for those in flight), the final ids, and the earliest final outcomes for the breaker."""
-        from judgecore.batchrun import Checkpoint, SubView
+        from judgecore.run.batch import Checkpoint, SubView
 
         ids: dict[int, list[str]] = {}
         for sub_id, cid in self._conn.execute("SELECT sub_id, custom_id FROM in_flight"):

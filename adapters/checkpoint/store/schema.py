@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from judgecore.outcomes import FINAL_STATUSES
-from judgecore.subbatch import IN_FLIGHT
+from judgecore.results.outcomes import FINAL_STATUSES
+from judgecore.run.subbatch import IN_FLIGHT
 
 if TYPE_CHECKING:
     import sqlite3
 
-from adapters.jobkey import (
+from adapters.checkpoint.jobkey import (
     DB_NAME as DB_NAME,  # told without this package, for a dry run on a fresh state dir
 )
 
@@ -77,9 +77,9 @@ CREATE TABLE IF NOT EXISTS item_metadata (custom_id TEXT PRIMARY KEY, metadata T
 CREATE TABLE IF NOT EXISTS item_messages (custom_id TEXT PRIMARY KEY, messages BLOB NOT NULL);
 """
 
-# A sub-batch row's `state` is a `judgecore.subbatch.SubState`, moved only through its table; the
-# states holding ids in flight are `judgecore.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
-# ambiguous adoption (see `judgecore.batching.Adoption`), None for every other sub-batch.
+# A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
+# states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
+# ambiguous adoption (see `judgecore.decide.batching.Adoption`), None for every other sub-batch.
 _IN_FLIGHT_SQL = ",".join(f"'{s.value}'" for s in sorted(IN_FLIGHT))
 
 #: A final status, as SQL (`... WHERE status IN ({FINAL_SQL})`).

@@ -1,5 +1,5 @@
 """Sub-batch records: an intent (its custom_ids) before the create call, the batch id and `expires_at`
-after it, and each state the sub-batch moves to (decided by `judgecore.subbatch`'s table)."""
+after it, and each state the sub-batch moves to (decided by `judgecore.run.subbatch`'s table)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from judgecore.subbatch import SubState
+from judgecore.run.subbatch import SubState
 
 if TYPE_CHECKING:
     import sqlite3
 
-# A sub-batch row's `state` is a `judgecore.subbatch.SubState`, moved only through its table; the
-# states holding ids in flight are `judgecore.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
-# ambiguous adoption (see `judgecore.batching.Adoption`), None for every other sub-batch.
+# A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
+# states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
+# ambiguous adoption (see `judgecore.decide.batching.Adoption`), None for every other sub-batch.
 
 
 @attrs.frozen(kw_only=True)
@@ -36,7 +36,7 @@ class SubBatchRow:
 
 
 class SubBatches:
-    """The sub-batch records (a part of `adapters.store.Store`)."""
+    """The sub-batch records (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
 
@@ -84,7 +84,7 @@ class SubBatches:
     def set_state(
         self, sub_id: int, state: SubState, note: str | None = None, group: int | None = None
     ) -> None:
-        """Write a sub-batch's new state (decided by `judgecore.subbatch`'s table), and its orphan group."""
+        """Write a sub-batch's new state (decided by `judgecore.run.subbatch`'s table), and its orphan group."""
         with self._tx() as c:
             c.execute(
                 "UPDATE sub_batches SET state = ?, note = COALESCE(?, note), grp = COALESCE(?, grp) WHERE sub_id = ?",

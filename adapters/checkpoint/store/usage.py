@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from judgecore.ids import sha256
-from judgecore.outcomes import Usage
+from judgecore.job.ids import sha256
+from judgecore.results.outcomes import Usage
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from judgecore.planning import ModelPrice
+    from judgecore.decide.planning import ModelPrice
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class Usages:
-    """The summary's and the report's reads (a part of `adapters.store.Store`)."""
+    """The summary's and the report's reads (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
 
@@ -64,7 +64,7 @@ class Usages:
 
     def usage_by_route(self) -> list[tuple[str, Usage]]:
         """Every billed answer's usage summed per route, in SQLite (cost is linear in each count, so
-        `judgecore.spend.spend_of` over these sums is the spend of every answer; `status` stays quick)."""
+        `judgecore.decide.spend.spend_of` over these sums is the spend of every answer; `status` stays quick)."""
         q = (
             "SELECT route, SUM(json_extract(usage, '$.input_tokens')), SUM(json_extract(usage, '$.output_tokens')), "
             "SUM(json_extract(usage, '$.cache_creation_input_tokens')), "
@@ -98,7 +98,7 @@ class Usages:
 
     def usage_by_judge(self, judges: Sequence[str]) -> dict[str, list[tuple[str, Usage]]]:
         """A panel's billed usage summed per judge and route. A request's judge is the first part of
-        the tag after the last `#` of its item id (`judgecore.designs`): the model an answer names may
+        the tag after the last `#` of its item id (`judgecore.job.designs`): the model an answer names may
         be a dated id of the alias it was sent to."""
         order = sorted(judges, key=len, reverse=True)  # the longest judge id that fits the tag
         sums: dict[tuple[str, str], list[int]] = {}
@@ -127,7 +127,7 @@ class Usages:
 
     def spent_usd(self, price: ModelPrice) -> float:
         """What the job's answers so far cost, from their recorded usage summed per route in SQLite
-        (`judgecore.spend.spend_of`: cost is linear in each token count)."""
-        from judgecore.spend import spend_of
+        (`judgecore.decide.spend.spend_of`: cost is linear in each token count)."""
+        from judgecore.decide.spend import spend_of
 
         return spend_of(self.usage_by_route(), price).spent

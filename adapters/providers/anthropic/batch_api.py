@@ -1,8 +1,8 @@
 """The Message Batches port: the five calls the batch path makes, and their SDK implementation.
 
-`BatchApi` is what `adapters.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
+`BatchApi` is what `adapters.run.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
 implements it over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
-are translated here into core values (`BatchSnapshot`; `RawResult` through `adapters.sdk_results`, the
+are translated here into core values (`BatchSnapshot`; `RawResult` through `adapters.providers.anthropic.sdk_results`, the
 sync port's translation too; a results line's `Outcome` through the core's `line_outcome`), and never
 cross into `judgecore`.
 A failed call raises `BatchApiError` carrying the failure as a `RawResult` (`http_error` with status,
@@ -12,7 +12,7 @@ Creates POST the exact bytes judgecore sized (so `--max-batch-bytes` is about th
 estimate), with the SDK's own retries off: a create that failed in transit may have made a batch, and
 only the batch path, after reconciling, may decide to send it again. A create body (`CreateBody`) is
 streamed: made from the requests' pieces as the socket takes it, under the exact `Content-Length`
-the sizes give, so a create holds about `judgecore.chunking.CHUNK_BYTES` of it at a time, never the
+the sizes give, so a create holds about `judgecore.wire.chunking.CHUNK_BYTES` of it at a time, never the
 whole body (tens of MB for a sub-batch of 8,000 requests with a long rubric) nor a copy of it.
 """
 
@@ -29,13 +29,13 @@ import attrs
 import httpx2
 from anthropic.types.messages import MessageBatch
 
-from adapters.sdk_results import error_result, line_result, result_line
+from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
 from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
-from judgecore.batching import CREATE_DEADLINE
-from judgecore.chunking import body_size
-from judgecore.encoding import create_body, create_body_chunks
-from judgecore.requests import Request, RequestTemplate, sizes_of
-from judgecore.resultlines import ResultLine
+from judgecore.decide.batching import CREATE_DEADLINE
+from judgecore.results.resultlines import ResultLine
+from judgecore.wire.chunking import body_size
+from judgecore.wire.encoding import create_body, create_body_chunks
+from judgecore.wire.requests import Request, RequestTemplate, sizes_of
 
 _CREATE_PATH = "/v1/messages/batches"
 _READ = 1 << 16  # bytes read from a results file at a time
@@ -58,13 +58,13 @@ class CreateBody:
     """The body of one create call, `{"requests":[...]}`: `size` bytes, made on demand, never held.
 
     `async for` (what the SDK sends) and `chunks()` yield it in pieces of about
-    `judgecore.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
+    `judgecore.wire.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
     """
 
     requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
     template: RequestTemplate = attrs.field(repr=False)
     #: each request's serialized messages, in order, iterated afresh on each pass (the batch shell's
-    #: are read back from the checkpoint a slice at a time: `adapters.messages.CheckpointMessages`)
+    #: are read back from the checkpoint a slice at a time: `adapters.files.messages.CheckpointMessages`)
     messages: Iterable[bytes] = attrs.field(repr=False)
     size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
 
@@ -96,7 +96,7 @@ class BatchApi(Protocol):
 
     def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
         """`(custom_id, outcome)` for each line of an ended batch's results, in the server's order: the
-        line's `Outcome` (the port's translation, `judgecore.resultlines.line_outcome`)."""
+        line's `Outcome` (the port's translation, `judgecore.results.resultlines.line_outcome`)."""
         ...
 
 
@@ -133,14 +133,14 @@ def snapshot_from_sdk(batch: MessageBatch) -> BatchSnapshot:
     )
 
 
-#: A `RawResult` from one results line's `result` (the one translation, `adapters.sdk_results`).
+#: A `RawResult` from one results line's `result` (the one translation, `adapters.providers.anthropic.sdk_results`).
 raw_result_from_sdk = line_result
 
 
 def raw_error_from_sdk(
     exc: BaseException, base_url: str | None = None, now: float | None = None
 ) -> RawResult:
-    """The failure of one call as a `RawResult` (`adapters.sdk_results.error_result`): `http_error`
+    """The failure of one call as a `RawResult` (`adapters.providers.anthropic.sdk_results.error_result`): `http_error`
     with its status and error_code, or `connection_error` (`CONNECT_FAILED` naming `base_url` when no
     connection could be made)."""
     return error_result(exc, base_url=base_url, now=now)
@@ -158,7 +158,7 @@ class AnthropicBatchApi:
     idempotent). `list_page` is the page size of the list endpoint. `create_deadline`: seconds a create
     call may take in all before it is given up as a failure that may have made a batch (the SDK's
     timeouts are per read or write, so a slow upload has no bound without it; the orphan window that
-    reconciliation matches intents in assumes this one, `judgecore.batching.CREATE_DEADLINE`).
+    reconciliation matches intents in assumes this one, `judgecore.decide.batching.CREATE_DEADLINE`).
     """
 
     def __init__(

@@ -5,7 +5,7 @@ The plan's input estimate is call-free (UTF-8 bytes / 4). Asked for it, a dry ru
 template, the rubric as a system block, the verdict's `output_config`, `thinking`), with the messages
 of the job's median-sized item: the API answers the prompt's real input tokens, sends no message
 and bills nothing. Their ratio to the plan's estimate of the same prompt scales the estimate of every
-request (`judgecore.planning.Learned`). A job whose checkpoint holds answers learns from them instead.
+request (`judgecore.decide.planning.Learned`). A job whose checkpoint holds answers learns from them instead.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 
 from adapters.usage import UsageError
-from judgecore.items import RoutePath
-from judgecore.planning import JobPlan, Learned, estimate_tokens
-from judgecore.requests import Requests
+from judgecore.decide.planning import JobPlan, Learned, estimate_tokens
+from judgecore.job.items import RoutePath
+from judgecore.wire.requests import Requests
 
 
 def count_params(job: JobPlan, requests: Requests, path: RoutePath) -> tuple[dict[str, Any], int]:

@@ -1,6 +1,6 @@
 """The one translation of what the SDK hands back into the core's values, for both ports.
 
-`adapters.sync_api` (one message) and `adapters.batch_api` (batch calls and result lines) both read
+`adapters.providers.anthropic.sync_api` (one message) and `adapters.providers.anthropic.batch_api` (batch calls and result lines) both read
 the SDK through these functions, so an answer means the same on either route:
 
 - `message_result(message)`: an SDK `Message` (a sync answer, a streamed one's final message, or a
@@ -11,7 +11,7 @@ the SDK through these functions, so an answer means the same on either route:
   {"error_code"}?}, "request_id"}`, its `error_code` read as the SDK reads an HTTP error's.
 - `result_line(line)`: one raw line of a results file (bytes, parsed with orjson) as `(custom_id,
   Outcome)`, with no SDK model built: the harvest's per-line path. Its translation is the core's pure
-  `judgecore.resultlines.line_outcome`, which means exactly what `classify(line_result(...))` means
+  `judgecore.results.resultlines.line_outcome`, which means exactly what `classify(line_result(...))` means
   for the SDK's model of the same line (`tests/batch/test_result_lines.py` checks that on lines
   generated from the SDK's own types).
 - `error_result(exc, base_url=..., now=...)`: an exception of an SDK call. A status error is an
@@ -19,7 +19,7 @@ the SDK through these functions, so an answer means the same on either route:
   `anthropic._exceptions.extract_error_code`) and retry-after (an error event inside a 200 stream is
   `errored`, as a batch line would be); a connection that could not be made at all (refused, DNS, no
   usable URL: nothing reached a server) is a `connection_error` whose `error_type` is
-  `judgecore.outcomes.CONNECT_FAILED`, naming the base URL; any other transport failure (a timeout, a
+  `judgecore.results.outcomes.CONNECT_FAILED`, naming the base URL; any other transport failure (a timeout, a
   dropped connection, a stream cut) is a plain `connection_error`.
 """
 
@@ -33,9 +33,9 @@ import httpx2
 import orjson
 from anthropic._exceptions import extract_error_code
 
-from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, StopDetails, Usage
-from judgecore.ratelimit import retry_after
-from judgecore.resultlines import line_outcome
+from judgecore.decide.ratelimit import retry_after
+from judgecore.results.outcomes import CONNECT_FAILED, Outcome, RawResult, StopDetails, Usage
+from judgecore.results.resultlines import line_outcome
 
 #: httpx2 errors meaning no connection was made at all: nothing reached a server, nothing was made.
 NEVER_CONNECTED = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
@@ -106,7 +106,7 @@ def line_result(result: Any) -> RawResult:
 
 def result_line(line: bytes) -> tuple[str, Outcome]:
     """One line of a batch's results file as `(custom_id, Outcome)`, through the core's one pure
-    translation of a line (`judgecore.resultlines.line_outcome`). A line that is not a results line
+    translation of a line (`judgecore.results.resultlines.line_outcome`). A line that is not a results line
     (torn, not JSON, no custom_id or result) raises `ValueError`."""
     obj = orjson.loads(line)
     try:

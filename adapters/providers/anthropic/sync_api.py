@@ -3,9 +3,9 @@
 `MessagesApi.create(params)` returns `(RawResult, RateLimitReading, request_id)`. Success, every HTTP
 error and every connection failure come back as values for `judgecore.classify`; only bugs raise. A
 connection that could not be made at all (refused, DNS failure, a URL without a usable scheme) is a
-`connection_error` whose `error_type` is `judgecore.outcomes.CONNECT_FAILED` and whose message names
+`connection_error` whose `error_type` is `judgecore.results.outcomes.CONNECT_FAILED` and whose message names
 the base URL: the run machine stops on it when the run has had no HTTP answer yet. Every answer and
-every failure is translated by `adapters.sdk_results`, the batch port's translation too.
+every failure is translated by `adapters.providers.anthropic.sdk_results`, the batch port's translation too.
 
 Streaming. The SDK refuses, before sending, a non-streaming request whose `max_tokens` may take over
 ten minutes (above 21,333, or 8,192 for the Opus 4 / 4.1 ids). A request asking for more than
@@ -17,7 +17,7 @@ Retries. The SDK retries 408/409/429/5xx and connection errors by itself (2 retr
 sleeps for whatever `retry-after` says, an hour included, inside one `create` call: a wait the progress
 view, the pacer and the user can't see. So `AnthropicMessagesApi` pins the SDK's `max_retries` to 0,
 whatever the client was built with: one `create` is exactly one HTTP send, and the run machine
-(`judgecore.syncrun`) owns every retry, each wait visible and paced.
+(`judgecore.run.sync`) owns every retry, each wait visible and paced.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any, Protocol
 import anthropic
 import httpx2
 
-from adapters.sdk_results import error_result as _translate
-from adapters.sdk_results import message_result
+from adapters.providers.anthropic.sdk_results import error_result as _translate
+from adapters.providers.anthropic.sdk_results import message_result
 from judgecore import RawResult
-from judgecore.ratelimit import RateLimitReading
+from judgecore.decide.ratelimit import RateLimitReading
 
 Answer = tuple[RawResult, RateLimitReading, str | None]
 
@@ -47,7 +47,7 @@ class MessagesApi(Protocol):
 
 
 def error_result(exc: anthropic.APIStatusError, now: float) -> RawResult:
-    """A RawResult from an SDK status error (`adapters.sdk_results.error_result`)."""
+    """A RawResult from an SDK status error (`adapters.providers.anthropic.sdk_results.error_result`)."""
     return _translate(exc, now=now)
 
 

@@ -5,7 +5,7 @@ builds it from the checkpoint (`BatchRun.start(checkpoint, requests=..., setting
 loops: `run, actions = run.advance(now)` says what to do now, and `run = run.on(event)` takes each
 answer. No I/O, no clock, no randomness here: `now` and every jitter draw `u` come in as arguments.
 
-Two machines move each sub-batch, both tabled in `judgecore.subbatch`: the persistent lifecycle in
+Two machines move each sub-batch, both tabled in `judgecore.run.subbatch`: the persistent lifecycle in
 `TRANSITIONS` (intent, live, ended, harvested...: what the checkpoint records, by a `Record` effect),
 and the in-run phase in `PHASES` (creating, unsure, listing, waiting, polling, harvesting, parked...:
 what this run is doing with it, rebuilt from the state on every start). A move either table does not
@@ -33,7 +33,7 @@ The rules, each a bound or a promise of CONTRACT.md:
 - polling: `next_poll_action` against each batch's own deadline; overdue is `stuck` (ids pending, never
   resent while it may end); a 404 is `gone` (its ids are free: nothing can answer for them any more);
 - harvest: one at a time, at most `harvest_attempts` streams per batch per run; the shell streams the
-  lines through the breaker (`judgecore.breaker`) and reports one `Harvested`;
+  lines through the breaker (`judgecore.decide.breaker`) and reports one `Harvested`;
 - stopping: a fatal answer (authentication, permission, unknown model, an endpoint that cannot be
   reached on the run's first contact; an account state, whose ids stay pending, whether a create was
   refused with it or a harvested line carried it) halts the run: nothing new starts; a tripped breaker stops
@@ -44,9 +44,10 @@ building, `advance`, `on`), `_creating` (creates and reconciliation), `_harvesti
 harvests), `_sub` (a sub-batch as the run tracks it).
 """
 
-from judgecore.batchrun._machine import BatchRun
-from judgecore.batchrun._sub import Sub
-from judgecore.batchrun._vocab import (
+from judgecore.results.outcomes import CONNECT_FAILED
+from judgecore.run.batch._machine import BatchRun
+from judgecore.run.batch._sub import Sub
+from judgecore.run.batch._vocab import (
     Action,
     BatchSettings,
     Begin,
@@ -72,7 +73,6 @@ from judgecore.batchrun._vocab import (
     Snapshot,
     SubView,
 )
-from judgecore.outcomes import CONNECT_FAILED
 
 __all__ = [
     "CONNECT_FAILED",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from judgecore.batching import (
+from judgecore.decide.batching import (
     Fatal,
     GiveUp,
     Intent,
@@ -19,9 +19,12 @@ from judgecore.batching import (
     match_orphans,
     orphan_groups,
 )
-from judgecore.batching import Reject as RejectDecision
-from judgecore.batchrun._sub import Sub
-from judgecore.batchrun._vocab import (
+from judgecore.decide.batching import Reject as RejectDecision
+from judgecore.decide.polling import BatchSnapshot, Wait, next_poll_action
+from judgecore.decide.spend import budget_line, cut_line
+from judgecore.results.outcomes import classify
+from judgecore.run.batch._sub import Sub
+from judgecore.run.batch._vocab import (
     Create,
     Created,
     CreateFailed,
@@ -31,15 +34,12 @@ from judgecore.batchrun._vocab import (
     Release,
     Say,
 )
-from judgecore.harvesting import Held
-from judgecore.outcomes import classify
-from judgecore.polling import BatchSnapshot, Wait, next_poll_action
-from judgecore.requests import Request, Requests, custom_ids_of, item_ids_of
-from judgecore.spend import budget_line, cut_line
-from judgecore.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
+from judgecore.run.batch.gate import Held
+from judgecore.run.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
+from judgecore.wire.requests import Request, Requests, custom_ids_of, item_ids_of
 
 if TYPE_CHECKING:
-    from judgecore.batchrun._machine import BatchRun
+    from judgecore.run.batch._machine import BatchRun
 
 E, T = SubEvent, Trigger
 

@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from judgecore.batchrun._sub import Sub
-from judgecore.batchrun._vocab import Harvest, Harvested, PollFailed, Say, Snapshot
-from judgecore.outcomes import Status, classify
-from judgecore.polling import Harvest as HarvestNow
-from judgecore.polling import Overdue, Wait, next_poll_action
-from judgecore.spend import answer_cost
-from judgecore.subbatch import SubEvent, SubState, Trigger
+from judgecore.decide.polling import Harvest as HarvestNow
+from judgecore.decide.polling import Overdue, Wait, next_poll_action
+from judgecore.decide.spend import answer_cost
+from judgecore.results.outcomes import Status, classify
+from judgecore.run.batch._sub import Sub
+from judgecore.run.batch._vocab import Harvest, Harvested, PollFailed, Say, Snapshot
+from judgecore.run.subbatch import SubEvent, SubState, Trigger
 
 if TYPE_CHECKING:
-    from judgecore.batchrun._machine import BatchRun
+    from judgecore.run.batch._machine import BatchRun
 
 E, T = SubEvent, Trigger
 

@@ -10,11 +10,18 @@ from typing import Any, TypeVar
 
 import attrs
 
-from judgecore.backoff import backoff
-from judgecore.batching import Intent
-from judgecore.batchrun import _creating, _harvesting
-from judgecore.batchrun._sub import Sub, bounder
-from judgecore.batchrun._vocab import (
+from judgecore.decide.backoff import backoff
+from judgecore.decide.batching import Intent
+from judgecore.decide.breaker import Breaker
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.decide.spend import Budget, Expect
+from judgecore.job.columns import positions_of
+from judgecore.job.idsets import Marked, marked
+from judgecore.results.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
+from judgecore.run.batch import _creating, _harvesting
+from judgecore.run.batch._sub import Sub, bounder
+from judgecore.run.batch._vocab import (
     Action,
     BatchSettings,
     Begin,
@@ -37,18 +44,8 @@ from judgecore.batchrun._vocab import (
     Sleep,
     Snapshot,
 )
-from judgecore.breaker import Breaker
-from judgecore.chunking import chunk
-from judgecore.columns import positions_of
-from judgecore.harvesting import Held
-from judgecore.idsets import Marked, marked
-from judgecore.machine import ExitStatus
-from judgecore.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
-from judgecore.planning import ModelPrice
-from judgecore.polling import BatchSnapshot
-from judgecore.requests import Request, RequestIndex, Requests
-from judgecore.spend import Budget, Expect
-from judgecore.subbatch import (
+from judgecore.run.batch.gate import Held
+from judgecore.run.subbatch import (
     BUSY,
     IN_FLIGHT,
     TERMINAL,
@@ -59,6 +56,9 @@ from judgecore.subbatch import (
     next_phase,
     next_state,
 )
+from judgecore.run.vocab import ExitStatus
+from judgecore.wire.chunking import chunk
+from judgecore.wire.requests import Request, RequestIndex, Requests
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")

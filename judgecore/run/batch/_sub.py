@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from judgecore.planning import ModelPrice
-from judgecore.polling import BatchSnapshot
-from judgecore.requests import Request, RequestIndex
-from judgecore.spend import request_bound
-from judgecore.subbatch import Phase, SubState
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.decide.spend import request_bound
+from judgecore.run.subbatch import Phase, SubState
+from judgecore.wire.requests import Request, RequestIndex
 
 
 @attrs.frozen(kw_only=True)

@@ -7,16 +7,16 @@ from collections.abc import Sequence
 
 import attrs
 
-from judgecore.backoff import BackoffPolicy
-from judgecore.batching import Intent, OrphanWindow, could_fit
-from judgecore.breaker import Breaker, BreakerPolicy
-from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
-from judgecore.harvesting import Held
-from judgecore.machine import Done, Say
-from judgecore.outcomes import FailureClass, Outcome, RawResult, Usage
-from judgecore.polling import BatchSnapshot, PollPolicy
-from judgecore.requests import Request
-from judgecore.subbatch import SubEvent, SubState
+from judgecore.decide.backoff import BackoffPolicy
+from judgecore.decide.batching import Intent, OrphanWindow, could_fit
+from judgecore.decide.breaker import Breaker, BreakerPolicy
+from judgecore.decide.polling import BatchSnapshot, PollPolicy
+from judgecore.results.outcomes import FailureClass, Outcome, RawResult, Usage
+from judgecore.run.batch.gate import Held
+from judgecore.run.subbatch import SubEvent, SubState
+from judgecore.run.vocab import Done, Say
+from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
+from judgecore.wire.requests import Request
 
 
 @attrs.frozen(kw_only=True)
@@ -36,7 +36,7 @@ class BatchSettings:
     create_attempts: int = 5
     #: result streams per ended batch before it is left `ended` (a rerun resumes the harvest)
     harvest_attempts: int = 4
-    #: which listed batch can be an intent's (see `judgecore.batching.OrphanWindow`)
+    #: which listed batch can be an intent's (see `judgecore.decide.batching.OrphanWindow`)
     orphan_window: OrphanWindow = attrs.field(factory=OrphanWindow)
     #: at most this many listed batches are scanned per reconciliation
     list_scan_limit: int = 2000
@@ -77,7 +77,7 @@ class SubView:
 
 @attrs.frozen(kw_only=True)
 class Checkpoint:
-    """The pure view of a job's checkpoint that a run starts from (`adapters.store.Store.checkpoint`)."""
+    """The pure view of a job's checkpoint that a run starts from (`adapters.checkpoint.store.Store.checkpoint`)."""
 
     subs: tuple[SubView, ...] = ()
     final: frozenset[str] = frozenset()

@@ -3,7 +3,7 @@
 The shell streams an ended batch's results line by line (57,000 lines/s durable, `bench/harvest.py`),
 so these are small and cheap: `IdSet` matches a line's custom_id to the sub-batch that owns it in 8
 bytes per id (sorted hashes; process-local, never stored) with a seen-bit per id for duplicates, and
-`Gate` passes each outcome through the invalid-request breaker (`judgecore.breaker`) while it decides:
+`Gate` passes each outcome through the invalid-request breaker (`judgecore.decide.breaker`) while it decides:
 INVALID_REQUEST lines are held (not recorded) until a final outcome of another kind closes it, then
 released; once it trips they are dropped. After it closes the shell stops asking. `MISSING` is what a
 request with no result line in an ended batch means: it did not run; it is sent again.
@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import attrs
 
-from judgecore.breaker import Breaker
-from judgecore.outcomes import FailureClass, Outcome, Status
+from judgecore.decide.breaker import Breaker
+from judgecore.results.outcomes import FailureClass, Outcome, Status
 
 MISSING = Outcome(
     status=Status.RETRY,

@@ -8,7 +8,7 @@ time, to a `HarvestFold`; the fold owns the whole per-line policy and the shell 
   ids are sent again;
 - unknown lines (a custom_id none of ours, after the first) and duplicate lines (an id seen before in
   this stream: the first one is kept) are counted and the first `SHOWN` of each named;
-- each other line's outcome (the port's translation, `judgecore.resultlines.line_outcome`) goes
+- each other line's outcome (the port's translation, `judgecore.results.resultlines.line_outcome`) goes
   through the invalid-request breaker's `Gate` while it decides; the rows it lets through are what
   the shell records, in order;
 - `finish` reads which ids of the settled sub-batches have no outcome recorded (the shell asks the
@@ -28,11 +28,11 @@ from typing import Self
 
 import attrs
 
-from judgecore.batchrun._vocab import Harvested
-from judgecore.breaker import Breaker
-from judgecore.harvesting import MISSING, Gate, Held, IdSet
-from judgecore.outcomes import Outcome, RawResult, Status, Usage
-from judgecore.resultlines import ResultLine
+from judgecore.decide.breaker import Breaker
+from judgecore.results.outcomes import Outcome, RawResult, Status, Usage
+from judgecore.results.resultlines import ResultLine
+from judgecore.run.batch._vocab import Harvested
+from judgecore.run.batch.gate import MISSING, Gate, Held, IdSet
 
 __all__ = ["SHOWN", "HarvestEnd", "HarvestFold"]
 

@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING, assert_never
 
 import attrs
 
-from judgecore.columns import Keyed, Texts, texts_of
-from judgecore.idsets import Picked
-from judgecore.items import RoutePath
-from judgecore.machine import Done, ExitStatus, Say
+from judgecore.decide.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
+from judgecore.job.columns import Keyed, Texts, texts_of
+from judgecore.job.idsets import Picked
+from judgecore.job.items import RoutePath
 from judgecore.moved import moved
-from judgecore.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
-from judgecore.status import FINAL_STATUSES, Status
+from judgecore.results.status import FINAL_STATUSES, Status
+from judgecore.run.vocab import Done, ExitStatus, Say
 
 if TYPE_CHECKING:
-    from judgecore.jobvocab import (
+    from judgecore.run.job._vocab import (
         AWAITING,
         MOVES,
         Action,
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         Wrote,
     )
 
-# The machine's words (its actions and events, `MOVES`) are `judgecore.jobvocab`'s, loaded by the
+# The machine's words (its actions and events, `MOVES`) are `judgecore.run.job._vocab`'s, loaded by the
 # machine's steps when they first run (and by `__getattr__` for an import of them from here): a dry
 # run asks only `dry_run`, and creates none of their classes.
 
@@ -123,7 +123,7 @@ class DryRunPlan:
 class JobRun:
     """The job's run; see the module docstring."""
 
-    #: the job's custom_ids in input order, as one immutable column (`judgecore.columns.Texts`, or the
+    #: the job's custom_ids in input order, as one immutable column (`judgecore.job.columns.Texts`, or the
     #: `Keyed` one of the item ids and their digests a parse makes)
     custom_ids: Texts | Keyed = attrs.field(converter=texts_of)
     history: History
@@ -213,7 +213,7 @@ class JobRun:
         return run, self.queued + actions
 
     def _next(self) -> tuple[JobRun, tuple[Action, ...]]:
-        from judgecore.jobvocab import WriteOutput
+        from judgecore.run.job._vocab import WriteOutput
 
         match self.phase:
             case Phase.START:
@@ -231,7 +231,7 @@ class JobRun:
                 assert_never(self.phase)
 
     def _begin(self) -> tuple[JobRun, tuple[Action, ...]]:
-        from judgecore.jobvocab import Connect, Estimate, Probe
+        from judgecore.run.job._vocab import Connect, Estimate, Probe
 
         if self.finished:
             say = Say("info", "every item is final already: nothing to send")
@@ -254,7 +254,7 @@ class JobRun:
         )
 
     def _run_parts(self) -> tuple[JobRun, tuple[Action, ...]]:
-        from judgecore.jobvocab import RunBatch, RunSync
+        from judgecore.run.job._vocab import RunBatch, RunSync
 
         assert self.route is not None
         if self.fatal is not None:
@@ -287,7 +287,7 @@ class JobRun:
 
     def on(self, event: Event) -> JobRun:
         """The answer to the operation out; see `MOVES`."""
-        from judgecore.jobvocab import MOVES, BatchRan, Probed, SyncRan, Wrote
+        from judgecore.run.job._vocab import MOVES, BatchRan, Probed, SyncRan, Wrote
 
         nxt = MOVES.get((self.phase, type(event)))
         if nxt is None:
@@ -339,7 +339,7 @@ def _then(
 
 def _decided(chosen: Route) -> tuple[Action, ...]:
     """What a route decided in this run asks: say it, record it, keep its estimate."""
-    from judgecore.jobvocab import Estimate, RecordRoute
+    from judgecore.run.job._vocab import Estimate, RecordRoute
 
     return (Say("info", f"route: {chosen.path} ({chosen.reason})"), RecordRoute(chosen), Estimate(chosen))
 
@@ -401,6 +401,6 @@ __getattr__ = moved(
             "WriteOutput",
             "Wrote",
         ),
-        "judgecore.jobvocab",
+        "judgecore.run.job._vocab",
     ),
 )

@@ -1,8 +1,8 @@
-"""The job machine's words (`judgecore.jobrun`): the actions it asks (effects and operations), the
+"""The job machine's words (`judgecore.run.job._machine`): the actions it asks (effects and operations), the
 events that answer them, and `MOVES`, which event answers the operation out in each phase.
 
 They live apart from the machine so that a dry run, which asks `JobRun` only its route and what is
-left to send (`JobRun.dry_run`), creates none of these classes; `judgecore.jobrun` gives every name
+left to send (`JobRun.dry_run`), creates none of these classes; `judgecore.run.job._machine` gives every name
 here too, as it always did, and its machine steps load this module when they first run.
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Set
 
 import attrs
 
-from judgecore.jobrun import Phase
-from judgecore.machine import Done, Say
-from judgecore.routing import Route
-from judgecore.status import Status
+from judgecore.decide.routing import Route
+from judgecore.results.status import Status
+from judgecore.run.job._machine import Phase
+from judgecore.run.vocab import Done, Say
 
 # -- actions -----------------------------------------------------------------------------------
 

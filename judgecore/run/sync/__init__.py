@@ -26,9 +26,9 @@ What the machine decides:
   spend limit, billing, recorded as not final so its line says why it waits) stops at once, its item
   left pending; so does a
   connection that cannot be made on the run's first contact (before any HTTP answer), naming the
-  endpoint; the breaker (`judgecore.breaker`) trips on a job whose first final outcomes are all invalid
+  endpoint; the breaker (`judgecore.decide.breaker`) trips on a job whose first final outcomes are all invalid
   (held INVALID_REQUEST rows are recorded when it closes, dropped when it trips). A budget
-  (`judgecore.spend`) that cannot admit the next launch waits for the answers in flight (each frees
+  (`judgecore.decide.spend`) that cannot admit the next launch waits for the answers in flight (each frees
   its bound and adds its real cost); only with nothing in flight does it stop launching: the rest
   stays pending and a `Say` says how much more it needs, from what the answers really cost
   (`Expect`).
@@ -39,9 +39,9 @@ The parts: `_vocab` (the policy, the per-item values, the actions and the event)
 (`SyncRun`: `start`, `step`, `on`).
 """
 
-from judgecore.outcomes import CONNECT_FAILED
-from judgecore.syncrun._machine import SyncRun
-from judgecore.syncrun._vocab import (
+from judgecore.results.outcomes import CONNECT_FAILED
+from judgecore.run.sync._machine import SyncRun
+from judgecore.run.sync._vocab import (
     MIN_WAIT,
     NOTE_WAIT,
     Action,

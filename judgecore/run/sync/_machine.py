@@ -1,18 +1,17 @@
 """The sync run machine itself: `SyncRun`, a frozen value that `step(now)` asks what to do next and
-`on(Answered)` tells what came back (the rules are in `judgecore.syncrun`'s docstring)."""
+`on(Answered)` tells what came back (the rules are in `judgecore.run.sync`'s docstring)."""
 
 from __future__ import annotations
 
 import attrs
 
-from judgecore.backoff import backoff
-from judgecore.breaker import Breaker
-from judgecore.machine import ExitStatus
-from judgecore.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
-from judgecore.planning import ModelPrice
-from judgecore.ratelimit import NOTHING, Concurrency, Cost, Pacer, RateLimitReading
-from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
-from judgecore.syncrun._vocab import (
+from judgecore.decide.backoff import backoff
+from judgecore.decide.breaker import Breaker
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.ratelimit import NOTHING, Concurrency, Cost, Pacer, RateLimitReading
+from judgecore.decide.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
+from judgecore.results.outcomes import CONNECT_FAILED, FailureClass, Outcome, Status, Usage, stop_line
+from judgecore.run.sync._vocab import (
     MIN_WAIT,
     NOTE_WAIT,
     Action,
@@ -30,6 +29,7 @@ from judgecore.syncrun._vocab import (
     Wait,
     _Retry,
 )
+from judgecore.run.vocab import ExitStatus
 
 
 def _one_line(text: str) -> str:

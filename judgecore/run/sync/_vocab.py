@@ -8,10 +8,10 @@ from typing import Final
 
 import attrs
 
-from judgecore.backoff import BackoffPolicy
-from judgecore.machine import Done, ExitStatus, Say
-from judgecore.outcomes import Outcome
-from judgecore.ratelimit import Cost, PacingPolicy, RateLimitReading
+from judgecore.decide.backoff import BackoffPolicy
+from judgecore.decide.ratelimit import Cost, PacingPolicy, RateLimitReading
+from judgecore.results.outcomes import Outcome
+from judgecore.run.vocab import Done, ExitStatus, Say
 
 #: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
 #: so a shorter wait could spin without time moving.

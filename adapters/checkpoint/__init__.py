@@ -1,0 +1,1 @@
+"""A state dir: the checkpoint store, the job key, the run lock, the finished-job record."""

@@ -1,0 +1,1 @@
+"""The providers' ports: each provider's package holds every byte of its wire and SDK."""

@@ -1,0 +1,1 @@
+"""The Anthropic Messages and Message Batches APIs: the batch and sync ports, result-line translation, token counting."""

@@ -1,0 +1,1 @@
+"""The machines: the job, batch and sync runs, the sub-batch lifecycle, and the vocabulary they share."""
