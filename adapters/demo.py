@@ -20,7 +20,10 @@ from typing import Any
 
 import orjson
 
-from adapters.run.job import EXIT_OK, JobSettings, ajudge, load_items
+from adapters.files.items_io import load_items
+from adapters.run.job import ajudge
+from adapters.run.settings import JobSettings
+from adapters.usage import EXIT_OK
 from judgecore import spec_from_json
 
 #: The rubric asks for "Score: N" first; a judge that concludes last would match the same (the last
@@ -219,7 +222,7 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio
 
-    from adapters.cli import command_line
+    from adapters.cli.relaunch import command_line
     from adapters.run.progress import plural, stderr_progress
     from adapters.simulator import Scenario, Simulator, serve
 
@@ -322,8 +325,8 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             print("\n".join(pairwise_lines(result.records.values())))
         print(f"       output: {result.output_path}")
         ok = ok and result.exit_code == EXIT_OK
-    from adapters.html_report import write_html_report
-    from adapters.run.summary import job_report
+    from adapters.report.job_report import job_report
+    from adapters.report.page import write_html_report
 
     report = root / "report.html"
     write_html_report(report, job_report(root / "state-batch", by="topic"))

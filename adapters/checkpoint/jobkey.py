@@ -1,25 +1,19 @@
-"""A state dir's job key, the one its custom_ids are derived with (`judgecore.job.ids.job_key`), and
-whether the dir holds a checkpoint, both told without importing the checkpoint's package
-(`adapters.checkpoint.store`) or SQLite for a new dir: a dry run on a fresh state dir loads neither."""
+"""A state dir's job key, the one its custom_ids are derived with (`judgecore.job.ids.job_key`): the key its
+checkpoint keeps, or a new one for a new dir."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from adapters.files.paths import STATE_FILES
-
-#: the checkpoint's database file in a state dir (`adapters.checkpoint.store.DB_NAME`)
-DB_NAME = STATE_FILES[0]
-
-
-def holds_checkpoint(state_dir: Path | str) -> bool:
-    """Whether `state_dir` holds a checkpoint (`adapters.checkpoint.store.Store.exists`)."""
-    return (Path(state_dir) / DB_NAME).exists()
+from adapters.checkpoint.store import Store
+from adapters.checkpoint.store.schema import holds_checkpoint
+from judgecore.job.ids import job_key
 
 
 def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
@@ -29,13 +23,7 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
     ids). For a new dir (or none) the key is made from the manifest and a fresh nonce: `bind_job`
     keeps it, and every later run reads it back, so the ids are the job's own in every process.
     """
-    from judgecore.job.ids import job_key
-
     if state_dir is not None and holds_checkpoint(state_dir):
-        import sqlite3
-
-        from adapters.checkpoint.store import Store
-
         try:
             store = Store.open_readonly(state_dir)
         except sqlite3.Error:

@@ -23,11 +23,11 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     from adapters.providers.anthropic.batch_api import AnthropicBatchApi
     from adapters.run.batch import cancel_job
     from adapters.run.clock import RealClock
-    from adapters.run.job import _default_client
+    from adapters.run.operations import default_client
     from adapters.run.progress import PlainProgress, plural
 
     _existing_state(ns.state)
-    client = _default_client(os.environ)
+    client = default_client(os.environ)
     try:
         store = Store.open(ns.state, exclusive="cancel")  # not while a run uses the state dir
     except StateLockedError as exc:

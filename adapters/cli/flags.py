@@ -85,6 +85,6 @@ def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
 def _verdict_spec(path: Path | None) -> Any:
     if path is None:
         return None
-    from adapters.run.summary import read_verdict_file
+    from adapters.files.readers import read_verdict_file
 
     return read_verdict_file(path)

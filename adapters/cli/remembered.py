@@ -28,7 +28,7 @@ _FLAG_OF = {
 
 def _holds_checkpoint(state: Path | None) -> bool:
     """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
-    from adapters.checkpoint.jobkey import holds_checkpoint
+    from adapters.checkpoint.store.schema import holds_checkpoint
 
     try:
         return state is not None and holds_checkpoint(state)

@@ -17,7 +17,8 @@ from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 if TYPE_CHECKING:
     from adapters.checkpoint import finished
     from adapters.files.messages import JobInput
-    from adapters.run.job import JobSettings, JudgeResult
+    from adapters.run.result import JudgeResult
+    from adapters.run.settings import JobSettings
     from judgecore.job.items import Items
 
 
@@ -80,7 +81,8 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
     # fresh state dir, its job key is drawn for the dry run alone: its custom_ids, derived only if read).
-    from adapters.checkpoint.jobkey import holds_checkpoint, ids_job_for
+    from adapters.checkpoint.jobkey import ids_job_for
+    from adapters.checkpoint.store.schema import holds_checkpoint
 
     fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
@@ -295,9 +297,9 @@ def _write_after_interrupt(
     items: Any, state: Path, out: Path, verdict: Any = None, design: Any = None
 ) -> None:
     """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
+    from adapters.checkpoint.records import collect_records
     from adapters.checkpoint.store import Store
     from adapters.files.writers import write_records
-    from adapters.run.job import collect_records
 
     store = Store.open(state)
     try:

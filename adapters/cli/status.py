@@ -122,13 +122,13 @@ def _spend_line(spend: float | None, all_sync: float | None, estimate: float | N
 
 
 def _counts_with_verdicts(store: Any) -> dict[str, int]:
-    from adapters.run.summary import counts_with_verdicts
+    from adapters.checkpoint.reads import counts_with_verdicts
 
     return counts_with_verdicts(store, store.counts())
 
 
 def _spend_json(store: Any) -> dict[str, float | None]:
-    from adapters.run.summary import spend_from_store
+    from adapters.checkpoint.reads import spend_from_store
 
     m = spend_from_store(store)
     return {"spend_usd": m.spend_usd, "all_sync_usd": m.all_sync_usd, "estimate_usd": m.estimate_usd}
@@ -154,7 +154,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
 
 
 def cmd_summary(ns: argparse.Namespace) -> int:
-    from adapters.run.summary import job_report, summary_json
+    from adapters.report.job_report import job_report, summary_json
     from judgecore.summary.job_summary import render_summary, unreadable_warning
 
     if ns.json and ns.markdown:
@@ -184,7 +184,7 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
     if ns.html is not None:
-        from adapters.html_report import write_html_report
+        from adapters.report.page import write_html_report
 
         write_html_report(ns.html, report)
         sys.stdout.flush()

@@ -5,85 +5,25 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
-import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from adapters.checkpoint.jobkey import holds_checkpoint, ids_job_for
-from adapters.files.readers import (
-    dated,
-    frame_lines,
-    input_kind,
-    input_lines,
-    is_frame,
-    native,
-    templated_rows,
-)
-from adapters.run.settings import JobSettings
+from adapters.files.cells import dated
+from adapters.files.readers import frame_lines, input_kind, input_lines, is_frame, native, templated_rows
 from adapters.usage import UsageError
-from judgecore.decide.planning import JobPlan, plan_job
-from judgecore.job.errors import DuplicateIdError, InputError, RequestTooLargeError
+from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
 from judgecore.job.items import Item, Items
 from judgecore.job.parsing import parse_item
-from judgecore.wire.models import max_tokens_problem, thinking_problem
 
 if TYPE_CHECKING:
-    from adapters.files.messages import JobInput, MessageSource
+    from adapters.files.messages import JobInput
     from adapters.files.readers import InputKind
     from judgecore.job.designs import Design
-
-
-def check_arguments(
-    items: object,
-    *,
-    rubric: object,
-    state_dir: object,
-    settings: object,
-    out: object = None,
-    progress: object = None,
-    client: object = None,
-    async_client: bool = True,
-) -> None:
-    """The Python API's arguments, checked before anything is read, written or sent: a `TypeError`
-    naming the argument and what it takes (an `AttributeError` deep in the run said neither, and a
-    `progress` that was no callable failed only after the first request had gone)."""
-
-    def refuse(name: str, takes: str, value: object, hint: str = "") -> TypeError:
-        return TypeError(f"{name} must be {takes}, got {type(value).__name__}{hint}")
-
-    messages = sys.modules.get("adapters.files.messages")  # a `JobInput` (the CLI's) is made by it
-    given = isinstance(items, os.PathLike) or (messages is not None and isinstance(items, messages.JobInput))
-    if not given and (items is None or isinstance(items, Mapping) or not hasattr(items, "__iter__")):
-        hint = ": one dict is one item, give a list of them" if isinstance(items, Mapping) else ""
-        raise refuse(
-            "items", "a sequence of dicts shaped like input lines, a DataFrame or a path", items, hint
-        )
-    if rubric is not None and not isinstance(rubric, str):
-        hint = " (read the file: Path(...).read_text())" if isinstance(rubric, os.PathLike) else ""
-        raise refuse("rubric", "the rubric's text (a str) or None", rubric, hint)
-    if rubric is not None and not rubric.strip():  # as `--rubric FILE` of a blank file is refused
-        raise UsageError("rubric is empty (or only whitespace); give rubric=None for a job without one")
-    if not isinstance(state_dir, str | os.PathLike):
-        raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
-    if not isinstance(settings, JobSettings):
-        raise refuse(
-            "settings", "an adapters.JobSettings", settings, " (JobSettings(**...) takes its fields)"
-        )
-    if out is not None and not isinstance(out, str | os.PathLike):
-        raise refuse("out", "a path (str or os.PathLike) or None", out)
-    if progress is not None and not callable(progress):
-        raise refuse("progress", "a callable taking each event, or None", progress)
-    if client is not None:
-        sync = any(c.__name__ == "SyncAPIClient" for c in type(client).__mro__)
-        if not hasattr(client, "messages") or (async_client and sync):
-            takes = "an anthropic.AsyncAnthropic (judge() sends concurrently) or None"
-            raise refuse("client", takes if async_client else "an anthropic.Anthropic or None", client)
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -122,7 +62,7 @@ def load_items(
     `hold_messages=False`: the items keep each message's size and digest, not the messages (a dry
     run's plan needs no more; to run them, `load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
-    job key of the custom_ids (`adapters.checkpoint.store.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
+    job key of the custom_ids (`adapters.checkpoint.jobkey.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, whose key is drawn for it alone): they are derived only if read
     (`judgecore.job.parsing.parse_items`)."""
     from judgecore.job.parsing import parse_items
@@ -252,7 +192,7 @@ def items_from_objects(objects: Iterable[Mapping[str, Any] | Item]) -> tuple[Ite
     return tuple(out)
 
 
-def _design_objects(design: Design, objects: Iterable[Mapping[str, Any]]) -> Items:
+def design_objects(design: Design, objects: Iterable[Mapping[str, Any]]) -> Items:
     """The requests of a design from Python objects (or a DataFrame's rows), as from a file."""
     try:
         with templated_rows():
@@ -266,129 +206,14 @@ def _design_objects(design: Design, objects: Iterable[Mapping[str, Any]]) -> Ite
         raise input_error(None, exc.line, exc.reason) from None
 
 
-def job_of(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
-    *,
-    rubric: str | None,
-    settings: JobSettings,
-    state_dir: Path,
-) -> JobPlan:
-    """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
-    holds (or of a new one), and its plan, built once (a dry run: the items keep their messages when
-    they hold them, for `--count-tokens`)."""
-    # a `JobInput` is made by `adapters.files.messages`: a dry run of a file's items never imports it
-    messages = sys.modules.get("adapters.files.messages")
-    if messages is not None and isinstance(items, messages.JobInput):
-        given = items
-        items = given.items
-        if not items.holds_messages and items.digests is None:  # the source holds them (`load_input`)
-            items = attrs.evolve(items, digests=b"".join(given.messages.digests(items)))
-    return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
-
-
-def run_job_of(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
-    *,
-    rubric: str | None,
-    settings: JobSettings,
-    state_dir: Path,
-) -> tuple[JobPlan, MessageSource]:
-    """`job_of` for a run: the plan holds no messages, and the source says where they are until the
-    run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
-    from adapters.files.messages import JobInput, split_messages
-
-    design = settings.design
-    if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
-        # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
-        path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
-        single = design.single and design.template is None
-        items = load_input(path, job=job) if single else load_design_input(path, design, job=job)
-    if isinstance(items, JobInput):
-        cols, source = _items_of(items.items, rubric, settings, state_dir), items.messages
-    else:
-        cols = _items_of(items, rubric, settings, state_dir)
-        if not cols.holds_messages:
-            raise UsageError(
-                "the items do not hold their messages (loaded with hold_messages=False): "
-                "load the input with adapters.files.items_io.load_input to run it"
-            )
-        split = split_messages(cols)
-        cols, source = split.items, split.messages
-    return _checked_plan(cols, rubric=rubric, settings=settings), source
-
-
-def _items_of(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]],
-    rubric: str | None,
-    settings: JobSettings,
-    state_dir: Path,
-) -> Items:
-    """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's)."""
-    plain = settings.plain
-    if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
-        items = (
-            load_items(Path(items)) if plain else load_design_items(Path(items), settings.design, job=None)
-        )
-    if not isinstance(items, Items) and not plain:
-        items = _design_objects(settings.design, items)  # type: ignore[arg-type]
-    if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
-        items = items_from_objects(items)  # type: ignore[arg-type]
-    cols = Items.of(items)
-    if cols.job is None or holds_checkpoint(state_dir):  # the CLI derived a new dir's key already
-        try:
-            cols = cols.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
-        except DuplicateIdError as exc:
-            raise input_error(None, exc.line, exc.reason) from None
-    return cols
-
-
-def _checked_plan(items: Items, *, rubric: str | None, settings: JobSettings) -> JobPlan:
-    """The plan of `items`, checked against the settings first (exit 2 before anything is sent)."""
-    if not items:
-        raise UsageError("the input has no items")
-    warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
-    given = items.max_tokens
-    for k, mt in enumerate(given if given.count(None) != len(given) else ()):  # () : none given
-        if mt is None:
-            continue
-        for model in settings.models:
-            if problem := max_tokens_problem(model, mt):
-                raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
-            if settings.thinking is not None and (problem := thinking_problem(model, settings.thinking, mt)):
-                raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    with bulk_allocation():
-        return plan_the_job(items, rubric=rubric, settings=settings)
-
-
-def plan_the_job(items: Sequence[Item], *, rubric: str | None, settings: JobSettings) -> JobPlan:
-    """The job's plan, once; an item too large for any sub-batch (when batches are possible) is a
-    `UsageError` naming its line, before anything is sent."""
-    try:
-        return plan_job(
-            items,
-            model=settings.request_model,
-            max_tokens=settings.max_tokens,
-            rubric=rubric,
-            max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
-            output_config=settings.verdict.output_config() if settings.verdict is not None else None,
-            thinking=settings.thinking,
-        )
-    except RequestTooLargeError as exc:
-        raise input_error(None, exc.line, exc.reason) from None
-
-
 __all__ = [
     "bulk_allocation",
     "design_items_of",
+    "design_objects",
     "input_error",
     "items_from_objects",
-    "job_of",
     "load_design_input",
     "load_design_items",
     "load_input",
     "load_items",
-    "plan_the_job",
-    "run_job_of",
 ]

@@ -12,8 +12,7 @@ import contextlib
 import os
 from pathlib import Path
 
-# The checkpoint's own files in a state dir (adapters.checkpoint.store.DB_NAME and SQLite's companions).
-STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
+from adapters.checkpoint.store.schema import STATE_FILES
 
 _NAME_MAX = 255
 _PATH_MAX = 4096

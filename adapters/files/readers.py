@@ -1,6 +1,6 @@
 """Input readers: every format judgecore reads, turned into the JSON lines the core already parses.
 
-Theory of operation. The core has one parser (`judgecore.job.items.parse_items`): one JSON object a line,
+Theory of operation. The core has one parser (`judgecore.job.parsing.parse_items`): one JSON object a line,
 each line numbered from 1 as it is read. Every reader here yields exactly such lines, one per row of
 its format, so every rule (ids, `prompt` / `messages`, `max_tokens`, nesting, duplicates) and every
 error message stays one implementation, and the number in `FILE:N: reason` is the row's place:
@@ -25,20 +25,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import datetime
-import decimal
-import importlib
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import IO, Any, Literal
 
 import orjson
 
+from adapters.files.cells import need, object_line
 from adapters.usage import UsageError
 from judgecore.job.errors import InputError
 from judgecore.job.parsing import MAX_LINE_BYTES
+from judgecore.results.verdicts import VerdictSpec, VerdictSpecError, spec_from_json
 
 InputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet", "dataset", "inspect"]
 
@@ -76,18 +74,6 @@ def input_kind(path: Path) -> InputKind:
             return kind
     shown = "".join(path.suffixes[-2:]) or "no extension"
     raise UsageError(f"{path}: unknown input format ({shown}); INPUT is {KNOWN}")
-
-
-def need(module: str, extra: str, *, path: Path | str | None, what: str) -> ModuleType:
-    """`module` imported, or `UsageError` naming the optional extra that installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        where = f"{path}: " if path is not None else ""
-        raise UsageError(
-            f"{where}{what} needs the optional extra '{extra}' ({module} is not installed): "
-            f"pip install 'judgecore[{extra}]'"
-        ) from None
 
 
 def input_lines(path: Path, kind: InputKind | None = None) -> Iterator[bytes]:
@@ -163,30 +149,6 @@ def row_object(row: Mapping[str, Any]) -> dict[str, Any]:
     if metadata:
         obj["metadata"] = metadata
     return obj
-
-
-def dated(value: object) -> str:
-    """A date or time orjson leaves aside (a pandas Timestamp) in ISO 8601, as orjson writes a
-    `datetime`; a `Decimal` as its text; anything else stays not serializable (`TypeError`). The
-    `default` of every input object's JSON (a table row's, and `judge()`'s objects)."""
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
-
-
-def _as_text(value: object) -> str:
-    """A table cell JSON lacks as its text: `dated`, else `str` (a binary cell's `b'...'`)."""
-    try:
-        return dated(value)
-    except TypeError:
-        return str(value)
-
-
-def object_line(obj: Mapping[str, Any]) -> bytes:
-    """The JSON line of an input object (a value JSON lacks, a date or a decimal, as its text)."""
-    return orjson.dumps(obj, default=_as_text, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def rows_as_lines(rows: Iterable[Mapping[str, Any]], *, first: int = 1) -> Iterator[bytes]:
@@ -379,3 +341,17 @@ def is_frame(obj: object) -> bool:
 
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)
+
+
+def read_verdict_file(path: Path) -> VerdictSpec:
+    """The verdict spec in `path`; a `UsageError` naming the file when it cannot be used."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (--verdict)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return spec_from_json(raw)
+    except VerdictSpecError as exc:
+        raise UsageError(f"{path}: bad verdict spec: {exc}") from None

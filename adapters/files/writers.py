@@ -1,6 +1,6 @@
 """Output writers: the output records as JSON Lines, CSV or Parquet, chosen by `--out`'s extension.
 
-Every writer is atomic as the JSONL one always was (`adapters.run.job.write_output_atomic`: a temp file
+Every writer is atomic as the JSONL one always was (`adapters.files.writers.write_output_atomic`: a temp file
 in the same directory, fsync, rename), and writes the same records (CONTRACT.md's output shape), in
 input order, one row per item:
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -43,7 +44,7 @@ def output_kind(path: Path) -> OutputKind:
 def output_problem(path: Path) -> str | None:
     """Why `--out path` cannot be written (a gzip name of a format other than JSON Lines, or a
     format whose extra this install lacks), or None; checked before anything is sent."""
-    from adapters.files.readers import need
+    from adapters.files.cells import need
     from adapters.usage import UsageError
 
     if path.name.lower().endswith(".gz") and output_kind(path) != "jsonl.gz":
@@ -60,7 +61,6 @@ def output_problem(path: Path) -> str | None:
 
 def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Write the output `records` to `path` atomically, in the format of its extension."""
-    from adapters.run.job import write_output_atomic
     from judgecore.results.output_line import output_line
 
     match output_kind(path):
@@ -131,7 +131,7 @@ def csv_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
 def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
     """The records as a `pyarrow.Table`: one column per field, nested fields as structs (see the
     module docstring for the columns written as JSON text)."""
-    from adapters.files.readers import need
+    from adapters.files.cells import need
 
     pa = need("pyarrow", "data", path=None, what="writing Parquet")
     rows = list(records)
@@ -151,7 +151,7 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
 
 def parquet_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
     """The records as the bytes of a Parquet file."""
-    from adapters.files.readers import need
+    from adapters.files.cells import need
 
     pq = need("pyarrow.parquet", "data", path=None, what="writing Parquet")
     buf = io.BytesIO()
@@ -170,8 +170,28 @@ def _storable(t: Any, pa: Any) -> bool:
 
 def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
     """The records as a pandas DataFrame, one row per item, nested fields as Python dicts."""
-    from adapters.files.readers import need
+    from adapters.files.cells import need
 
     pd = need("pandas", "data", path=None, what="JudgeResult.to_pandas()")
     rows = [dict(r) for r in records]
     return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)
+
+
+def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
+    """Write JSONL to a temp file in the same directory, fsync, then rename over `path`."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            for line in lines:
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).replace(path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync of the temp file
+            exc.filename = str(path)
+        raise

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from adapters.report import sections
-from adapters.run.summary import JobReport
+from adapters.report.job_report import JobReport
 from judgecore.summary.health import timeline_says_something
 
 CSS = """

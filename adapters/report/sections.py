@@ -14,7 +14,7 @@ import orjson
 
 from adapters.report import plots
 from adapters.report.gather import resume_command
-from adapters.run.summary import JobReport
+from adapters.report.job_report import JobReport
 from judgecore.summary import numfmt as fig
 from judgecore.summary.compare import Difference
 from judgecore.summary.job_summary import Group, render_summary

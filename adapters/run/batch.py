@@ -34,11 +34,11 @@ from adapters.run.events import (
     RoundStarted,
 )
 from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
-from judgecore.decide.batching import after_cancel_error
 from judgecore.decide.spend import Budget, Expect
 from judgecore.results.resultlines import ResultLine
 from judgecore.run import batch as br
 from judgecore.run.batch import BatchSettings
+from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.batch.gate import IdSet
 from judgecore.run.batch.harvest import HarvestFold
 from judgecore.run.subbatch import SubEvent, SubState, next_state

@@ -8,23 +8,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from adapters.checkpoint.jobkey import holds_checkpoint
-from adapters.files.items_io import check_arguments, job_of
+from adapters.checkpoint.store.schema import holds_checkpoint
+from adapters.run.planning import check_arguments, job_of, plan_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_OK, UsageError
-from judgecore.decide.planning import DEFAULT_PRICES, JobPlan, Learned, Plan, plan
-from judgecore.decide.routing import Route
+from judgecore.decide.planning import JobPlan, Learned
 from judgecore.job.items import Item, Items
 from judgecore.run.job._machine import History, JobPolicy, JobRun
-from judgecore.wire.chunking import chunk
-from judgecore.wire.requests import Request, Requests
 
 if TYPE_CHECKING:
     from adapters.files.messages import JobInput
-    from judgecore.job.designs import Design
 
 
 def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
@@ -104,9 +98,8 @@ def dry_run_of(
     history = History()
     learned, spent = Learned(), 0.0
     if holds_checkpoint(state_dir):  # the checkpoint's package (and SQLite) only for one that exists
+        from adapters.checkpoint.reads import history_from_store, learned_from_store, spend_from_store
         from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
-        from adapters.run.operations import history_from_store
-        from adapters.run.summary import learned_from_store, spend_from_store
 
         store = Store.open_readonly(state_dir)
         try:
@@ -129,128 +122,3 @@ def dry_run_of(
         job, left, dry.route, rubric, settings, final=dry.final, live=dry.live, learned=learned, spent=spent
     )
     return JudgeResult(exit_code=EXIT_OK, route=dry.route, counts={}, records={}, plan=p)
-
-
-def plan_of(
-    job: JobPlan,
-    requests: Sequence[Request],
-    chosen: Route,
-    rubric: str | None,
-    settings: JobSettings,
-    *,
-    final: int = 0,
-    live: int = 0,
-    learned: Learned | None = None,
-    spent: float = 0.0,
-    chunked: bool = True,
-) -> Plan:
-    """The plan of sending `requests` of `job` on `chosen` (chunked into sub-batches on the batch
-    route, unless `chunked` is False), with `final` and `live` items counted, not sent: what the dry
-    run prints and a run's estimate. `learned` (the checkpoint's answers, a counted prompt) teaches
-    the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
-    subs = (
-        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
-        if chosen.path == "batch" and chunked
-        else ()
-    )
-    if not settings.plain and not (design := settings.design).single:
-        whole = _plan(
-            job,
-            requests,
-            chosen,
-            subs,
-            rubric,
-            settings,
-            final=final,
-            live=live,
-            learned=learned,
-            spent=spent,
-        )
-        by_judge: list[tuple[str, float | None]] = []
-        sync_costs: list[float | None] = []
-        if design.judges:
-            template = job.template(chosen.path)
-            cols = Requests.of(requests)
-            models = cols.models
-            for judge in design.judges:
-                mine = cols.only(
-                    frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
-                )
-                p = plan(
-                    mine,
-                    route=chosen,
-                    sub_batches=(),
-                    template=template.with_model(judge),
-                    rubric=rubric,
-                    max_batch_requests=settings.max_batch_requests,
-                    max_batch_bytes=settings.max_batch_bytes,
-                    prices=DEFAULT_PRICES,
-                    thinking=settings.thinking,
-                    learned=learned,
-                )
-                by_judge.append((judge, p.estimated_cost_usd))
-                sync_costs.append(p.all_sync_cost_usd)
-            known = [c for _, c in by_judge]
-            # each judge's figure is rounded to 4 places (`plan`), and so is their sum (no 0.15230000000000002)
-            cost = None if any(c is None for c in known) else round(sum(c for c in known if c is not None), 4)
-            all_sync = (
-                None
-                if any(c is None for c in sync_costs)
-                else round(sum(c for c in sync_costs if c is not None), 4)
-            )
-            whole = attrs.evolve(
-                whole, estimated_cost_usd=cost, all_sync_cost_usd=all_sync, model=", ".join(design.judges)
-            )
-        return attrs.evolve(
-            whole,
-            items=len(job.items) // design.per_item,
-            per_item=design.per_item,
-            design=_design_words(design),
-            cost_by_judge=tuple(by_judge),
-        )
-    return _plan(
-        job, requests, chosen, subs, rubric, settings, final=final, live=live, learned=learned, spent=spent
-    )
-
-
-def _design_words(design: Design) -> str:
-    parts = []
-    if design.samples > 1:
-        parts.append(f"{design.samples} samples")
-    if design.pairwise is not None:
-        parts.append(f"{design.pairwise[0]} vs {design.pairwise[1]} in both orders")
-    if design.judges:
-        parts.append(f"a panel of {len(design.judges)} judges")
-    return " x ".join(parts) or "one request"
-
-
-def _plan(
-    job: JobPlan,
-    requests: Sequence[Request],
-    chosen: Route,
-    subs: Any,
-    rubric: str | None,
-    settings: JobSettings,
-    *,
-    final: int,
-    live: int,
-    learned: Learned | None,
-    spent: float,
-) -> Plan:
-    return plan(
-        requests,
-        route=chosen,
-        sub_batches=subs,
-        template=job.template(chosen.path),
-        rubric=rubric,
-        max_batch_requests=settings.max_batch_requests,
-        max_batch_bytes=settings.max_batch_bytes,
-        prices=DEFAULT_PRICES,
-        final=final,
-        live=live,
-        thinking=settings.thinking,
-        warnings=settings.warnings(),
-        learned=learned,
-        budget=settings.budget,
-        spent=spent,
-    )

@@ -10,8 +10,7 @@ written from the checkpoint, atomically, in one streaming pass. A dry run asks t
 (`adapters.run.dryrun`).
 
 The settings, the items' loading, the output, the dry run and the result live in `adapters.run.settings`,
-`adapters.files.items_io`, `adapters.files.output`, `adapters.run.dryrun` and `adapters.run.result`; their public names
-are importable from here as well.
+`adapters.files.items_io`, `adapters.files.output`, `adapters.run.dryrun` and `adapters.run.result`.
 """
 
 from __future__ import annotations
@@ -24,56 +23,28 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import attrs
 
+from adapters.checkpoint.reads import history_from_store
 from adapters.checkpoint.store import Store
-from adapters.files.items_io import (
-    check_arguments,
-    input_error,
-    items_from_objects,
-    job_of,
-    load_items,
-    run_job_of,
-)
-from adapters.files.output import (
-    collect_records,
-    iter_records,
-    record_estimate,
-    record_for_summary,
-    write_output,
-    write_output_atomic,
-)
+from adapters.files.output import write_output
 from adapters.files.paths import out_problem, state_problem
-from adapters.run.dryrun import conflict_message, dry_run_of, judge_dry_run, machine_of
-from adapters.run.operations import (
-    Ports,
-    connect,
-    default_client,
-    history_from_store,
-    probe_one,
-    run_batch_part,
-    run_sync_part,
-)
+from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
+from adapters.run.operations import Ports, connect, probe_one, run_batch_part, run_sync_part
+from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import Fatal, JobSettings
 from adapters.usage import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_MODEL,
-    EXIT_FATAL,
-    EXIT_OK,
-    EXIT_PENDING,
-    EXIT_USAGE,
     UsageError,
 )
 from judgecore.decide.planning import JobPlan
 from judgecore.job.items import Item
-from judgecore.run.job._machine import (
+from judgecore.run.job._machine import Done, Say
+from judgecore.run.job._vocab import (
     Connect,
-    Done,
     Estimate,
     Probe,
     RecordRoute,
     RunBatch,
     RunSync,
-    Say,
     WriteOutput,
     Wrote,
 )
@@ -89,9 +60,6 @@ if TYPE_CHECKING:
 # and their API ports; importing the SDK takes about two seconds), the event loop, the run machines
 # and the output's formatting are imported where a run uses them: `--help`, `status` and `--dry-run`
 # skip them.
-
-_write_output = write_output  # the names tests and the CLI used
-_default_client = default_client
 
 
 async def ajudge(
@@ -279,7 +247,7 @@ async def _run(
                         run = run.on(Wrote(pending=written.counts.get("pending", 0)))
                     case Done(exit_status=status, reason=reason):
                         assert written is not None
-                        from adapters.run.summary import spend_from_store
+                        from adapters.checkpoint.reads import spend_from_store
 
                         money = spend_from_store(store)
                         return JudgeResult(
@@ -390,24 +358,4 @@ def judge(
     )
 
 
-__all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "DEFAULT_MODEL",
-    "EXIT_FATAL",
-    "EXIT_OK",
-    "EXIT_PENDING",
-    "EXIT_USAGE",
-    "Fatal",
-    "JobSettings",
-    "JudgeResult",
-    "UsageError",
-    "ajudge",
-    "collect_records",
-    "input_error",
-    "items_from_objects",
-    "iter_records",
-    "judge",
-    "judge_dry_run",
-    "load_items",
-    "write_output_atomic",
-]
+__all__ = ["ajudge", "judge"]

@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from adapters.checkpoint.store import Store
+from adapters.run.planning import expect_now
 from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan
-from judgecore.decide.routing import Route
-from judgecore.decide.spend import Expect
 from judgecore.job.columns import Ints
 from judgecore.job.idsets import Picked
-from judgecore.job.items import RoutePath
-from judgecore.run.job._machine import BatchRan, History, Probed, RunSync, SyncRan
+from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
 from judgecore.wire.requests import Requests
 
 if TYPE_CHECKING:
@@ -30,41 +28,6 @@ if TYPE_CHECKING:
     from adapters.run.clock import Clock
     from adapters.run.events import Emit
     from adapters.run.sync import SyncSettings
-
-
-def history_from_store(store: Store) -> History:
-    """What the checkpoint says about the job before this run acts."""
-    raw = store.get_meta("route")
-    reading = store.get_meta("rate_limits") or {}
-    limit = reading.get("output_tokens_limit")
-    state = store.job_state()
-    return History(
-        stored=Route(**raw) if raw else None,
-        otpm_read=int(limit) if limit else None,
-        final=state.final,
-        in_flight=state.in_flight,
-        any_batch=bool(store.sub_batches()),
-    )
-
-
-def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePath) -> Expect | None:
-    """What one more request of the job is expected to cost on `path`, for a budget's last line: the
-    plan of the whole job as the checkpoint's answers teach it, weighted by how many there are (each
-    answer of the run then adds its real cost). None without a budget."""
-    if settings.budget is None or not len(job.requests):
-        return None
-    from adapters.run.dryrun import plan_of
-    from adapters.run.summary import learned_from_store
-
-    learned = learned_from_store(store)
-    route = Route(
-        path=path, n=len(job.requests), threshold=0, otpm=0, otpm_source="assumed", forced=True, reason=""
-    )
-    p = plan_of(
-        job, job.requests, route, None, attrs.evolve(settings, budget=None), learned=learned, chunked=False
-    )
-    per = p.per_request_usd
-    return None if per is None else Expect(per_request=per, weight=learned.answers)
 
 
 @attrs.frozen(kw_only=True)
@@ -244,12 +207,4 @@ def default_client(environ: Mapping[str, str]) -> Any:
     return anthropic.AsyncAnthropic(max_retries=0)
 
 
-__all__ = [
-    "Ports",
-    "connect",
-    "default_client",
-    "history_from_store",
-    "probe_one",
-    "run_batch_part",
-    "run_sync_part",
-]
+__all__ = ["Ports", "connect", "default_client", "probe_one", "run_batch_part", "run_sync_part"]

@@ -268,7 +268,7 @@ def budget_now(store: Store, settings: JobSettings) -> Budget | None:
     this run's earlier phases, the probe included) against the cap; None without a cap."""
     if settings.budget is None:
         return None
-    from adapters.run.summary import budget_from_store
+    from adapters.checkpoint.reads import budget_from_store
 
     return budget_from_store(store, settings.budget)
 

@@ -23,19 +23,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import add, floordiv
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
+from judgecore.decide.prices import (
+    BATCH_DISCOUNT,
+    CACHE_WRITE,
+    DEFAULT_MIN_CACHEABLE,
+    DEFAULT_PRICES,
+    MIN_CACHEABLE_TOKENS,
+    TTL,
+)
 from judgecore.decide.routing import Route
+from judgecore.decide.spend import request_bound
 from judgecore.job.errors import RequestTooLargeError
 from judgecore.job.items import Item, Items, RoutePath
-from judgecore.moved import moved
 from judgecore.results.status import Usage
 from judgecore.wire.chunking import ENVELOPE_BYTES, SubBatch
-from judgecore.wire.models import MODELS, ModelPrice, Thinking, alias_of, model_info, price_for, thinks
+from judgecore.wire.models import ModelPrice, Thinking, alias_of, model_info, price_for, thinks
 from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests
 
 if TYPE_CHECKING:
@@ -106,32 +113,6 @@ def plan_job(
                 cols.ids[k], cols.custom_ids[k], size, max_batch_bytes, line=cols.lines[k]
             )
     return JobPlan(items=cols, requests=requests, sync_template=sync, batch_template=batch)
-
-
-#: Every model's prices (`judgecore.wire.models`, the one table), for callers that take a mapping.
-DEFAULT_PRICES: Mapping[str, ModelPrice] = MappingProxyType(
-    {m: info.price for m, info in MODELS.items() if info.price is not None}
-)
-
-# Shortest prefix the API caches, by model; a shorter rubric is silently not cached (the prompt-caching
-# page; the 5.5 models' 512 from their migration guides; Fable/Mythos 5.2 by family, an estimate).
-MIN_CACHEABLE_TOKENS: Mapping[str, int] = {
-    **dict.fromkeys(
-        ("claude-fable-5-2", "claude-mythos-5-2", "claude-fable-5-1", "claude-mythos-5-1", "claude-fable-5",
-         "claude-mythos-5", "claude-opus-5", "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"),
-        512,
-    ),
-    **dict.fromkeys(("claude-opus-4-8", "claude-sonnet-5", "claude-sonnet-4-6", "claude-sonnet-4-5"), 1024),
-    **dict.fromkeys(("claude-opus-4-1", "claude-opus-4-0", "claude-sonnet-4-0"), 1024),
-    **dict.fromkeys(("claude-mythos-preview", "claude-opus-4-7"), 2048),
-    **dict.fromkeys(("claude-opus-4-6", "claude-opus-4-5", "claude-haiku-4-5"), 4096),
-}  # fmt: skip
-DEFAULT_MIN_CACHEABLE = 1024
-
-BATCH_DISCOUNT = 0.5
-CACHE_WRITE = {"sync": 1.25, "batch": 2.0}  # 5-minute TTL on sync, 1-hour in batches
-CACHE_READ = 0.1  # the usual multiplier; each model's own is `ModelPrice.cache_read`
-TTL = {"sync": "5m", "batch": "1h"}
 
 
 #: The expected length of one answer (tokens) before any answer is known: a judge's answer is a grade
@@ -409,8 +390,6 @@ def plan(
 def _max_bound(cols: Requests, template: RequestTemplate, price: ModelPrice, path: RoutePath) -> float:
     """At least the largest upper bound (`judgecore.decide.spend.request_bound`) of the requests to send: the
     bound of the largest size with the largest `max_tokens` (a bound grows with both)."""
-    from judgecore.decide.spend import request_bound  # spend prices with this module's rates
-
     if not len(cols):
         return 0.0
     return request_bound(
@@ -420,19 +399,3 @@ def _max_bound(cols: Requests, template: RequestTemplate, price: ModelPrice, pat
         price=price,
         route=path,
     )
-
-
-def usage_cost(usage: Usage, price: ModelPrice, path: RoutePath) -> float:
-    """What one answer cost, from its reported usage: cache writes at the path's TTL rate, reads at the
-    model's `cache_read` multiplier, and the batch discount on the batch path."""
-    input_units = (
-        usage.input_tokens
-        + usage.cache_creation_input_tokens * CACHE_WRITE[path]
-        + usage.cache_read_input_tokens * price.cache_read
-    )
-    usd = (input_units * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) / 1e6
-    return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
-
-
-#: `plan_json` and `render_plan`, which live in `judgecore.summary.plan_text`, for older imports
-__getattr__ = moved(__name__, dict.fromkeys(("plan_json", "render_plan"), "judgecore.summary.plan_text"))

@@ -36,9 +36,8 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from judgecore.decide.planning import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost
+from judgecore.decide.prices import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost, usd
 from judgecore.results.outcomes import Usage
-from judgecore.summary.numfmt import usd
 from judgecore.wire.models import ModelPrice
 from judgecore.wire.models import price_for as _table_price
 

@@ -10,15 +10,14 @@ order). A one-request design (no flags, or a template alone) keeps the item's id
 so its custom_ids, and its output, are exactly those of a job without a design.
 
 The output folds an item's requests back into one line (`judgecore.job.consensus.fold`), final only when all
-its requests are; this module's `fold`, `consensus`, `pairwise_vote`, `merge_pairwise` and
-`position_of` are those of `judgecore.job.consensus`, loaded on first use (it imports this module).
+its requests are.
 """
 
 from __future__ import annotations
 
 import string
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
@@ -26,10 +25,6 @@ import orjson
 from judgecore.job.errors import InputError
 from judgecore.job.ids import check_unique, job_custom_ids
 from judgecore.job.items import Items
-from judgecore.moved import moved
-
-if TYPE_CHECKING:
-    from judgecore.job.consensus import consensus, fold, merge_pairwise, pairwise_vote, position_of
 
 MAX_SAMPLES = 20
 #: the separator between an item's id and its request's tag: the tag never holds one
@@ -363,26 +358,11 @@ __all__ = [
     "DesignError",
     "ExpandedRow",
     "RequestKey",
-    "consensus",
     "design_items",
     "expand_item",
     "expand_templated",
-    "fold",
     "item_of_request",
-    "merge_pairwise",
     "metadata_of",
-    "pairwise_vote",
-    "position_of",
     "render",
     "template_fields",
 ]
-
-
-#: the fold's names, kept here for `from judgecore.job.designs import fold` (`judgecore.job.consensus` imports
-#: this module, so it is loaded on first use, not at import)
-__getattr__ = moved(
-    __name__,
-    dict.fromkeys(
-        ("consensus", "fold", "merge_pairwise", "pairwise_vote", "position_of"), "judgecore.job.consensus"
-    ),
-)

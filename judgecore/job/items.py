@@ -22,7 +22,6 @@ from judgecore.job.ids import (
     job_custom_ids,
     sha256,
 )
-from judgecore.moved import moved
 
 RoutePath = Literal["sync", "batch"]
 #: The old name of `RoutePath` (a route is not a filesystem path); kept so older imports still work.
@@ -286,29 +285,3 @@ class Items(Sequence[Item]):
 
     def __repr__(self) -> str:  # the ids only: the messages may be long, or not held
         return f"Items({len(self)} items: {list(self.ids[:5])!r}{' ...' if len(self) > 5 else ''})"
-
-
-#: The names this module held before it was split (requests, parsing), for older imports.
-__getattr__ = moved(
-    __name__,
-    {
-        **dict.fromkeys(
-            (
-                "Request",
-                "RequestIndex",
-                "RequestTemplate",
-                "Requests",
-                "build_requests",
-                "cache_control_for",
-                "custom_ids_of",
-                "item_ids_of",
-                "sizes_of",
-            ),
-            "judgecore.wire.requests",
-        ),
-        **dict.fromkeys(
-            ("MAX_DEPTH", "MAX_LINE_BYTES", "iter_line_messages", "parse_item", "parse_items"),
-            "judgecore.job.parsing",
-        ),
-    },
-)

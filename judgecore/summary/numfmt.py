@@ -9,7 +9,7 @@ HTML report alike (so a mean reads `4.82` everywhere, a share `17.0%` everywhere
 | `coefficient` | 3 decimals (kappa, alpha, correlations)                | `0.412`             |
 | `difference`  | a score's, signed with 2 decimals                      | `+0.42`, `-1.10`    |
 | `points`      | a difference of shares, signed percentage points       | `+3.2 pts`          |
-| `usd`         | dollars: 4 decimals below $1, else 2                   | `$0.0123`, `$4.20`  |
+| `usd`         | dollars: 4 decimals below $1, else 2 (`decide.prices.usd`)| `$0.0123`, `$4.20`  |
 
 An interval is `lo to hi` in its figure's kind. `--json` keeps every number unrounded; its `formats`
 field names this rule (`FORMATS`), so a script can write figures the way the page does.
@@ -18,6 +18,8 @@ field names this rule (`FORMATS`), so a script can write figures the way the pag
 from __future__ import annotations
 
 from typing import Any, Final
+
+from judgecore.decide.prices import usd
 
 MISSING: Final = "-"
 
@@ -68,10 +70,6 @@ def difference(x: float | None) -> str:
 
 def points(x: float | None) -> str:
     return MISSING if x is None else f"{100 * x:+.1f} pts"
-
-
-def usd(x: float | None) -> str:
-    return "unknown" if x is None else f"${x:,.4f}" if x < 1 else f"${x:,.2f}"
 
 
 def interval(ci: tuple[float, float] | None, kind: str) -> str:

@@ -15,8 +15,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant
 
+from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import Store
-from adapters.files.output import iter_records
 from adapters.run.batch import BatchSettings
 from judgecore import PollPolicy
 from judgecore.job.designs import Design, design_items, expand_item

@@ -180,7 +180,8 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
 ) -> None:
     """Items parsed without their messages say nothing of where they are: a run of them is exit 2,
     naming the loader that does (`load_input`); the same file through it plans the same job."""
-    from adapters.files.items_io import load_input, load_items, run_job_of
+    from adapters.files.items_io import load_input, load_items
+    from adapters.run.planning import run_job_of
     from adapters.run.settings import JobSettings
     from adapters.usage import UsageError
 
@@ -203,8 +204,8 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
 def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(tmp_path: Path) -> None:
     """`judge(items="in.jsonl")` runs as the CLI does: the plan holds no messages and the run reads
     them from the file again when it hands them to its checkpoint."""
-    from adapters.files.items_io import run_job_of
     from adapters.files.messages import InputMessages
+    from adapters.run.planning import run_job_of
     from adapters.run.settings import JobSettings
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(4)])
@@ -235,7 +236,8 @@ def test_a_run_keeps_no_reference_to_the_digests_it_bound_once_the_checkpoint_ke
     from adapters.files.messages import InputMessages, JobInput
     from adapters.run.clock import FakeClock
     from adapters.run.events import BatchHarvested
-    from adapters.run.job import JobSettings, judge
+    from adapters.run.job import judge
+    from adapters.run.settings import JobSettings
     from adapters.simulator import Scenario, Simulator, sim_client
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(30)])

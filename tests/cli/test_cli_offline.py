@@ -11,7 +11,8 @@ import pytest
 
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.cli import main
-from adapters.run.job import JobSettings, load_items
+from adapters.files.items_io import load_items
+from adapters.run.settings import JobSettings
 from judgecore import Outcome, RoutePolicy, Status, custom_id_for, route
 
 

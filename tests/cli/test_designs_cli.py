@@ -11,9 +11,11 @@ import orjson
 import pytest
 
 from adapters.cli import main
-from adapters.run.job import JobSettings, UsageError, judge
+from adapters.run.job import judge
 from adapters.run.result import JudgeResult
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.usage import UsageError
 from judgecore.results.verdicts import spec_from_json
 
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
@@ -166,7 +168,7 @@ def test_a_pairwise_jobs_report_quotes_the_judge_for_each_winner(tmp_path: Path)
     """The report's "judge's own words" reads a pairwise item's score as the summary does (its winner,
     a label): each winner the job gave has its quoted answers, the text the checkpoint kept."""
     from adapters.report import sections
-    from adapters.run.summary import job_report
+    from adapters.report.job_report import job_report
 
     result = _pairwise_job(tmp_path / "s", Simulator(Scenario(seed=3, position_bias=0.3)), 12)
     winners = {r["verdict"]["winner"] for r in result.records.values()}
@@ -184,8 +186,8 @@ def test_a_panels_report_names_every_judge_and_says_a_quote_is_one_answer_of_sev
     """Each record names the model of one of its requests; the report's "judged by" and provenance
     name the whole panel, and a quoted answer says it is one of the item's answers."""
     from adapters.report import sections
+    from adapters.report.job_report import job_report
     from adapters.report.page import render_html
-    from adapters.run.summary import job_report
 
     judges = ("claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-6")
     sim = Simulator(Scenario(seed=4))

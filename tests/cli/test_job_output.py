@@ -8,8 +8,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import OutcomeRow, Store
-from adapters.run.job import iter_records, write_output_atomic
+from adapters.files.writers import write_output_atomic
 from judgecore import Outcome, Status, output_line, parse_item
 
 DONE = Outcome(status=Status.SUCCEEDED, failure=None, reason="ok", text="Score: 3")
@@ -71,7 +72,7 @@ def _finished(tmp_path: Path, ids: list[str]) -> tuple[Store, list]:
 def test_a_rerun_of_a_finished_job_leaves_the_output_it_wrote_and_rewrites_any_other(tmp_path: Path):
     """A no-op rerun keeps an output file that is exactly the one the last run wrote from this
     checkpoint; an edited file, another item order, a new outcome or another verdict spec rewrite it."""
-    from adapters.run.job import _write_output
+    from adapters.files.output import write_output as _write_output
     from judgecore import spec_from_json
 
     store, items = _finished(tmp_path, ["a", "b", "c"])

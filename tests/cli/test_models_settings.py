@@ -8,7 +8,9 @@ import datetime
 import pytest
 
 from adapters.cli import main
-from adapters.run.job import JobSettings, UsageError, judge_dry_run
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.settings import JobSettings
+from adapters.usage import UsageError
 from judgecore.wire.models import Thinking
 
 ITEMS = [{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y"}]

@@ -7,8 +7,11 @@ import asyncio
 import pytest
 
 from adapters.run.clock import FakeClock
-from adapters.run.job import JobSettings, UsageError, judge, judge_dry_run
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import judge
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.usage import UsageError
 
 
 def _items(n: int) -> list[dict]:
@@ -111,7 +114,7 @@ def test_judge_takes_a_path_and_reads_it_as_the_cli_does(tmp_path):
     items, read and checked as `judgecore run` reads them."""
     from pathlib import Path as _Path
 
-    from adapters.run.job import judge_dry_run
+    from adapters.run.dryrun import judge_dry_run
 
     path = tmp_path / "in.jsonl"
     path.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n')
@@ -125,7 +128,8 @@ def test_numpy_values_in_metadata_are_numbers_and_a_non_dict_row_names_its_posit
     dict was a raw ValueError. The first is a number, the second a UsageError naming the row."""
     import numpy as np
 
-    from adapters.run.job import UsageError, judge_dry_run
+    from adapters.run.dryrun import judge_dry_run
+    from adapters.usage import UsageError
 
     rows = [{"id": "a", "prompt": "x", "metadata": {"n": np.int64(3), "v": np.float32(0.5)}}]
     result = judge_dry_run(rows, rubric=None, state_dir=tmp_path / "s")
@@ -146,7 +150,7 @@ def test_a_path_given_to_the_python_api_has_its_custom_ids_derived_once_with_the
 
     import judgecore.job.items
     from adapters.checkpoint.store import Store
-    from adapters.files.items_io import run_job_of
+    from adapters.run.planning import run_job_of
 
     path = tmp_path / "items.jsonl"
     path.write_bytes(

@@ -9,7 +9,7 @@ import pytest
 
 from adapters import UsageError, ajudge, judge
 from adapters.run.events import Notice, SyncProgress
-from adapters.run.job import JobSettings
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
 
 

@@ -199,7 +199,8 @@ def test_out_onto_the_checkpoints_own_file_is_exit_2(items, tmp_path, capsys, na
 def _checkpoint(state: Path, items: Path) -> Path:
     """A checkpoint bound to the job, as a first run leaves it before it sends anything."""
     from adapters.checkpoint.store import Store
-    from adapters.run.job import JobSettings, load_items
+    from adapters.files.items_io import load_items
+    from adapters.run.settings import JobSettings
 
     store = Store.open(state)
     try:

@@ -1,11 +1,11 @@
-"""A refused cancel (`judgecore.decide.batching.after_cancel_error`): 400 or 409 means the batch had already
+"""A refused cancel (`judgecore.run.batch.batching.after_cancel_error`): 400 or 409 means the batch had already
 ended; anything else leaves the batch as it is."""
 
 from __future__ import annotations
 
 import pytest
 
-from judgecore.decide.batching import after_cancel_error
+from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.subbatch import SubEvent, SubState, next_state
 
 

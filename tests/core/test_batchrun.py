@@ -15,7 +15,6 @@ from judgecore import (
     build_requests,
     classify,
 )
-from judgecore.decide.batching import Intent, OrphanWindow, orphan_groups
 from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
@@ -33,6 +32,7 @@ from judgecore.run.batch import (
     Snapshot,
     SubView,
 )
+from judgecore.run.batch.batching import Intent, OrphanWindow, orphan_groups
 from judgecore.run.batch.gate import Gate, Held
 from judgecore.run.subbatch import SubEvent, SubState
 

@@ -35,7 +35,6 @@ from judgecore import (
     build_requests,
     diff_resume,
 )
-from judgecore.decide.batching import CREATE_DEADLINE
 from judgecore.results.outcomes import FINAL_STATUSES, Outcome, classify
 from judgecore.run.batch import (
     BatchRun,
@@ -59,6 +58,7 @@ from judgecore.run.batch import (
     Snapshot,
     SubView,
 )
+from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.run.batch.gate import IdSet
 from judgecore.run.batch.harvest import HarvestFold
 from judgecore.run.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState

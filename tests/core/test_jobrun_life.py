@@ -20,21 +20,16 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from judgecore.decide.routing import Route, RoutePolicy, route
 from judgecore.results.outcomes import Status
-from judgecore.run.job._machine import (
+from judgecore.run.job._machine import Done, History, IllegalJobMove, JobPolicy, JobRun, Say
+from judgecore.run.job._vocab import (
     BatchRan,
     Connect,
-    Done,
     Estimate,
-    History,
-    IllegalJobMove,
-    JobPolicy,
-    JobRun,
     Probe,
     Probed,
     RecordRoute,
     RunBatch,
     RunSync,
-    Say,
     SyncRan,
     WriteOutput,
     Wrote,

@@ -259,8 +259,9 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
     iterated), none holds the messages (their bytes reachable from the plan are a small part of the
     input's), and the hand-off to the checkpoint changes neither."""
     from adapters.checkpoint.store import Store
-    from adapters.files.items_io import load_design_input, load_input, run_job_of
+    from adapters.files.items_io import load_design_input, load_input
     from adapters.files.messages import hand_to_checkpoint
+    from adapters.run.planning import run_job_of
     from adapters.run.settings import JobSettings
 
     path = _write_input(tmp_path / "in.jsonl", 40)
@@ -296,7 +297,8 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
 
 def test_a_dry_runs_plan_holds_values_only_with_or_without_its_messages(tmp_path):
     """A dry run's items keep their messages only when one prompt is counted: as a tuple of bytes."""
-    from adapters.files.items_io import job_of, load_items
+    from adapters.files.items_io import load_items
+    from adapters.run.planning import job_of
     from adapters.run.settings import JobSettings
 
     path = _write_input(tmp_path / "in.jsonl", 5)

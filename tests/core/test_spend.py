@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from judgecore import Usage
-from judgecore.decide.planning import DEFAULT_PRICES
+from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.spend import Budget, all_sync_cost, answer_cost, request_bound
 from judgecore.wire.models import price_for
 

@@ -11,9 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from adapters.files.items_io import items_from_objects
 from adapters.files.writers import csv_lines, output_kind, parquet_bytes, records_table, write_records
-from adapters.run.job import JobSettings, UsageError, items_from_objects, judge, judge_dry_run
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import judge
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.usage import UsageError
 from tests.data.tables import flat, rows
 
 

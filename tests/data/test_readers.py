@@ -8,8 +8,9 @@ import pytest
 
 from adapters.checkpoint.store import Store
 from adapters.cli import main
+from adapters.files.items_io import load_items
 from adapters.files.readers import input_kind
-from adapters.run.job import UsageError, load_items
+from adapters.usage import UsageError
 from judgecore.decide.planning import plan_job
 from judgecore.job.ids import job_key
 from tests.data.tables import FORMATS, rows, write

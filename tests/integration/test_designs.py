@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from adapters.checkpoint.reads import spend_by_judge, spend_from_store
 from adapters.checkpoint.store import Store
-from adapters.run.summary import spend_by_judge, spend_from_store
 from adapters.simulator import Scenario
 from judgecore.decide.spend import answer_cost, price_for
 from judgecore.results.outcomes import Usage

@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from adapters.cli import main
 from adapters.run.clock import FakeClock
-from adapters.run.job import JobSettings, judge
+from adapters.run.job import judge
 from adapters.run.progress import PlainProgress
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, serve, sim_client
 from tests import children
 from tests.integration.conftest import ROOT, Served, read_output, write_items

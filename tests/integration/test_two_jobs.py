@@ -82,7 +82,7 @@ def test_a_state_dir_made_before_job_keys_keeps_its_custom_ids(served, tmp_path:
     """A checkpoint bound with the `v1` ids (no job key) is resumed with those ids: a rerun of a job
     started by an older release neither resends nor loses what it holds."""
     from adapters.checkpoint.store import Store
-    from adapters.run.job import JobSettings
+    from adapters.run.settings import JobSettings
     from judgecore import custom_id_for, parse_items
 
     srv = served(Scenario(seed=22, batch_seconds=0.2))

@@ -10,10 +10,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.checkpoint.records import iter_records, records_from_store
 from adapters.checkpoint.store import Store
-from adapters.files.output import iter_records, record_for_summary
+from adapters.run.planning import record_for_summary
 from adapters.run.settings import JobSettings
-from adapters.run.summary import records_from_store
 from judgecore import RawResult, Usage, classify
 from judgecore.decide.planning import JobPlan
 from judgecore.job.designs import design_items, expand_item

@@ -74,7 +74,9 @@ def job(tmp_path_factory) -> Path:
     refusals."""
     import anthropic
 
-    from adapters.run.job import JobSettings, ajudge, items_from_objects
+    from adapters.files.items_io import items_from_objects
+    from adapters.run.job import ajudge
+    from adapters.run.settings import JobSettings
     from judgecore import spec_from_json
 
     root = tmp_path_factory.mktemp("job")
@@ -200,8 +202,8 @@ def test_help_run_and_status_import_neither_matplotlib_nor_jsonschema():
 
 
 def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
-    from adapters.html_report import render_html
-    from adapters.run.summary import JobReport
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
     from judgecore.summary.job_summary import summarize
 
     def rec(status, verdict, gold):
@@ -229,8 +231,8 @@ def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
 def test_a_job_with_items_pending_says_so_above_its_figures_and_a_finished_one_does_not():
     """The figures of an unfinished job are over what is answered so far: the page says so first,
     with the command that resumes it."""
-    from adapters.html_report import render_html
-    from adapters.run.summary import JobReport
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
     from judgecore.summary.job_summary import summarize
 
     def page(statuses):
@@ -255,8 +257,9 @@ def test_a_job_with_items_pending_says_so_above_its_figures_and_a_finished_one_d
 def test_examples_are_the_same_for_the_same_checkpoint_and_quote_only_the_checkpoint(job, report):
     """Seeded by the job's own key: two reports show the same items, each quoting the item's own prompt
     and answer; the API key is in neither the page nor the checkpoint."""
+    from adapters.checkpoint.records import records_from_store
     from adapters.checkpoint.store import Store
-    from adapters.run.summary import job_report, records_from_store
+    from adapters.report.job_report import job_report
     from judgecore import spec_from_json
 
     first, second = job_report(job, by="model"), job_report(job, by="model")
@@ -307,7 +310,7 @@ def test_provenance_names_the_rubric_versions_and_what_was_judged(job, report):
 
 
 def test_one_number_format_for_a_figure_across_text_markdown_json_and_the_page(job, report):
-    from adapters.run.summary import job_report, summary_json
+    from adapters.report.job_report import job_report, summary_json
     from judgecore.summary import numfmt as figures
     from judgecore.summary.job_summary import render_summary
     from judgecore.summary.text import render_markdown
@@ -371,8 +374,8 @@ def _design_records():
 
 
 def test_design_figures_appear_in_the_text_markdown_and_page_only_when_the_records_carry_them():
-    from adapters.html_report import render_html
-    from adapters.run.summary import JobReport
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
     from judgecore.summary.job_summary import render_summary, summarize
     from judgecore.summary.text import render_markdown
 
@@ -416,8 +419,8 @@ def test_a_sync_only_timeline_is_shown_only_when_it_says_something():
 def test_a_whole_mean_reads_at_the_width_of_its_neighbours():
     """Two groups with means 5 and 5.4: the text, the Markdown and the page write `5.00` beside `5.40`,
     never a bare `5` in a column of two-decimal means."""
-    from adapters.html_report import render_html
-    from adapters.run.summary import JobReport
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
     from judgecore.summary.job_summary import render_summary, summarize
     from judgecore.summary.text import render_markdown
 

@@ -7,16 +7,12 @@ import math
 import attrs
 import pytest
 
+from adapters.checkpoint.reads import budget_from_store, counts_with_verdicts, spend_from_store
+from adapters.checkpoint.records import records_from_store
 from adapters.checkpoint.store import OutcomeRow, Store
-from adapters.run.summary import (
-    budget_from_store,
-    counts_with_verdicts,
-    job_report,
-    records_from_store,
-    spend_from_store,
-)
+from adapters.report.job_report import job_report
 from judgecore import Outcome, Status, Usage, VerdictSpecError, spec_from_json
-from judgecore.decide.planning import DEFAULT_PRICES
+from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.spend import spend_of
 
 SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
@@ -149,7 +145,8 @@ def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reac
     be a dated id of that alias); `summary --json` gives each judge of a panel its spend."""
     import orjson
 
-    from adapters.run.summary import spend_by_model, summary_json
+    from adapters.checkpoint.reads import spend_by_model
+    from adapters.report.job_report import summary_json
 
     state = tmp_path / "s"
     store = Store.open(state)

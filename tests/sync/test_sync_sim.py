@@ -9,12 +9,12 @@ import random
 import orjson
 import pytest
 
+from adapters.checkpoint.records import collect_records
 from adapters.providers.anthropic.batch_api import AnthropicBatchApi
 from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
 from adapters.run.batch import BatchSettings, run_batch
 from adapters.run.clock import FakeClock
 from adapters.run.events import discard
-from adapters.run.job import collect_records
 from adapters.run.sync import SyncSettings, probe
 from adapters.simulator import Scenario, Simulator, sim_client
 from judgecore import PollPolicy, RequestTemplate, RoutePolicy, build_requests, route

@@ -22,7 +22,6 @@ memory file are created mode 0600 in a directory of mode 0700; no credential is 
 
 from __future__ import annotations
 
-from adapters.checkpoint.jobkey import ids_job_for
 from adapters.checkpoint.store.binding import Binding, ContentConflictError, StateMismatchError
 from adapters.checkpoint.store.connection import Connection, filesystem_type
 from adapters.checkpoint.store.messages import KeptMessages
@@ -49,7 +48,6 @@ __all__ = [
     "Store",
     "SubBatchRow",
     "filesystem_type",
-    "ids_job_for",
 ]
 
 

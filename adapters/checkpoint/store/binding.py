@@ -122,7 +122,7 @@ class Binding:
         if kept != ids_job:
             raise StateMismatchError(
                 f"{self.path.parent}: the job's custom_ids are derived with job key {kept!r}, "
-                f"these with {ids_job!r} (read the key with adapters.checkpoint.store.ids_job_for)"
+                f"these with {ids_job!r} (read the key with adapters.checkpoint.jobkey.ids_job_for)"
             )
 
     def _check_manifest(self, manifest: Mapping[str, Any]) -> Any:

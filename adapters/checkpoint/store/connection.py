@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from adapters.checkpoint.jobkey import holds_checkpoint
 from adapters.checkpoint.store.schema import (
     DB_NAME,
     SCHEMA,
@@ -18,6 +17,7 @@ from adapters.checkpoint.store.schema import (
     create_temp_latest,
     create_temp_view,
     create_view,
+    holds_checkpoint,
     migrate,
 )
 

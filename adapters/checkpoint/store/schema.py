@@ -3,6 +3,7 @@ is brought up to date (idempotently, at every writable open)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from judgecore.results.outcomes import FINAL_STATUSES
@@ -11,9 +12,15 @@ from judgecore.run.subbatch import IN_FLIGHT
 if TYPE_CHECKING:
     import sqlite3
 
-from adapters.checkpoint.jobkey import (
-    DB_NAME as DB_NAME,  # told without this package, for a dry run on a fresh state dir
-)
+#: The checkpoint's own files in a state dir: the database (`DB_NAME`) and SQLite's companions.
+STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
+DB_NAME = STATE_FILES[0]
+
+
+def holds_checkpoint(state_dir: Path | str) -> bool:
+    """Whether `state_dir` holds a checkpoint (`adapters.checkpoint.store.Store.exists`)."""
+    return (Path(state_dir) / DB_NAME).exists()
+
 
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
 #: 3: each custom_id's winning outcome is kept at write time (the `latest` table and its trigger)
@@ -79,7 +86,7 @@ CREATE TABLE IF NOT EXISTS item_messages (custom_id TEXT PRIMARY KEY, messages B
 
 # A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
 # states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
-# ambiguous adoption (see `judgecore.decide.batching.Adoption`), None for every other sub-batch.
+# ambiguous adoption (see `judgecore.run.batch.batching.Adoption`), None for every other sub-batch.
 _IN_FLIGHT_SQL = ",".join(f"'{s.value}'" for s in sorted(IN_FLIGHT))
 
 #: A final status, as SQL (`... WHERE status IN ({FINAL_SQL})`).

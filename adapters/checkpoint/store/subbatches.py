@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 # A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
 # states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
-# ambiguous adoption (see `judgecore.decide.batching.Adoption`), None for every other sub-batch.
+# ambiguous adoption (see `judgecore.run.batch.batching.Adoption`), None for every other sub-batch.
 
 
 @attrs.frozen(kw_only=True)

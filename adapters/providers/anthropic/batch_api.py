@@ -31,8 +31,8 @@ from anthropic.types.messages import MessageBatch
 
 from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
 from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
-from judgecore.decide.batching import CREATE_DEADLINE
 from judgecore.results.resultlines import ResultLine
+from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body, create_body_chunks
 from judgecore.wire.requests import Request, RequestTemplate, sizes_of
@@ -158,7 +158,7 @@ class AnthropicBatchApi:
     idempotent). `list_page` is the page size of the list endpoint. `create_deadline`: seconds a create
     call may take in all before it is given up as a failure that may have made a batch (the SDK's
     timeouts are per read or write, so a slow upload has no bound without it; the orphan window that
-    reconciliation matches intents in assumes this one, `judgecore.decide.batching.CREATE_DEADLINE`).
+    reconciliation matches intents in assumes this one, `judgecore.run.batch.batching.CREATE_DEADLINE`).
     """
 
     def __init__(

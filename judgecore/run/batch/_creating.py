@@ -9,17 +9,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from judgecore.decide.batching import (
-    Fatal,
-    GiveUp,
-    Intent,
-    RetryCreate,
-    Split,
-    after_create_error,
-    match_orphans,
-    orphan_groups,
-)
-from judgecore.decide.batching import Reject as RejectDecision
 from judgecore.decide.polling import BatchSnapshot, Wait, next_poll_action
 from judgecore.decide.spend import budget_line, cut_line
 from judgecore.results.outcomes import classify
@@ -34,6 +23,17 @@ from judgecore.run.batch._vocab import (
     Release,
     Say,
 )
+from judgecore.run.batch.batching import (
+    Fatal,
+    GiveUp,
+    Intent,
+    RetryCreate,
+    Split,
+    after_create_error,
+    match_orphans,
+    orphan_groups,
+)
+from judgecore.run.batch.batching import Reject as RejectDecision
 from judgecore.run.batch.gate import Held
 from judgecore.run.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, Trigger
 from judgecore.wire.requests import Request, Requests, custom_ids_of, item_ids_of

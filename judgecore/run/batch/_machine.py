@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 import attrs
 
 from judgecore.decide.backoff import backoff
-from judgecore.decide.batching import Intent
 from judgecore.decide.breaker import Breaker
 from judgecore.decide.planning import ModelPrice
 from judgecore.decide.polling import BatchSnapshot
@@ -44,6 +43,7 @@ from judgecore.run.batch._vocab import (
     Sleep,
     Snapshot,
 )
+from judgecore.run.batch.batching import Intent
 from judgecore.run.batch.gate import Held
 from judgecore.run.subbatch import (
     BUSY,

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import attrs
 
 from judgecore.decide.backoff import BackoffPolicy
-from judgecore.decide.batching import Intent, OrphanWindow, could_fit
 from judgecore.decide.breaker import Breaker, BreakerPolicy
 from judgecore.decide.polling import BatchSnapshot, PollPolicy
 from judgecore.results.outcomes import FailureClass, Outcome, RawResult, Usage
+from judgecore.run.batch.batching import Intent, OrphanWindow, could_fit
 from judgecore.run.batch.gate import Held
 from judgecore.run.subbatch import SubEvent, SubState
 from judgecore.run.vocab import Done, Say
@@ -36,7 +36,7 @@ class BatchSettings:
     create_attempts: int = 5
     #: result streams per ended batch before it is left `ended` (a rerun resumes the harvest)
     harvest_attempts: int = 4
-    #: which listed batch can be an intent's (see `judgecore.decide.batching.OrphanWindow`)
+    #: which listed batch can be an intent's (see `judgecore.run.batch.batching.OrphanWindow`)
     orphan_window: OrphanWindow = attrs.field(factory=OrphanWindow)
     #: at most this many listed batches are scanned per reconciliation
     list_scan_limit: int = 2000

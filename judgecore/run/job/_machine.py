@@ -28,9 +28,8 @@ are left pending, else 0).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence, Set
-from typing import TYPE_CHECKING, assert_never
+from typing import assert_never
 
 import attrs
 
@@ -38,32 +37,25 @@ from judgecore.decide.routing import DecideRoute, KeepRoute, Route, RoutePolicy,
 from judgecore.job.columns import Keyed, Texts, texts_of
 from judgecore.job.idsets import Picked
 from judgecore.job.items import RoutePath
-from judgecore.moved import moved
 from judgecore.results.status import FINAL_STATUSES, Status
+from judgecore.run.job._vocab import (
+    MOVES,
+    Action,
+    BatchRan,
+    Connect,
+    Estimate,
+    Event,
+    Phase,
+    Probe,
+    Probed,
+    RecordRoute,
+    RunBatch,
+    RunSync,
+    SyncRan,
+    WriteOutput,
+    Wrote,
+)
 from judgecore.run.vocab import Done, ExitStatus, Say
-
-if TYPE_CHECKING:
-    from judgecore.run.job._vocab import (
-        AWAITING,
-        MOVES,
-        Action,
-        BatchRan,
-        Connect,
-        Estimate,
-        Event,
-        Probe,
-        Probed,
-        RecordRoute,
-        RunBatch,
-        RunSync,
-        SyncRan,
-        WriteOutput,
-        Wrote,
-    )
-
-# The machine's words (its actions and events, `MOVES`) are `judgecore.run.job._vocab`'s, loaded by the
-# machine's steps when they first run (and by `__getattr__` for an import of them from here): a dry
-# run asks only `dry_run`, and creates none of their classes.
 
 
 @attrs.frozen(kw_only=True)
@@ -91,17 +83,6 @@ class JobPolicy:
     force: RoutePath | None = None
     otpm: int | None = None
     route_policy: RoutePolicy = attrs.Factory(RoutePolicy)
-
-
-class Phase(enum.StrEnum):
-    START = "start"
-    PROBING = "probing"
-    RUNNING = "running"
-    BATCH = "batch"
-    SYNC = "sync"
-    OUTPUT = "output"
-    WRITING = "writing"
-    DONE = "done"
 
 
 class IllegalJobMove(Exception):
@@ -213,7 +194,6 @@ class JobRun:
         return run, self.queued + actions
 
     def _next(self) -> tuple[JobRun, tuple[Action, ...]]:
-        from judgecore.run.job._vocab import WriteOutput
 
         match self.phase:
             case Phase.START:
@@ -231,7 +211,6 @@ class JobRun:
                 assert_never(self.phase)
 
     def _begin(self) -> tuple[JobRun, tuple[Action, ...]]:
-        from judgecore.run.job._vocab import Connect, Estimate, Probe
 
         if self.finished:
             say = Say("info", "every item is final already: nothing to send")
@@ -254,7 +233,6 @@ class JobRun:
         )
 
     def _run_parts(self) -> tuple[JobRun, tuple[Action, ...]]:
-        from judgecore.run.job._vocab import RunBatch, RunSync
 
         assert self.route is not None
         if self.fatal is not None:
@@ -287,7 +265,6 @@ class JobRun:
 
     def on(self, event: Event) -> JobRun:
         """The answer to the operation out; see `MOVES`."""
-        from judgecore.run.job._vocab import MOVES, BatchRan, Probed, SyncRan, Wrote
 
         nxt = MOVES.get((self.phase, type(event)))
         if nxt is None:
@@ -339,7 +316,6 @@ def _then(
 
 def _decided(chosen: Route) -> tuple[Action, ...]:
     """What a route decided in this run asks: say it, record it, keep its estimate."""
-    from judgecore.run.job._vocab import Estimate, RecordRoute
 
     return (Say("info", f"route: {chosen.path} ({chosen.reason})"), RecordRoute(chosen), Estimate(chosen))
 
@@ -351,56 +327,4 @@ def exit_status(fatal: str | None, pending: int) -> ExitStatus:
     return ExitStatus.PENDING if pending else ExitStatus.OK
 
 
-__all__ = [
-    "AWAITING",
-    "MOVES",
-    "Action",
-    "BatchRan",
-    "Connect",
-    "Done",
-    "DryRunPlan",
-    "Estimate",
-    "Event",
-    "History",
-    "IllegalJobMove",
-    "JobPolicy",
-    "JobRun",
-    "Phase",
-    "Probe",
-    "Probed",
-    "RecordRoute",
-    "RunBatch",
-    "RunSync",
-    "Say",
-    "SyncRan",
-    "WriteOutput",
-    "Wrote",
-    "exit_status",
-]
-
-
-__getattr__ = moved(
-    __name__,
-    dict.fromkeys(
-        (
-            "AWAITING",
-            "MOVES",
-            "Action",
-            "BatchRan",
-            "Connect",
-            "Effect",
-            "Estimate",
-            "Event",
-            "Operation",
-            "Probe",
-            "Probed",
-            "RecordRoute",
-            "RunBatch",
-            "RunSync",
-            "SyncRan",
-            "WriteOutput",
-            "Wrote",
-        ),
-        "judgecore.run.job._vocab",
-    ),
-)
+__all__ = ["DryRunPlan", "History", "IllegalJobMove", "JobPolicy", "JobRun", "exit_status"]

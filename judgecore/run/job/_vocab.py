@@ -1,21 +1,31 @@
 """The job machine's words (`judgecore.run.job._machine`): the actions it asks (effects and operations), the
 events that answer them, and `MOVES`, which event answers the operation out in each phase.
 
-They live apart from the machine so that a dry run, which asks `JobRun` only its route and what is
-left to send (`JobRun.dry_run`), creates none of these classes; `judgecore.run.job._machine` gives every name
-here too, as it always did, and its machine steps load this module when they first run.
+The phases, the actions and events, and the table of moves; the machine (`_machine`) imports them.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Set
 
 import attrs
 
 from judgecore.decide.routing import Route
 from judgecore.results.status import Status
-from judgecore.run.job._machine import Phase
 from judgecore.run.vocab import Done, Say
+
+
+class Phase(enum.StrEnum):
+    START = "start"
+    PROBING = "probing"
+    RUNNING = "running"
+    BATCH = "batch"
+    SYNC = "sync"
+    OUTPUT = "output"
+    WRITING = "writing"
+    DONE = "done"
+
 
 # -- actions -----------------------------------------------------------------------------------
 
@@ -138,6 +148,7 @@ __all__ = [
     "Estimate",
     "Event",
     "Operation",
+    "Phase",
     "Probe",
     "Probed",
     "RecordRoute",
