@@ -20,8 +20,13 @@ from typing import Any
 
 import orjson
 
+from adapters.checkpoint.store import Store
+from adapters.cli.relaunch import command_line
 from adapters.files.items_io import load_items
+from adapters.report.job_report import job_report
+from adapters.report.page import write_html_report
 from adapters.run.job import ajudge
+from adapters.run.progress import plural, stderr_progress
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_OK
 from judgecore import spec_from_json
@@ -207,7 +212,6 @@ def demo_dir_problem(root: Path) -> str | None:
     """Why the demo may not write in `root`: it holds a file of one of the demo's names that an earlier
     demo did not write (no demo checkpoint there), which the demo would overwrite. None for a new or
     empty directory, or an earlier demo's, which the demo runs again."""
-    from adapters.checkpoint.store import Store
 
     if not root.is_dir() or Store.exists(root / "state-batch"):
         return None
@@ -222,8 +226,6 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio
 
-    from adapters.cli.relaunch import command_line
-    from adapters.run.progress import plural, stderr_progress
     from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
@@ -325,8 +327,6 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             print("\n".join(pairwise_lines(result.records.values())))
         print(f"       output: {result.output_path}")
         ok = ok and result.exit_code == EXIT_OK
-    from adapters.report.job_report import job_report
-    from adapters.report.page import write_html_report
 
     report = root / "report.html"
     write_html_report(report, job_report(root / "state-batch", by="topic"))

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.checkpoint.store import Store
+
 __all__ = ["FinishedKey", "clear", "lines_if_finished", "remember"]
 
 _META = "finished"
@@ -53,7 +55,6 @@ def key(invocation: dict[str, Any], files: Iterable[Path]) -> FinishedKey | None
 
 def lines_if_finished(state: Path, want: FinishedKey, out: Path) -> Sequence[str] | None:
     """The closing lines of the finished run this one repeats exactly, or None (take the whole path)."""
-    from adapters.checkpoint.store import Store
 
     if not Store.exists(state):
         return None
@@ -71,7 +72,6 @@ def lines_if_finished(state: Path, want: FinishedKey, out: Path) -> Sequence[str
 
 def clear(state: Path) -> None:
     """Forget the record (a run is about to take the whole path)."""
-    from adapters.checkpoint.store import Store
 
     if not Store.exists(state):
         return
@@ -85,7 +85,6 @@ def clear(state: Path) -> None:
 
 def remember(state: Path, done: FinishedKey, out: Path, lines: Sequence[str]) -> None:
     """Keep the record of a run that finished the job (exit 0) and printed `lines` at its end."""
-    from adapters.checkpoint.store import Store
 
     store = Store.open(state)
     try:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from adapters.checkpoint.store import Store
+from judgecore.job.consensus import fold
 from judgecore.job.designs import Design
 from judgecore.job.items import Item, Items
 from judgecore.results.outcomes import StopDetails
@@ -32,7 +33,6 @@ def fold_records(
     records: Iterable[dict[str, Any]], design: Design, verdict: VerdictSpec | None
 ) -> Iterator[dict[str, Any]]:
     """Request records, an item's together in key order (as a design's items are), folded per item."""
-    from judgecore.job.consensus import fold
 
     keys = design.request_keys()
     per = len(keys)
@@ -156,7 +156,5 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
         )
     kept = store.get_meta("design")
     if kept:  # a multi-request job: each item's requests folded into its line, as the output has it
-        from judgecore.job.designs import Design
-
         return list(fold_records(out, Design.from_json(kept), verdict))
     return out

@@ -4,6 +4,9 @@ The package's modules, one idea each: `parser` (the grammar and help text), `fla
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
 read a checkpoint: status, summary, export), `cancel` and `relaunch` (the words that start judgecore
 again). This module maps each command to its handler and a `UsageError` to exit 2.
+
+May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
+`adapters.simulator` are imported where their command is dispatched.
 """
 
 from __future__ import annotations

@@ -7,14 +7,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapters.files.readers import read_verdict_file
+from adapters.run.settings import JobSettings
 from adapters.usage import UsageError
+from judgecore.job.designs import FIRST, SECOND, DesignError, template_fields
 
 if TYPE_CHECKING:
-    from adapters.run.settings import JobSettings
+    pass
 
 
 def _settings(ns: argparse.Namespace) -> JobSettings:
-    from adapters.run.settings import JobSettings
 
     force = "sync" if ns.force_sync else "batch" if ns.force_batch else None
     extra: dict[str, Any] = {} if ns.max_tokens is None else {"max_tokens": ns.max_tokens}
@@ -67,7 +69,6 @@ def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
     if path is None:
         return None
     text = _read_flag_file(path, "--template")
-    from judgecore.job.designs import FIRST, SECOND, DesignError, template_fields
 
     try:
         names = template_fields(text)
@@ -85,6 +86,5 @@ def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
 def _verdict_spec(path: Path | None) -> Any:
     if path is None:
         return None
-    from adapters.files.readers import read_verdict_file
 
     return read_verdict_file(path)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.checkpoint.store import Store
+from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.cli.parser import build_parser
 from adapters.usage import UsageError
 
@@ -28,7 +30,6 @@ _FLAG_OF = {
 
 def _holds_checkpoint(state: Path | None) -> bool:
     """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
-    from adapters.checkpoint.store.schema import holds_checkpoint
 
     try:
         return state is not None and holds_checkpoint(state)
@@ -57,8 +58,6 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
     kept = manifest = None
     if _holds_checkpoint(ns.state):
-        from adapters.checkpoint.store import Store
-
         store = Store.open_readonly(ns.state)
         try:
             kept = store.get_meta("invocation")
@@ -136,7 +135,6 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
     if not _holds_checkpoint(ns.state):
         return
-    from adapters.checkpoint.store import Store
 
     store = Store.open_readonly(ns.state)
     try:

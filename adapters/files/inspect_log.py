@@ -27,8 +27,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from adapters.checkpoint.records import records_from_store
+from adapters.checkpoint.store import Store
 from adapters.files.cells import need, object_line
 from adapters.usage import UsageError
+from judgecore.results.verdicts import spec_from_json
 
 SCORE_NAME = "judgecore"
 T = TypeVar("T")
@@ -124,9 +127,6 @@ def score_of(record: Mapping[str, Any], score_field: str | None) -> Any:
 def export_to_inspect(state: Path, out: Path, *, log_path: Path | None = None) -> tuple[int, int]:
     """Write the log the job in `state` was read from (`log_path`, else the one it remembers), with
     each sample's score, to `out` (`.eval` or `.json`, atomically). Returns (scored, samples)."""
-    from adapters.checkpoint.records import records_from_store
-    from adapters.checkpoint.store import Store
-    from judgecore.results.verdicts import spec_from_json
 
     api = _log_api(f"--to-inspect {out}")
     if out.suffix not in (".eval", ".json"):

@@ -15,15 +15,15 @@ import orjson
 from adapters.files.cells import dated
 from adapters.files.readers import frame_lines, input_kind, input_lines, is_frame, native, templated_rows
 from adapters.usage import UsageError
+from judgecore.job.designs import Design, design_items, expand_item, expand_templated
 from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
 from judgecore.job.items import Item, Items
-from judgecore.job.parsing import parse_item
+from judgecore.job.parsing import parse_item, parse_items
 
 if TYPE_CHECKING:
     from adapters.files.messages import JobInput
     from adapters.files.readers import InputKind
-    from judgecore.job.designs import Design
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -65,7 +65,6 @@ def load_items(
     job key of the custom_ids (`adapters.checkpoint.jobkey.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, whose key is drawn for it alone): they are derived only if read
     (`judgecore.job.parsing.parse_items`)."""
-    from judgecore.job.parsing import parse_items
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
@@ -129,7 +128,6 @@ def load_design_items(path: Path, design: Design, *, job: str | None, kind: Inpu
 
 def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *, job: str | None) -> Items:
     """`judgecore.job.designs.design_items` of numbered JSON lines (blank lines skipped)."""
-    from judgecore.job.designs import expand_item, expand_templated
 
     def rows() -> Iterator[Any]:
         for n, raw in lines:
@@ -150,8 +148,6 @@ def design_items_of(design: Design, lines: Iterable[tuple[int, bytes | str]], *,
                     yield expand_item(
                         design, item.id, n, item.messages_json, item.max_tokens, item.metadata_json
                     )
-
-    from judgecore.job.designs import design_items
 
     return design_items(design, rows(), job=job)
 

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from judgecore.job.items import Items
+from judgecore.decide.planning import JobPlan
+from judgecore.job.ints import records
+from judgecore.job.items import DIGEST_BYTES, Items, raw_digest
 from judgecore.job.parsing import iter_line_messages
 
 if TYPE_CHECKING:
     from adapters.checkpoint.store import Store
     from adapters.files.readers import InputKind
-    from judgecore.decide.planning import JobPlan
 
 
 class MessageSource(Protocol):
@@ -93,15 +94,12 @@ class InputMessages:
             if self._released:
                 raise RuntimeError("the digests were released already (the checkpoint keeps them)")
             return items.raw_digests()
-        from judgecore.job.columns import records
-        from judgecore.job.items import DIGEST_BYTES
 
         return records(d, DIGEST_BYTES)
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""
         from adapters.files.readers import input_lines
-        from judgecore.job.items import raw_digest
 
         k = -1
         ids, cids = iter(items.ids), iter(items.custom_ids)  # each read in C, in step with the lines

@@ -14,11 +14,13 @@ import attrs
 
 from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import TALLY, Store
+from judgecore.job.designs import Design
 from judgecore.job.items import Item, Items
+from judgecore.results.verdicts import VerdictSpec
 
 if TYPE_CHECKING:
-    from judgecore.job.designs import Design
-    from judgecore.results.verdicts import VerdictSpec
+    pass
+    pass
 
 
 @attrs.frozen(kw_only=True)

@@ -25,6 +25,10 @@ from typing import Any, Literal
 
 import orjson
 
+from adapters.files.cells import need
+from adapters.usage import UsageError
+from judgecore.results.output_line import output_line
+
 OutputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet"]
 
 
@@ -44,8 +48,6 @@ def output_kind(path: Path) -> OutputKind:
 def output_problem(path: Path) -> str | None:
     """Why `--out path` cannot be written (a gzip name of a format other than JSON Lines, or a
     format whose extra this install lacks), or None; checked before anything is sent."""
-    from adapters.files.cells import need
-    from adapters.usage import UsageError
 
     if path.name.lower().endswith(".gz") and output_kind(path) != "jsonl.gz":
         return (
@@ -61,7 +63,6 @@ def output_problem(path: Path) -> str | None:
 
 def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Write the output `records` to `path` atomically, in the format of its extension."""
-    from judgecore.results.output_line import output_line
 
     match output_kind(path):
         case "jsonl":
@@ -131,7 +132,6 @@ def csv_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
 def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
     """The records as a `pyarrow.Table`: one column per field, nested fields as structs (see the
     module docstring for the columns written as JSON text)."""
-    from adapters.files.cells import need
 
     pa = need("pyarrow", "data", path=None, what="writing Parquet")
     rows = list(records)
@@ -151,7 +151,6 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
 
 def parquet_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
     """The records as the bytes of a Parquet file."""
-    from adapters.files.cells import need
 
     pq = need("pyarrow.parquet", "data", path=None, what="writing Parquet")
     buf = io.BytesIO()
@@ -170,7 +169,6 @@ def _storable(t: Any, pa: Any) -> bool:
 
 def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
     """The records as a pandas DataFrame, one row per item, nested fields as Python dicts."""
-    from adapters.files.cells import need
 
     pd = need("pandas", "data", path=None, what="JudgeResult.to_pandas()")
     rows = [dict(r) for r in records]

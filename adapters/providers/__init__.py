@@ -1,1 +1,5 @@
-"""The providers' ports: each provider's package holds every byte of its wire and SDK."""
+"""The providers: each package holds every byte of one provider's wire and SDK, behind the ports the
+run's interpreters call.
+
+May import: `adapters.checkpoint`, `adapters.usage`, `judgecore`. Packages: `anthropic`.
+"""

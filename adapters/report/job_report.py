@@ -21,9 +21,10 @@ from adapters.checkpoint.store import Store, SubBatchRow
 from adapters.files.readers import read_verdict_file
 from adapters.report.gather import Example, Provenance
 from adapters.usage import UsageError
+from judgecore.job.designs import Design
 from judgecore.results.verdicts import spec_from_json
 from judgecore.summary.examples import ExampleGroup
-from judgecore.summary.job_summary import Summary
+from judgecore.summary.job_summary import Summary, metadata_key_problem, summarize
 
 
 @attrs.frozen(kw_only=True)
@@ -60,7 +61,6 @@ def job_report(
     import time
 
     from adapters.report.gather import answers_of, examples, provenance
-    from judgecore.summary.job_summary import metadata_key_problem, summarize
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
     if not Store.exists(state_dir):
@@ -106,7 +106,6 @@ def job_report(
 def _multi_request(kept: Any) -> bool:
     if not kept:
         return False
-    from judgecore.job.designs import Design
 
     return not Design.from_json(kept).single
 

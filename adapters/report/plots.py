@@ -15,7 +15,7 @@ from typing import Any
 from judgecore.summary import numfmt as fig
 from judgecore.summary.compare import Difference
 from judgecore.summary.job_summary import Agreement, Group
-from judgecore.summary.stats import LabelStats, NumericStats
+from judgecore.summary.stats import LabelStats, NumericStats, wilson_ci95
 
 PALETTE = ("#3b6ea5", "#e07b39", "#5a9e5a", "#b34b4b", "#8a6bb8", "#8c6d46", "#d17fb5", "#2a9d9d", "#b8a230")
 ALL = "#444444"
@@ -76,7 +76,6 @@ def score_panel(rows: Sequence[tuple[str, Group, str]], field: str) -> str | Non
     else:
         labels = [k for k, _ in first.counts] if isinstance(first, LabelStats) else []
         fig_, ax = plt.subplots(figsize=(5.4, 0.3 * len(shown) * max(1, len(labels)) + 0.9))
-        from judgecore.summary.stats import wilson_ci95
 
         y = 0
         ticks = []

@@ -16,8 +16,10 @@ from adapters.run.planning import expect_now
 from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan
-from judgecore.job.columns import Ints
+from judgecore.decide.polling import PollPolicy
+from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.job.idsets import Picked
+from judgecore.job.ints import Ints
 from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
 from judgecore.wire.requests import Requests
 
@@ -141,7 +143,6 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
     """The batch machine over `ids` of the job."""
     from adapters.providers.anthropic.batch_api import AnthropicBatchApi
     from adapters.run.batch import BatchSettings, run_batch
-    from judgecore.decide.polling import PollPolicy
 
     s = p.settings
     res = await run_batch(
@@ -170,7 +171,6 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
     """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
     from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
     from adapters.run.sync import run_sync
-    from judgecore.decide.ratelimit import RateLimitReading
 
     raw = p.store.get_meta("rate_limits")
     reading = RateLimitReading.from_json(raw) if raw else None

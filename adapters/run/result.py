@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from judgecore.decide.planning import Plan
+from judgecore.decide.routing import Route
+
 if TYPE_CHECKING:
     from adapters.run.settings import Fatal
-    from judgecore.decide.planning import Plan
-    from judgecore.decide.routing import Route
 
 
 @attrs.frozen(kw_only=True)

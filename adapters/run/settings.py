@@ -12,12 +12,16 @@ import attrs
 
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
+from judgecore.decide.spend import Budget, price_for
+from judgecore.job.designs import Design, DesignError
 from judgecore.job.ids import sha256
 from judgecore.job.items import RoutePath
 from judgecore.results.status import ACCOUNT_REFUSED
+from judgecore.results.verdicts import VerdictSpec, spec_from_json
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.models import (
     Deprecated,
+    ModelPrice,
     Retired,
     Thinking,
     default_max_tokens,
@@ -31,10 +35,6 @@ from judgecore.wire.models import price_for as _table_price
 if TYPE_CHECKING:
     from adapters.checkpoint.store import Store
     from adapters.run.sync import SyncSettings
-    from judgecore.decide.planning import ModelPrice
-    from judgecore.decide.spend import Budget
-    from judgecore.job.designs import Design
-    from judgecore.results.verdicts import VerdictSpec
 
 
 #: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
@@ -102,7 +102,6 @@ class JobSettings:
     @property
     def design(self) -> Design:
         """The job's design (one request per item without the design knobs)."""
-        from judgecore.job.designs import Design
 
         return Design(
             template=self.template, samples=self.samples, pairwise=self.pairwise, judges=self.judges
@@ -164,15 +163,11 @@ class JobSettings:
             if not ok:
                 raise ValueError(message)
         if not self.plain:  # a plain design is one request per item: nothing to check
-            from judgecore.job.designs import DesignError
-
             try:
                 self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
             except DesignError as exc:
                 raise ValueError(str(exc)) from None
         if self.pairwise is not None and self.verdict is None:  # the judge's choice, read by default
-            from judgecore.results.verdicts import spec_from_json
-
             object.__setattr__(self, "verdict", spec_from_json({"pattern": PAIRWISE_PATTERN}))
         for judge in self.judges:
             problem = max_tokens_problem(judge, self.max_tokens)
@@ -276,7 +271,6 @@ def budget_now(store: Store, settings: JobSettings) -> Budget | None:
 def price_of(settings: JobSettings) -> ModelPrice | None:
     """The model's prices when a budget needs them (`JobSettings` refuses a budget without them); for
     a panel, the dearest judge's rates (an upper bound of every request's cost, so the cap holds)."""
-    from judgecore.decide.spend import price_for
 
     if settings.budget is None:
         return None
@@ -285,7 +279,6 @@ def price_of(settings: JobSettings) -> ModelPrice | None:
     prices = [p for p in map(price_for, settings.judges) if p is not None]
     if not prices:
         return None
-    from judgecore.wire.models import ModelPrice
 
     return ModelPrice(
         input_per_mtok=max(p.input_per_mtok for p in prices),
@@ -331,11 +324,8 @@ def _check_types(settings: JobSettings) -> None:
         raise ValueError(f"JobSettings(force=...) must be 'sync', 'batch' or None, got {settings.force!r}")
     if settings.template is not None and not isinstance(settings.template, str):
         raise refuse("template", "the template's text (a str) or None", settings.template)
-    if settings.verdict is not None:
-        from judgecore.results.verdicts import VerdictSpec
-
-        if not isinstance(settings.verdict, VerdictSpec):
-            raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)
+    if settings.verdict is not None and not isinstance(settings.verdict, VerdictSpec):
+        raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)
 
 
 def _model_id(value: Any) -> str:

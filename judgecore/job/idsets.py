@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Set
 
-from judgecore.job.columns import positions_of
+from judgecore.job.ints import positions_of
 
 
 def marked(mask: bytes, positions: Iterable[int]) -> bytes:

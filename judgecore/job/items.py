@@ -13,7 +13,7 @@ from typing import Any, Literal, overload
 
 import attrs
 
-from judgecore.job.columns import Ints, Keyed, LazyTexts, Sparse, Texts, counted, records, texts_of
+from judgecore.job.columns import Sparse
 from judgecore.job.ids import (
     check_unique,
     custom_id_for,
@@ -22,6 +22,8 @@ from judgecore.job.ids import (
     job_custom_ids,
     sha256,
 )
+from judgecore.job.ints import Ints, counted, records
+from judgecore.job.texts import Keyed, LazyTexts, Texts, texts_of
 
 RoutePath = Literal["sync", "batch"]
 #: The old name of `RoutePath` (a route is not a filesystem path); kept so older imports still work.

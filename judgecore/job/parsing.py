@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 
-from judgecore.job.columns import TextsBuilder, records
 from judgecore.job.errors import InputError
 from judgecore.job.ids import (
     ID_DIGEST_BYTES,
@@ -21,16 +20,15 @@ from judgecore.job.ids import (
     digests_for,
     distinct_hashes,
 )
+from judgecore.job.ints import records
 from judgecore.job.items import CustomIds, Item, Items, raw_digest
+from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too_deep
+from judgecore.job.texts import TextsBuilder
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 _MESSAGE_KEYS = frozenset({"role", "content"})
 _ROLES = frozenset({"user", "assistant"})
 
-#: The deepest nesting an input line may have (the line's object is level 1). orjson refuses to
-#: serialize past 254 levels, and the output line and the request body each add a level or two: a
-#: limit checked at parse time means whatever is accepted can be sent and written out after paying.
-MAX_DEPTH = 64
 #: The largest input line: the Messages API takes at most 32 MB per request.
 MAX_LINE_BYTES = 32_000_000
 
@@ -43,36 +41,6 @@ def _dumps(value: Any) -> bytes:
 
 def _fail(line: int, reason: str) -> InputError:
     return InputError(line, reason)
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value: a scalar is 0, `[]` and `{}` are 1. Walked with a stack, not
-    by recursion: a line may nest as deep as the JSON parser allows (1,024 levels), deeper than
-    Python's recursion limit."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        v, d = pop()
-        if isinstance(v, dict):
-            v = v.values()
-        elif not isinstance(v, list):
-            continue
-        d += 1
-        if d > deepest:
-            deepest = d
-        for child in v:
-            if isinstance(child, dict | list):
-                push((child, d))
-    return deepest
-
-
-def _brackets(raw: bytes | str) -> int:
-    """How many arrays and objects a line opens: only a line with more than `MAX_DEPTH` of them can
-    nest that deep, so the walk of `_depth` is skipped for nearly every line (a count runs in C)."""
-    if isinstance(raw, str):
-        return raw.count("[") + raw.count("{")
-    return raw.count(b"[") + raw.count(b"{")
 
 
 _Fields = tuple[str, int, bytes, "int | None", "bytes | None"]
@@ -116,8 +84,8 @@ def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _
     # one with too few brackets to nest that deep (counted in C).
     if (
         ("metadata" in obj or "messages" in obj)
-        and (raw.count(b"[") + raw.count(b"{") if type(raw) is bytes else _brackets(raw)) > MAX_DEPTH
-        and _depth(obj) > MAX_DEPTH
+        and (raw.count(b"[") + raw.count(b"{") if type(raw) is bytes else brackets(raw)) > MAX_DEPTH
+        and depth(obj) > MAX_DEPTH
     ):
         raise _fail(line, f"item {item_id!r}: nested more than {MAX_DEPTH} levels deep")
     prompt = obj.get("prompt")
@@ -249,7 +217,7 @@ def parse_items(
 
     Each line is parsed once, straight into the columns of an `Items`, and each custom_id's digest
     made once, a chunk of ids at a time (see `judgecore.job.ids`): the custom_ids are the ids and their
-    digests (`judgecore.job.columns.Keyed`, usually), 15 bytes an item. Duplicate ids (and custom_id collisions) are
+    digests (`judgecore.job.texts.Keyed`, usually), 15 bytes an item. Duplicate ids (and custom_id collisions) are
     reported with both line numbers. A block of lines is validated a column at a time
     (`_block_columns`); a block it does not vouch for (a blank line, a content block, a bad line) is
     parsed line by line (`_fields_of`), which names the first bad line: either way the same rules.
@@ -396,15 +364,15 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     except TypeError:  # nested past what orjson serializes (254 levels): too deep, named line by line
         return False
     # only metadata and content blocks can nest: those lines are looked at, and only when one of them
-    # opens more than `MAX_DEPTH` arrays and objects is each walked (`_too_deep`). With no content
+    # opens more than `MAX_DEPTH` arrays and objects is each walked (`too_deep`). With no content
     # blocks a line nests one level deeper than its metadata, which opens as many as its bytes do.
     if content_blocks:
         look = list(map(or_, has_metadata, map(truth, messages)))
-        deep = _most_brackets(list(compress(block, look))) > MAX_DEPTH
+        deep = most_brackets(list(compress(block, look))) > MAX_DEPTH
     else:
         look = has_metadata
-        deep = bool(dumped) and _most_brackets(dumped) + 1 > MAX_DEPTH
-    if deep and any(map(_too_deep, compress(block, look), compress(objs, look))):
+        deep = bool(dumped) and most_brackets(dumped) + 1 > MAX_DEPTH
+    if deep and any(map(too_deep, compress(block, look), compress(objs, look))):
         return False
     metadata: list[bytes | None] = [None] * len(objs)
     if dumped:  # (`__setitem__` gives None each time: `any` only runs it)
@@ -442,23 +410,7 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     return True
 
 
-def _most_brackets(raws: list[bytes | str]) -> int:
-    """The most arrays and objects any of `raws` opens (`_brackets`), counted in C when the lines are
-    all bytes or all text."""
-    kinds = set(map(type, raws))
-    if kinds == {bytes}:
-        return max(map(add, map(bytes.count, raws, repeat(b"[")), map(bytes.count, raws, repeat(b"{"))))
-    if kinds == {str}:
-        return max(map(add, map(str.count, raws, repeat("[")), map(str.count, raws, repeat("{"))))
-    return max(map(_brackets, raws))
-
-
 _not_none = partial(is_not, None)
-
-
-def _too_deep(raw: bytes | str, obj: Any) -> bool:
-    """Whether line `raw` (parsed: `obj`) nests more than `MAX_DEPTH` levels (see `_brackets`)."""
-    return _brackets(raw) > MAX_DEPTH and _depth(obj) > MAX_DEPTH
 
 
 def _message_blocks(convs: list[Any]) -> bool | None:

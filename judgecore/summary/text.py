@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from judgecore.summary import numfmt as fig
 from judgecore.summary.compare import Difference
 from judgecore.summary.reliability import Designs
-from judgecore.summary.stats import LabelStats, NumericStats
+from judgecore.summary.stats import LabelStats, NumericStats, wilson_ci95
 
 if TYPE_CHECKING:
     from judgecore.summary.job_summary import Group, Summary
@@ -34,8 +34,6 @@ def score_text(stats: NumericStats | LabelStats | None) -> tuple[str, str]:
     if isinstance(stats, NumericStats):
         return fig.score(stats.mean), fig.interval(stats.ci95, "score")
     if isinstance(stats, LabelStats):
-        from judgecore.summary.stats import wilson_ci95
-
         label, c = stats.counts[0]
         return f"{label} {fig.share(c / stats.n)}", fig.interval(wilson_ci95(c, stats.n), "share")
     return fig.MISSING, fig.MISSING

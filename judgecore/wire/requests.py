@@ -21,8 +21,10 @@ from typing import Any, overload
 import attrs
 import orjson
 
-from judgecore.job.columns import Ints, Texts, positions_of, taken, texts_of
+from judgecore.job.columns import taken
+from judgecore.job.ints import Ints, positions_of
 from judgecore.job.items import Item, Items, RoutePath
+from judgecore.job.texts import Texts, texts_of
 
 
 def cache_control_for(path: RoutePath) -> dict[str, str]:

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.job.columns import Ints, Sparse, Taken, Texts, counted, taken
+from judgecore.job.columns import Sparse, Taken, taken
+from judgecore.job.ints import Ints, counted
+from judgecore.job.texts import Texts
 
 # any strings, lone surrogates and the empty string included (an item id may be any JSON string)
 _TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)

@@ -107,7 +107,7 @@ _JOB_KEYS = st.one_of(
 def test_the_column_a_job_keeps_reads_back_its_custom_ids_whichever_way_it_is_read(ids, job, data):
     """`job_custom_ids` keeps usual ids' custom_ids as the ids and their digests (a `Keyed` column);
     every read of it (walk, position, slice, positions, lookup, lengths, pickle) is the custom_ids'."""
-    from judgecore.job.columns import Keyed, Texts
+    from judgecore.job.texts import Keyed, Texts
 
     column = judgecore.job.ids.job_custom_ids(ids, job=job)
     made = tuple(custom_id_for(i, job=job) for i in ids)

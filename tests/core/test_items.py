@@ -21,7 +21,8 @@ from judgecore import (
     parse_items,
 )
 from judgecore.job.ids import custom_ids_for
-from judgecore.job.parsing import MAX_DEPTH, MAX_LINE_BYTES
+from judgecore.job.nesting import MAX_DEPTH
+from judgecore.job.parsing import MAX_LINE_BYTES
 
 
 @given(item_lists(max_size=20), templates)

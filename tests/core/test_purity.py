@@ -112,7 +112,9 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
 
     import attr._make
 
-    from judgecore.job.columns import Ints, Keyed, Sparse, Taken, Texts
+    from judgecore.job.columns import Sparse, Taken
+    from judgecore.job.ints import Ints
+    from judgecore.job.texts import Keyed, Texts
 
     found: list[str] = []
     seen: set[int] = set()

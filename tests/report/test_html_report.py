@@ -194,7 +194,7 @@ def test_the_browser_check_sees_a_console_error_and_a_fetch(tmp_path):
 
 def test_help_run_and_status_import_neither_matplotlib_nor_jsonschema():
     code = (
-        "import sys, adapters.cli, adapters.run.job, adapters.run.summary, judgecore; "
+        "import sys, adapters.cli, adapters.run.job, adapters.report.job_report, judgecore; "
         "print(sorted(m for m in ('matplotlib', 'jsonschema', 'anthropic') if m in sys.modules))"
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

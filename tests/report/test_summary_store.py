@@ -1,4 +1,5 @@
-"""adapters.run.summary over a checkpoint: spend and the budget's seed, verdict-aware counts, read-only."""
+"""adapters.checkpoint.reads and adapters.report.job_report over a checkpoint: spend and the budget's seed, verdict-aware
+counts, read-only."""
 
 from __future__ import annotations
 

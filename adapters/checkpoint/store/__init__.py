@@ -18,6 +18,8 @@ Write order (the promises of CONTRACT.md, "The checkpoint"):
 A crash between 2 and 3 leaves an intent with no batch id: an *orphan*, which the batch path reconciles
 by listing recent batches before it ever resubmits those ids. The database file, its WAL and its shared
 memory file are created mode 0600 in a directory of mode 0700; no credential is ever stored.
+
+May import: `adapters.usage`, `judgecore`.
 """
 
 from __future__ import annotations

@@ -20,12 +20,12 @@ from adapters.checkpoint.store.schema import (
     holds_checkpoint,
     migrate,
 )
+from judgecore.decide.filesystems import CheckpointMode, checkpoint_mode, fs_type_of
 
 if TYPE_CHECKING:
     import sqlite3
 
     from adapters.checkpoint.statelock import StateLock
-    from judgecore.decide.filesystems import CheckpointMode
 
 # sqlite3 is imported where it is used: a dry run on a fresh state dir asks only whether a checkpoint
 # exists (`Store.exists`), and needs none of it.
@@ -42,7 +42,6 @@ def filesystem_type(path: Path) -> str | None:
 
     `JUDGECORE_FS_TYPE` overrides it, for a network filesystem the mount table does not show as one
     (a FUSE mount of a cluster store, say): `JUDGECORE_FS_TYPE=nfs` makes the checkpoint safe there."""
-    from judgecore.decide.filesystems import fs_type_of
 
     if override := os.environ.get("JUDGECORE_FS_TYPE", "").strip():
         return override
@@ -92,7 +91,6 @@ class Connection:
         import sqlite3
 
         from adapters.checkpoint.statelock import StateLock
-        from judgecore.decide.filesystems import checkpoint_mode
 
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

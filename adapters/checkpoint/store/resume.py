@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
 from judgecore.decide.resume import JobState
 from judgecore.results.outcomes import FailureClass
+from judgecore.run.batch import Checkpoint, SubView
 from judgecore.run.subbatch import SubState
 
 if TYPE_CHECKING:
     import sqlite3
-
-    from judgecore.run.batch import Checkpoint
 
 
 class Resume:
@@ -46,7 +45,6 @@ class Resume:
     def checkpoint(self, breaker_k: int = 20) -> Checkpoint:
         """The pure view a batch run starts from: every sub-batch (with its ids not yet answered under
         it, for those in flight), the final ids, and the earliest final outcomes for the breaker."""
-        from judgecore.run.batch import Checkpoint, SubView
 
         ids: dict[int, list[str]] = {}
         for sub_id, cid in self._conn.execute("SELECT sub_id, custom_id FROM in_flight"):

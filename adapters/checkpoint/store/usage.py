@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.spend import spend_of
 from judgecore.job.ids import sha256
 from judgecore.results.outcomes import Usage
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from judgecore.decide.planning import ModelPrice
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -128,6 +129,5 @@ class Usages:
     def spent_usd(self, price: ModelPrice) -> float:
         """What the job's answers so far cost, from their recorded usage summed per route in SQLite
         (`judgecore.decide.spend.spend_of`: cost is linear in each token count)."""
-        from judgecore.decide.spend import spend_of
 
         return spend_of(self.usage_by_route(), price).spent

@@ -41,7 +41,12 @@ The rules, each a bound or a promise of CONTRACT.md:
 
 The parts: `_vocab` (settings, the checkpoint's view, actions and events), `_machine` (`BatchRun`:
 building, `advance`, `on`), `_creating` (creates and reconciliation), `_harvesting` (polls and
-harvests), `_sub` (a sub-batch as the run tracks it).
+harvests), `_sub` (a sub-batch as the run tracks it), `batching` (what to do after a failed
+create; which listed batch is an orphan's), `gate` (which of a batch's lines are ours, and what the
+breaker lets through) and `harvest` (one harvest as a fold over its result lines).
+
+May import: `judgecore.run.subbatch`, `judgecore.run.vocab`, `judgecore.decide`, `judgecore.results`,
+`judgecore.wire`, `judgecore.job`.
 """
 
 from judgecore.results.outcomes import CONNECT_FAILED

@@ -15,8 +15,8 @@ from judgecore.decide.breaker import Breaker
 from judgecore.decide.planning import ModelPrice
 from judgecore.decide.polling import BatchSnapshot
 from judgecore.decide.spend import Budget, Expect
-from judgecore.job.columns import positions_of
 from judgecore.job.idsets import Marked, marked
+from judgecore.job.ints import positions_of
 from judgecore.results.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
 from judgecore.run.batch import _creating, _harvesting
 from judgecore.run.batch._sub import Sub, bounder

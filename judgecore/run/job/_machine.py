@@ -34,9 +34,9 @@ from typing import assert_never
 import attrs
 
 from judgecore.decide.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
-from judgecore.job.columns import Keyed, Texts, texts_of
 from judgecore.job.idsets import Picked
 from judgecore.job.items import RoutePath
+from judgecore.job.texts import Keyed, Texts, texts_of
 from judgecore.results.status import FINAL_STATUSES, Status
 from judgecore.run.job._vocab import (
     MOVES,
@@ -104,7 +104,7 @@ class DryRunPlan:
 class JobRun:
     """The job's run; see the module docstring."""
 
-    #: the job's custom_ids in input order, as one immutable column (`judgecore.job.columns.Texts`, or the
+    #: the job's custom_ids in input order, as one immutable column (`judgecore.job.texts.Texts`, or the
     #: `Keyed` one of the item ids and their digests a parse makes)
     custom_ids: Texts | Keyed = attrs.field(converter=texts_of)
     history: History

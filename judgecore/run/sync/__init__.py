@@ -37,6 +37,9 @@ What the machine decides:
 
 The parts: `_vocab` (the policy, the per-item values, the actions and the event) and `_machine`
 (`SyncRun`: `start`, `step`, `on`).
+
+Modules: `_vocab` (its policy, what it keeps per item, its actions and events), `_machine` (`SyncRun`).
+May import: `judgecore.run.vocab`, `judgecore.decide`, `judgecore.results`, `judgecore.wire`, `judgecore.job`.
 """
 
 from judgecore.results.outcomes import CONNECT_FAILED
