@@ -2,21 +2,26 @@
 terminal. `judge` / `ajudge` run a whole job from Python; the CLI (`adapters.cli`) is a thin layer
 over them. The decisions themselves live in the pure core, `judgecore`.
 
-Names are loaded on first use, so `judgecore --help`, `status` and `--dry-run` never pay for
-importing the SDK (about two seconds).
+The packages, by concern, each importing only those below it (the contracts in pyproject.toml, checked
+by `lint-imports`):
+
+- `cli`: the `judgecore` command: its grammar, flags and commands (`demo`: the demo command's job)
+- `report`: `judgecore summary` and the HTML report (`simulator`: the embedded fake API, beside it)
+- `run`: the interpreters of the machines: the job (the Python API), its operations, the batch and
+  sync paths, the dry run, the job's plan and cost model, settings, clock, events, progress
+- `files`: the user's files: input readers, inspect_ai logs, items in, messages kept, output writers
+  and the output file, path checks
+- `providers`: each provider's wire and SDK (`providers.anthropic`)
+- `checkpoint`: a state dir: the store, every read of it, the job key, the run lock, the finished record
+- `usage` (exit statuses, defaults, `UsageError`) and `argtypes`: what every layer may import
+
+This module re-exports the Python API (below).
 """
 
 from __future__ import annotations
 
-import gc
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from adapters.job import JobSettings, JudgeResult, UsageError, ajudge, judge, judge_dry_run
-
-__all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"]
 
 
 def keep_bytecode() -> None:
@@ -33,51 +38,18 @@ def keep_bytecode() -> None:
 
 # The `judgecore` command keeps its bytecode from its first module on: the console script, or
 # `python -m adapters.cli` (and `python -m adapters`), while whose module is being found the interpreter
-# sets argv[0] to "-m". Later would be too late for the modules the command has imported by then
-# (`adapters.cli` itself: about 3 ms compiled again at every start). A program importing `adapters` is
-# left as it is.
+# sets argv[0] to "-m". This is the one thing done on import, and only for the command: every module
+# the command imports is this package's, so later would be too late for the imports below (each
+# would be compiled again at every start). A program importing `adapters` is left as it is.
 _argv0 = (getattr(sys, "argv", None) or [""])[0]
-#: The command turned cyclic garbage collection off at its start (`release_collector`).
-COLLECTOR_HELD = False
 if _argv0 == "-m" or Path(_argv0).stem == "judgecore":
     keep_bytecode()
-
-
-def _the_command() -> bool:
-    """This process is the `judgecore` command itself: its console script, `python -m adapters.cli`
-    or `python -m adapters` (not another module run with `-m`, nor a program importing `adapters`)."""
-    words = iter((getattr(sys, "orig_argv", None) or [""])[1:])
-    for word in words:  # the interpreter's own options, up to the module, the code or the script
-        if word.startswith("-m"):
-            return (word[2:] or next(words, "")) in ("adapters", "adapters.cli")
-        if word in ("-X", "-W"):
-            next(words, None)  # the option's value
-        elif not word.startswith("-") or word.startswith("-c"):
-            break
-    return Path(sys.argv[0]).stem == "judgecore"
-
-
-# Its imports make tens of thousands of objects and no garbage worth a collection pass (about 7 ms of
-# a dry run's start went to those passes): the collector stays off until the command knows what it
-# runs (`adapters.cli.main`), and a dry run, which makes no cycles to speak of, ends without it.
-if _the_command() and gc.isenabled():
-    gc.disable()
-    COLLECTOR_HELD = True
 del _argv0
 
+from adapters.run.dryrun import judge_dry_run  # noqa: E402
+from adapters.run.job import ajudge, judge  # noqa: E402
+from adapters.run.result import JudgeResult  # noqa: E402
+from adapters.run.settings import JobSettings  # noqa: E402
+from adapters.usage import UsageError  # noqa: E402
 
-def release_collector() -> None:
-    """Turn cyclic garbage collection on again if the command's start turned it off (a run, `status`:
-    anything but a dry run, which ends without it)."""
-    global COLLECTOR_HELD
-    if COLLECTOR_HELD:
-        COLLECTOR_HELD = False
-        gc.enable()
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from adapters import job
-
-        return getattr(job, name)
-    raise AttributeError(f"module 'adapters' has no attribute {name!r}")
+__all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"]

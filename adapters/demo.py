@@ -20,7 +20,15 @@ from typing import Any
 
 import orjson
 
-from adapters.job import EXIT_OK, JobSettings, ajudge, load_items
+from adapters.checkpoint.store import Store
+from adapters.cli.relaunch import command_line
+from adapters.files.items_io import load_items
+from adapters.report.job_report import job_report
+from adapters.report.page import write_html_report
+from adapters.run.job import ajudge
+from adapters.run.progress import plural, stderr_progress
+from adapters.run.settings import JobSettings
+from adapters.usage import EXIT_OK
 from judgecore import spec_from_json
 
 #: The rubric asks for "Score: N" first; a judge that concludes last would match the same (the last
@@ -204,7 +212,6 @@ def demo_dir_problem(root: Path) -> str | None:
     """Why the demo may not write in `root`: it holds a file of one of the demo's names that an earlier
     demo did not write (no demo checkpoint there), which the demo would overwrite. None for a new or
     empty directory, or an earlier demo's, which the demo runs again."""
-    from adapters.store import Store
 
     if not root.is_dir() or Store.exists(root / "state-batch"):
         return None
@@ -219,8 +226,6 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
     import asyncio
 
-    from adapters.cli import command_line
-    from adapters.progress import plural, stderr_progress
     from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
@@ -322,8 +327,6 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
             print("\n".join(pairwise_lines(result.records.values())))
         print(f"       output: {result.output_path}")
         ok = ok and result.exit_code == EXIT_OK
-    from adapters.html_report import write_html_report
-    from adapters.summary import job_report
 
     report = root / "report.html"
     write_html_report(report, job_report(root / "state-batch", by="topic"))

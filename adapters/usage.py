@@ -1,8 +1,8 @@
 """What every command knows before it does any work: the exit statuses, the defaults its flags show,
 and `UsageError` (exit 2).
 
-Kept apart from `adapters.job` so that `judgecore --help` and a usage error need nothing else loaded;
-`adapters.job` (and so `adapters`) exports the same names.
+Kept apart from `adapters.run.job` so that `judgecore --help` and a usage error need nothing else loaded;
+`adapters.run.job` (and so `adapters`) exports the same names.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import errno
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_MAX_TOKENS = 1024
-#: The default max_tokens where the model thinks (`judgecore.models.THINKING_MAX_TOKENS`, for `--help`).
+#: The default max_tokens where the model thinks (`judgecore.wire.models.THINKING_MAX_TOKENS`, for `--help`).
 THINKING_MAX_TOKENS = 16_000
 
 #: How a job started from the Python API resumes (`status`, the report): `judgecore run --state DIR`
 #: alone refuses it, since its checkpoint keeps no command line to resume by.
 PYTHON_RESUME = "call judge() again with the same items, rubric and settings, and state_dir={state}"
 
-#: `judgecore.machine.ExitStatus`'s values, as plain ints: `--help` imports no core and no attrs
+#: `judgecore.run.vocab.ExitStatus`'s values, as plain ints: `--help` imports no core and no attrs
 #: (tests/cli/test_start_up.py); tests/core/test_machine.py holds the two equal.
 EXIT_OK = 0
 EXIT_USAGE = 2

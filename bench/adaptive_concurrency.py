@@ -1,4 +1,4 @@
-"""Adaptive concurrency (`judgecore.concurrency`) against every fixed concurrency, on a simulated served model.
+"""Adaptive concurrency (`judgecore.decide.concurrency`) against every fixed concurrency, on a simulated served model.
 
     uv run python bench/adaptive_concurrency.py [N] [--quick]
 
@@ -33,7 +33,7 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
-from judgecore.concurrency import AdaptiveConcurrency, Answered, Refused, step
+from judgecore.decide.concurrency import AdaptiveConcurrency, Answered, Refused, step
 
 BACKOFF_SECONDS = 1.0
 REFUSAL_SECONDS = 0.005

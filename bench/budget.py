@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from adapters.demo import RUBRIC, _items  # noqa: E402
 from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
 from judgecore import Usage  # noqa: E402
-from judgecore.models import price_for  # noqa: E402
-from judgecore.spend import answer_cost  # noqa: E402
+from judgecore.decide.spend import answer_cost  # noqa: E402
+from judgecore.wire.models import price_for  # noqa: E402
 
 MODEL = "claude-sonnet-4-6"
 FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -5,7 +5,7 @@ for building + chunking, the same work done the naive way in the same process: e
 `len(json.dumps({"custom_id": ..., "params": {...}}).encode())` over the full params dict (rubric
 included), as if the body were serialized to learn its size. The naive sizes are checked to equal the
 real ones, so both columns compute the same answer. The custom_ids are derived when the items are
-parsed (`judgecore.ids.custom_ids_for`, timed on its own row); the naive column derives them too.
+parsed (`judgecore.job.ids.custom_ids_for`, timed on its own row); the naive column derives them too.
 
 Targets (issue #2, on a 2-core machine): build + chunk of 100,000 requests <= 0.5 s; diff_resume of
 1,000,000 ids <= 1 s.
@@ -36,7 +36,7 @@ from judgecore import (
     chunk,
     diff_resume,
 )
-from judgecore.ids import custom_ids_for
+from judgecore.job.ids import custom_ids_for
 
 MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 1024

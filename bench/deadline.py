@@ -5,7 +5,7 @@ against an oracle that knew each batch's latency in advance.
     uv run python bench/deadline.py --latency lognormal --progress none
 
 No HTTP and no sleeping: a job is a few events on a simulated clock, and every decision is the core's
-own (`judgecore.deadline.deadline_start` once, then `next_deadline_action` for each live batch at
+own (`judgecore.decide.deadline.deadline_start` once, then `next_deadline_action` for each live batch at
 every poll, exactly as a run would ask it). What the decisions do not know, the bench draws, seeded:
 
 - each sub-batch's latency, from `adapters.simulator.latency` (the simulator's `--batch-latency`,
@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.simulator.latency import latency_at  # noqa: E402
-from judgecore.deadline import (  # noqa: E402
+from judgecore.decide.deadline import (  # noqa: E402
     AllSync,
     DeadlinePolicy,
     End,
@@ -65,7 +65,7 @@ from judgecore.deadline import (  # noqa: E402
     deadline_start,
     next_deadline_action,
 )
-from judgecore.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait  # noqa: E402
+from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait  # noqa: E402
 
 SUB_BATCH = 8_000
 TOKENS = 100.0  # the estimate of one answer's output tokens (EXPECTED_OUTPUT_TOKENS)

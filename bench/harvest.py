@@ -1,6 +1,6 @@
 """Harvest benchmark: durable ingest rate and peak memory of the batch path's harvest.
 
-Runs the real harvest code (`adapters.batch.BatchShell.harvest` performing the machine's `Harvest`: id
+Runs the real harvest code (`adapters.run.batch.BatchShell.harvest` performing the machine's `Harvest`: id
 matching, duplicate check, the raw line's translation (`result_line`: orjson, no SDK model), `classify`, the breaker's gate until it closes,
 `OutcomeWriter` group commits with synchronous=FULL, the missing-line check)
 over a fake results stream that makes each line on the fly, so the stream itself holds nothing.
@@ -37,7 +37,7 @@ def cid(i: int) -> str:
 
 
 def setup(state: Path, n: int) -> None:
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     store = Store.open(state)
     store.bind_job({"bench": True}, ((cid(i), f"item{i}", "d") for i in range(n)))
@@ -72,12 +72,12 @@ def peak_rss_kb() -> int:
 def measure(state: Path, n: int) -> dict[str, float]:
     import orjson
 
-    from adapters.batch import BatchSettings, BatchShell
-    from adapters.clock import RealClock
-    from adapters.sdk_results import result_line
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
+    from adapters.providers.anthropic.sdk_results import result_line
+    from adapters.run.batch import BatchSettings, BatchShell
+    from adapters.run.clock import RealClock
     from judgecore import Breaker, RequestTemplate
-    from judgecore.batchrun import Harvest, Harvested
+    from judgecore.run.batch import Harvest, Harvested
 
     result = orjson.dumps(
         {
@@ -147,7 +147,7 @@ def measure(state: Path, n: int) -> dict[str, float]:
 def naive_rate(n: int = 2_000) -> float:
     """The baseline, in this process: one fsynced commit per result line (what a harvest that makes
     each line durable on its own would do), through the same store and rows."""
-    from adapters.store import OutcomeRow, Store
+    from adapters.checkpoint.store import OutcomeRow, Store
     from judgecore import RawResult, Usage, classify
 
     with tempfile.TemporaryDirectory() as tmp:

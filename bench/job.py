@@ -205,7 +205,11 @@ def small_commands(python: str, root: Path, runs: int = 5) -> dict[str, float]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         # a checkpoint for `status`: a dry run writes none, so bind one by hand through the store
         subprocess.run(
-            [python, "-c", f"from adapters.store import Store; s = Store.open({str(state)!r}); s.close()"],
+            [
+                python,
+                "-c",
+                f"from adapters.checkpoint.store import Store; s = Store.open({str(state)!r}); s.close()",
+            ],
             cwd=root,
             check=True,
         )

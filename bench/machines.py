@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 _CHILD = r"""
 import sys, time, tracemalloc
 n = int(sys.argv[1])
-from judgecore.items import Items, raw_digest, DIGEST_BYTES
-from judgecore.ids import custom_ids_for
-from judgecore.requests import RequestTemplate, build_requests
-from judgecore.jobrun import JobRun, History, JobPolicy, RunBatch
-from judgecore.polling import BatchSnapshot
+from judgecore.job.items import Items, raw_digest, DIGEST_BYTES
+from judgecore.job.ids import custom_ids_for
+from judgecore.wire.requests import RequestTemplate, build_requests
+from judgecore.run.job._machine import JobRun, History, JobPolicy, RunBatch
+from judgecore.decide.polling import BatchSnapshot
 from judgecore import batchrun as br
-from judgecore.columns import Ints
+from judgecore.job.columns import Ints
 
 ids = tuple(f"item-{i}" for i in range(n))
 cids = custom_ids_for(ids, job="abcdefghijklmnop")
@@ -44,7 +44,7 @@ job = JobRun.start(tuple(requests.custom_ids), History(), JobPolicy(force="batch
 job, actions = job.advance()
 (op,) = [a for a in actions if isinstance(a, RunBatch)]
 try:
-    from adapters.job_parts import requests_of
+    from adapters.run.operations import requests_of
     class _Job:
         pass
     j = _Job(); j.requests = requests

@@ -40,13 +40,13 @@ import sys, time, json
 root, state, n, mode, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 sys.path.insert(0, root)
 from pathlib import Path
-from adapters.store import Store
-from judgecore.items import Item, Items
+from adapters.checkpoint.store import Store
+from judgecore.job.items import Item, Items
 
 def cid(i): return f"item-{i:07d}-bench"
 
 def build():
-    from adapters.store import OutcomeRow
+    from adapters.checkpoint.store import OutcomeRow
     from judgecore import FailureClass, Outcome, Status, Usage
     store = Store.open(state)
     store.bind_job({"bench": True}, ((cid(i), f"item{i}", "d") for i in range(n)))
@@ -87,7 +87,7 @@ items = Items.of(
          custom_id=cid(i))
     for i in range(n)
 )
-from adapters.output import write_output
+from adapters.files.output import write_output
 store = Store.open(state)
 out = Path(state).parent / "out.jsonl"
 got = {}

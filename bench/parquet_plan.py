@@ -3,7 +3,7 @@
     uv run python bench/parquet_plan.py            # 1,000,000 rows
     uv run python bench/parquet_plan.py --n 200000
 
-The Parquet reader streams (`adapters.readers`: `BATCH_ROWS` rows converted to Python at a time), so
+The Parquet reader streams (`adapters.files.readers`: `BATCH_ROWS` rows converted to Python at a time), so
 a plan of a Parquet file should hold what a plan of the same rows as JSON Lines holds (each item's id,
 custom_id, size and metadata bytes: the job's columns), whatever the file's size. The bench writes the
 same rows both ways, plans each in a fresh process, and prints each process's peak RSS beside the

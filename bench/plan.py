@@ -8,7 +8,7 @@ The floor is the least work any planner must do, also run as a whole process: re
 orjson, build the batch request dict (`{"custom_id", "params": {model, max_tokens, system, messages}}`),
 serialize it once, and sum the sizes, with the raw item id as the custom_id (the issue's floor). A
 valid batch request needs a derived custom_id, so a second floor derives it per line with
-`judgecore.ids.custom_id_for` (importing `judgecore`), and is printed beside the first. The dry-run
+`judgecore.job.ids.custom_id_for` (importing `judgecore`), and is printed beside the first. The dry-run
 does more (it validates every line, checks for repeated ids, sizes each request, chunks, estimates the
 cost), and the target (issue 21) is that it stays within 1.5x the floor (issue 11's was 2.0x). On a
 fresh state dir, as here, it derives no custom_id: the job key they would be derived with is drawn for
@@ -40,7 +40,7 @@ RUBRIC = "".join(
 
 FLOOR = r"""
 import sys, orjson
-from judgecore.ids import custom_id_for
+from judgecore.job.ids import custom_id_for
 system = [{"type": "text", "text": open(sys.argv[2]).read(), "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
 total = 0
 with open(sys.argv[1], "rb") as f:
@@ -105,7 +105,7 @@ def main() -> int:
         rubric.write_text(RUBRIC)
         floor_cmd = [python, "-c", FLOOR, str(items), str(rubric)]
         raw_floor = FLOOR.replace('custom_id_for(obj["id"])', 'obj["id"]').replace(
-            "from judgecore.ids import custom_id_for", ""
+            "from judgecore.job.ids import custom_id_for", ""
         )
         raw_cmd = [python, "-c", raw_floor, str(items), str(rubric)]
         plan_args = [

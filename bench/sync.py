@@ -1,7 +1,7 @@
 """Benchmark of the sync path's pacing: how much of an output-tokens-per-minute limit a job uses, and how
 many of its requests are answered 429.
 
-A sync job runs `adapters.sync.run_sync` (probe first, as `judgecore run` does) through the real
+A sync job runs `adapters.run.sync.run_sync` (probe first, as `judgecore run` does) through the real
 `anthropic` SDK against the simulator, whose output-token bucket refills continuously at OTPM/60 per
 second and which serves the `anthropic-ratelimit-*` headers as the API serves them (token `remaining`
 rounded to the nearest thousand, `reset` in RFC 3339) and 429s with `retry-after` when the bucket is empty.
@@ -32,12 +32,12 @@ from typing import Any
 
 import orjson
 
-from adapters.clock import Clock, FakeClock, RealClock
-from adapters.events import discard
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.sync_api import Answer, AnthropicMessagesApi, MessagesApi
+from adapters.run.clock import Clock, FakeClock, RealClock
+from adapters.run.events import discard
+from adapters.run.sync import SyncRunResult, SyncSettings, probe, run_sync
 from adapters.simulator import Scenario, Simulator, serve, sim_client
-from adapters.store import Store
-from adapters.sync import SyncRunResult, SyncSettings, probe, run_sync
-from adapters.sync_api import Answer, AnthropicMessagesApi, MessagesApi
 from judgecore import Request, RequestTemplate, build_requests, parse_items
 
 MODEL = "claude-sonnet-4-6"

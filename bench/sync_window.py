@@ -3,7 +3,7 @@
     uv run python bench/sync_window.py              # 600 items, 3 runs, real time over loopback HTTP
 
 A kill -9 inside that window loses an answer that was paid for (the rerun sends it again), so it should
-be as short as the disk allows. A sync job (`adapters.sync.run_sync` after its probe, as `judgecore
+be as short as the disk allows. A sync job (`adapters.run.sync.run_sync` after its probe, as `judgecore
 run` does) runs on the wall clock through the real `anthropic` SDK against the simulator served over
 loopback HTTP, each answer taking a simulated latency. "Delivered" is the instant the SDK call returns
 the answer to the shell (`MessagesApi.create`); "committed" the instant the checkpoint's
@@ -33,11 +33,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sync import MESSAGES, LatencyApi, job  # noqa: E402
 
-from adapters.clock import RealClock  # noqa: E402
-from adapters.events import discard  # noqa: E402
-from adapters.store import OutcomeRow, Store  # noqa: E402
-from adapters.sync import SyncSettings, probe, run_sync  # noqa: E402
-from adapters.sync_api import Answer, AnthropicMessagesApi, MessagesApi  # noqa: E402
+from adapters.checkpoint.store import OutcomeRow, Store  # noqa: E402
+from adapters.providers.anthropic.sync_api import Answer, AnthropicMessagesApi, MessagesApi  # noqa: E402
+from adapters.run.clock import RealClock  # noqa: E402
+from adapters.run.events import discard  # noqa: E402
+from adapters.run.sync import SyncSettings, probe, run_sync  # noqa: E402
 from judgecore import RawResult, classify  # noqa: E402
 
 

@@ -1,37 +1,23 @@
 """judgecore: the pure decision core of LLM-judge runs through the Anthropic API.
 
 Every function here takes and returns immutable values; nothing here touches the SDK, the clock, the
-disk or the terminal (that is `adapters`). The modules read like the list of decisions judgecore makes:
+disk or the terminal (that is `adapters`). The packages, by concern, each importing only those below it
+(the contracts in pyproject.toml, checked by `lint-imports`):
 
-- `parsing`, `items`: what a valid input line is; a job's items as columns (their messages held or not)
-- `requests`: what each item sends (ids, sizes, max_tokens: never the messages), and the exact bytes
-  the wire encoder makes of it given its messages
-- `columns`: the immutable integer columns the values above are made of
-- `ids`: the custom_id of an item
-- `routing`: sync or batch, and whether a job's recorded route is kept
-- `chunking`: how a job splits into sub-batches (from the sizes alone)
-- `encoding`: the bytes of a create body, from the requests and the messages the shell gives it
-- `batching`: what to do after a failed batch create, and which listed batch is an orphan of ours
-- `subbatch`: a sub-batch's lifecycle, as a table of legal moves; which states hold ids in flight
-- `batchrun`: the batch run as a machine: given the checkpoint, what to do next, and what each answer means
-- `syncrun`: the sync run as a machine: which item to send next, what each answer does to it, when it is done
-- `harvesting`: which of a batch's result lines are ours, and what the breaker lets through
-- `harvestfold`: one harvest as a fold: what each result line means, and what of it to record
-- `resultlines`: what one line of a batch's results file says, as its `Outcome`
-- `polling`: how long to wait for a batch, and when to stop waiting
-- `outcomes`: what one result means
-- `backoff`: how long to wait before a retry
-- `ratelimit`: what the rate-limit headers say, and how fast the sync path may send
-- `resume`: what is left to do
-- `breaker`: when a run of invalid requests means a broken job
-- `planning`, `plan_text`: the job's plan (its requests, built once), the dry-run plan and its cost, as
-  values and as text
-- `report`: the output line of an item
-- `verdicts`: what a judge's answer concluded (a JSON Schema or a regex)
-- `designs`: how many requests an item asks (a judge design), and the requests a row expands into
-- `folding`: how an item's answers fold back into one verdict and one output line
-- `spend`: what answers cost, and the budget's admission rule
-- `stats`, `summary`: the statistics of a job's scores, and a job's summary as a value
+- `run`: the machines: the job (`run.job.JobRun`), the batch run (`run.batch.BatchRun`), the sync run
+  (`run.sync.SyncRun`), the sub-batch lifecycle (`run.subbatch`) and the words they share (`run.vocab`)
+- `summary`: a job's summary as a value and as text: statistics, reliability, group differences,
+  examples, number formats, the dry-run plan's text
+- `decide`: the run's single decisions: route, backoff, polling, rate limits, the breaker, resume,
+  prices, spend and the budget, the plan, the checkpoint's journal
+- `results`: what one answer means: its status and usage, its class, a batch result line, its
+  verdict, its item's output line
+- `wire`: what goes on the wire: requests (without messages), the create body's bytes, structured
+  output schemas, sub-batch chunks, the model table
+- `job`: what the user asked: items and their columns, custom_ids and id sets, designs and how an
+  item's answers fold back into one verdict (`job.consensus`), the core's errors
+
+This module re-exports the names a program uses (below); each lives in the module named by its import.
 
 Glossary (one name per idea, in code, CLI, output and docs):
 
@@ -48,156 +34,61 @@ Glossary (one name per idea, in code, CLI, output and docs):
   them across every run, `--max-attempts` bounds them per item per run.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-# `backoff` names a module and the function in it: the package's `backoff` is the function, bound here
-# before any import of the module `judgecore.backoff` can make the package's attribute the module.
-from judgecore.backoff import BackoffPolicy, backoff
-
-if TYPE_CHECKING:
-    from judgecore.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
-    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
-    from judgecore.encoding import create_body
-    from judgecore.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
-    from judgecore.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
-    from judgecore.items import Item, Items, RoutePath
-    from judgecore.outcomes import (
-        FINAL_STATUSES,
-        FailureClass,
-        Outcome,
-        RawResult,
-        Status,
-        Usage,
-        classify,
-    )
-    from judgecore.parsing import parse_item, parse_items
-    from judgecore.plan_text import plan_json, render_plan
-    from judgecore.planning import (
-        DEFAULT_PRICES,
-        CachePlan,
-        JobPlan,
-        ModelPrice,
-        Plan,
-        estimate_tokens,
-        plan,
-        plan_job,
-    )
-    from judgecore.polling import (
-        BatchSnapshot,
-        Harvest,
-        Overdue,
-        PollAction,
-        PollPolicy,
-        RequestCounts,
-        Wait,
-        next_poll_action,
-        next_wake,
-    )
-    from judgecore.report import output_line, output_record
-    from judgecore.requests import Request, Requests, RequestTemplate, build_requests, cache_control_for
-    from judgecore.resume import JobState, ResumeDiff, diff_resume
-    from judgecore.routing import (
-        DecideRoute,
-        KeepRoute,
-        Route,
-        RouteDecision,
-        RoutePolicy,
-        keep_or_redecide,
-        route,
-    )
-    from judgecore.verdicts import (
-        VERDICT_UNPARSED,
-        Unscored,
-        Verdict,
-        VerdictSpec,
-        VerdictSpecError,
-        parse_verdict,
-        spec_from_json,
-    )
-
-# Each name is loaded from its module on first use (PEP 562), so a program that needs a few decisions
-# (`judgecore run --dry-run` needs items, ids, planning and routing) does not pay for importing them all.
-# The module of every exported name (`backoff`'s are imported above):
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "judgecore.backoff": ("BackoffPolicy", "backoff"),
-    "judgecore.breaker": ("Breaker", "BreakerPolicy", "BreakerState", "breaker_tripped"),
-    "judgecore.chunking": ("MAX_BYTES", "MAX_REQUESTS", "SubBatch", "body_size", "chunk"),
-    "judgecore.encoding": ("create_body",),
-    "judgecore.errors": ("DuplicateIdError", "InputError", "JudgecoreError", "RequestTooLargeError"),
-    "judgecore.ids": ("CUSTOM_ID_RE", "assign_custom_ids", "check_unique", "custom_id_for", "custom_ids_for"),
-    "judgecore.items": ("Item", "Items", "RoutePath"),
-    "judgecore.parsing": ("parse_item", "parse_items"),
-    "judgecore.requests": ("Request", "RequestTemplate", "Requests", "build_requests", "cache_control_for"),
-    "judgecore.outcomes": (
-        "FINAL_STATUSES",
-        "FailureClass",
-        "Outcome",
-        "RawResult",
-        "Status",
-        "Usage",
-        "classify",
-    ),
-    "judgecore.planning": (
-        "DEFAULT_PRICES",
-        "CachePlan",
-        "JobPlan",
-        "ModelPrice",
-        "Plan",
-        "estimate_tokens",
-        "plan",
-        "plan_job",
-    ),
-    "judgecore.plan_text": ("plan_json", "render_plan"),
-    "judgecore.polling": (
-        "BatchSnapshot",
-        "Harvest",
-        "Overdue",
-        "PollAction",
-        "PollPolicy",
-        "RequestCounts",
-        "Wait",
-        "next_poll_action",
-        "next_wake",
-    ),
-    "judgecore.report": ("output_line", "output_record"),
-    "judgecore.resume": ("JobState", "ResumeDiff", "diff_resume"),
-    "judgecore.routing": (
-        "DecideRoute",
-        "KeepRoute",
-        "Route",
-        "RouteDecision",
-        "RoutePolicy",
-        "keep_or_redecide",
-        "route",
-    ),
-    "judgecore.verdicts": (
-        "VERDICT_UNPARSED",
-        "Unscored",
-        "Verdict",
-        "VerdictSpec",
-        "VerdictSpecError",
-        "parse_verdict",
-        "spec_from_json",
-    ),
-}
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'judgecore' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
+from judgecore.decide.backoff import BackoffPolicy, backoff
+from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
+from judgecore.decide.planning import CachePlan, JobPlan, ModelPrice, Plan, estimate_tokens, plan, plan_job
+from judgecore.decide.polling import (
+    BatchSnapshot,
+    Harvest,
+    Overdue,
+    PollAction,
+    PollPolicy,
+    RequestCounts,
+    Wait,
+    next_poll_action,
+    next_wake,
+)
+from judgecore.decide.prices import DEFAULT_PRICES
+from judgecore.decide.resume import JobState, ResumeDiff, diff_resume
+from judgecore.decide.routing import (
+    DecideRoute,
+    KeepRoute,
+    Route,
+    RouteDecision,
+    RoutePolicy,
+    keep_or_redecide,
+    route,
+)
+from judgecore.job.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
+from judgecore.job.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
+from judgecore.job.items import Item, Items, RoutePath
+from judgecore.job.parsing import parse_item, parse_items
+from judgecore.results.outcomes import (
+    FINAL_STATUSES,
+    FailureClass,
+    Outcome,
+    RawResult,
+    Status,
+    Usage,
+    classify,
+)
+from judgecore.results.output_line import output_line, output_record
+from judgecore.results.verdicts import (
+    VERDICT_UNPARSED,
+    Unscored,
+    Verdict,
+    VerdictSpec,
+    VerdictSpecError,
+    parse_verdict,
+    spec_from_json,
+)
+from judgecore.run.batch import BatchRun
+from judgecore.run.job import JobRun
+from judgecore.run.sync import SyncRun
+from judgecore.summary.plan_text import plan_json, render_plan
+from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
+from judgecore.wire.encoding import create_body
+from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests, cache_control_for
 
 __all__ = [
     "CUSTOM_ID_RE",
@@ -207,6 +98,7 @@ __all__ = [
     "MAX_REQUESTS",
     "VERDICT_UNPARSED",
     "BackoffPolicy",
+    "BatchRun",
     "BatchSnapshot",
     "Breaker",
     "BreakerPolicy",
@@ -220,6 +112,7 @@ __all__ = [
     "Item",
     "Items",
     "JobPlan",
+    "JobRun",
     "JobState",
     "JudgecoreError",
     "KeepRoute",
@@ -242,6 +135,7 @@ __all__ = [
     "RoutePolicy",
     "Status",
     "SubBatch",
+    "SyncRun",
     "Unscored",
     "Usage",
     "Verdict",

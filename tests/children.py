@@ -41,11 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 #: child runs: `runpy` warns on stderr when it is already imported.
 PRELOAD = (
     "anthropic",
-    "adapters.job",
-    "adapters.batch",
-    "adapters.batch_api",
-    "adapters.sync",
-    "adapters.store",
+    "adapters.run.job",
+    "adapters.run.batch",
+    "adapters.providers.anthropic.batch_api",
+    "adapters.run.sync",
+    "adapters.checkpoint.store",
     "tests.batch.fakes",
 )
 

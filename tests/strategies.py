@@ -21,10 +21,10 @@ from judgecore import (
     RoutePolicy,
     Usage,
 )
-from judgecore.outcomes import StopDetails
+from judgecore.results.outcomes import StopDetails
 
 if TYPE_CHECKING:
-    from judgecore.designs import Design
+    from judgecore.job.designs import Design
 
 # --- item ids -------------------------------------------------------------------------------------
 
@@ -433,7 +433,7 @@ _judge_ids = st.sampled_from(["claude-haiku-4-5", "claude-sonnet-4-6", "claude-o
 def designs(draw: st.DrawFn, *, max_samples: int = 4) -> Design:
     """Any judge design: K samples, pairwise or not, a panel of 0 to 3 judges (with a template when
     pairwise, which needs one)."""
-    from judgecore.designs import Design
+    from judgecore.job.designs import Design
 
     pairwise = draw(st.booleans())
     judges = draw(st.lists(_judge_ids, max_size=3, unique=True))

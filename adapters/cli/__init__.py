@@ -1,57 +1,42 @@
-"""`judgecore`: the command line, a thin layer over `adapters.job` (see `judgecore --help`).
+"""`judgecore`: the command line, a thin layer over `adapters.run.job` (see `judgecore --help`).
 
 The package's modules, one idea each: `parser` (the grammar and help text), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
 read a checkpoint: status, summary, export), `cancel` and `relaunch` (the words that start judgecore
 again). This module maps each command to its handler and a `UsageError` to exit 2.
+
+May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
+`adapters.simulator` are imported where their command is dispatched.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import NoReturn
 
-from adapters import keep_bytecode, release_collector
+from adapters import keep_bytecode
 from adapters.cli.parser import build_parser
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
-from adapters.paths import directory_problem
+from adapters.files.paths import directory_problem
 from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, checkpoint_fault, disk_fault
-
-if TYPE_CHECKING:
-    from adapters.cli.relaunch import PROJECT, command_line, launcher
 
 __all__ = [
     "EXIT_HUNG_UP",
     "EXIT_INTERRUPTED",
     "EXIT_TERMINATED",
-    "PROJECT",
     "build_parser",
     "command",
-    "command_line",
-    "launcher",
     "main",
 ]
 
-# Each command imports what it needs, in its own function: `--help` parses arguments and nothing else,
-# `status` reads the checkpoint, a dry run plans (no event loop, no SQLite on a fresh state dir), and
-# only a run, `cancel` and `demo` import the SDK and the run machines (tests/cli/test_start_up.py).
-# The commands' own modules as well: a dry run loads neither `status` nor `cancel`, nor `relaunch`
-# (`shutil`, `shlex`: only a line that prints a command to run again needs it), whose names this
-# package gives on first use.
-
-_LAUNCHER_NAMES = frozenset({"PROJECT", "command_line", "launcher"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAUNCHER_NAMES:
-        from adapters.cli import relaunch as module
-
-        return getattr(module, name)
-    raise AttributeError(f"module 'adapters.cli' has no attribute {name!r}")
+# Each command's module is imported when it is dispatched (below): `--help` and a dry run load neither
+# `status`, `cancel`, the demo nor the simulator; the SDK is imported only when a run sends
+# (`adapters.run.operations`).
 
 
 def cmd_simulator(ns: argparse.Namespace) -> int:
@@ -72,13 +57,16 @@ def cmd_simulator(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> int:
+    """Run one command; its exit status. `collector_held`: the command's start turned cyclic garbage
+    collection off (`command`); it is turned on again for anything but a dry run, which makes no
+    cycles to speak of and ends without it."""
     keep_bytecode()  # the command's own start did it already; `main()` called by another program does it here
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     ns = parser.parse_args(argv)
-    if not (ns.command == "run" and ns.dry_run):
-        release_collector()  # only a dry run ends without the collector (see `adapters`)
+    if collector_held and not (ns.command == "run" and ns.dry_run):
+        gc.enable()
     try:
         from adapters.cli.flags import check_environment
 
@@ -144,8 +132,12 @@ def command() -> NoReturn:
     `main` (argparse's `--help` and usage errors are `SystemExit`s) takes the usual way out. A
     program calling `main()` itself gets its exit status back instead.
     """
+    # What a command imports makes tens of thousands of objects and no garbage worth a collection pass:
+    # the collector is off until `main` knows the command, and a dry run ends without it.
+    held = gc.isenabled()
+    gc.disable()
     try:
-        code = main()
+        code = main(collector_held=held)
     except BrokenPipeError:
         # what is left to write has no reader: point the streams at /dev/null so that the flushes
         # below (and any at exit) fail no more

@@ -8,26 +8,28 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from adapters.checkpoint.statelock import StateLockedError
+from adapters.checkpoint.store import Store
+from adapters.cli.relaunch import command_line
 from adapters.cli.status import _existing_state
+from adapters.run.operations import default_client
+from adapters.run.progress import PlainProgress, plural
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
+from judgecore import RawResult, Status, classify
 
 if TYPE_CHECKING:
-    from judgecore import RawResult
+    pass
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
     import asyncio
 
-    from adapters.batch import cancel_job
-    from adapters.batch_api import AnthropicBatchApi
-    from adapters.clock import RealClock
-    from adapters.job import _default_client
-    from adapters.progress import PlainProgress, plural
-    from adapters.statelock import StateLockedError
-    from adapters.store import Store
+    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+    from adapters.run.batch import cancel_job
+    from adapters.run.clock import RealClock
 
     _existing_state(ns.state)
-    client = _default_client(os.environ)
+    client = default_client(os.environ)
     try:
         store = Store.open(ns.state, exclusive="cancel")  # not while a run uses the state dir
     except StateLockedError as exc:
@@ -52,9 +54,6 @@ def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]
     """The batches whose cancel failed keep running, billed as they finish: one error line, and exit 4
     when the API refused the key or could not be reached (fix it first), 3 when the failure was
     transient (the same command again cancels them)."""
-    from adapters.cli.relaunch import command_line
-    from adapters.progress import plural
-    from judgecore import Status, classify
 
     fatal = any(raw.status is None or classify(raw).status is Status.FATAL for _, raw in failed)
     ids = ", ".join(batch_id for batch_id, _ in failed[:3]) + (

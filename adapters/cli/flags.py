@@ -9,14 +9,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapters.files.readers import read_verdict_file
+from adapters.run.settings import JobSettings
 from adapters.usage import UsageError
+from judgecore.job.designs import FIRST, SECOND, DesignError, template_fields
 
 if TYPE_CHECKING:
-    from adapters.settings import JobSettings
+    pass
 
 
 def _settings(ns: argparse.Namespace) -> JobSettings:
-    from adapters.settings import JobSettings
 
     force = "sync" if ns.force_sync else "batch" if ns.force_batch else None
     extra: dict[str, Any] = {} if ns.max_tokens is None else {"max_tokens": ns.max_tokens}
@@ -47,10 +49,10 @@ def check_environment(environ: Mapping[str, str], *, values: bool) -> None:
     """The `JUDGECORE_*` variables, read before anything else: a name judgecore does not read is a
     warning with the nearest one it does (a typo is not ignored in silence); with `values`, one whose
     value is out of its range is a `UsageError` naming it, as its flag would be (the one table of
-    knobs, `judgecore.knobs`). Nothing is loaded when no such variable is set."""
+    knobs, `judgecore.job.knobs`). Nothing is loaded when no such variable is set."""
     if not any(name.startswith("JUDGECORE_") for name in environ):
         return
-    from judgecore.knobs import KnobError, env_values, unknown_env
+    from judgecore.job.knobs import KnobError, env_values, unknown_env
 
     for line in unknown_env(environ):
         print(f"warning: {line}", file=sys.stderr)
@@ -88,7 +90,6 @@ def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
     if path is None:
         return None
     text = _read_flag_file(path, "--template")
-    from judgecore.designs import FIRST, SECOND, DesignError, template_fields
 
     try:
         names = template_fields(text)
@@ -106,6 +107,5 @@ def _read_template(path: Path | None, *, pairwise: bool = False) -> str | None:
 def _verdict_spec(path: Path | None) -> Any:
     if path is None:
         return None
-    from adapters.summary import read_verdict_file
 
     return read_verdict_file(path)

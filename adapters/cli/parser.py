@@ -167,10 +167,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _knob(name: str) -> Callable[[str], Any]:
     """The argparse type of the knob `name`: its text parsed and checked against its range, from the
-    one table of knobs (`judgecore.knobs`, read when a value is given: `--help` loads no core)."""
+    one table of knobs (`judgecore.job.knobs`, read when a value is given: `--help` loads no core)."""
 
     def parse(text: str) -> Any:
-        from judgecore.knobs import BY_NAME, KnobError
+        from judgecore.job.knobs import BY_NAME, KnobError
 
         try:
             return BY_NAME[name].parse(text)

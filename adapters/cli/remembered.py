@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.checkpoint.store import Store
+from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.cli.parser import build_parser
-from adapters.paths import kept_path, path_to_keep
+from adapters.files.paths import kept_path, path_to_keep
 from adapters.usage import UsageError
 
 _NOT_REMEMBERED = frozenset(
@@ -32,7 +34,6 @@ _FLAG_OF = {
 
 def _holds_checkpoint(state: Path | None) -> bool:
     """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
-    from adapters.jobkey import holds_checkpoint
 
     try:
         return state is not None and holds_checkpoint(state)
@@ -61,8 +62,6 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
     kept = manifest = None
     if _holds_checkpoint(ns.state):
-        from adapters.store import Store
-
         store = Store.open_readonly(ns.state)
         try:
             kept = store.get_meta("invocation")
@@ -110,7 +109,7 @@ def _remembered_out(state: Path, kept: dict[str, Any]) -> Path:
     out = kept_path(state, kept["out"])
     if "state" in kept or not Path(kept["out"]).is_absolute():
         return out
-    from adapters.jobkey import holds_checkpoint
+    from adapters.checkpoint.store.schema import holds_checkpoint
 
     old = out.parent
     if old != state.resolve() and (not old.exists() or holds_checkpoint(old)):
@@ -165,7 +164,6 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
     naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
     if not _holds_checkpoint(ns.state):
         return
-    from adapters.store import Store
 
     store = Store.open_readonly(ns.state)
     try:

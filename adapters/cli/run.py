@@ -10,6 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapters.checkpoint import finished
+from adapters.checkpoint.jobkey import ids_job_for
+from adapters.checkpoint.records import collect_records
+from adapters.checkpoint.store import Store
+from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.cli.flags import _read_rubric, _settings
 from adapters.cli.remembered import (
     _NOT_REMEMBERED,
@@ -19,14 +24,27 @@ from adapters.cli.remembered import (
     _remembered,
     _run_flags_given,
 )
-from adapters.paths import input_problem, kept_path, out_problem, state_problem
+from adapters.files.items_io import load_design_input, load_design_items, load_input, load_items
+from adapters.files.messages import JobInput
+from adapters.files.paths import input_problem, kept_path, out_problem, state_problem
+from adapters.files.readers import input_kind
+from adapters.files.writers import output_problem, write_records
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import ajudge
+from adapters.run.progress import plural, stderr_progress
+from adapters.run.result import JudgeResult
+from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
+from judgecore.job.items import Items
+from judgecore.summary.job_summary import unreadable_warning
+from judgecore.summary.plan_text import plan_json, render_plan
 
 if TYPE_CHECKING:
-    from adapters import finished
-    from adapters.job import JobSettings, JudgeResult
-    from adapters.messages import JobInput
-    from judgecore.items import Items
+    pass
+    pass
+    pass
+    pass
+    pass
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -55,7 +73,6 @@ def _hung_up(ttys: Sequence[int]) -> None:
 
 
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
-    from adapters.items_io import load_design_input, load_design_items, load_input, load_items
 
     kept = _remembered(ns, argv)
     kind = _input_of(ns)
@@ -86,8 +103,6 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         settings = _verdict_that_reads(ns, kept, settings)
     done = None
     if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
-        from adapters import finished
-
         assert out is not None
         flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
         done = finished.key(_invocation(ns, out), [ns.input, *finished.files_of(flags)])
@@ -99,11 +114,11 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
     # fresh state dir, which keeps nothing: its custom_ids, derived only if read).
-    from adapters.jobkey import holds_checkpoint, ids_job_for
+    from adapters.checkpoint.store.schema import holds_checkpoint
 
     fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    single = settings.plain  # one request per item: `judgecore.designs` is not imported
+    single = settings.plain  # one request per item: `judgecore.job.designs` is not imported
     if ns.dry_run:  # the messages held only when one prompt is counted (--count-tokens)
         held = bool(ns.count_tokens)
         dry = (
@@ -115,7 +130,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         )
         _check_overlap(ns, kept, dry.ids)
         return _dry_run(ns, dry, rubric, settings)
-    # each row expanded into its requests (judgecore.designs): their messages built, held by the shell
+    # each row expanded into its requests (judgecore.job.designs): their messages built, held by the shell
     items = (
         load_input(ns.input, job=ids_job, kind=kind)
         if single
@@ -135,8 +150,8 @@ def _verdict_that_reads(
     warning: the job keeps the spec it had (`--replace-verdict` takes the new one anyway)."""
     if settings.verdict is None or not _holds_checkpoint(ns.state):
         return settings
-    from adapters.store import Store
-    from judgecore.verdicts import reads_none, spec_from_json
+    from adapters.checkpoint.store import Store
+    from judgecore.results.verdicts import reads_none, spec_from_json
 
     store = Store.open_readonly(ns.state)
     try:
@@ -175,11 +190,10 @@ def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any
     """An input that shares no item id with the job in `--state` is exit 2 (a new job's input, most
     likely, given the wrong `--state`), naming both files and the ways out, unless `--add-items`; one
     that holds only some of the job's items is a warning (the output lists every item of the job)."""
-    from adapters.jobkey import holds_checkpoint
 
     if ns.state is None or not holds_checkpoint(ns.state):
         return
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     store = Store.open_readonly(ns.state)
     try:
@@ -222,7 +236,6 @@ def _input_of(ns: argparse.Namespace) -> Any:
 
 def _remember_inspect_log(state: Path, log: Path) -> None:
     """Keep the log's path in the checkpoint, for `judgecore export --to-inspect` to write it back."""
-    from adapters.store import Store
 
     store = Store.open(state)
     try:
@@ -233,8 +246,6 @@ def _remember_inspect_log(state: Path, log: Path) -> None:
 
 def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
     """Print the plan: `judge_dry_run`, with no event loop."""
-    from adapters.dryrun import judge_dry_run
-    from judgecore.plan_text import plan_json, render_plan
 
     result = judge_dry_run(
         items,
@@ -264,16 +275,13 @@ def _run(
     done: finished.FinishedKey | None = None,
 ) -> int:
     """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe;
-    a run that finishes the job keeps the finished-job record `done` (`adapters.finished`)."""
+    a run that finishes the job keeps the finished-job record `done` (`adapters.checkpoint.finished`)."""
     import asyncio
     import contextlib
     import signal
 
-    from adapters import finished
     from adapters.cli.relaunch import command_line
     from adapters.cli.status import _spend_line
-    from adapters.job import ajudge
-    from adapters.progress import plural, stderr_progress
 
     resume = command_line(argv)
     terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status
@@ -344,8 +352,7 @@ def _run(
         closing.append(f"prompt cache hit rate: {result.cache_hit_rate:.1%}")
     closing.append(_spend_line(result.spend_usd, result.all_sync_usd, result.estimate_usd))
     if settings.verdict is not None:
-        # the statistics package (`judgecore.summary`, `statistics`): only a job with verdicts reads it
-        from judgecore.summary import unreadable_warning
+        # the statistics package (`judgecore.summary.job_summary`, `statistics`): only a job with verdicts reads it
 
         noun = "answers" if settings.plain or settings.design.single else "items"
         if warning := unreadable_warning(result.unparsed, result.counts.get("succeeded", 0), noun=noun):
@@ -407,8 +414,6 @@ def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
     flag = "--from-inspect" if ns.from_inspect is not None else "INPUT"
     dataset = ns.input.is_dir() and ns.from_inspect is None  # a log is a file, never a directory
     if dataset:  # a saved dataset, or exit 2 before the state dir is made
-        from adapters.readers import input_kind
-
         input_kind(ns.input)
     problem = None if dataset else input_problem(ns.input, flag)
     if problem is None and ns.rubric is not None:
@@ -419,8 +424,6 @@ def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
         read = (ns.input, ns.rubric, ns.template, ns.verdict)  # every file the run reads
         problem = out_problem(out, inputs=tuple(p for p in read if p is not None), state=ns.state)
     if problem is None and out is not None and not ns.dry_run:
-        from adapters.writers import output_problem
-
         problem = output_problem(out)  # a Parquet output whose extra is missing
     if problem:
         raise UsageError(problem)
@@ -430,9 +433,6 @@ def _write_after_interrupt(
     items: Any, state: Path, out: Path, verdict: Any = None, design: Any = None
 ) -> None:
     """After Ctrl-C or SIGTERM, write the output from the checkpoint (pending where not final)."""
-    from adapters.job import collect_records
-    from adapters.store import Store
-    from adapters.writers import write_records
 
     store = Store.open(state)
     try:
@@ -444,7 +444,6 @@ def _write_after_interrupt(
 
 def _live_batches(state: Path) -> list[str]:
     """The ids of the job's batches still running on the API side, from the checkpoint."""
-    from adapters.store import Store
 
     store = Store.open_readonly(state)
     try:

@@ -8,15 +8,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from adapters.checkpoint.reads import counts_with_verdicts, spend_from_store
+from adapters.checkpoint.statelock import running_holder
+from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
-from adapters.paths import existing_state_problem, kept_path, out_problem
-from adapters.statelock import running_holder
-from adapters.usage import EXIT_OK, EXIT_PENDING, UsageError
+from adapters.files.inspect_log import export_to_inspect
+from adapters.files.paths import existing_state_problem, kept_path, out_problem
+from adapters.report.job_report import job_report, summary_json
+from adapters.report.page import write_html_report
+from adapters.usage import EXIT_OK, EXIT_PENDING, PYTHON_RESUME, UsageError
+from judgecore.job.designs import Design
+from judgecore.summary.job_summary import render_summary, unreadable_warning
+from judgecore.summary.text import render_markdown
 
 
 def _existing_state(state: Path) -> None:
     """`--state` for `status` and `cancel`: a directory holding a checkpoint."""
-    from adapters.store import Store
 
     if problem := existing_state_problem(state):
         raise UsageError(problem)
@@ -26,8 +33,6 @@ def _existing_state(state: Path) -> None:
 
 def cmd_status(ns: argparse.Namespace) -> int:
     import orjson
-
-    from adapters.store import Store
 
     _existing_state(ns.state)
     store = Store.open(ns.state)
@@ -95,8 +100,6 @@ def cmd_status(ns: argparse.Namespace) -> int:
     elif info["resume"] and c.get("pending"):
         lines.append(f"  resume with: {info['resume']}")
     elif c.get("pending"):  # a job started from the Python API: no command line to resume it by
-        from adapters.usage import PYTHON_RESUME
-
         lines.append(f"  resume: {PYTHON_RESUME.format(state=shlex.quote(str(ns.state)))}")
     print("\n".join(lines))
     return code
@@ -106,7 +109,6 @@ def _per_item(design: dict[str, Any] | None) -> int:
     """Requests per item of a checkpoint's kept design (1 without one)."""
     if not design:
         return 1
-    from judgecore.designs import Design
 
     return Design.from_json(design).per_item
 
@@ -122,13 +124,11 @@ def _spend_line(spend: float | None, all_sync: float | None, estimate: float | N
 
 
 def _counts_with_verdicts(store: Any) -> dict[str, int]:
-    from adapters.summary import counts_with_verdicts
 
     return counts_with_verdicts(store, store.counts())
 
 
 def _spend_json(store: Any) -> dict[str, float | None]:
-    from adapters.summary import spend_from_store
 
     m = spend_from_store(store)
     return {"spend_usd": m.spend_usd, "all_sync_usd": m.all_sync_usd, "estimate_usd": m.estimate_usd}
@@ -138,7 +138,6 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
     """The files the job in `state` was started with (its input or inspect_ai log, unless `inputs` is
     False; its rubric, template, verdict spec), as its checkpoint recorded them; none for a directory
     with no checkpoint."""
-    from adapters.store import Store
 
     if not Store.exists(state):
         return ()
@@ -154,8 +153,6 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
 
 
 def cmd_summary(ns: argparse.Namespace) -> int:
-    from adapters.summary import job_report, summary_json
-    from judgecore.summary import render_summary, unreadable_warning
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
@@ -184,14 +181,10 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     if ns.json:
         sys.stdout.write(summary_json(report).decode() + "\n")
     elif ns.markdown:
-        from judgecore.headline import render_markdown
-
         sys.stdout.write(render_markdown(report.summary, title=f"job in {ns.state}"))
     else:
         sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
     if ns.html is not None:
-        from adapters.html_report import write_html_report
-
         write_html_report(ns.html, report)
         sys.stdout.flush()
         print(f"report: {ns.html}", file=sys.stderr)
@@ -199,7 +192,6 @@ def cmd_summary(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
-    from adapters.inspect_log import export_to_inspect
 
     _existing_state(ns.state)
     # the scored log may replace the log it was read from (as it always could), not the job's other files

@@ -1,1 +1,5 @@
-"""The providers judgecore speaks to besides Anthropic, one subpackage each (SDK imports stay inside)."""
+"""The providers: each package holds every byte of one provider's wire and SDK, behind the ports the
+run's interpreters call.
+
+May import: `adapters.checkpoint`, `adapters.usage`, `judgecore`. Packages: `anthropic`, `openai`.
+"""

@@ -19,9 +19,11 @@ from typing import Any
 import attrs
 import orjson
 
-from adapters.paths import kept_path
-from adapters.store import Store
-from judgecore.examples import ExampleGroup, choose_examples, excerpt, prompt_of
+from adapters.checkpoint.store import Store
+from adapters.cli.parser import build_parser
+from adapters.files.paths import kept_path
+from adapters.usage import PYTHON_RESUME
+from judgecore.summary.examples import ExampleGroup, choose_examples, excerpt, prompt_of
 
 
 @attrs.frozen(kw_only=True)
@@ -124,8 +126,6 @@ def _run_options() -> dict[str, tuple[str, bool]]:
     """`run`'s options by dest: the long option string, and whether the flag is repeated per value."""
     import argparse
 
-    from adapters.cli.parser import build_parser
-
     parser = build_parser()
     run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]
     out: dict[str, tuple[str, bool]] = {}
@@ -216,8 +216,6 @@ def resume_command(state: Path, *, started_by_cli: bool = True) -> str:
     """The command that resumes the job in `state` as it was started, as the report prints it; for a
     job started from the Python API, the call that does."""
     if not started_by_cli:
-        from adapters.usage import PYTHON_RESUME
-
         return PYTHON_RESUME.format(state=shlex.quote(str(state)))
     return shlex.join(["judgecore", "run", "--state", str(state)])
 

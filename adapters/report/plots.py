@@ -12,10 +12,10 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from judgecore import figures as fig
-from judgecore.compare import Difference
-from judgecore.stats import LabelStats, NumericStats
-from judgecore.summary import Agreement, Group
+from judgecore.summary import numfmt as fig
+from judgecore.summary.compare import Difference
+from judgecore.summary.job_summary import Agreement, Group
+from judgecore.summary.stats import LabelStats, NumericStats, wilson_ci95
 
 #: The most groups the score panel draws (a row each) and the distributions (a small panel each, which
 #: matplotlib lays out slowly: a second a handful): the table may show more (`--top`).
@@ -81,7 +81,6 @@ def score_panel(rows: Sequence[tuple[str, Group, str]], field: str) -> str | Non
     else:
         labels = [k for k, _ in first.counts] if isinstance(first, LabelStats) else []
         fig_, ax = plt.subplots(figsize=(5.4, 0.3 * len(shown) * max(1, len(labels)) + 0.9))
-        from judgecore.stats import wilson_ci95
 
         y = 0
         ticks = []

@@ -1,6 +1,6 @@
 """The report's sections as HTML: results first, then the judge's own words, provenance, run health.
 
-Every figure is written by `judgecore.figures` (the rule the text summary and `--markdown` follow), and
+Every figure is written by `judgecore.summary.numfmt` (the rule the text summary and `--markdown` follow), and
 every string from the checkpoint is escaped.
 """
 
@@ -14,14 +14,14 @@ import orjson
 
 from adapters.report import plots
 from adapters.report.gather import resume_command
-from adapters.summary import JobReport
-from judgecore import figures as fig
-from judgecore import selfpref
-from judgecore.compare import Difference
-from judgecore.headline import design_rows, difference_text, left_out, not_compared, score_text
-from judgecore.selfpref import SelfPreferences
-from judgecore.stats import NumericStats
-from judgecore.summary import Group, render_summary
+from adapters.report.job_report import JobReport
+from judgecore.summary import numfmt as fig
+from judgecore.summary import selfpref
+from judgecore.summary.compare import Difference
+from judgecore.summary.job_summary import Group, render_summary
+from judgecore.summary.selfpref import SelfPreferences
+from judgecore.summary.stats import NumericStats
+from judgecore.summary.text import design_rows, difference_text, left_out, not_compared, score_text
 
 
 def esc(x: Any) -> str:
@@ -274,7 +274,7 @@ def designs(report: JobReport) -> str | None:
 
 
 def self_preference(sp: SelfPreferences) -> str:
-    """The panel's self-preference table, a flagged judge's row marked (`judgecore.selfpref`)."""
+    """The panel's self-preference table, a flagged judge's row marked (`judgecore.summary.selfpref`)."""
     head = "".join(f"<th>{esc(h)}</th>" for h in selfpref.HEAD)
     body = []
     for j, row in zip(sp.judges, selfpref.table_rows(sp), strict=True):

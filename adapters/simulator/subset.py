@@ -1,7 +1,7 @@
 """The structured-outputs subset the API accepts in `output_config.format.schema`, as the API checks it.
 
 Written from the API's documentation ("JSON Schema limitations") and the 400s users report, not from
-the client's transform (`judgecore.structured`), so the two can disagree and a test can see it:
+the client's transform (`judgecore.wire.structured`), so the two can disagree and a test can see it:
 
 - supported: the types object, array, string, integer, number, boolean, null (or a list of them);
   `enum` of strings, numbers, booleans and null; `const`; `anyOf`; `allOf`; `$ref` to the schema's own

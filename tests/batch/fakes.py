@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import attrs
 import orjson
 
-from adapters.batch_api import BatchApiError, CreateBody
-from adapters.clock import FakeClock
-from adapters.store import Store
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.run.clock import FakeClock
 from judgecore import (
     BatchSnapshot,
     RawResult,
@@ -27,7 +27,7 @@ from judgecore import (
     build_requests,
     parse_items,
 )
-from judgecore.outcomes import Outcome, classify
+from judgecore.results.outcomes import Outcome, classify
 
 # result kind for a (custom_id, attempt) -> RawResult
 Outcomer = Callable[[str, int], RawResult]

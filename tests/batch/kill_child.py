@@ -12,10 +12,10 @@ import sys
 
 import anthropic
 
-from adapters.batch import BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi
-from adapters.clock import RealClock
-from adapters.store import Store
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+from adapters.run.batch import BatchSettings, run_batch
+from adapters.run.clock import RealClock
 from judgecore import PollPolicy
 from tests.batch.fakes import TEMPLATE, bind, make_requests
 

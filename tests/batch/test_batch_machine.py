@@ -23,11 +23,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from adapters.batch import BatchSettings, BatchShell
-from adapters.batch_api import BatchApiError, CreateBody
-from adapters.store import Store
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.run.batch import BatchSettings, BatchShell
 from judgecore import BatchSnapshot, PollPolicy, RawResult, RequestCounts
-from judgecore.batchrun import (
+from judgecore.results.outcomes import Outcome, classify
+from judgecore.run.batch import (
     BatchRun,
     Begin,
     Create,
@@ -40,8 +41,7 @@ from judgecore.batchrun import (
     Say,
     Sleep,
 )
-from judgecore.outcomes import Outcome, classify
-from judgecore.subbatch import TERMINAL, Phase
+from judgecore.run.subbatch import TERMINAL, Phase
 
 from .fakes import RESULTS, TEMPLATE, bind, make_requests
 

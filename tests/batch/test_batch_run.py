@@ -12,7 +12,9 @@ import attrs
 import orjson
 import pytest
 
-from adapters.batch import (
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.run.batch import (
     BatchRunResult,
     BatchSettings,
     BatchShell,
@@ -20,10 +22,8 @@ from adapters.batch import (
     create_body,
     run_batch,
 )
-from adapters.batch_api import BatchApiError, CreateBody
-from adapters.clock import FakeClock
-from adapters.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
-from adapters.store import Store
+from adapters.run.clock import FakeClock
+from adapters.run.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from judgecore import (
     DEFAULT_PRICES,
     BatchSnapshot,
@@ -34,9 +34,9 @@ from judgecore import (
     Usage,
     custom_id_for,
 )
-from judgecore import batchrun as br
-from judgecore.encoding import CHUNK_BYTES
-from judgecore.spend import Budget, request_bound
+from judgecore.decide.spend import Budget, request_bound
+from judgecore.run import batch as br
+from judgecore.wire.encoding import CHUNK_BYTES
 
 from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests, messages_of, ok
 
@@ -830,7 +830,7 @@ def test_a_schema_1_state_dir_is_migrated_its_orphan_groups_read_from_the_old_no
     """Schema 1 kept an ambiguous orphan's group in a free-text note; schema 2 keeps it in a column."""
     import sqlite3
 
-    from adapters.store import DB_NAME, SCHEMA_VERSION
+    from adapters.checkpoint.store import DB_NAME, SCHEMA_VERSION
 
     state = tmp_path / "old"
     state.mkdir()

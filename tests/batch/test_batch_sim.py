@@ -11,12 +11,12 @@ import anthropic
 import attrs
 import httpx2
 
-from adapters.batch import BatchRunResult, BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi, BatchApiError, CreateBody
-from adapters.clock import FakeClock
-from adapters.events import BatchCreated, Event
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import AnthropicBatchApi, BatchApiError, CreateBody
+from adapters.run.batch import BatchRunResult, BatchSettings, run_batch
+from adapters.run.clock import FakeClock
+from adapters.run.events import BatchCreated, Event
 from adapters.simulator import Scenario, Simulator, sim_client
-from adapters.store import Store
 from judgecore import PollPolicy, Status, classify
 
 from .fakes import TEMPLATE, bind, make_requests, messages_of
@@ -134,7 +134,7 @@ def test_results_read_raw_are_the_sdks_own_results_line_for_line() -> None:
     """`AnthropicBatchApi.results` (raw bytes, orjson, no model per line) yields the outcome of what the
     SDK's own `messages.batches.results` decoder yields, translated, for every outcome the simulator makes,
     across the simulator's chunk boundaries."""
-    from adapters.sdk_results import line_result
+    from adapters.providers.anthropic.sdk_results import line_result
     from adapters.simulator.scenario import BATCH_OUTCOMES
 
     clock = FakeClock()

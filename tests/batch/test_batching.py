@@ -1,4 +1,4 @@
-"""Laws of `judgecore.batching`: what follows a failed create, and which listed batch is an orphan's."""
+"""Laws of `judgecore.run.batch.batching`: what follows a failed create, and which listed batch is an orphan's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from judgecore import BackoffPolicy, BatchSnapshot, RawResult, RequestCounts, Status
-from judgecore.batching import (
+from judgecore.run.batch.batching import (
     Fatal,
     GiveUp,
     Intent,

@@ -16,15 +16,15 @@ import anthropic
 import httpx2
 import pytest
 
-from adapters.batch import BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi, BatchApiError, CreateBody
-from adapters.clock import FakeClock
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import AnthropicBatchApi, BatchApiError, CreateBody
+from adapters.run.batch import BatchSettings, run_batch
+from adapters.run.clock import FakeClock
 from adapters.simulator import Scenario, Simulator, serve
 from adapters.simulator.transport import DEFAULT_BASE_URL, SimTransport
-from adapters.store import Store
 from judgecore import RequestTemplate, Status, classify
-from judgecore.batchrun import CONNECT_FAILED
-from judgecore.encoding import create_body
+from judgecore.run.batch import CONNECT_FAILED
+from judgecore.wire.encoding import create_body
 
 from .fakes import bind, make_requests, messages_of
 

@@ -15,15 +15,15 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant
 
-from adapters.batch import BatchSettings
-from adapters.output import iter_records
-from adapters.store import Store
+from adapters.checkpoint.records import iter_records
+from adapters.checkpoint.store import Store
+from adapters.run.batch import BatchSettings
 from judgecore import PollPolicy
-from judgecore.designs import Design, design_items, expand_item
-from judgecore.items import Items
-from judgecore.parsing import parse_items
-from judgecore.requests import build_requests
-from judgecore.verdicts import spec_from_json
+from judgecore.job.designs import Design, design_items, expand_item
+from judgecore.job.items import Items
+from judgecore.job.parsing import parse_items
+from judgecore.results.verdicts import spec_from_json
+from judgecore.wire.requests import build_requests
 
 from .fakes import MESSAGES, TEMPLATE, bind
 from .test_batch_machine import BatchLife

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from adapters.store import DB_NAME, OutcomeRow, Store
+from adapters.checkpoint.store import DB_NAME, OutcomeRow, Store
 from judgecore import Outcome, Status
-from judgecore.subbatch import SubState
+from judgecore.run.subbatch import SubState
 
 
 def _job(state: Path) -> tuple[str, ...]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.checkpoint.store import Store
 from adapters.simulator import Scenario, Simulator, serve
-from adapters.store import Store
 from tests import children
 from tests.children import Child
 from tests.integration.conftest import outcomes_so_far

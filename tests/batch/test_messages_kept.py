@@ -7,17 +7,17 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.messages import (
+from adapters.checkpoint.store import Store
+from adapters.files.messages import (
     CheckpointMessages,
     HeldMessages,
     InputChangedError,
     hand_to_checkpoint,
     split_messages,
 )
-from adapters.store import Store
 from judgecore import parse_items
-from judgecore.items import Items, MessagesNotHeldError
-from judgecore.planning import JobPlan, plan_job
+from judgecore.decide.planning import JobPlan, plan_job
+from judgecore.job.items import Items, MessagesNotHeldError
 
 
 def _items(n: int, *, long: bool = False) -> Items:
@@ -86,10 +86,10 @@ def test_a_create_body_streamed_from_the_checkpoint_is_the_body_of_the_requests_
     """A create body whose requests' messages are read back a slice at a time as it streams is byte
     for byte the body of the same requests with their messages in memory, and its declared size is
     its length; each pass reads them afresh, a slice at a time."""
-    from adapters.batch_api import CreateBody
-    from adapters.messages import HYDRATE_SLICE
-    from judgecore.chunking import body_size
-    from judgecore.encoding import create_body
+    from adapters.files.messages import HYDRATE_SLICE
+    from adapters.providers.anthropic.batch_api import CreateBody
+    from judgecore.wire.chunking import body_size
+    from judgecore.wire.encoding import create_body
 
     items = _items(2 * HYDRATE_SLICE + 37, long=True)
     job = _plan(items)
@@ -124,7 +124,7 @@ def _write(path: Path, rows: list[dict]) -> Path:
 def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again(tmp_path: Path) -> None:
     """The CLI's run parses the input keeping sizes and digests only; handing the job to its
     checkpoint reads the file again, and what it keeps is what parsing with the messages gives."""
-    from adapters.items_io import load_input, load_items
+    from adapters.files.items_io import load_input, load_items
 
     rows = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"é {i} " * i}]} for i in range(1, 40)]
     path = _write(tmp_path / "in.jsonl", rows)
@@ -158,7 +158,7 @@ def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again
 def test_an_input_changed_after_it_was_parsed_keeps_nothing_and_says_so(tmp_path: Path, change) -> None:
     """A file edited between its parse and the read of its messages is refused, naming the file (and
     the line), and the checkpoint keeps none of its messages: nothing can be sent from it."""
-    from adapters.items_io import load_input
+    from adapters.files.items_io import load_input
 
     rows = [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(6)]
     path = _write(tmp_path / "in.jsonl", rows)
@@ -180,8 +180,9 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
 ) -> None:
     """Items parsed without their messages say nothing of where they are: a run of them is exit 2,
     naming the loader that does (`load_input`); the same file through it plans the same job."""
-    from adapters.items_io import load_input, load_items, run_job_of
-    from adapters.settings import JobSettings
+    from adapters.files.items_io import load_input, load_items
+    from adapters.run.planning import run_job_of
+    from adapters.run.settings import JobSettings
     from adapters.usage import UsageError
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(4)])
@@ -203,9 +204,9 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
 def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(tmp_path: Path) -> None:
     """`judge(items="in.jsonl")` runs as the CLI does: the plan holds no messages and the run reads
     them from the file again when it hands them to its checkpoint."""
-    from adapters.items_io import run_job_of
-    from adapters.messages import InputMessages
-    from adapters.settings import JobSettings
+    from adapters.files.messages import InputMessages
+    from adapters.run.planning import run_job_of
+    from adapters.run.settings import JobSettings
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(4)])
     settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)
@@ -231,11 +232,12 @@ def test_a_run_keeps_no_reference_to_the_digests_it_bound_once_the_checkpoint_ke
 
     import attrs
 
-    from adapters.clock import FakeClock
-    from adapters.events import BatchHarvested
-    from adapters.items_io import load_items
-    from adapters.job import JobSettings, judge
-    from adapters.messages import InputMessages, JobInput
+    from adapters.files.items_io import load_items
+    from adapters.files.messages import InputMessages, JobInput
+    from adapters.run.clock import FakeClock
+    from adapters.run.events import BatchHarvested
+    from adapters.run.job import judge
+    from adapters.run.settings import JobSettings
     from adapters.simulator import Scenario, Simulator, sim_client
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(30)])

@@ -17,9 +17,9 @@ from anthropic.types.shared.error_object import ErrorObject
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.sdk_results import line_result, result_line
-from judgecore.outcomes import classify
-from judgecore.resultlines import line_outcome, line_raw
+from adapters.providers.anthropic.sdk_results import line_result, result_line
+from judgecore.results.outcomes import classify
+from judgecore.results.resultlines import line_outcome, line_raw
 
 
 def _members(alias: object) -> tuple[type, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.store import OutcomeRow, Store
+from adapters.checkpoint.store import OutcomeRow, Store
 from judgecore import FailureClass, Outcome, Status
 
 from .fakes import bind, make_requests
@@ -90,7 +90,7 @@ def test_a_run_with_no_metadata_writes_none_and_clears_what_an_earlier_run_kept(
 
 def test_a_refusal_keeps_its_stop_details_and_an_error_its_code_in_the_checkpoint(tmp_path: Path) -> None:
     from judgecore import RawResult, Usage, classify
-    from judgecore.outcomes import StopDetails
+    from judgecore.results.outcomes import StopDetails
 
     requests = make_requests(2)
     a, b = (r.custom_id for r in requests)
@@ -130,7 +130,7 @@ def test_a_checkpoint_from_before_stop_details_is_read_and_then_given_the_column
     run it gains both columns, and what it held reads as before."""
     import sqlite3
 
-    from adapters.store import DB_NAME
+    from adapters.checkpoint.store import DB_NAME
 
     requests = make_requests(1)
     store = Store.open(tmp_path / "s")
@@ -165,7 +165,7 @@ def _as_before_the_latest_table(state: Path) -> None:
     """Make `state`'s checkpoint as a schema-2 version of the code left it: no `latest` table, no trigger."""
     import sqlite3
 
-    from adapters.store import DB_NAME
+    from adapters.checkpoint.store import DB_NAME
 
     conn = sqlite3.connect(state / DB_NAME)
     conn.execute("DROP TRIGGER latest_of_outcome")
@@ -192,7 +192,7 @@ def test_an_older_checkpoint_answers_the_same_read_only_without_a_write_and_once
     import hashlib
     import sqlite3
 
-    from adapters.store import DB_NAME
+    from adapters.checkpoint.store import DB_NAME
 
     state = tmp_path / "s"
     requests = make_requests(4)
@@ -285,7 +285,7 @@ def test_the_kept_winners_are_what_grouping_every_outcome_finds() -> None:
 
     from hypothesis import given
 
-    from adapters.store.schema import LATEST_FROM_OUTCOMES
+    from adapters.checkpoint.store.schema import LATEST_FROM_OUTCOMES
 
     @given(_outcome_rows())
     def check(groups: list[list[tuple[str, Status, int | None, int]]]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from adapters.store import DB_NAME, OutcomeRow, Store
+from adapters.checkpoint.store import DB_NAME, OutcomeRow, Store
 from judgecore import Outcome, Status
 
 from .fakes import bind, make_requests

@@ -9,9 +9,10 @@ import attrs
 import orjson
 import pytest
 
+from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.cli import main
-from adapters.job import JobSettings, load_items
-from adapters.store import OutcomeRow, Store
+from adapters.files.items_io import load_items
+from adapters.run.settings import JobSettings
 from judgecore import Outcome, RoutePolicy, Status, custom_id_for, route
 
 

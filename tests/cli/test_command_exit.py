@@ -3,6 +3,7 @@ issue 21): what it printed still reaches a pipe whole, and its exit status is th
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import subprocess
@@ -28,10 +29,15 @@ class _GonePipe(io.StringIO):
 
 
 def _command(monkeypatch: pytest.MonkeyPatch, code: int) -> int:
-    monkeypatch.setattr(cli, "main", lambda: code)
+    monkeypatch.setattr(cli, "main", lambda **_: code)
     monkeypatch.setattr(cli.os, "_exit", lambda c: (_ for _ in ()).throw(_Exited(c)))
-    with pytest.raises(_Exited) as exc:
-        cli.command()
+    collecting = gc.isenabled()
+    try:
+        with pytest.raises(_Exited) as exc:
+            cli.command()
+    finally:  # the command turns the collector off for its start; this main is not the one to turn it on
+        if collecting:
+            gc.enable()
     return exc.value.code
 
 

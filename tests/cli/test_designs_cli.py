@@ -11,10 +11,12 @@ import orjson
 import pytest
 
 from adapters.cli import main
-from adapters.job import JobSettings, UsageError, judge
-from adapters.result import JudgeResult
+from adapters.run.job import judge
+from adapters.run.result import JudgeResult
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
-from judgecore.verdicts import spec_from_json
+from adapters.usage import UsageError
+from judgecore.results.verdicts import spec_from_json
 
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -166,7 +168,7 @@ def test_a_pairwise_jobs_report_quotes_the_judge_for_each_winner(tmp_path: Path)
     """The report's "judge's own words" reads a pairwise item's score as the summary does (its winner,
     a label): each winner the job gave has its quoted answers, the text the checkpoint kept."""
     from adapters.report import sections
-    from adapters.summary import job_report
+    from adapters.report.job_report import job_report
 
     result = _pairwise_job(tmp_path / "s", Simulator(Scenario(seed=3, position_bias=0.3)), 12)
     winners = {r["verdict"]["winner"] for r in result.records.values()}
@@ -184,8 +186,8 @@ def test_a_panels_report_names_every_judge_and_says_a_quote_is_one_answer_of_sev
     """Each record names the model of one of its requests; the report's "judged by" and provenance
     name the whole panel, and a quoted answer says it is one of the item's answers."""
     from adapters.report import sections
+    from adapters.report.job_report import job_report
     from adapters.report.page import render_html
-    from adapters.summary import job_report
 
     judges = ("claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-6")
     sim = Simulator(Scenario(seed=4))
@@ -254,7 +256,7 @@ def test_a_panels_budget_is_never_exceeded_at_each_judges_prices(tmp_path: Path)
     ],
 )
 def test_a_plain_job_is_the_design_of_one_request_per_item_its_own(knobs):
-    """`JobSettings.plain` (what a dry run asks instead of importing `judgecore.designs`) is the
+    """`JobSettings.plain` (what a dry run asks instead of importing `judgecore.job.designs`) is the
     design's own word: one request per item, with no template; and it changes no manifest."""
     s = JobSettings(**knobs)
     assert s.plain == (s.design.single and s.design.template is None)
@@ -317,8 +319,8 @@ def test_a_panels_budget_bound_of_a_long_prompt_covers_its_dearest_judge() -> No
     """Haiku 5.5 is dearer above 100,000 prompt tokens; Opus 4.6 costs $5/$25 at any length. The
     panel's bound of a long request took Haiku's long-prompt tier alone ($0.50/$2.50), below what
     Opus charges for it, so a panel over long transcripts could spend past its --budget."""
-    from adapters.settings import price_of
-    from judgecore.spend import price_for, request_bound
+    from adapters.run.settings import price_of
+    from judgecore.decide.spend import price_for, request_bound
 
     panel = price_of(JobSettings(judges=("claude-haiku-5-5", "claude-opus-4-6"), budget=100.0))
     assert panel is not None
@@ -348,7 +350,7 @@ def test_a_pairwise_jobs_default_reading_takes_the_last_winner_line_not_the_word
     """Without --verdict a pairwise answer is read for its last `Winner: X`; it took the word after
     the last "winner" anywhere, so a rationale saying "B is the winner because" read `because`,
     which no label maps, and the item lost its verdict."""
-    from judgecore.verdicts import Verdict, parse_verdict
+    from judgecore.results.verdicts import Verdict, parse_verdict
 
     spec = JobSettings(template="{first} {second}", pairwise=("a", "b")).verdict
     assert spec is not None

@@ -8,8 +8,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.job import iter_records, write_output_atomic
-from adapters.store import OutcomeRow, Store
+from adapters.checkpoint.records import iter_records
+from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.files.writers import write_output_atomic
 from judgecore import Outcome, Status, output_line, parse_item
 
 DONE = Outcome(status=Status.SUCCEEDED, failure=None, reason="ok", text="Score: 3")
@@ -71,7 +72,7 @@ def _finished(tmp_path: Path, ids: list[str]) -> tuple[Store, list]:
 def test_a_rerun_of_a_finished_job_leaves_the_output_it_wrote_and_rewrites_any_other(tmp_path: Path):
     """A no-op rerun keeps an output file that is exactly the one the last run wrote from this
     checkpoint; an edited file, another item order, a new outcome or another verdict spec rewrite it."""
-    from adapters.job import _write_output
+    from adapters.files.output import write_output as _write_output
     from judgecore import spec_from_json
 
     store, items = _finished(tmp_path, ["a", "b", "c"])
@@ -115,7 +116,7 @@ def test_the_output_stamps_item_order_is_the_digest_of_the_whole_order_read_a_ch
     is the digest of them all joined: an output stamped by an earlier run still counts as unchanged."""
     import hashlib
 
-    from adapters.output import _order_digest
+    from adapters.files.output import _order_digest
 
     whole = hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
     assert _order_digest(ids, chunk=chunk) == whole

@@ -8,8 +8,10 @@ import datetime
 import pytest
 
 from adapters.cli import main
-from adapters.job import JobSettings, UsageError, judge_dry_run
-from judgecore.models import Thinking
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.settings import JobSettings
+from adapters.usage import UsageError
+from judgecore.wire.models import Thinking
 
 ITEMS = [{"id": "a", "prompt": "x"}, {"id": "b", "prompt": "y"}]
 
@@ -107,7 +109,7 @@ def test_the_cli_refuses_a_thinking_type_the_model_does_not_take(tmp_path, capsy
 
 def test_the_help_default_for_thinking_models_is_the_cores():
     from adapters.usage import THINKING_MAX_TOKENS
-    from judgecore.models import THINKING_MAX_TOKENS as CORE
+    from judgecore.wire.models import THINKING_MAX_TOKENS as CORE
 
     assert CORE == THINKING_MAX_TOKENS
 

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import items, raw_results
 
-from adapters.output import write_output
-from adapters.store import OutcomeRow, Store
+from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.files.output import write_output
 from judgecore import classify, spec_from_json
-from judgecore.items import Items
-from judgecore.report import output_line, record_for
+from judgecore.job.items import Items
+from judgecore.results.output_line import output_line, record_for
 
 PATTERN = spec_from_json({"pattern": r"^Score: (?P<score>\d+)"})
 

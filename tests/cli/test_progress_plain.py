@@ -7,8 +7,8 @@ import re
 
 import attrs
 
-from adapters.events import BatchCreated, BatchPolled, RoundStarted, SyncProgress
-from adapters.progress import PlainProgress
+from adapters.run.events import BatchCreated, BatchPolled, RoundStarted, SyncProgress
+from adapters.run.progress import PlainProgress
 
 T0 = 1_000_000.0
 DEADLINE = T0 + 86_400 + 1_800

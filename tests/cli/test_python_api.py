@@ -6,9 +6,12 @@ import asyncio
 
 import pytest
 
-from adapters.clock import FakeClock
-from adapters.job import JobSettings, UsageError, judge, judge_dry_run
+from adapters.run.clock import FakeClock
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import judge
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.usage import UsageError
 
 
 def _items(n: int) -> list[dict]:
@@ -111,7 +114,7 @@ def test_judge_takes_a_path_and_reads_it_as_the_cli_does(tmp_path):
     items, read and checked as `judgecore run` reads them."""
     from pathlib import Path as _Path
 
-    from adapters.job import judge_dry_run
+    from adapters.run.dryrun import judge_dry_run
 
     path = tmp_path / "in.jsonl"
     path.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n')
@@ -125,12 +128,13 @@ def test_numpy_values_in_metadata_are_numbers_and_a_non_dict_row_names_its_posit
     dict was a raw ValueError. The first is a number, the second a UsageError naming the row."""
     import numpy as np
 
-    from adapters.job import UsageError, judge_dry_run
+    from adapters.run.dryrun import judge_dry_run
+    from adapters.usage import UsageError
 
     rows = [{"id": "a", "prompt": "x", "metadata": {"n": np.int64(3), "v": np.float32(0.5)}}]
     result = judge_dry_run(rows, rubric=None, state_dir=tmp_path / "s")
     assert result.plan is not None and 1 == result.plan.n
-    from adapters.items_io import items_from_objects
+    from adapters.files.items_io import items_from_objects
 
     assert b'{"n":3,"v":0.5}' == items_from_objects(rows)[0].metadata_json
     with pytest.raises(UsageError, match=r"line 2: expected a dict shaped like an input line, got str"):
@@ -144,9 +148,9 @@ def test_a_path_given_to_the_python_api_has_its_custom_ids_derived_once_with_the
     pass over every id to derive them again (twice the work and a tuple of them all at 270,000 items)."""
     import orjson
 
-    import judgecore.items
-    from adapters.items_io import run_job_of
-    from adapters.store import Store
+    import judgecore.job.items
+    from adapters.checkpoint.store import Store
+    from adapters.run.planning import run_job_of
 
     path = tmp_path / "items.jsonl"
     path.write_bytes(
@@ -156,7 +160,7 @@ def test_a_path_given_to_the_python_api_has_its_custom_ids_derived_once_with_the
     def again(*args, **kwargs):
         raise AssertionError("the custom_ids were derived a second time")
 
-    monkeypatch.setattr(judgecore.items, "custom_ids_for", again)
+    monkeypatch.setattr(judgecore.job.items, "custom_ids_for", again)
     job, _ = run_job_of(path, rubric="Score 1-5.", settings=JobSettings(), state_dir=tmp_path / "s")
     assert job.items.job is not None  # the new job's own key, not the `v1` ids
     assert not Store.exists(tmp_path / "s")  # reading the key made no state dir
@@ -295,7 +299,7 @@ def test_a_progress_callback_that_raises_stops_the_run_and_keeps_the_answers_in_
     import httpx2
     import orjson
 
-    from adapters.events import SyncProgress
+    from adapters.run.events import SyncProgress
     from tests.sync.conftest import ok
 
     sent: list[str] = []
@@ -389,7 +393,7 @@ def test_two_judge_calls_of_one_process_on_one_state_dir_say_it_is_this_process(
     run (pid N ...)`, N being the caller's own pid: it reads as some other program holding the dir."""
     import os
 
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     sim = Simulator(Scenario(seed=13))
     first = Store.open(tmp_path / "s", exclusive="run")  # what a judge() call in another thread holds

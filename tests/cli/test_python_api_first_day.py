@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 from adapters import UsageError, ajudge, judge
-from adapters.events import Notice, SyncProgress
-from adapters.job import JobSettings
+from adapters.run.events import Notice, SyncProgress
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.cli import launcher
+from adapters.cli.relaunch import launcher
 
 PROJECT = Path("/home/u/judgecore")
 VENV_PY = "/home/u/judgecore/.venv/bin/python"

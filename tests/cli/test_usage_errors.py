@@ -198,8 +198,9 @@ def test_out_onto_the_checkpoints_own_file_is_exit_2(items, tmp_path, capsys, na
 
 def _checkpoint(state: Path, items: Path) -> Path:
     """A checkpoint bound to the job, as a first run leaves it before it sends anything."""
-    from adapters.job import JobSettings, load_items
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
+    from adapters.files.items_io import load_items
+    from adapters.run.settings import JobSettings
 
     store = Store.open(state)
     try:
@@ -233,7 +234,7 @@ def test_a_report_or_export_onto_the_checkpoints_own_file_is_exit_2_and_the_chec
 def test_a_report_onto_a_file_the_job_reads_is_exit_2_and_the_file_is_kept(items, tmp_path, capsys, which):
     """`--html` onto the job's input replaced it with the page (exit 0); so would the rubric."""
     state = _checkpoint(tmp_path / "s", items)
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     rubric, verdict = tmp_path / "rubric.txt", tmp_path / "verdict.json"
     rubric.write_text("Grade strictly.")
@@ -254,7 +255,7 @@ def test_a_report_onto_a_file_the_job_reads_is_exit_2_and_the_file_is_kept(items
 
 def test_an_export_onto_the_jobs_verdict_spec_is_exit_2_and_the_spec_is_kept(items, tmp_path, capsys):
     state = _checkpoint(tmp_path / "s", items)
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     verdict = tmp_path / "verdict.json"  # named like an inspect_ai log: .json
     verdict.write_text('{"pattern": "Score: (?P<score>[0-9]+)"}')

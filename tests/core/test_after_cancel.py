@@ -1,12 +1,12 @@
-"""A refused cancel (`judgecore.batching.after_cancel_error`): 400 or 409 means the batch had already
+"""A refused cancel (`judgecore.run.batch.batching.after_cancel_error`): 400 or 409 means the batch had already
 ended; anything else leaves the batch as it is."""
 
 from __future__ import annotations
 
 import pytest
 
-from judgecore.batching import after_cancel_error
-from judgecore.subbatch import SubEvent, SubState, next_state
+from judgecore.run.batch.batching import after_cancel_error
+from judgecore.run.subbatch import SubEvent, SubState, next_state
 
 
 @pytest.mark.parametrize("status", [400, 409])

@@ -1,4 +1,4 @@
-"""The batch machine (`judgecore.batchrun`) step by step, and the harvest's breaker gate, pure."""
+"""The batch machine (`judgecore.run.batch`) step by step, and the harvest's breaker gate, pure."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from judgecore import (
     build_requests,
     classify,
 )
-from judgecore.batching import Intent, OrphanWindow, orphan_groups
-from judgecore.batchrun import (
+from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
     Begin,
@@ -33,8 +32,9 @@ from judgecore.batchrun import (
     Snapshot,
     SubView,
 )
-from judgecore.harvesting import Gate, Held
-from judgecore.subbatch import SubEvent, SubState
+from judgecore.run.batch.batching import Intent, OrphanWindow, orphan_groups
+from judgecore.run.batch.gate import Gate, Held
+from judgecore.run.subbatch import SubEvent, SubState
 
 T0 = 1_800_000_000.0
 TEMPLATE = RequestTemplate.build(model="claude-sonnet-4-6", max_tokens=64, rubric="Rate.", path="batch")

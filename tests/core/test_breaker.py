@@ -1,4 +1,4 @@
-"""The one invalid-request breaker both routes feed (judgecore.breaker)."""
+"""The one invalid-request breaker both routes feed (judgecore.decide.breaker)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The budget's hard cap under rounds (`judgecore.spend`, and the machines' decisions): whatever the
+"""The budget's hard cap under rounds (`judgecore.decide.spend`, and the machines' decisions): whatever the
 answers cost within their bounds, and in whatever order they come back, spend + in flight never exceeds
 the cap; a run stops for the budget only when the next request cannot fit even at its bound."""
 
@@ -20,7 +20,9 @@ from judgecore import (
     Usage,
     build_requests,
 )
-from judgecore.batchrun import (
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
+from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
     Checkpoint,
@@ -34,9 +36,7 @@ from judgecore.batchrun import (
     Sleep,
     Snapshot,
 )
-from judgecore.ratelimit import RateLimitReading
-from judgecore.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
-from judgecore.syncrun import Answered, Launch, SyncPolicy, SyncRun, Todo, Wait
+from judgecore.run.sync import Answered, Launch, SyncPolicy, SyncRun, Todo, Wait
 
 T0 = 1_800_000_000.0
 PRICE = ModelPrice(3.0, 15.0)

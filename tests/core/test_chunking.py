@@ -20,8 +20,8 @@ from judgecore import (
     chunk,
     parse_items,
 )
-from judgecore.chunking import ENVELOPE_BYTES
-from judgecore.encoding import create_body_chunks
+from judgecore.wire.chunking import ENVELOPE_BYTES
+from judgecore.wire.encoding import create_body_chunks
 
 #: each request's messages by custom_id: the requests hold none, the encoder is given them
 MESSAGES: dict[str, bytes] = {}

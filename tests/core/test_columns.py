@@ -1,4 +1,4 @@
-"""The immutable columns a job's items and requests are kept in (`judgecore.columns`): each reads back
+"""The immutable columns a job's items and requests are kept in (`judgecore.job.columns`): each reads back
 exactly what it was given, compares like the tuple it replaces, and keeps a few bytes per value."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.columns import Ints, Sparse, Taken, Texts, counted, taken
+from judgecore.job.columns import Sparse, Taken, taken
+from judgecore.job.ints import Ints, counted
+from judgecore.job.texts import Texts
 
 # any strings, lone surrogates and the empty string included (an item id may be any JSON string)
 _TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
@@ -100,7 +102,7 @@ def test_counted_keeps_values_that_count_up_by_one_as_a_range_and_any_other_as_i
 
 
 def test_the_line_numbers_of_a_file_with_no_blank_line_cost_no_bytes_per_item() -> None:
-    from judgecore.parsing import parse_items
+    from judgecore.job.parsing import parse_items
 
     lines = [b'{"id": "q%d", "prompt": "p"}\n' % k for k in range(5000)]
     assert parse_items(lines).lines == range(1, 5001)

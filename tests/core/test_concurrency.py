@@ -10,7 +10,15 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgecore.concurrency import AdaptiveConcurrency, Answered, Event, Refused, Tick, Unreachable, step
+from judgecore.decide.concurrency import (
+    AdaptiveConcurrency,
+    Answered,
+    Event,
+    Refused,
+    Tick,
+    Unreachable,
+    step,
+)
 
 _kinds = st.sampled_from(["answered", "refused", "unreachable", "tick"])
 

@@ -15,7 +15,7 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 from strategies import batch_snapshots, epoch_times, poll_policies
 
-from judgecore.deadline import (
+from judgecore.decide.deadline import (
     AllSync,
     DeadlinePolicy,
     End,
@@ -29,7 +29,7 @@ from judgecore.deadline import (
     deadline_start,
     next_deadline_action,
 )
-from judgecore.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait, next_poll_action
+from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait, next_poll_action
 
 piles = st.builds(
     Pile.of, st.integers(0, 200_000), st.floats(min_value=0.0, max_value=64_000.0, allow_nan=False)

@@ -13,7 +13,8 @@ import strategies as S
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgecore.designs import (
+from judgecore.job.consensus import consensus, fold, pairwise_vote
+from judgecore.job.designs import (
     Design,
     DesignError,
     RequestKey,
@@ -22,10 +23,9 @@ from judgecore.designs import (
     expand_templated,
     item_of_request,
 )
-from judgecore.errors import InputError
-from judgecore.folding import consensus, fold, pairwise_vote
-from judgecore.ids import CUSTOM_ID_RE
-from judgecore.parsing import parse_items
+from judgecore.job.errors import InputError
+from judgecore.job.ids import CUSTOM_ID_RE
+from judgecore.job.parsing import parse_items
 
 JOB = "abcdefghijklmnop"
 
@@ -82,7 +82,7 @@ def test_request_ids_are_the_same_in_another_process() -> None:
     rows = [expand_templated(design, 1, {"id": "item é/1", "q": "?", "a": "x", "b": "y"})]
     here = design_items(design, rows, job=JOB).custom_ids
     code = (
-        "from judgecore.designs import *\n"
+        "from judgecore.job.designs import *\n"
         "d = Design(template='{first} / {second} {q}', samples=3, pairwise=('a','b'), judges=('j1','j2'))\n"
         "r = [expand_templated(d, 1, {'id': 'item é/1', 'q': '?', 'a': 'x', 'b': 'y'})]\n"
         f"print('\\n'.join(design_items(d, r, job={JOB!r}).custom_ids))\n"

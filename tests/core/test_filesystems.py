@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from judgecore.filesystems import checkpoint_mode, fs_type_of
+from judgecore.decide.filesystems import checkpoint_mode, fs_type_of
 
 MOUNTINFO = r"""22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 25 22 0:21 / /proc rw,nosuid - proc proc rw

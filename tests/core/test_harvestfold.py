@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from judgecore import Breaker, RawResult, Status
-from judgecore.breaker import BreakerPolicy
-from judgecore.harvestfold import SHOWN, HarvestFold
-from judgecore.harvesting import MISSING, IdSet
-from judgecore.outcomes import classify
+from judgecore.decide.breaker import BreakerPolicy
+from judgecore.results.outcomes import classify
+from judgecore.run.batch.gate import MISSING, IdSet
+from judgecore.run.batch.harvest import SHOWN, HarvestFold
 
 # a line's result as the port gives it: its Outcome
 OK = classify(RawResult(kind="succeeded", text="7", stop_reason="end_turn"))

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_item_ids, item_ids, realistic_item_ids
 
-import judgecore.ids
+import judgecore.job.ids
 from judgecore import CUSTOM_ID_RE, DuplicateIdError, assign_custom_ids, custom_id_for
-from judgecore.ids import check_unique, custom_ids_for
-from judgecore.items import CustomIds
+from judgecore.job.ids import check_unique, custom_ids_for
+from judgecore.job.items import CustomIds
 
 # A change of algorithm changes these and must be a deliberate, CHANGELOG-noted break: a checkpoint
 # written by one release would no longer match the ids of the next.
@@ -107,11 +107,11 @@ _JOB_KEYS = st.one_of(
 def test_the_column_a_job_keeps_reads_back_its_custom_ids_whichever_way_it_is_read(ids, job, data):
     """`job_custom_ids` keeps usual ids' custom_ids as the ids and their digests (a `Keyed` column);
     every read of it (walk, position, slice, positions, lookup, lengths, pickle) is the custom_ids'."""
-    from judgecore.columns import Keyed, Texts
+    from judgecore.job.texts import Keyed, Texts
 
-    column = judgecore.ids.job_custom_ids(ids, job=job)
+    column = judgecore.job.ids.job_custom_ids(ids, job=job)
     made = tuple(custom_id_for(i, job=job) for i in ids)
-    assert isinstance(column, Keyed) == judgecore.ids.own_prefixes(ids)
+    assert isinstance(column, Keyed) == judgecore.job.ids.own_prefixes(ids)
     assert column == made and tuple(column) == made and column == Texts(made) and hash(column) == hash(made)
     assert list(column.lengths()) == list(map(len, made)) and column.joined() == "".join(made)
     if ids:
@@ -127,7 +127,7 @@ def test_the_column_a_job_keeps_reads_back_its_custom_ids_whichever_way_it_is_re
 
 def test_a_job_keeps_its_usual_custom_ids_in_15_bytes_an_item_beside_the_ids() -> None:
     ids = [f"item-{k}" for k in range(20_000)]
-    column = judgecore.ids.job_custom_ids(ids, job="abcdefghijklmnop")
+    column = judgecore.job.ids.job_custom_ids(ids, job="abcdefghijklmnop")
     assert len(column.raw) == 15 * len(ids)  # no string held: a Texts of them would be 36 B an item
     assert column.prefixes.joined() == "".join(ids)
     assert column[19_999] == custom_id_for("item-19999", job="abcdefghijklmnop")
@@ -189,12 +189,12 @@ def test_custom_ids_for_many_ids_equal_custom_id_for_each(ids):
 @given(st.lists(st.binary(min_size=5, max_size=5), max_size=40).map(b"".join))
 def test_the_job_wide_base32_encoder_matches_the_standard_one(raw):
     """The column-wise encoder behind assign_custom_ids is exactly base64.b32encode, lowercased."""
-    assert base64.b32encode(raw).decode("ascii").lower() == judgecore.ids._b32_lower(raw)
+    assert base64.b32encode(raw).decode("ascii").lower() == judgecore.job.ids._b32_lower(raw)
 
 
 # -- job keys: each job's custom_ids are its own ---------------------------------------------------
 
-JOB = judgecore.ids.job_key(b'{"model":"m"}', "nonce-1")
+JOB = judgecore.job.ids.job_key(b'{"model":"m"}', "nonce-1")
 JOB_GOLDEN = {
     "q17-s3": "q17-s3-pk7ba356qopccgam4rkhdkyi",
     "é": "zrcu7fdhqa7euijlreuedquc",
@@ -213,8 +213,8 @@ def test_job_key_and_job_custom_ids_are_pinned():
 def test_two_jobs_over_the_same_items_share_no_custom_id(ids, nonce_a, nonce_b):
     """Two jobs (another manifest, or the same one in another state dir: another nonce) never share an
     id, so a batch of one can never be taken for the other's in the workspace-wide listing."""
-    a = judgecore.ids.job_key(b'{"rubric_sha256":"a"}', nonce_a)
-    b = judgecore.ids.job_key(b'{"rubric_sha256":"a"}', nonce_b + "x")
+    a = judgecore.job.ids.job_key(b'{"rubric_sha256":"a"}', nonce_a)
+    b = judgecore.job.ids.job_key(b'{"rubric_sha256":"a"}', nonce_b + "x")
     assert a != b
     cids_a, cids_b = custom_ids_for(ids, job=a), custom_ids_for(ids, job=b)
     assert not set(cids_a) & set(cids_b)
@@ -226,7 +226,7 @@ def test_two_jobs_over_the_same_items_share_no_custom_id(ids, nonce_a, nonce_b):
 # -- manifest keys (`v3`): pure in the manifest and each request ------------------------------------
 
 HI = b'[{"role":"user","content":"hi"}]'
-MANIFEST_JOB = judgecore.ids.job_key(b'{"model":"m"}')
+MANIFEST_JOB = judgecore.job.ids.job_key(b'{"model":"m"}')
 MANIFEST_GOLDEN = {
     "q17-s3": "q17-s3-l7bmkthlpnae2gxpq7k2kgws",
     "é": "2t2htpzaqupw6rfb2yjzeuj5",
@@ -235,16 +235,16 @@ MANIFEST_GOLDEN = {
 
 
 def _contents(messages: list[bytes]) -> bytes:
-    from judgecore.items import raw_digest
+    from judgecore.job.items import raw_digest
 
     return b"".join(raw_digest(m, None) for m in messages)
 
 
 def test_a_manifest_key_and_its_custom_ids_are_pinned():
     """No nonce: the key is the manifest's, and the ids are fixed forever for a manifest and a request."""
-    from judgecore.items import raw_digest
+    from judgecore.job.items import raw_digest
 
-    assert "m2dzxxnqeytaonebi" == MANIFEST_JOB == judgecore.ids.job_key(b'{"model":"m"}')
+    assert "m2dzxxnqeytaonebi" == MANIFEST_JOB == judgecore.job.ids.job_key(b'{"model":"m"}')
     assert MANIFEST_GOLDEN == {
         i: custom_id_for(i, job=MANIFEST_JOB, content=raw_digest(HI, None)) for i in MANIFEST_GOLDEN
     }
@@ -255,8 +255,8 @@ def test_the_same_job_started_afresh_derives_the_same_custom_ids(ids, data):
     """Two fresh starts of one job (two state dirs, two machines) derive one key and one set of ids."""
     messages = [data.draw(st.binary(min_size=1, max_size=40)) for _ in ids]
     key_a, key_b = (
-        judgecore.ids.job_key(b'{"rubric_sha256":"a"}'),
-        judgecore.ids.job_key(b'{"rubric_sha256":"a"}'),
+        judgecore.job.ids.job_key(b'{"rubric_sha256":"a"}'),
+        judgecore.job.ids.job_key(b'{"rubric_sha256":"a"}'),
     )
     assert key_a == key_b
     assert custom_ids_for(ids, job=key_a, contents=_contents(messages)) == custom_ids_for(
@@ -291,8 +291,8 @@ def test_two_jobs_with_different_manifests_never_share_a_custom_id(ids, m1, m2):
     if one == two:
         return
     contents = _contents([HI] * len(ids))
-    a = custom_ids_for(ids, job=judgecore.ids.job_key(one), contents=contents)
-    b = custom_ids_for(ids, job=judgecore.ids.job_key(two), contents=contents)
+    a = custom_ids_for(ids, job=judgecore.job.ids.job_key(one), contents=contents)
+    b = custom_ids_for(ids, job=judgecore.job.ids.job_key(two), contents=contents)
     assert not set(a) & set(b)
     assert not set(a) & set(custom_ids_for(ids, job=JOB))  # nor with a `v2` dir's
     assert not set(a) & set(custom_ids_for(ids))  # nor with a `v1` dir's
@@ -309,7 +309,7 @@ def test_a_malformed_job_key_is_refused():
     with pytest.raises(ValueError, match="not a job key"):
         custom_id_for("q1", job="short")
     with pytest.raises(ValueError, match="nonce"):
-        judgecore.ids.job_key(b"{}", "")
+        judgecore.job.ids.job_key(b"{}", "")
 
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=200), st.data())
@@ -317,7 +317,7 @@ def test_distinct_hashes_finds_a_repeat_wherever_it_is(hashes, data):
     """The hashes are checked a bucket at a time: a repeat is found as a sort of all of them finds it."""
     from array import array
 
-    from judgecore.ids import distinct_hashes
+    from judgecore.job.ids import distinct_hashes
 
     if hashes and data.draw(st.booleans()):
         hashes.insert(data.draw(st.integers(0, len(hashes))), data.draw(st.sampled_from(hashes)))

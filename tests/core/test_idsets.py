@@ -1,4 +1,4 @@
-"""Sets of a job's custom_ids held by position (`judgecore.idsets`) answer as the frozensets they stand
+"""Sets of a job's custom_ids held by position (`judgecore.job.idsets`) answer as the frozensets they stand
 for: equality, membership, iteration in column order, and the set operators."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.idsets import Marked, Picked, marked
+from judgecore.job.idsets import Marked, Picked, marked
 
 COLUMN = tuple(f"c{k}" for k in range(8))
 

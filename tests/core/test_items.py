@@ -20,8 +20,9 @@ from judgecore import (
     parse_item,
     parse_items,
 )
-from judgecore.ids import custom_ids_for
-from judgecore.parsing import MAX_DEPTH, MAX_LINE_BYTES
+from judgecore.job.ids import custom_ids_for
+from judgecore.job.nesting import MAX_DEPTH
+from judgecore.job.parsing import MAX_LINE_BYTES
 
 
 @given(item_lists(max_size=20), templates)
@@ -320,7 +321,7 @@ def _check_parses_as_one_by_one(lines: list[str], block: int, hold: bool, digest
     items `parse_item` makes of each line, or the error `parse_item` raises for the first bad one."""
     from unittest import mock
 
-    import judgecore.parsing
+    import judgecore.job.parsing
 
     expected: list[Item] = []
     error = None
@@ -330,7 +331,7 @@ def _check_parses_as_one_by_one(lines: list[str], block: int, hold: bool, digest
         except InputError as exc:
             error = (exc.line, exc.reason)
             break
-    with mock.patch.object(judgecore.parsing, "BLOCK_LINES", block):
+    with mock.patch.object(judgecore.job.parsing, "BLOCK_LINES", block):
         for raws in (lines, [raw.encode() for raw in lines]):
             if error is not None:
                 with pytest.raises(InputError) as err:
@@ -391,11 +392,11 @@ def test_ids_parsed_a_chunk_at_a_time_are_the_same_and_a_repeat_across_chunks_na
     chunk, and an id repeated in another chunk is still named with both lines."""
     from unittest import mock
 
-    import judgecore.parsing
+    import judgecore.job.parsing
 
     lines = [f'{{"id": "r{n}", "prompt": "p"}}' for n in range(7)] + ['{"id": "é/ü", "prompt": "p"}']
     whole = parse_items(lines)
-    with mock.patch.object(judgecore.parsing, "CHUNK_IDS", chunk):
+    with mock.patch.object(judgecore.job.parsing, "CHUNK_IDS", chunk):
         parsed = parse_items(lines, job="abcdefghijklmnop")
         assert list(parsed.ids) == list(whole.ids)
         assert list(parsed.custom_ids) == list(custom_ids_for(whole.ids, job="abcdefghijklmnop"))
@@ -409,10 +410,10 @@ def test_a_collision_of_hashes_alone_is_no_repeated_id():
     themselves decide."""
     from unittest import mock
 
-    import judgecore.parsing
+    import judgecore.job.parsing
 
     lines = ['{"id": "a", "prompt": "p"}', '{"id": "b", "prompt": "p"}']
-    with mock.patch.object(judgecore.parsing, "distinct_hashes", lambda hashes: False):
+    with mock.patch.object(judgecore.job.parsing, "distinct_hashes", lambda hashes: False):
         assert list(parse_items(lines).ids) == ["a", "b"]
 
 
@@ -422,11 +423,11 @@ def test_a_parse_whose_custom_ids_are_derived_when_read_gives_the_same_items_and
     later are the ones derived at once, and a repeated id is named with both lines as before."""
     from unittest import mock
 
-    import judgecore.parsing
+    import judgecore.job.parsing
 
     lines = [f'{{"id": "r{n}", "prompt": "p"}}' for n in range(7)] + ['{"id": "é/ü", "prompt": "p"}']
     job = "abcdefghijklmnop"
-    with mock.patch.object(judgecore.parsing, "CHUNK_IDS", chunk):
+    with mock.patch.object(judgecore.job.parsing, "CHUNK_IDS", chunk):
         eager = parse_items(lines, hold_messages=False, digests=False, job=job)
         lazy = parse_items(lines, hold_messages=False, digests=False, job=job, lazy_ids=True)
         assert not lazy.custom_ids.made

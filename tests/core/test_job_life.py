@@ -1,8 +1,8 @@
-"""A job's whole life, driven through the batch machine (`judgecore.batchrun.BatchRun`) only, pure.
+"""A job's whole life, driven through the batch machine (`judgecore.run.batch.BatchRun`) only, pure.
 
-The checkpoint is an in-memory double that keeps what `adapters.store` keeps (sub-batch rows and their
+The checkpoint is an in-memory double that keeps what `adapters.checkpoint.store` keeps (sub-batch rows and their
 ids, outcome rows unique per sub-batch and custom_id) and builds the same pure view
-(`judgecore.batchrun.Checkpoint`); the API is a tiny model whose batches end when the test says, with
+(`judgecore.run.batch.Checkpoint`); the API is a tiny model whose batches end when the test says, with
 results drawn at random (`classify`-able answers, fatal ones left out: they end the run rather than an
 item, see test_outcomes.py). Operations are answered in any order; time only moves forward; the
 process may restart at any step (a new machine from the double's view). A create answered more than
@@ -35,8 +35,8 @@ from judgecore import (
     build_requests,
     diff_resume,
 )
-from judgecore.batching import CREATE_DEADLINE
-from judgecore.batchrun import (
+from judgecore.results.outcomes import FINAL_STATUSES, Outcome, classify
+from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
     Begin,
@@ -58,10 +58,10 @@ from judgecore.batchrun import (
     Snapshot,
     SubView,
 )
-from judgecore.harvestfold import HarvestFold
-from judgecore.harvesting import IdSet
-from judgecore.outcomes import FINAL_STATUSES, Outcome, classify
-from judgecore.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState
+from judgecore.run.batch.batching import CREATE_DEADLINE
+from judgecore.run.batch.gate import IdSet
+from judgecore.run.batch.harvest import HarvestFold
+from judgecore.run.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState
 
 
 @attrs.define

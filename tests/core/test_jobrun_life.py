@@ -1,4 +1,4 @@
-"""The job machine's whole life (`judgecore.jobrun.JobRun`), pure: runs, crashes and reruns.
+"""The job machine's whole life (`judgecore.run.job._machine.JobRun`), pure: runs, crashes and reruns.
 
 The checkpoint is a small in-memory model of what the shell keeps for the machine (the stored route,
 the tier last read, the final ids, the ids live in batches, whether a batch was made); the probe
@@ -18,28 +18,23 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from judgecore.jobrun import (
+from judgecore.decide.routing import Route, RoutePolicy, route
+from judgecore.results.outcomes import Status
+from judgecore.run.job._machine import Done, History, IllegalJobMove, JobPolicy, JobRun, Say
+from judgecore.run.job._vocab import (
     BatchRan,
     Connect,
-    Done,
     Estimate,
-    History,
-    IllegalJobMove,
-    JobPolicy,
-    JobRun,
     Probe,
     Probed,
     RecordRoute,
     RunBatch,
     RunSync,
-    Say,
     SyncRan,
     WriteOutput,
     Wrote,
 )
-from judgecore.machine import ExitStatus
-from judgecore.outcomes import Status
-from judgecore.routing import Route, RoutePolicy, route
+from judgecore.run.vocab import ExitStatus
 
 #: What the probe may meet: (HTTP-like answer, the status it classifies as, the tier its headers say).
 PROBE_ANSWERS = {

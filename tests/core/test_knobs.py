@@ -1,4 +1,4 @@
-"""The one table of knobs (`judgecore.knobs`): its ranges hold the defaults, refuse what is outside
+"""The one table of knobs (`judgecore.job.knobs`): its ranges hold the defaults, refuse what is outside
 them, and are the ones the docs list; an unknown `JUDGECORE_*` name is told with the nearest."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.settings import JobSettings
-from adapters.sync_settings import SyncSettings
-from judgecore.knobs import BY_ENV, BY_NAME, KNOBS, Knob, KnobError, env_values, unknown_env
+from adapters.run.settings import JobSettings
+from adapters.run.sync_settings import SyncSettings
+from judgecore.job.knobs import BY_ENV, BY_NAME, KNOBS, Knob, KnobError, env_values, unknown_env
 
 RANGED = [k for k in KNOBS if k.kind != "text"]
 

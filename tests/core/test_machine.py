@@ -4,8 +4,10 @@ core's `ExitStatus`, and every machine ends with the one `Done`."""
 from __future__ import annotations
 
 from adapters import cli, usage
-from judgecore import batchrun, jobrun, syncrun
-from judgecore.machine import Done, ExitStatus, Say
+from judgecore.run import batch as batchrun
+from judgecore.run import sync as syncrun
+from judgecore.run.job import _machine as jobrun
+from judgecore.run.vocab import Done, ExitStatus, Say
 
 
 def test_the_shells_exit_statuses_are_the_cores():

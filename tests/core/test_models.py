@@ -12,7 +12,7 @@ from anthropic._data import DEPRECATED_MODELS
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.models import (
+from judgecore.wire.models import (
     ABSURD_MAX_TOKENS,
     BASE_MAX_TOKENS,
     MIN_THINKING_BUDGET,
@@ -86,7 +86,7 @@ def _sdk_date(text: str) -> datetime.date:
 @pytest.mark.parametrize("model", _sdk_models())
 def test_every_model_the_sdk_lists_has_a_row_with_a_limit_and_a_thinking_mode(model):
     info = model_info(model)
-    assert info is not None, f"the SDK lists {model} and judgecore.models.MODELS lacks it"
+    assert info is not None, f"the SDK lists {model} and judgecore.wire.models.MODELS lacks it"
     assert info.output_limit > 0
     assert info.thinking.accepts
 
@@ -225,7 +225,7 @@ def test_the_docs_model_table_is_the_tables():
     prices, and every model of `MODELS` has a row."""
     from pathlib import Path
 
-    from judgecore.models import MODELS
+    from judgecore.wire.models import MODELS
 
     knobs = (Path(__file__).resolve().parents[2] / "docs/knobs.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(claude-[a-z0-9-]+)`[^|]* \| ([\d,]+) \| ([^|]+) \|", knobs, flags=re.M)

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from strategies import raw_results, succeeded_results, usages
 
 from judgecore import FailureClass, Outcome, RawResult, Status, Usage, classify
-from judgecore.backoff import BackoffPolicy
-from judgecore.batching import Fatal, RetryCreate, Split, after_create_error
-from judgecore.outcomes import ACCOUNT_REFUSED, StopDetails, stop_line
+from judgecore.decide.backoff import BackoffPolicy
+from judgecore.results.outcomes import ACCOUNT_REFUSED, StopDetails, stop_line
+from judgecore.run.batch.batching import Fatal, RetryCreate, Split, after_create_error
 
 F = FailureClass
 USAGE = Usage(input_tokens=10, output_tokens=5)

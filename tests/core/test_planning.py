@@ -23,7 +23,7 @@ from judgecore import (
     render_plan,
     route,
 )
-from judgecore.planning import plan_job
+from judgecore.decide.planning import plan_job
 
 MODEL = "claude-sonnet-4-6"
 # A fixed rubric of a few thousand characters (about 1,400 tokens: long enough to be cached).
@@ -264,7 +264,7 @@ def test_a_job_is_finished_when_every_item_is_final_and_nothing_is_live(its, dat
 
 
 def _plan_of(model: str, *, thinking=None, warnings=(), max_tokens: int = 16_000):
-    from judgecore.models import Thinking
+    from judgecore.wire.models import Thinking
 
     th = Thinking.parse(thinking) if thinking is not None else None
     template = RequestTemplate.build(
@@ -314,7 +314,7 @@ def test_a_thinking_models_plan_says_so_with_its_warnings_and_a_cost():
 
 
 def _sync_plan(n: int, **kw):  # type: ignore[no-untyped-def]
-    from judgecore.routing import route as route_
+    from judgecore.decide.routing import route as route_
 
     template = RequestTemplate.build(model=MODEL, max_tokens=1000, rubric=None, path="sync")
     requests = build_requests(synthetic_items(n), template)
@@ -333,7 +333,7 @@ def _sync_plan(n: int, **kw):  # type: ignore[no-untyped-def]
 
 def test_a_plan_learns_output_and_input_per_request_from_the_answers_in_the_checkpoint():
     from judgecore import Usage
-    from judgecore.planning import EXPECTED_OUTPUT_TOKENS, Learned
+    from judgecore.decide.planning import EXPECTED_OUTPUT_TOKENS, Learned
 
     fresh = _sync_plan(50)
     assert EXPECTED_OUTPUT_TOKENS * 50 == fresh.output_tokens and "assumed" == fresh.basis
@@ -347,7 +347,7 @@ def test_a_plan_learns_output_and_input_per_request_from_the_answers_in_the_chec
 
 
 def test_a_counted_prompt_scales_the_input_estimate_until_answers_teach_it():
-    from judgecore.planning import Learned
+    from judgecore.decide.planning import Learned
 
     fresh = _sync_plan(20)
     counted = _sync_plan(20, learned=Learned(counted=300, counted_estimate=100))
@@ -356,7 +356,7 @@ def test_a_counted_prompt_scales_the_input_estimate_until_answers_teach_it():
 
 
 def test_budget_fit_covers_requests_at_their_mean_while_the_last_still_fits_at_its_bound():
-    from judgecore.planning import budget_fit
+    from judgecore.decide.planning import budget_fit
 
     assert (True, 10) == (lambda f: (f.fits, f.covers))(
         budget_fit(100.0, spent=0.0, per_request=1.0, n=10, max_bound=5.0)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai.types.shared.chat_model import ChatModel
 
-from judgecore.providers import (
+from judgecore.wire.providers import (
     OPENAI_MODELS,
     PRICES_READ,
     PROVIDERS,

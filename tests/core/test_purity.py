@@ -14,7 +14,7 @@ import pytest
 import judgecore
 
 if TYPE_CHECKING:
-    from judgecore.planning import JobPlan
+    from judgecore.decide.planning import JobPlan
 
 BANNED = frozenset({"anthropic", "openai", "httpx", "httpx2", "time", "os", "random", "pathlib", "adapters"})
 CORE = Path(judgecore.__file__).parent
@@ -35,12 +35,18 @@ def imported_roots(source: str) -> set[str]:
 
 
 def test_the_core_has_modules_to_check():
-    assert {"chunking.py", "ids.py", "jobrun.py", "machine.py", "polling.py", "resume.py", "routing.py"} <= {
-        m.name for m in MODULES
-    }
+    assert {
+        "wire/chunking.py",
+        "job/ids.py",
+        "run/job/_machine.py",
+        "run/vocab.py",
+        "decide/polling.py",
+        "decide/resume.py",
+        "decide/routing.py",
+    } <= {m.relative_to(CORE).as_posix() for m in MODULES}
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.relative_to(CORE).as_posix())
 def test_core_module_imports_nothing_impure(module):
     assert set() == imported_roots(module.read_text(encoding="utf-8")) & BANNED
 
@@ -53,7 +59,7 @@ def test_core_module_imports_nothing_impure(module):
         "from time import monotonic",
         "import random as r",
         "def f():\n    import anthropic",
-        "from adapters.store import Store",
+        "from adapters.checkpoint.store import Store",
         "from pathlib import Path",
         "import httpx2",
         "__import__('time')",
@@ -79,7 +85,7 @@ def impure_calls(source: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: p.relative_to(CORE).as_posix())
 def test_core_module_reads_no_clock_environment_file_or_terminal(module):
     assert set() == impure_calls(module.read_text(encoding="utf-8"))
 
@@ -106,7 +112,9 @@ def impure_parts(value: object, *, limit: int = 20) -> list[str]:
 
     import attr._make
 
-    from judgecore.columns import Ints, Keyed, Sparse, Taken, Texts
+    from judgecore.job.columns import Sparse, Taken
+    from judgecore.job.ints import Ints
+    from judgecore.job.texts import Keyed, Texts
 
     found: list[str] = []
     seen: set[int] = set()
@@ -185,7 +193,7 @@ def test_the_value_checker_catches_an_attrs_class_that_is_not_frozen():
 
 def _plain_plan() -> JobPlan:
     from judgecore import parse_items
-    from judgecore.planning import plan_job
+    from judgecore.decide.planning import plan_job
 
     lines = [b'{"id": "a", "prompt": "hi"}', b'{"id": "b", "messages": [{"role": "user", "content": "yo"}]}']
     return plan_job(
@@ -196,8 +204,8 @@ def _plain_plan() -> JobPlan:
 def _core_values(job: JobPlan) -> dict[str, object]:
     """Every core value a run builds from its plan: the plan, its items and requests, views of them
     (a round's, a sub-batch's), the index the batch machine keeps (looked up by id), the sub-batches."""
-    from judgecore.chunking import chunk
-    from judgecore.requests import RequestIndex
+    from judgecore.wire.chunking import chunk
+    from judgecore.wire.requests import RequestIndex
 
     reqs = job.requests
     some = list(reversed(reqs.custom_ids))[::2]
@@ -252,10 +260,11 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
     value the run builds holds immutable data only (nothing reads a file or the checkpoint when
     iterated), none holds the messages (their bytes reachable from the plan are a small part of the
     input's), and the hand-off to the checkpoint changes neither."""
-    from adapters.items_io import load_design_input, load_input, run_job_of
-    from adapters.messages import hand_to_checkpoint
-    from adapters.settings import JobSettings
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
+    from adapters.files.items_io import load_design_input, load_input
+    from adapters.files.messages import hand_to_checkpoint
+    from adapters.run.planning import run_job_of
+    from adapters.run.settings import JobSettings
 
     path = _write_input(tmp_path / "in.jsonl", 40)
     settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)
@@ -290,8 +299,9 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
 
 def test_a_dry_runs_plan_holds_values_only_with_or_without_its_messages(tmp_path):
     """A dry run's items keep their messages only when one prompt is counted: as a tuple of bytes."""
-    from adapters.items_io import job_of, load_items
-    from adapters.settings import JobSettings
+    from adapters.files.items_io import load_items
+    from adapters.run.planning import job_of
+    from adapters.run.settings import JobSettings
 
     path = _write_input(tmp_path / "in.jsonl", 5)
     settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)

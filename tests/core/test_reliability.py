@@ -9,15 +9,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from judgecore.compare import differences, newcombe_ci95, welch_ci95
-from judgecore.reliability import (
+from judgecore.summary.compare import differences, newcombe_ci95, welch_ci95
+from judgecore.summary.reliability import (
     designs_of,
     krippendorff_alpha,
     pairwise_reliability,
     panel_reliability,
     sample_reliability,
 )
-from judgecore.stats import wilson_ci95
+from judgecore.summary.stats import wilson_ci95
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -275,7 +275,7 @@ def test_pairwise_samples_and_panels_are_measured_on_their_winners(units):
 def test_the_sample_figures_say_how_many_items_and_samples_they_are_over():
     """An item the judge refused has samples but no agreement: the mean is over the other items, and
     the text says so rather than counting every item."""
-    from judgecore.headline import design_rows
+    from judgecore.summary.text import design_rows
 
     records = [
         _sample_record([3, 3, 4], 2 / 3),

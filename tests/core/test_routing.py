@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strategies import otpms, route_policies
 
 from judgecore import RoutePolicy, route
-from judgecore.routing import DecideRoute, KeepRoute, keep_or_redecide
+from judgecore.decide.routing import DecideRoute, KeepRoute, keep_or_redecide
 
 counts = st.integers(0, 10**7)
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgecore.selfpref import family_of, self_preference
-from judgecore.summary import render_summary, summarize
+from judgecore.summary.job_summary import render_summary, summarize
+from judgecore.summary.selfpref import family_of, self_preference
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

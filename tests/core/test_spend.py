@@ -1,4 +1,4 @@
-"""Spend and the budget's admission rule (judgecore.spend)."""
+"""Spend and the budget's admission rule (judgecore.decide.spend)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from judgecore import Usage
-from judgecore.models import price_for
-from judgecore.planning import DEFAULT_PRICES
-from judgecore.spend import Budget, all_sync_cost, answer_cost, request_bound
+from judgecore.decide.prices import DEFAULT_PRICES
+from judgecore.decide.spend import Budget, all_sync_cost, answer_cost, request_bound
+from judgecore.wire.models import price_for
 
 SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
 
@@ -76,7 +76,7 @@ usages = st.builds(
 
 @given(st.lists(st.tuples(st.sampled_from(["sync", "batch"]), usages), max_size=30))
 def test_spend_sums_every_billed_answer_and_batch_never_costs_more_than_all_sync(answers):
-    from judgecore.spend import spend_of
+    from judgecore.decide.spend import spend_of
 
     s = spend_of(answers, SONNET)
     assert math.isclose(sum(answer_cost(u, SONNET, r) for r, u in answers), s.spent, abs_tol=1e-12)
@@ -104,7 +104,7 @@ def test_a_haiku_5_5_request_that_may_be_over_100k_tokens_is_bounded_at_the_uppe
 def test_the_rounds_a_budget_takes_grow_as_answers_cost_less_of_their_bound():
     """A cap of 58 bounds whose answers cost 8% of their bound takes about 50 rounds of batches (as a
     3,000-item job capped at $0.50 did); at 30% of the bound, far fewer; with no estimate, unknown."""
-    from judgecore.spend import Expect, cut_line, rounds_to_spend
+    from judgecore.decide.spend import Expect, cut_line, rounds_to_spend
 
     assert 45 <= (rounds_to_spend(0.5, 0.0086, 0.00066) or 0) <= 60
     assert (rounds_to_spend(0.5, 0.0086, 0.0026) or 0) < 15

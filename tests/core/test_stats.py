@@ -1,4 +1,4 @@
-"""judgecore.stats against well-kept libraries as oracles (scipy, scikit-learn, statistics).
+"""judgecore.summary.stats against well-kept libraries as oracles (scipy, scikit-learn, statistics).
 
 scipy and scikit-learn are imported inside the tests that use them (about 2 s of imports), so that a
 run of any other test does not pay for them at collection."""
@@ -12,7 +12,7 @@ import warnings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.stats import (
+from judgecore.summary.stats import (
     cohen_kappa,
     confusion,
     describe_labels,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from strategies import property_schemas, verdict_schemas
 
 from judgecore import VerdictSpecError, spec_from_json
-from judgecore.structured import UnsendableSchemaError, wire_schema
+from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
 
 def _sdk(schema: dict) -> bytes | type[BaseException]:

@@ -1,4 +1,4 @@
-"""The sub-batch's two machines (`judgecore.subbatch`), driven through sequences of events in the manner
+"""The sub-batch's two machines (`judgecore.run.subbatch`), driven through sequences of events in the manner
 of h11's `test_state.py`: the persistent lifecycle (`TRANSITIONS`) and the in-run phase (`PHASES`),
 each walk asserting the states reached and that an event out of turn raises `IllegalMove`."""
 
@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from judgecore import Item, RawResult, RequestTemplate, build_requests
-from judgecore.batchrun import (
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
     Checkpoint,
@@ -21,8 +22,7 @@ from judgecore.batchrun import (
     Reconcile,
     Snapshot,
 )
-from judgecore.polling import BatchSnapshot
-from judgecore.subbatch import (
+from judgecore.run.subbatch import (
     BUSY,
     IN_FLIGHT,
     TERMINAL,

@@ -9,7 +9,7 @@ import statistics
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore.summary import Money, render_summary, summarize
+from judgecore.summary.job_summary import Money, render_summary, summarize
 
 STATUS_CLASS = {
     "succeeded": None,
@@ -116,7 +116,7 @@ def scored(score: object, group: object) -> dict:
 def test_every_pair_is_compared_up_to_the_limit_and_none_above_it():
     """3,000 distinct values of `--by uid` printed 4.5 million lines of pairs (374 MB, 37 s): above
     `COMPARED_GROUPS` groups no pair is compared, in the text as in the JSON, and both say so."""
-    from judgecore.summary import COMPARED_GROUPS
+    from judgecore.summary.job_summary import COMPARED_GROUPS
 
     def groups(k: int) -> list[dict]:
         return [scored(1 + (i * 7 + j) % 5, f"g{i:04d}") for i in range(k) for j in range(3)]
@@ -163,7 +163,7 @@ def test_the_text_shows_the_top_groups_by_items_and_says_how_many_are_left_out(s
 
 
 def test_the_markdown_shows_the_top_groups_and_says_the_rest_and_the_pairs_are_left_out():
-    from judgecore.headline import render_markdown
+    from judgecore.summary.text import render_markdown
 
     rows = [scored(2 + i % 3, f"g{i:03d}") for i in range(60) for _ in range(1 + (i == 41))]
     md = render_markdown(summarize(rows, score_field="score", by="uid", top=5))
@@ -180,7 +180,7 @@ def test_the_markdown_shows_the_top_groups_and_says_the_rest_and_the_pairs_are_l
 def test_an_interval_reaching_past_the_declared_scale_is_cut_to_it_and_says_so():
     """Two items scored 1 and 5 on a 1-5 scale: Student's t gives 3.00 +- 25.41 ("-22.41 to 28.41"), an
     interval no mean of 1-5 scores can reach; it is cut to 1-5 and the text, JSON and Markdown say so."""
-    from judgecore.headline import render_markdown
+    from judgecore.summary.text import render_markdown
 
     rows = [scored(1, "a"), scored(5, "a"), scored(4, "b"), scored(4, "b"), scored(5, "b")]
     raw = summarize(rows, score_field="score", by="uid")
@@ -218,7 +218,7 @@ def test_every_interval_of_a_mean_lies_on_the_scale_and_of_a_difference_within_i
 
 def describe(stats: object) -> tuple[float, float]:
     """The unclipped interval of the scores behind `stats` (their histogram holds every value)."""
-    from judgecore.stats import mean_ci95
+    from judgecore.summary.stats import mean_ci95
 
     values = [b.lo for b in stats.histogram for _ in range(b.n)]  # type: ignore[attr-defined]
     return mean_ci95(values)  # type: ignore[return-value]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from judgecore import Breaker, FailureClass, ModelPrice, RawResult, Status, Usage, classify
-from judgecore.ratelimit import RateLimitReading, retry_after
-from judgecore.spend import Budget
-from judgecore.syncrun import (
+from judgecore.decide.ratelimit import RateLimitReading, retry_after
+from judgecore.decide.spend import Budget
+from judgecore.run.sync import (
     CONNECT_FAILED,
     Answered,
     Done,

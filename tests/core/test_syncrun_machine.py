@@ -1,4 +1,4 @@
-"""The real sync run machine (`judgecore.syncrun.SyncRun`) against a model of the API and the checkpoint.
+"""The real sync run machine (`judgecore.run.sync.SyncRun`) against a model of the API and the checkpoint.
 
 Hypothesis drives the machine one step at a time. The API model answers any request in flight, in any
 order, with any of: success, 429 with retry-after, 5xx, a dropped connection, an unreachable endpoint,
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from judgecore import BackoffPolicy, Breaker, BreakerPolicy, FailureClass, RawResult, Status, classify
-from judgecore.ratelimit import RateLimitReading
-from judgecore.syncrun import (
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.run.sync import (
     CONNECT_FAILED,
     Answered,
     Done,
@@ -234,7 +234,7 @@ class SyncRunLife(RuleBasedStateMachine):
     @invariant()
     def a_tripped_breaker_recorded_no_invalid_request(self) -> None:
         """Not in the run that tripped it. An earlier run that ended with the breaker undecided recorded
-        what it held (final, by design: `judgecore.breaker`), and this run's breaker counted those."""
+        what it held (final, by design: `judgecore.decide.breaker`), and this run's breaker counted those."""
         if self.run.breaker.tripped:
             mine = [
                 r

@@ -11,9 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapters.job import JobSettings, UsageError, items_from_objects, judge, judge_dry_run
+from adapters.files.items_io import items_from_objects
+from adapters.files.writers import csv_lines, output_kind, parquet_bytes, records_table, write_records
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import judge
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, sim_client
-from adapters.writers import csv_lines, output_kind, parquet_bytes, records_table, write_records
+from adapters.usage import UsageError
 from tests.data.tables import flat, rows
 
 
@@ -224,7 +228,7 @@ def test_a_timestamp_cell_is_the_same_iso_text_from_parquet_a_dataframe_and_its_
 
     import orjson
 
-    from adapters.readers import input_lines
+    from adapters.files.readers import input_lines
 
     when = [pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-02 03:04:05.000006")]
     path = tmp_path / "t.parquet"

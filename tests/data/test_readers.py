@@ -1,4 +1,4 @@
-"""Every input format gives the same items, the same requests and the same errors (`adapters.readers`)."""
+"""Every input format gives the same items, the same requests and the same errors (`adapters.files.readers`)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from adapters.checkpoint.store import Store
 from adapters.cli import main
-from adapters.job import UsageError, load_items
-from adapters.readers import input_kind
-from adapters.store import Store
-from judgecore.ids import job_key
-from judgecore.planning import plan_job
+from adapters.files.items_io import load_items
+from adapters.files.readers import input_kind
+from adapters.usage import UsageError
+from judgecore.decide.planning import plan_job
+from judgecore.job.ids import job_key
 from tests.data.tables import FORMATS, rows, write
 
 JOB = job_key(b"{}", nonce="tests")

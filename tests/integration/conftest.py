@@ -148,7 +148,7 @@ def write_items(path: Path, rows: Sequence[dict]) -> Path:
 def outcomes_so_far(state: Path) -> int:
     """How many outcomes a (possibly running) job's checkpoint holds, read-only: 0 before it exists or
     while it is locked."""
-    from adapters.store import DB_NAME
+    from adapters.checkpoint.store import DB_NAME
 
     db = state / DB_NAME
     if not db.exists():
@@ -168,8 +168,8 @@ RUBRIC = "You are a strict grader. Output 'Score: N' then one sentence of ration
 
 
 def kept_ids_job(state_dir: Path) -> str | None:
-    """The job key a state dir's custom_ids are derived with (`judgecore.ids.job_key`)."""
-    from adapters.store import Store
+    """The job key a state dir's custom_ids are derived with (`judgecore.job.ids.job_key`)."""
+    from adapters.checkpoint.store import Store
 
     store = Store.open_readonly(state_dir)
     try:

@@ -14,8 +14,8 @@ import pytest
 
 from adapters.simulator import Scenario
 from judgecore import Usage
-from judgecore.models import price_for
-from judgecore.spend import answer_cost
+from judgecore.decide.spend import answer_cost
+from judgecore.wire.models import price_for
 from tests.integration.conftest import write_items
 
 pytestmark = pytest.mark.integration

@@ -14,11 +14,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from adapters.checkpoint.reads import spend_by_judge, spend_from_store
+from adapters.checkpoint.store import Store
 from adapters.simulator import Scenario
-from adapters.store import Store
-from adapters.summary import spend_by_judge, spend_from_store
-from judgecore.outcomes import Usage
-from judgecore.spend import answer_cost, price_for
+from judgecore.decide.spend import answer_cost, price_for
+from judgecore.results.outcomes import Usage
 
 from .conftest import Served, outcomes_so_far, read_output, write_items
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from adapters.checkpoint.store.outcomes import OutcomeWriter
 from adapters.simulator import Scenario
-from adapters.store.outcomes import OutcomeWriter
 from adapters.usage import disk_fault
 from tests.integration.conftest import write_items
 
@@ -55,7 +55,7 @@ def test_a_checkpoint_whose_disk_fills_at_the_harvest_says_so_and_the_rerun_fini
 
 def test_a_full_disk_under_the_output_names_the_output_file(tmp_path: Path):
     """The output's temp file is written under `--out`'s name: a write that fails names `--out`."""
-    from adapters.output import write_output_atomic
+    from adapters.files.writers import write_output_atomic
 
     out = tmp_path / "out.jsonl"
 

@@ -1,6 +1,6 @@
 """Every exit-2 path the CLI has sends nothing: each is run against the simulator over real HTTP, and
 the simulator's request log is counted (zero during the failing command), with the knobs of
-`judgecore.knobs` property-tested the same way: any value out of its range, by flag or environment
+`judgecore.job.knobs` property-tested the same way: any value out of its range, by flag or environment
 variable, is exit 2 with nothing sent.
 
 The paths are enumerated from the code: `test_every_usage_error_site_has_a_case` reads every function
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.simulator import Scenario, Simulator, serve
-from judgecore.knobs import KNOBS, Knob
+from judgecore.job.knobs import KNOBS, Knob
 from tests.integration.conftest import ROOT, cli_in_process, write_items
 
 pytestmark = pytest.mark.integration
@@ -150,7 +150,7 @@ def _(d, s):
     return [*_run(d), "--out", str(d)], {}
 
 
-@case("a retired model", "adapters/settings.py::warnings")
+@case("a retired model", "adapters/run/settings.py::warnings")
 def _(d, s):
     return [*_run(d), "--model", "claude-opus-4-1"], {}
 
@@ -166,14 +166,14 @@ def _(d, s):
     return ["run", str(items), "--state", str(state), "--model", "claude-haiku-4-5"], {}
 
 
-@case("an item changed under its id (a run)", "adapters/job.py::_run")
+@case("an item changed under its id (a run)", "adapters/run/job.py::_run")
 def _(d, s):
     items, state = _answered_job(s, d)
     write_items(items, [{**ROWS[0], "prompt": "changed"}, *ROWS[1:]])
     return ["run", str(items), "--state", str(state)], {}
 
 
-@case("an item changed under its id (a dry run)", "adapters/dryrun.py::dry_run_of")
+@case("an item changed under its id (a dry run)", "adapters/run/dryrun.py::dry_run_of")
 def _(d, s):
     items, state = _answered_job(s, d)
     write_items(items, [{**ROWS[0], "prompt": "changed"}, *ROWS[1:]])
@@ -197,44 +197,44 @@ def _(d, s):
     return [*_run(d), "--template", str(d / "t.txt")], {}
 
 
-@case("a bad verdict spec", "adapters/summary.py::read_verdict_file")
+@case("a bad verdict spec", "adapters/report/job_report.py::read_verdict_file")
 def _(d, s):
     (d / "v.json").write_text('{"pattern": "(unclosed"}')
     return [*_run(d), "--verdict", str(d / "v.json")], {}
 
 
-@case("no API key", "adapters/job_parts.py::default_client")
+@case("no API key", "adapters/run/operations.py::default_client")
 def _(d, s):
     return [*_run(d), "--otpm", "400000"], {"ANTHROPIC_API_KEY": None}
 
 
-@case("--count-tokens with no API key", "adapters/count_tokens.py::count_prompt")
+@case("--count-tokens with no API key", "adapters/providers/anthropic/count_tokens.py::count_prompt")
 def _(d, s):
     return [*_run(d), "--dry-run", "--count-tokens"], {"ANTHROPIC_API_KEY": None}
 
 
-@case("a bad JSONL line", "adapters/items_io.py::input_error")
+@case("a bad JSONL line", "adapters/files/items_io.py::input_error")
 def _(d, s):
     p = d / "in.jsonl"
     p.write_bytes(b'{"id": "a", "prompt": "x"}\n{"id": 1}\n')
     return _run(d, items=p), {}
 
 
-@case("invalid UTF-8", "adapters/items_io.py::_reading")
+@case("invalid UTF-8", "adapters/files/items_io.py::_reading")
 def _(d, s):
     p = d / "in.csv"
     p.write_bytes(b"id,prompt\nx,caf\xe9\n")
     return _run(d, items=p), {}
 
 
-@case("an input of no items", "adapters/items_io.py::load_items")
+@case("an input of no items", "adapters/files/items_io.py::load_items")
 def _(d, s):
     p = d / "in.csv"
     p.write_text("id,prompt\n")
     return _run(d, items=p), {}
 
 
-@case("a design's input of no items", "adapters/items_io.py::load_design_items")
+@case("a design's input of no items", "adapters/files/items_io.py::load_design_items")
 def _(d, s):
     p = d / "in.csv"
     p.write_text("id,question\n")
@@ -242,41 +242,41 @@ def _(d, s):
     return [*_run(d, items=p), "--template", str(d / "t.txt"), "--samples", "2"], {}
 
 
-@case("an item too large for any sub-batch", "adapters/items_io.py::_checked_plan")
+@case("an item too large for any sub-batch", "adapters/files/items_io.py::_checked_plan")
 def _(d, s):
     p = _items(d, [{"id": "small", "prompt": "x"}, {"id": "huge", "prompt": "y" * 5000}])
     return _run(d, "--force-batch", "--max-batch-bytes", "2000", items=p), {}
 
 
-@case("an unknown input format", "adapters/readers.py::input_kind")
+@case("an unknown input format", "adapters/files/readers.py::input_kind")
 def _(d, s):
     p = d / "in.txt"
     p.write_text('{"id": "a", "prompt": "x"}\n')
     return _run(d, items=p), {}
 
 
-@case("a damaged .jsonl.gz", "adapters/readers.py::_format_lines")
+@case("a damaged .jsonl.gz", "adapters/files/readers.py::_format_lines")
 def _(d, s):
     p = d / "in.jsonl.gz"
     p.write_bytes(gzip.compress(b'{"id": "a", "prompt": "x"}\n')[:-12])
     return _run(d, items=p), {}
 
 
-@case("a .parquet that is not one", "adapters/readers.py::_parquet_lines")
+@case("a .parquet that is not one", "adapters/files/readers.py::_parquet_lines")
 def _(d, s):
     p = d / "in.parquet"
     p.write_bytes(b"not parquet at all")
     return _run(d, items=p), {}
 
 
-@case("a missing inspect log", "adapters/inspect_log.py::read_log")
+@case("a missing inspect log", "adapters/files/inspect_log.py::read_log")
 def _(d, s):
     return ["run", "--from-inspect", str(d / "log.eval"), "--state", str(d / "s")], {}
 
 
-@case("a run while another holds the state dir", "adapters/job.py::_run")
+@case("a run while another holds the state dir", "adapters/run/job.py::_run")
 def _(d, s):
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     items = _items(d)
     s.held = Store.open(d / "s", exclusive="run")  # type: ignore[attr-defined]
@@ -285,7 +285,7 @@ def _(d, s):
 
 @case("cancel while a run holds the state dir", "adapters/cli/cancel.py::cmd_cancel")
 def _(d, s):
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     _items(d)
     store = Store.open(d / "s", exclusive="run")
@@ -305,7 +305,7 @@ def _(d, s):
     return ["summary", "--state", str(state), "--json", "--markdown"], {}
 
 
-@case("summary --by a key no item has", "adapters/summary.py::job_report")
+@case("summary --by a key no item has", "adapters/report/job_report.py::job_report")
 def _(d, s):
     _, state = _answered_job(s, d)
     return ["summary", "--state", str(state), "--by", "nokey"], {}
@@ -316,7 +316,7 @@ def _(d, s):
     return ["export", "--state", str(d / "nothing"), "--to-inspect", str(d / "out.eval")], {}
 
 
-@case("export to a file not named .eval or .json", "adapters/inspect_log.py::export_to_inspect")
+@case("export to a file not named .eval or .json", "adapters/files/inspect_log.py::export_to_inspect")
 def _(d, s):
     items, state = _answered_job(s, d)
     return [
@@ -352,14 +352,14 @@ def _(d, s):
 
 #: Functions raising `UsageError` that no command line reaches, and why.
 NOT_FROM_THE_CLI = {
-    "adapters/items_io.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
-    "adapters/items_io.py::run_job_of": "judge()'s items given as Python objects",
-    "adapters/job.py::judge": "judge() called inside a running event loop",
-    "adapters/job_parts.py::connect": "the input changed while the run read it (a race; "
+    "adapters/files/items_io.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
+    "adapters/files/items_io.py::run_job_of": "judge()'s items given as Python objects",
+    "adapters/run/job.py::judge": "judge() called inside a running event loop",
+    "adapters/run/operations.py::connect": "the input changed while the run read it (a race; "
     "tests/batch/test_messages_kept.py), or a JUDGECORE_* value refused by check_environment first",
-    "adapters/readers.py::need": "an extra not installed (the test environment has them all)",
-    "adapters/readers.py::_dataset_lines": "a datasets directory (the `datasets` extra is not installed here)",
-    "adapters/paths.py::publish": "a checkpoint made at the output's path while the run wrote it (a race: "
+    "adapters/files/readers.py::need": "an extra not installed (the test environment has them all)",
+    "adapters/files/readers.py::_dataset_lines": "a datasets directory (the `datasets` extra is not installed here)",
+    "adapters/files/paths.py::publish": "a checkpoint made at the output's path while the run wrote it (a race: "
     "the same check refuses such an --out before anything is sent, `out_problem`)",
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-import adapters.job
+import adapters.run.planning
 from adapters.simulator import Scenario
 
 from .conftest import read_output, write_items
@@ -25,7 +25,7 @@ def _no_reading(monkeypatch):
     def refused(*args, **kwargs):
         raise AssertionError("the rerun read the input")
 
-    monkeypatch.setattr(adapters.job, "load_items", refused)
+    monkeypatch.setattr(adapters.run.planning, "load_items", refused)
 
 
 def test_an_unchanged_finished_job_reruns_without_reading_its_input(served, tmp_path, monkeypatch):

@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.cli import main
-from adapters.clock import FakeClock
-from adapters.job import JobSettings, judge
-from adapters.progress import PlainProgress
+from adapters.run.clock import FakeClock
+from adapters.run.job import judge
+from adapters.run.progress import PlainProgress
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario, Simulator, serve, sim_client
 from tests import children
 from tests.integration.conftest import ROOT, Served, read_output, write_items

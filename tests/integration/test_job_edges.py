@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from adapters.checkpoint.store import Store
 from adapters.simulator import Scenario
-from adapters.store import Store
 from tests.integration.conftest import read_output, write_items
 
 pytestmark = pytest.mark.integration

@@ -49,7 +49,7 @@ def test_the_same_rows_in_any_file_format_or_a_dataframe_get_the_same_custom_ids
     """JSONL, gzip, CSV, Parquet (files through the CLI) and a pandas DataFrame (the Python API): the
     same rows are the same requests, so the same custom_ids."""
     pd = pytest.importorskip("pandas")
-    from adapters.job import judge
+    from adapters.run.job import judge
     from adapters.simulator import Simulator, sim_client
     from tests.data.tables import flat
 
@@ -242,7 +242,7 @@ def test_a_copied_or_moved_state_dir_writes_its_output_inside_itself(served, tmp
 def test_a_state_dir_from_before_finds_its_default_output_after_a_move(served, tmp_path: Path):
     """A checkpoint that remembered its output as an absolute path (before this release) and was then
     moved writes inside itself, not in the directory it was moved from."""
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     srv = served(Scenario(seed=37))
     items = write_items(tmp_path / "in.jsonl", ROWS)

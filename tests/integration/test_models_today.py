@@ -14,10 +14,13 @@ import anthropic
 import pytest
 
 from adapters.cli import main
-from adapters.job import JobSettings, UsageError, judge, judge_dry_run
+from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import judge
+from adapters.run.settings import JobSettings
 from adapters.simulator import Scenario
 from adapters.simulator.scenario import DEFAULT_MODELS
-from judgecore.models import MODELS, Retired, standing
+from adapters.usage import UsageError
+from judgecore.wire.models import MODELS, Retired, standing
 from tests.integration.conftest import Served, read_output, write_items
 
 pytestmark = pytest.mark.integration

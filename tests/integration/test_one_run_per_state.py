@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.checkpoint.statelock import StateLockedError
+from adapters.checkpoint.store import Store
 from adapters.simulator import Scenario
-from adapters.statelock import StateLockedError
-from adapters.store import Store
 from tests.integration.conftest import read_output, write_items
 
 pytestmark = pytest.mark.integration

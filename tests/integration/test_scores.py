@@ -227,8 +227,8 @@ def test_a_budget_that_cannot_be_kept_is_exit_2(served, tmp_path, args, says):
 def _billed_usd(sim: Any) -> float:
     """What the simulated API billed, from its own ledger of answers (not judgecore's records)."""
     from judgecore import Usage
-    from judgecore.planning import DEFAULT_PRICES
-    from judgecore.spend import spend_of
+    from judgecore.decide.prices import DEFAULT_PRICES
+    from judgecore.decide.spend import spend_of
 
     usages = [
         (route, Usage(**{k: int(usage.get(k) or 0) for k in Usage.__annotations__}))

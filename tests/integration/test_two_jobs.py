@@ -81,8 +81,8 @@ def test_two_jobs_killed_mid_create_each_take_only_their_own_batch(served, tmp_p
 def test_a_state_dir_made_before_job_keys_keeps_its_custom_ids(served, tmp_path: Path):
     """A checkpoint bound with the `v1` ids (no job key) is resumed with those ids: a rerun of a job
     started by an older release neither resends nor loses what it holds."""
-    from adapters.job import JobSettings
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
+    from adapters.run.settings import JobSettings
     from judgecore import custom_id_for, parse_items
 
     srv = served(Scenario(seed=22, batch_seconds=0.2))

@@ -21,7 +21,7 @@ from adapters.providers.openai.body import (
     sub_batches,
 )
 from adapters.providers.openai.schema import drop_absent_nulls, response_format, strict_schema
-from judgecore.structured import UnsendableSchemaError
+from judgecore.wire.structured import UnsendableSchemaError
 from tests.strategies import near_instances, verdict_schemas
 
 MESSAGES = b'[{"role":"user","content":"Question: 2+2?\\nAnswer: 4"}]'

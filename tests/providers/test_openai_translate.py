@@ -24,7 +24,7 @@ from adapters.providers.openai.translate import (
     usage_of,
 )
 from judgecore import FailureClass, RequestCounts, Status, Usage, classify
-from judgecore.ratelimit import LimitGroup
+from judgecore.decide.ratelimit import LimitGroup
 
 NOW = 1_800_000_000.0
 

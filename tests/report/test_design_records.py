@@ -10,16 +10,16 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.output import iter_records, record_for_summary
-from adapters.settings import JobSettings
-from adapters.store import Store
-from adapters.summary import records_from_store
+from adapters.checkpoint.records import iter_records, records_from_store
+from adapters.checkpoint.store import Store
+from adapters.run.planning import record_for_summary
+from adapters.run.settings import JobSettings
 from judgecore import RawResult, Usage, classify
-from judgecore.designs import design_items, expand_item
-from judgecore.parsing import parse_items
-from judgecore.planning import JobPlan
-from judgecore.requests import RequestTemplate, build_requests
-from judgecore.verdicts import spec_from_json
+from judgecore.decide.planning import JobPlan
+from judgecore.job.designs import design_items, expand_item
+from judgecore.job.parsing import parse_items
+from judgecore.results.verdicts import spec_from_json
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 SHM = Path("/dev/shm")
 VERDICT = spec_from_json({"pattern": r"Score: (?P<score>\d+)"})

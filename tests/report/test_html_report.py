@@ -74,7 +74,9 @@ def job(tmp_path_factory) -> Path:
     refusals."""
     import anthropic
 
-    from adapters.job import JobSettings, ajudge, items_from_objects
+    from adapters.files.items_io import items_from_objects
+    from adapters.run.job import ajudge
+    from adapters.run.settings import JobSettings
     from judgecore import spec_from_json
 
     root = tmp_path_factory.mktemp("job")
@@ -198,7 +200,7 @@ def test_the_browser_check_sees_a_console_error_and_a_fetch(tmp_path):
 
 def test_help_run_and_status_import_neither_matplotlib_nor_jsonschema():
     code = (
-        "import sys, adapters.cli, adapters.job, adapters.summary, judgecore; "
+        "import sys, adapters.cli, adapters.run.job, adapters.report.job_report, judgecore; "
         "print(sorted(m for m in ('matplotlib', 'jsonschema', 'anthropic') if m in sys.modules))"
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -206,9 +208,9 @@ def test_help_run_and_status_import_neither_matplotlib_nor_jsonschema():
 
 
 def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
-    from adapters.html_report import render_html
-    from adapters.summary import JobReport
-    from judgecore.summary import summarize
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
+    from judgecore.summary.job_summary import summarize
 
     def rec(status, verdict, gold):
         error = None if status == "succeeded" else {"class": "PENDING", "type": None, "message": "x"}
@@ -235,9 +237,9 @@ def test_a_label_score_and_a_job_with_no_answer_yet_still_render():
 def test_a_job_with_items_pending_says_so_above_its_figures_and_a_finished_one_does_not():
     """The figures of an unfinished job are over what is answered so far: the page says so first,
     with the command that resumes it."""
-    from adapters.html_report import render_html
-    from adapters.summary import JobReport
-    from judgecore.summary import summarize
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
+    from judgecore.summary.job_summary import summarize
 
     def page(statuses):
         rows = [
@@ -261,8 +263,9 @@ def test_a_job_with_items_pending_says_so_above_its_figures_and_a_finished_one_d
 def test_examples_are_the_same_for_the_same_checkpoint_and_quote_only_the_checkpoint(job, report):
     """Seeded by the job's own key: two reports show the same items, each quoting the item's own prompt
     and answer; the API key is in neither the page nor the checkpoint."""
-    from adapters.store import Store
-    from adapters.summary import job_report, records_from_store
+    from adapters.checkpoint.records import records_from_store
+    from adapters.checkpoint.store import Store
+    from adapters.report.job_report import job_report
     from judgecore import spec_from_json
 
     first, second = job_report(job, by="model"), job_report(job, by="model")
@@ -295,7 +298,7 @@ def test_examples_are_the_same_for_the_same_checkpoint_and_quote_only_the_checkp
 def test_provenance_names_the_rubric_versions_and_what_was_judged(job, report):
     import importlib.metadata
 
-    from adapters.store import Store
+    from adapters.checkpoint.store import Store
 
     page = report.read_text()
     assert "Grade on a 1-5 scale; end with &#x27;Score: N&#x27;." in page
@@ -313,10 +316,10 @@ def test_provenance_names_the_rubric_versions_and_what_was_judged(job, report):
 
 
 def test_one_number_format_for_a_figure_across_text_markdown_json_and_the_page(job, report):
-    from adapters.summary import job_report, summary_json
-    from judgecore import figures
-    from judgecore.headline import render_markdown
-    from judgecore.summary import render_summary
+    from adapters.report.job_report import job_report, summary_json
+    from judgecore.summary import numfmt as figures
+    from judgecore.summary.job_summary import render_summary
+    from judgecore.summary.text import render_markdown
 
     r = job_report(job, by="model", reference="gold", full=False)
     mean = figures.score(r.summary.overall.score.mean)
@@ -377,10 +380,10 @@ def _design_records():
 
 
 def test_design_figures_appear_in_the_text_markdown_and_page_only_when_the_records_carry_them():
-    from adapters.html_report import render_html
-    from adapters.summary import JobReport
-    from judgecore.headline import render_markdown
-    from judgecore.summary import render_summary, summarize
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
+    from judgecore.summary.job_summary import render_summary, summarize
+    from judgecore.summary.text import render_markdown
 
     s = summarize(_design_records(), score_field="score", verdict_kind="pattern", by="m")
     p = s.designs.pairwise
@@ -411,7 +414,7 @@ def test_design_figures_appear_in_the_text_markdown_and_page_only_when_the_recor
 
 
 def test_a_sync_only_timeline_is_shown_only_when_it_says_something():
-    from judgecore.health import timeline_says_something
+    from judgecore.summary.health import timeline_says_something
 
     assert not timeline_says_something(sub_batches=0, answered_at=[1.0, 2.0, 3.0], retried=0)
     assert timeline_says_something(sub_batches=0, answered_at=[1.0, 2.0, 3.0], retried=1)
@@ -422,10 +425,10 @@ def test_a_sync_only_timeline_is_shown_only_when_it_says_something():
 def test_a_whole_mean_reads_at_the_width_of_its_neighbours():
     """Two groups with means 5 and 5.4: the text, the Markdown and the page write `5.00` beside `5.40`,
     never a bare `5` in a column of two-decimal means."""
-    from adapters.html_report import render_html
-    from adapters.summary import JobReport
-    from judgecore.headline import render_markdown
-    from judgecore.summary import render_summary, summarize
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
+    from judgecore.summary.job_summary import render_summary, summarize
+    from judgecore.summary.text import render_markdown
 
     def row(i, group, score):
         return {
@@ -449,9 +452,9 @@ def test_a_whole_mean_reads_at_the_width_of_its_neighbours():
 
 def _many_groups(groups: int, *, top: int | None = None) -> str:
     """The page of a job `--by uid` over `groups` groups of one to three items, scores on a 1-5 scale."""
-    from adapters.html_report import render_html
-    from adapters.summary import JobReport
-    from judgecore.summary import summarize
+    from adapters.report.job_report import JobReport
+    from adapters.report.page import render_html
+    from judgecore.summary.job_summary import summarize
 
     rows = [
         {

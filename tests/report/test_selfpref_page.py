@@ -10,9 +10,9 @@ from pathlib import Path
 
 import orjson
 
-from adapters.html_report import render_html
-from adapters.summary import JobReport
-from judgecore.summary import summarize
+from adapters.report.job_report import JobReport
+from adapters.report.page import render_html
+from judgecore.summary.job_summary import summarize
 from tests.integration.conftest import ROOT
 from tests.report.test_html_report import PROBE, _chromium, needs_chromium
 

@@ -1,4 +1,5 @@
-"""adapters.summary over a checkpoint: spend and the budget's seed, verdict-aware counts, read-only."""
+"""adapters.checkpoint.reads and adapters.report.job_report over a checkpoint: spend and the budget's seed, verdict-aware
+counts, read-only."""
 
 from __future__ import annotations
 
@@ -8,17 +9,13 @@ import re
 import attrs
 import pytest
 
-from adapters.store import OutcomeRow, Store
-from adapters.summary import (
-    budget_from_store,
-    counts_with_verdicts,
-    job_report,
-    records_from_store,
-    spend_from_store,
-)
+from adapters.checkpoint.reads import budget_from_store, counts_with_verdicts, spend_from_store
+from adapters.checkpoint.records import records_from_store
+from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.report.job_report import job_report
 from judgecore import Outcome, Status, Usage, VerdictSpecError, spec_from_json
-from judgecore.planning import DEFAULT_PRICES
-from judgecore.spend import spend_of
+from judgecore.decide.prices import DEFAULT_PRICES
+from judgecore.decide.spend import spend_of
 
 SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
 
@@ -131,7 +128,7 @@ def test_a_metadata_key_no_item_has_is_exit_2_listing_the_keys_there_are(tmp_pat
 
 def test_most_answers_unreadable_is_a_warning_at_the_top_of_summary(tmp_path, capsys):
     from adapters.cli import main
-    from judgecore.summary import unreadable_warning
+    from judgecore.summary.job_summary import unreadable_warning
 
     state = _checkpoint(tmp_path)  # one answer of two is readable: no warning
     assert 0 == main(["summary", "--state", str(state)])
@@ -150,7 +147,8 @@ def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reac
     be a dated id of that alias); `summary --json` gives each judge of a panel its spend."""
     import orjson
 
-    from adapters.summary import spend_by_model, summary_json
+    from adapters.checkpoint.reads import spend_by_model
+    from adapters.report.job_report import summary_json
 
     state = tmp_path / "s"
     store = Store.open(state)
@@ -186,7 +184,7 @@ def test_a_panels_spend_per_judge_bills_each_answer_at_its_models_price_and_reac
     report = job_report(state, full=False)
     assert dict(report.summary.spend_by_model) == per_model
     # a panel's records: the JSON gives each judge its spend
-    from judgecore.summary import summarize
+    from judgecore.summary.job_summary import summarize
 
     rows = [
         {

@@ -13,13 +13,13 @@ import httpx2
 import orjson
 import pytest
 
-from adapters.clock import FakeClock
-from adapters.events import Event
-from adapters.store import Store
-from adapters.sync import SyncRunResult, SyncSettings, run_sync
-from adapters.sync_api import AnthropicMessagesApi, MessagesApi
+from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi, MessagesApi
+from adapters.run.clock import FakeClock
+from adapters.run.events import Event
+from adapters.run.sync import SyncRunResult, SyncSettings, run_sync
 from judgecore import Request, RequestTemplate, build_requests, parse_items
-from judgecore.ratelimit import RateLimitReading
+from judgecore.decide.ratelimit import RateLimitReading
 
 MODEL = "claude-opus-4-8"
 RUBRIC = "You grade answers on a 1-10 scale. " * 400  # ~3,600 tokens: above the cache minimum

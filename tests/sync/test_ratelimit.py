@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from judgecore import Usage
-from judgecore.ratelimit import (
+from judgecore.decide.ratelimit import (
     NOTHING,
     Concurrency,
     Cost,

@@ -1,4 +1,4 @@
-"""One SDK translation for both ports (`adapters.sdk_results`): the same answer reads the same on either
+"""One SDK translation for both ports (`adapters.providers.anthropic.sdk_results`): the same answer reads the same on either
 route, through the real SDK over the simulator's in-process transport."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import anthropic
 import httpx2
 import pytest
 
-from adapters.batch_api import raw_error_from_sdk, raw_result_from_sdk
-from adapters.sdk_results import error_result, line_result, message_result
+from adapters.providers.anthropic.batch_api import raw_error_from_sdk, raw_result_from_sdk
+from adapters.providers.anthropic.sdk_results import error_result, line_result, message_result
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
 from adapters.simulator import ManualClock, Scenario, Simulator, sim_client
-from adapters.sync_api import AnthropicMessagesApi
 from judgecore import classify
-from judgecore.outcomes import CONNECT_FAILED, FailureClass, StopDetails
+from judgecore.results.outcomes import CONNECT_FAILED, FailureClass, StopDetails
 
 PARAMS = {"model": "claude-opus-4-8", "max_tokens": 256, "messages": [{"role": "user", "content": "grade"}]}
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import random
 
-from adapters.clock import FakeClock
-from adapters.events import Notice
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.run.clock import FakeClock
+from adapters.run.events import Notice
+from adapters.run.sync import SyncSettings, run_sync
 from adapters.simulator import Scenario, Simulator, sim_client
-from adapters.sync import SyncSettings, run_sync
-from adapters.sync_api import AnthropicMessagesApi
 from judgecore import DEFAULT_PRICES
-from judgecore.spend import Budget, request_bound
+from judgecore.decide.spend import Budget, request_bound
 
 from .conftest import MODEL, Recorder, bind, latest, make_job
 

@@ -10,11 +10,11 @@ import httpx2
 import orjson
 import pytest
 
-from adapters.clock import FakeClock
-from adapters.events import Notice, SyncProgress
-from adapters.sync import SyncSettings, probe, run_sync
+from adapters.run.clock import FakeClock
+from adapters.run.events import Notice, SyncProgress
+from adapters.run.sync import SyncSettings, probe, run_sync
 from judgecore import RequestTemplate, Status, build_requests, parse_items
-from judgecore.syncrun import CONNECT_FAILED
+from judgecore.run.sync import CONNECT_FAILED
 
 from .conftest import (
     BASE_URL,
@@ -573,7 +573,7 @@ def test_an_interrupt_keeps_the_answers_already_in_flight(tmp_path):
 
 def test_an_interrupt_waits_for_the_answers_in_flight_a_bounded_time(tmp_path):
     """Answers that never come back after the interrupt are dropped once the wait's bound has passed."""
-    from adapters.sync import DRAIN_SECONDS
+    from adapters.run.sync import DRAIN_SECONDS
 
     store, _, in_flight, _, clock = _interrupted_mid_flight(tmp_path, answer=False)
     assert 4 == len(in_flight)

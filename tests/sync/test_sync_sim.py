@@ -9,14 +9,14 @@ import random
 import orjson
 import pytest
 
-from adapters.batch import BatchSettings, run_batch
-from adapters.batch_api import AnthropicBatchApi
-from adapters.clock import FakeClock
-from adapters.events import discard
-from adapters.job import collect_records
+from adapters.checkpoint.records import collect_records
+from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.run.batch import BatchSettings, run_batch
+from adapters.run.clock import FakeClock
+from adapters.run.events import discard
+from adapters.run.sync import SyncSettings, probe
 from adapters.simulator import Scenario, Simulator, sim_client
-from adapters.sync import SyncSettings, probe
-from adapters.sync_api import AnthropicMessagesApi
 from judgecore import PollPolicy, RequestTemplate, RoutePolicy, build_requests, route
 
 from .conftest import MODEL, RUBRIC, bind, make_job, sync_run

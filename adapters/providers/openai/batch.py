@@ -37,7 +37,7 @@ send). Results take the batch, not its id: OpenAI's lines are in two files the b
 
 Each call is sent once (the SDK's retries off for upload and create: a call that failed in transit may
 have made a file or a batch, and only the batch shell, after the finders, may send it again; the reads
-keep the client's retries). A failed call raises `adapters.batch_api.BatchApiError` carrying the failure
+keep the client's retries). A failed call raises `adapters.providers.anthropic.batch_api.BatchApiError` carrying the failure
 as a `RawResult` (the same translation as the sync route's: `adapters.providers.openai.translate`).
 
 The upload is streamed: the body is made from its pieces as the socket takes it, under the exact
@@ -59,12 +59,12 @@ import httpx2
 import openai
 import orjson
 
-from adapters.batch_api import BatchApiError
+from adapters.providers.anthropic.batch_api import BatchApiError
 from adapters.providers.openai.body import CHAT_COMPLETIONS
 from adapters.providers.openai.sync import connection_result, status_error_result
 from adapters.providers.openai.translate import OpenAIBatch, batch_of, line_result
 from judgecore import Outcome, RawResult, classify
-from judgecore.batching import CREATE_DEADLINE
+from judgecore.run.batch.batching import CREATE_DEADLINE
 
 _READ: Final = 1 << 16  # bytes read from a results file at a time
 #: The metadata keys naming a batch's job and sub-batch.

@@ -7,7 +7,7 @@ gpt-5 and the o-series refuse), and no `temperature` (they take only the default
 of every model. A batch input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions",
 "body"}` and a newline.
 
-Like `judgecore.requests`, the shared part (model, rubric, response format) is serialized once in an
+Like `judgecore.wire.requests`, the shared part (model, rubric, response format) is serialized once in an
 `OpenAITemplate`; a line is joined from pieces, byte for byte what `orjson.dumps` gives, and its length
 is known from the sizes alone (`line_size`), so sub-batches are cut (`sub_batches`: at most
 `MAX_LINES` lines and `MAX_FILE_BYTES` bytes, judgecore's defaults under OpenAI's 50,000 and 200 MB)

@@ -4,17 +4,17 @@ Theory of operation. `response_format: {"type": "json_schema", "json_schema": {"
 "strict": true}}` takes only a subset of JSON Schema (OpenAI's structured-outputs guide): the root an
 object; every object closed (`"additionalProperties": false`) with **every** property required; `anyOf`
 but no `oneOf` (read as `anyOf` here), `allOf`, `not`, `if`; per type only some keywords (`STRICT_KEEPS`).
-`strict_schema` makes a schema fit as Anthropic's transform (`judgecore.structured.wire_schema`) does:
+`strict_schema` makes a schema fit as Anthropic's transform (`judgecore.wire.structured.wire_schema`) does:
 it closes every object, and moves each keyword the subset does not take into the node's `description`
 (`{minLength: 3}`), so the model still reads it. A property the user left optional is made nullable and
 listed as required (the subset's own way of saying optional): the model answers `null` for it.
 
 So an answer is read back in two steps: `drop_absent_nulls(answer, schema)` removes the `null`s the
 model gave for the user's optional properties (they were absent, not null, in the user's terms), then
-the existing verdict code validates it against the user's **full** schema (`judgecore.verdicts`): a
+the existing verdict code validates it against the user's **full** schema (`judgecore.results.verdicts`): a
 bound that only the description says is the user's all the same.
 
-A schema that no request can carry (`judgecore.structured.UnsendableSchemaError`, one line naming where):
+A schema that no request can carry (`judgecore.wire.structured.UnsendableSchemaError`, one line naming where):
 a root that is not an object, a boolean schema, an `allOf` of more than one schema.
 """
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from judgecore.structured import UnsendableSchemaError
+from judgecore.wire.structured import UnsendableSchemaError
 
 #: The types the strict subset takes.
 STRICT_TYPES: Final = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})

@@ -1,6 +1,6 @@
 """The sync port over OpenAI's Chat Completions (and any OpenAI-compatible server): `OpenAIChatApi`.
 
-The same shape as the Anthropic sync port (`adapters.sync_api.MessagesApi`): `create(params)` returns
+The same shape as the Anthropic sync port (`adapters.providers.anthropic.sync_api.MessagesApi`): `create(params)` returns
 `(RawResult, RateLimitReading, request_id)`; success, every HTTP error and every connection failure come
 back as values for `judgecore.classify` (translated by the pure `adapters.providers.openai.translate`),
 only bugs raise. `params` are a Chat Completions body as keyword arguments
@@ -24,11 +24,11 @@ import httpx2
 import openai
 import orjson
 
+from adapters.providers.anthropic.sdk_results import NEVER_CONNECTED
 from adapters.providers.openai.translate import completion_result, error_result, openai_reading
-from adapters.sdk_results import NEVER_CONNECTED
 from judgecore import RawResult
-from judgecore.outcomes import CONNECT_FAILED
-from judgecore.ratelimit import RateLimitReading
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.results.outcomes import CONNECT_FAILED
 
 Answer = tuple[RawResult, RateLimitReading, str | None]
 

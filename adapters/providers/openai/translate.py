@@ -25,7 +25,7 @@ cached_tokens`; `completion_tokens` (reasoning tokens included) are `output_toke
 Rate limits: `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, resets given as Go durations
 (`"6m0s"`, `"1s"`, `"12ms"`, `"1h2m3.5s"`: `parse_duration`), read against `now` into the core's
 `RateLimitReading` (`requests` and `tokens`: OpenAI's TPM counts input and output together). A 429's wait:
-`retry-after-ms`, then `retry-after` (`judgecore.ratelimit.retry_after`, the SDK's order), then the reset
+`retry-after-ms`, then `retry-after` (`judgecore.decide.ratelimit.retry_after`, the SDK's order), then the reset
 of the bucket the headers say is empty (`retry_delay`).
 """
 
@@ -39,8 +39,8 @@ from typing import Any, Final
 import attrs
 
 from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
-from judgecore.outcomes import StopDetails
-from judgecore.ratelimit import LimitGroup, RateLimitReading, retry_after
+from judgecore.decide.ratelimit import LimitGroup, RateLimitReading, retry_after
+from judgecore.results.outcomes import StopDetails
 
 #: The error_code an overflow of the context window is given, whichever words said it.
 CONTEXT_EXCEEDED: Final = "context_length_exceeded"
@@ -281,7 +281,7 @@ def line_result(line: Any) -> tuple[str, RawResult]:
 
 # -- batches ------------------------------------------------------------------------------------
 
-#: OpenAI's batch statuses as the core's three (`judgecore.polling.BatchStatus`).
+#: OpenAI's batch statuses as the core's three (`judgecore.decide.polling.BatchStatus`).
 CORE_STATUS: Final = {
     "validating": "in_progress",
     "in_progress": "in_progress",

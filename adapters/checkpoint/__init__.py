@@ -1,0 +1,9 @@
+"""A state dir: the checkpoint (one SQLite database), every read of it, the job key its custom_ids are
+derived with, the one-run lock, and the finished-job record.
+
+May import: `adapters.usage`, `judgecore`.
+
+Modules: `store` (the checkpoint itself, package), `reads` (spend, budget, what answers taught the
+estimate, verdict counts, the job machine's history), `records` (the output records rebuilt from
+it), `jobkey`, `statelock`, `finished`.
+"""

@@ -1,0 +1,198 @@
+"""Output writers: the output records as JSON Lines, CSV or Parquet, chosen by `--out`'s extension.
+
+Every writer is atomic as the JSONL one always was (`adapters.files.writers.write_output_atomic`: a temp file
+in the same directory, fsync, rename), and writes the same records (CONTRACT.md's output shape), in
+input order, one row per item:
+
+- `.jsonl` (and any other name, as before): one JSON object a line; `.jsonl.gz`: the same,
+  gzip-compressed (as INPUT reads it). Any other name ending `.gz` is refused (`output_problem`).
+- `.csv`: a header of the record's fields (and `stop_details`, which only a refused answer's record
+  carries: an empty cell for the others); a nested field (`usage`, `error`, `metadata`, `verdict`)
+  is its JSON text, a null an empty cell, a number or a boolean its JSON text.
+- `.parquet`: one column per field; nested fields are structs (lists stay lists). A column whose
+  values have no one Arrow type (a metadata key holding a number in one row and text in another),
+  or an empty object Parquet cannot store, is written as JSON text instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from adapters.files.cells import need
+from adapters.usage import UsageError
+from judgecore.results.output_line import output_line
+
+OutputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet"]
+
+
+def output_kind(path: Path) -> OutputKind:
+    """The format `--out path` is written in, by its extension (JSONL unless `.jsonl.gz`, `.csv` or
+    `.parquet`)."""
+    name = path.name.lower()
+    if name.endswith(".jsonl.gz"):
+        return "jsonl.gz"
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "jsonl"
+
+
+def output_problem(path: Path) -> str | None:
+    """Why `--out path` cannot be written (a gzip name of a format other than JSON Lines, or a
+    format whose extra this install lacks), or None; checked before anything is sent."""
+
+    if path.name.lower().endswith(".gz") and output_kind(path) != "jsonl.gz":
+        return (
+            f"--out {path}: a compressed output is named .jsonl.gz (CSV and Parquet are written uncompressed)"
+        )
+    if output_kind(path) == "parquet":
+        try:
+            need("pyarrow", "data", path=f"--out {path}", what="writing Parquet")
+        except UsageError as exc:
+            return str(exc)
+    return None
+
+
+def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Write the output `records` to `path` atomically, in the format of its extension."""
+
+    match output_kind(path):
+        case "jsonl":
+            write_output_atomic(path, (output_line(r if type(r) is dict else dict(r)) for r in records))
+        case "jsonl.gz":
+            lines = (output_line(r if type(r) is dict else dict(r)) for r in records)
+            write_output_atomic(path, gzipped(lines))
+        case "csv":
+            write_output_atomic(path, csv_lines(records))
+        case "parquet":
+            write_output_atomic(path, [parquet_bytes(records)])
+
+
+def gzipped(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """`chunks` as one gzip stream, compressed as they come."""
+    import zlib
+
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
+    for chunk in chunks:
+        if out := z.compress(chunk):
+            yield out
+    yield z.flush()
+
+
+def cell(value: Any) -> str:
+    """One CSV cell of an output field: text as it is, null empty, anything else its JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+#: Output fields only some records carry (a refused answer's `stop_details`), after the field they
+#: follow: a table has a column for each whether or not the first record carries it.
+OPTIONAL_FIELDS: tuple[tuple[str, str], ...] = (("stop_details", "verdict"),)
+
+
+def _with_optional(fields: list[str]) -> list[str]:
+    """`fields` (one record's) with every optional field the records may carry, in its place."""
+    out = [f for f in fields if f not in dict(OPTIONAL_FIELDS)]
+    for name, after in OPTIONAL_FIELDS:
+        if after in out:
+            out.insert(out.index(after) + 1, name)
+    return out
+
+
+def csv_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    """The records as UTF-8 CSV (CRLF line ends, as the csv module and spreadsheets write), streamed:
+    the header is the first record's fields, with a column for each optional field (`OPTIONAL_FIELDS`:
+    an empty cell where a record has none)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    fields: list[str] | None = None
+    for r in records:
+        if fields is None:
+            fields = _with_optional(list(r))
+            writer.writerow(fields)
+        elif _with_optional(list(r)) != fields:
+            raise ValueError(f"record {r.get('id')!r} has fields {list(r)}, not {fields}")
+        writer.writerow([cell(r.get(f)) for f in fields])
+        yield buf.getvalue().encode()
+        buf.seek(0)
+        buf.truncate()
+
+
+def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
+    """The records as a `pyarrow.Table`: one column per field, nested fields as structs (see the
+    module docstring for the columns written as JSON text)."""
+
+    pa = need("pyarrow", "data", path=None, what="writing Parquet")
+    rows = list(records)
+    fields = _with_optional(list(rows[0])) if rows else []
+    columns = {}
+    for f in fields:
+        values = [r.get(f) for r in rows]
+        try:
+            arr = pa.array(values)
+            if not _storable(arr.type, pa):
+                raise TypeError(f"{f}: {arr.type} cannot be stored in Parquet")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            arr = pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
+        columns[f] = arr
+    return pa.table(columns)
+
+
+def parquet_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """The records as the bytes of a Parquet file."""
+
+    pq = need("pyarrow.parquet", "data", path=None, what="writing Parquet")
+    buf = io.BytesIO()
+    pq.write_table(records_table(records), buf)
+    return buf.getvalue()
+
+
+def _storable(t: Any, pa: Any) -> bool:
+    """Whether Parquet can store Arrow type `t` (not a struct without fields, at any depth)."""
+    if pa.types.is_struct(t):
+        return t.num_fields > 0 and all(_storable(t.field(k).type, pa) for k in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _storable(t.value_type, pa)
+    return True
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
+    """The records as a pandas DataFrame, one row per item, nested fields as Python dicts."""
+
+    pd = need("pandas", "data", path=None, what="JudgeResult.to_pandas()")
+    rows = [dict(r) for r in records]
+    return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)
+
+
+def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
+    """Write JSONL to a temp file in the same directory, fsync, then rename over `path` (never over a
+    checkpoint: `adapters.files.paths.publish`), with the mode the umask gives a new file."""
+    import tempfile
+
+    from adapters.files.paths import publish
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            for line in lines:
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        publish(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write or fsync of the temp file
+            exc.filename = str(path)
+        raise

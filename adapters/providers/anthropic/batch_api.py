@@ -1,0 +1,251 @@
+"""The Message Batches port: the five calls the batch path makes, and their SDK implementation.
+
+`BatchApi` is what `adapters.run.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
+implements it over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
+are translated here into core values (`BatchSnapshot`; `RawResult` through `adapters.providers.anthropic.sdk_results`, the
+sync port's translation too; a results line's `Outcome` through the core's `line_outcome`), and never
+cross into `judgecore`.
+A failed call raises `BatchApiError` carrying the failure as a `RawResult` (`http_error` with status,
+error type, message and retry-after; or `connection_error`).
+
+Creates POST the exact bytes judgecore sized (so `--max-batch-bytes` is about the wire, not an
+estimate), with the SDK's own retries off: a create that failed in transit may have made a batch, and
+only the batch path, after reconciling, may decide to send it again. A create body (`CreateBody`) is
+streamed: made from the requests' pieces as the socket takes it, under the exact `Content-Length`
+the sizes give, so a create holds about `judgecore.wire.chunking.CHUNK_BYTES` of it at a time, never the
+whole body (tens of MB for a sub-batch of 8,000 requests with a long rubric) nor a copy of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import anthropic
+import attrs
+import httpx2
+from anthropic.types.messages import MessageBatch
+
+from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
+from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
+from judgecore.results.resultlines import ResultLine
+from judgecore.run.batch.batching import CREATE_DEADLINE
+from judgecore.wire.chunking import body_size
+from judgecore.wire.encoding import create_body, create_body_chunks
+from judgecore.wire.requests import Request, RequestTemplate, sizes_of
+
+_CREATE_PATH = "/v1/messages/batches"
+_READ = 1 << 16  # bytes read from a results file at a time
+
+
+class BatchApiError(Exception):
+    """A batch API call failed; `raw` is the failure as the core sees it."""
+
+    def __init__(self, raw: RawResult) -> None:
+        super().__init__(f"{raw.kind} {raw.status or ''} {raw.error_type or ''}: {raw.message or ''}")
+        self.raw = raw
+
+
+def _body_size(body: CreateBody) -> int:
+    return body_size(sizes_of(body.requests))
+
+
+@attrs.frozen
+class CreateBody:
+    """The body of one create call, `{"requests":[...]}`: `size` bytes, made on demand, never held.
+
+    `async for` (what the SDK sends) and `chunks()` yield it in pieces of about
+    `judgecore.wire.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
+    """
+
+    requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
+    template: RequestTemplate = attrs.field(repr=False)
+    #: each request's serialized messages, in order, iterated afresh on each pass (the batch shell's
+    #: are read back from the checkpoint a slice at a time: `adapters.files.messages.CheckpointMessages`)
+    messages: Iterable[bytes] = attrs.field(repr=False)
+    size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
+
+    def chunks(self) -> Iterator[bytes]:
+        return create_body_chunks(self.requests, self.template, self.messages)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks():
+            yield chunk
+
+    def __bytes__(self) -> bytes:
+        return create_body(self.requests, self.template, self.messages)
+
+
+class BatchApi(Protocol):
+    """What the batch path needs from the Message Batches API."""
+
+    async def create(self, body: CreateBody) -> BatchSnapshot:
+        """POST exactly `body`'s bytes (`{"requests":[...]}`) once, no retry; the new batch."""
+        ...
+
+    async def retrieve(self, batch_id: str) -> BatchSnapshot: ...
+
+    def list_recent(self) -> AsyncIterator[BatchSnapshot]:
+        """The workspace's batches, newest first; the caller stops iterating when it has seen enough."""
+        ...
+
+    async def cancel(self, batch_id: str) -> BatchSnapshot: ...
+
+    def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
+        """`(custom_id, outcome)` for each line of an ended batch's results, in the server's order: the
+        line's `Outcome` (the port's translation, `judgecore.results.resultlines.line_outcome`)."""
+        ...
+
+
+# -- translation at the edge --------------------------------------------------------------------
+
+
+def _epoch(value: datetime | str | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value.timestamp()
+
+
+def snapshot_from_sdk(batch: MessageBatch) -> BatchSnapshot:
+    """A `BatchSnapshot` from the SDK's `MessageBatch` (times as epoch seconds)."""
+    c = batch.request_counts
+    counts = RequestCounts(
+        processing=c.processing or 0,
+        succeeded=c.succeeded or 0,
+        errored=c.errored or 0,
+        canceled=c.canceled or 0,
+        expired=c.expired or 0,
+    )
+    created = _epoch(batch.created_at)
+    expires = _epoch(batch.expires_at)
+    return BatchSnapshot(
+        id=batch.id,
+        status=batch.processing_status,
+        created_at=created if created is not None else 0.0,
+        expires_at=expires if expires is not None else 0.0,
+        counts=counts,
+        ended_at=_epoch(batch.ended_at),
+    )
+
+
+#: A `RawResult` from one results line's `result` (the one translation, `adapters.providers.anthropic.sdk_results`).
+raw_result_from_sdk = line_result
+
+
+def raw_error_from_sdk(
+    exc: BaseException, base_url: str | None = None, now: float | None = None
+) -> RawResult:
+    """The failure of one call as a `RawResult` (`adapters.providers.anthropic.sdk_results.error_result`): `http_error`
+    with its status and error_code, or `connection_error` (`CONNECT_FAILED` naming `base_url` when no
+    connection could be made)."""
+    return error_result(exc, base_url=base_url, now=now)
+
+
+# -- the SDK implementation ---------------------------------------------------------------------
+
+_TRANSLATED = (anthropic.APIError,)
+
+
+class AnthropicBatchApi:
+    """`BatchApi` over an `AsyncAnthropic` client (its base_url, key, timeouts and retry settings).
+
+    Only creates have retries forced off; retrieve, list, cancel and results keep the client's (they are
+    idempotent). `list_page` is the page size of the list endpoint. `create_deadline`: seconds a create
+    call may take in all before it is given up as a failure that may have made a batch (the SDK's
+    timeouts are per read or write, so a slow upload has no bound without it; the orphan window that
+    reconciliation matches intents in assumes this one, `judgecore.run.batch.batching.CREATE_DEADLINE`).
+    """
+
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        *,
+        list_page: int = 100,
+        create_deadline: float = CREATE_DEADLINE,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._client = client
+        self._list_page = list_page
+        self._create_deadline = create_deadline
+        self._now = now  # reads an HTTP-date retry-after against it
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint the client talks to (named when it cannot be reached)."""
+        return str(self._client.base_url)
+
+    def _error(self, exc: BaseException) -> BatchApiError:
+        return BatchApiError(raw_error_from_sdk(exc, self.base_url, self._now()))
+
+    async def create(self, body: CreateBody) -> BatchSnapshot:
+        # Streamed under its exact length: h11 refuses a body that comes out longer or shorter than it,
+        # and a Content-Length given keeps httpx from sending the body chunked.
+        headers = {"Content-Type": "application/json", "Content-Length": str(body.size)}
+        try:
+            batch = await asyncio.wait_for(
+                self._client.post(
+                    _CREATE_PATH,
+                    content=body,
+                    cast_to=MessageBatch,
+                    options={"max_retries": 0, "headers": headers},
+                ),
+                self._create_deadline,
+            )
+        except _TRANSLATED as exc:
+            raise self._error(exc) from exc
+        except TimeoutError as exc:  # may have made a batch: reconciled before any resend
+            message = f"the create call took more than {self._create_deadline:g} s"
+            raise BatchApiError(
+                RawResult(kind="connection_error", error_type="timeout", message=message)
+            ) from exc
+        return snapshot_from_sdk(batch)
+
+    async def retrieve(self, batch_id: str) -> BatchSnapshot:
+        try:
+            batch = await self._client.messages.batches.retrieve(batch_id)
+        except _TRANSLATED as exc:
+            raise self._error(exc) from exc
+        return snapshot_from_sdk(batch)
+
+    async def cancel(self, batch_id: str) -> BatchSnapshot:
+        try:
+            batch = await self._client.messages.batches.cancel(batch_id)
+        except _TRANSLATED as exc:
+            raise self._error(exc) from exc
+        return snapshot_from_sdk(batch)
+
+    async def list_recent(self) -> AsyncIterator[BatchSnapshot]:
+        try:
+            async for batch in self._client.messages.batches.list(limit=self._list_page):
+                yield snapshot_from_sdk(batch)
+        except _TRANSLATED as exc:
+            raise self._error(exc) from exc
+
+    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
+        # The SDK's own `results` call (its retrieve for the results_url, auth, headers, retries) as a
+        # streamed raw response: the body read in large chunks and split into lines here, each parsed
+        # with orjson and translated by `result_line` straight to its `Outcome`, with no SDK model
+        # built per line (the SDK's decoder reads 64 bytes at a time and validates a pydantic model
+        # for every line).
+        try:
+            async with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
+                rest = b""
+                async for chunk in response.iter_bytes(_READ):
+                    lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+                    rest = lines.pop()
+                    for line in lines:
+                        if line.strip():
+                            yield result_line(line)
+                if rest.strip():
+                    yield result_line(rest)
+        except _TRANSLATED as exc:
+            raise self._error(exc) from exc
+        except (httpx2.HTTPError, ValueError) as exc:  # cut mid-stream; a torn last line
+            raise self._error(exc) from exc
+        except anthropic.AnthropicError as exc:  # "no results_url": not ended after all
+            raise BatchApiError(RawResult(kind="connection_error", message=str(exc)[:500])) from exc

@@ -1,0 +1,10 @@
+"""The interpreters of the machines: the job (the Python API `judge`/`ajudge`) and its operations, the
+batch and sync paths, the dry run, the job's plan and cost model, a run's settings, the clock, the
+events and their progress view, the result a job ends with.
+
+May import: `adapters.files`, `adapters.providers`, `adapters.checkpoint`, `adapters.usage`,
+`judgecore`.
+
+Modules: `job`, `operations`, `batch`, `sync`, `sync_settings`, `dryrun`, `planning`, `settings`,
+`result`, `clock`, `events`, `progress`.
+"""

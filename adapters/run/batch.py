@@ -1,0 +1,456 @@
+"""The batch path's interpreter: performs what `judgecore.run.batch.BatchRun` decides, in checkpoint order.
+
+Theory of operation. Every decision (rounds, creates and their retries, reconciliation, polling,
+deadlines, what a harvest means, the breaker, the per-run retry budget, when to stop) is the pure
+machine's. This module only performs: it asks `run.advance(now)` what to do, performs the effects at
+once and in order, starts the operations as tasks (creates concurrently, up to `concurrency`), and
+feeds each answer back with `run.on(event)`. Durable writes keep the order of `adapters.checkpoint.store`: the
+intent before its create call, the batch id right after the call returns, each harvested line before
+it counts (a harvest streams its lines into `OutcomeWriter`, in group commits; memory: 8 bytes and one
+bit per request of the batch, not the lines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Collection, Mapping, Sequence
+from typing import assert_never
+
+import attrs
+
+from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.files.messages import CheckpointMessages
+from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError, CreateBody
+from adapters.run.clock import Clock
+from adapters.run.events import (
+    BatchCreated,
+    BatchHarvested,
+    BatchPolled,
+    BatchStuck,
+    Emit,
+    Notice,
+    RoundStarted,
+)
+from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
+from judgecore.decide.spend import Budget, Expect
+from judgecore.results.resultlines import ResultLine
+from judgecore.run import batch as br
+from judgecore.run.batch import BatchSettings
+from judgecore.run.batch.batching import after_cancel_error
+from judgecore.run.batch.gate import IdSet
+from judgecore.run.batch.harvest import HarvestFold
+from judgecore.run.subbatch import SubEvent, SubState, next_state
+from judgecore.wire.chunking import body_size
+from judgecore.wire.encoding import create_body
+from judgecore.wire.requests import Request, Requests, custom_ids_of
+
+__all__ = [
+    "BatchRunResult",
+    "BatchSettings",
+    "BatchShell",
+    "CancelReport",
+    "cancel_job",
+    "create_body",
+    "run_batch",
+]
+
+_GROUP = 256  # result lines handed to the harvest's fold at a time
+
+
+@attrs.frozen(kw_only=True)
+class BatchRunResult:
+    """What a run of the batch path did; the outputs themselves are in the store (`Store.latest()`)."""
+
+    fatal: str | None
+    stuck: tuple[str, ...]
+    rounds: int
+    counts: Mapping[str, int]
+    sent: int  # requests put in batch creates this run (adopted orphans not counted)
+    adopted: tuple[str, ...]
+    exit_status: int = 0
+    #: the `--budget` a rerun needs to send what the cap left unsent (None: the cap did not stop it)
+    rerun_budget: float | None = None
+
+    @property
+    def pending(self) -> int:
+        return self.counts.get("pending", 0)
+
+
+@attrs.define
+class BatchShell:
+    """Performs a `BatchRun`'s actions against the store, the API, the clock and the terminal: `effect`
+    at once, `perform` (an operation) to its one event. `run_batch` drives it; so can a test."""
+
+    store: Store
+    template: RequestTemplate
+    api: BatchApi
+    clock: Clock
+    settings: BatchSettings
+    emit: Emit
+    rng: random.Random
+    priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
+
+    def deadline(self, snap: BatchSnapshot) -> float:
+        return self.settings.poll.deadline(snap)
+
+    # -- effects: at once, in order --------------------------------------------------------------
+
+    def effect(self, action: br.Record | br.Release | br.Begin | br.Say) -> None:
+        store = self.store
+        match action:
+            case br.Record(sub_id, SubEvent.CREATED | SubEvent.ADOPTED as event, _, note, batch, n, group):
+                assert batch is not None  # a created batch's id was written as the call returned, too
+                at, ends = batch.created_at, batch.expires_at
+                store.record_created(
+                    sub_id, batch_id=batch.id, created_at=at, expires_at=ends, note=note, group=group
+                )
+                adopted = event is SubEvent.ADOPTED
+                self.emit(
+                    BatchCreated(
+                        sub_id=sub_id,
+                        batch_id=batch.id,
+                        n=n,
+                        expires_at=ends,
+                        adopted=adopted,
+                        created_at=at,
+                        now=self.clock.now(),
+                    )
+                )
+            case br.Record(sub_id, SubEvent.OVERDUE, state, note, batch, n):
+                assert batch is not None
+                store.set_state(sub_id, state, note)
+                self.emit(BatchStuck(sub_id=sub_id, batch_id=batch.id, n=n, deadline=self.deadline(batch)))
+            case br.Record(sub_id, _, state, note, _, _, group):
+                store.set_state(sub_id, state, note, group)
+            case br.Release(held):
+                now = self.clock.now()
+                store.record_outcomes(
+                    OutcomeRow(custom_id=c, outcome=o, route="batch", at=now, sub_id=sub, batch_id=b)
+                    for c, o, sub, b in held
+                )
+            case br.Begin(number, n, k):
+                self.emit(RoundStarted(round=number, n=n, sub_batches=k))
+            case br.Say(level, text):
+                self.emit(Notice(level=level, message=text))
+            case _:
+                assert_never(action)
+
+    # -- operations: each ends in one event ------------------------------------------------------
+
+    async def perform(self, action: br.Create | br.Reconcile | br.Poll | br.Harvest) -> br.Event:
+        match action:
+            case br.Create():
+                return await self.create(action)
+            case br.Reconcile():
+                return await self.reconcile(action)
+            case br.Poll():
+                return await self.poll(action)
+            case br.Harvest():
+                return await self.harvest(action)
+            case _:
+                assert_never(action)
+
+    async def poll(self, action: br.Poll) -> br.Event:
+        try:
+            snap = await self.api.retrieve(action.batch_id)
+        except BatchApiError as exc:
+            return br.PollFailed(action.sub_id, exc.raw, self.clock.now())
+        now, sub_id, n = self.clock.now(), action.sub_id, snap.counts.total
+        deadline = self.deadline(snap)
+        self.emit(
+            BatchPolled(
+                sub_id=sub_id,
+                batch_id=snap.id,
+                status=snap.status,
+                n=n,
+                deadline=deadline,
+                now=now,
+                created_at=snap.created_at,
+                ended_at=snap.ended_at,
+            )
+        )
+        return br.Snapshot(sub_id, snap, now)
+
+    async def create(self, action: br.Create) -> br.Event:
+        """The intent, then the create: its body streamed from the requests (`CreateBody`), their
+        messages read back from the checkpoint a slice at a time as it streams (`CheckpointMessages`),
+        so creates in flight (at most `settings.concurrency`) hold a few hundred KB each, not their
+        bodies."""
+        reqs = Requests.of(action.requests)
+        messages = CheckpointMessages(self.store, reqs.custom_ids)
+        body = CreateBody(reqs, self.template, messages, size=body_size(reqs.sizes))
+        if action.written:
+            self.store.restamp_intent(action.sub_id, action.at)
+        else:
+            self.store.record_intent(
+                sub_id=action.sub_id,
+                round=action.round,
+                custom_ids=custom_ids_of(reqs),
+                n_bytes=body.size,
+                at=action.at,
+            )
+        try:
+            snap = await self.api.create(body)
+        except BatchApiError as exc:
+            return br.CreateFailed(action.sub_id, exc.raw, self.clock.now(), self.rng.random())
+        self.store.record_created(
+            action.sub_id, batch_id=snap.id, created_at=snap.created_at, expires_at=snap.expires_at
+        )
+        return br.Created(action.sub_id, snap, self.clock.now())
+
+    async def reconcile(self, action: br.Reconcile) -> br.Event:
+        listed = []
+        conclusive = False
+        try:
+            async with contextlib.aclosing(self.api.list_recent()) as stream:
+                async for snap in stream:
+                    if snap.created_at < action.oldest:
+                        conclusive = True
+                        break
+                    listed.append(snap)
+                    if len(listed) >= action.limit:
+                        break
+                else:
+                    conclusive = True
+        except BatchApiError as exc:
+            return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
+        first_ids = [
+            (b.id, cid) for b in listed if action.worth_checking(b) and (cid := await self._first_id(b.id))
+        ]
+        return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids))
+
+    async def _first_id(self, batch_id: str) -> str | None:
+        """The custom_id of an ended batch's first result line (None: no line, or it could not be read):
+        what tells a listed batch of this job from another job's before it is adopted."""
+        try:
+            async with contextlib.aclosing(self.api.results(batch_id)) as stream:
+                async for custom_id, _ in stream:
+                    return custom_id
+        except BatchApiError:
+            return None
+        return None
+
+    async def harvest(self, action: br.Harvest) -> br.Event:
+        """Stream an ended batch's lines into the store through the core's `HarvestFold`, a group of
+        lines at a time; record the rows it lets through, say what it says; one `Harvested`."""
+        store, batch_id, sub_id, clock = self.store, action.batch_id, action.sub_id, self.clock
+        owners = [(m, store.iter_sub_batch_ids(m)) for m in action.group]  # an orphan group's
+        ids = IdSet(store.iter_sub_batch_ids(sub_id) if not owners else (), owners)
+        fold = HarvestFold.start(
+            sub_id=sub_id,
+            batch_id=batch_id,
+            ids=ids,
+            breaker=action.breaker,
+            held=action.held,
+            settle=action.settle,
+            priced=self.priced,
+        )
+        with store.writer(self.settings.write_group, refetchable=True) as writer:
+
+            def take(lines: list[ResultLine]) -> HarvestFold:
+                folded, rows, say = fold.take(lines)
+                at = clock.now()
+                for cid, o, owner, bid in rows:
+                    writer.add_outcome(cid, o, route="batch", at=at, sub_id=owner, batch_id=bid)
+                for text in say:
+                    self._warn(text)
+                return folded
+
+            group: list[ResultLine] = []
+            size = max(1, min(_GROUP, self.settings.write_group))  # none waits past a group commit
+            try:
+                async with contextlib.aclosing(self.api.results(batch_id)) as stream:
+                    async for line in stream:
+                        group.append(line)
+                        if len(group) >= size:
+                            fold, group = take(group), []
+                            if fold.stopped:
+                                break
+            except BatchApiError as exc:
+                fold = take(group).cut(exc.raw)
+            else:
+                fold = take(group)
+        end = fold.finish(
+            {m: store.unharvested_ids(m) for m in action.settle} if fold.error is None else {},
+            at=clock.now(),
+            u=self.rng.random(),
+        )
+        for text in end.say:
+            self._warn(text)
+        if end.rows:
+            now = clock.now()
+            store.record_outcomes(
+                OutcomeRow(custom_id=c, outcome=o, route="batch", at=now, sub_id=m, batch_id=b)
+                for c, o, m, b in end.rows
+            )
+        if end.counts is not None:
+            self.emit(BatchHarvested(sub_id=sub_id, batch_id=batch_id, counts=end.counts))
+        return end.event
+
+    def _warn(self, message: str) -> None:
+        self.emit(Notice(level="warning", message=message))
+
+
+async def run_batch(
+    *,
+    store: Store,
+    requests: Sequence[Request],
+    template: RequestTemplate,
+    api: BatchApi,
+    clock: Clock,
+    settings: BatchSettings,
+    emit: Emit,
+    rng: random.Random,
+    total: int | None = None,
+    budget: Budget | None = None,
+    price: ModelPrice | None = None,
+    expect: Expect | None = None,
+) -> BatchRunResult:
+    """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
+
+    `requests` are the job's requests to run on the batch path (ids already final are skipped);
+    `total` is the job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the
+    model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint;
+    `expect` (what one request is expected to cost) is the figure its last line starts from.
+    """
+    capped = budget is not None and budget.cap is not None
+    if budget is not None and capped:
+        if price is None:
+            raise ValueError("a budget needs the model's price")
+        budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
+    shell = BatchShell(store, template, api, clock, settings, emit, rng, priced=capped)
+    run = br.BatchRun.start(
+        store.checkpoint(settings.breaker.k),
+        requests=requests,
+        settings=settings,
+        now=clock.now(),
+        total=total,
+        budget=budget,
+        price=price if capped else None,
+        cached_bytes=len(template.system_json or b""),
+        expect=expect,
+    )
+    tasks: dict[asyncio.Task[br.Event], int] = {}
+    seq = 0
+    try:
+        while True:
+            run, actions = run.advance(clock.now())
+            until: float | None = None
+            done: br.Done | None = None
+            for action in actions:
+                match action:
+                    case br.Record() | br.Release() | br.Begin() | br.Say():
+                        shell.effect(action)
+                    case br.Create() | br.Reconcile() | br.Poll() | br.Harvest():
+                        seq += 1
+                        tasks[asyncio.ensure_future(shell.perform(action))] = seq
+                    case br.Sleep(at):
+                        until = at
+                    case br.Done():
+                        done = action
+                    case _:
+                        assert_never(action)
+            if done is not None:
+                break
+            waiting: set[asyncio.Future[object]] = set(tasks)
+            sleeper = None
+            if until is not None:
+                sleeper = asyncio.ensure_future(clock.sleep(until - clock.now()))
+                waiting.add(sleeper)
+            finished, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if sleeper is not None and sleeper not in finished:
+                sleeper.cancel()
+            for task in sorted((t for t in finished if t is not sleeper), key=lambda t: tasks[t]):  # type: ignore[index]
+                del tasks[task]  # type: ignore[arg-type]
+                run = run.on(task.result())  # type: ignore[arg-type]
+    finally:
+        # An operation in flight is cancelled and waited for (a while) before the run ends, so none
+        # touches the checkpoint after its caller closed it: one whose answer was already in (a batch
+        # created) records it here, where it would have failed on a closed database, unseen but
+        # for a `Task exception was never retrieved` traceback, leaving the batch for a rerun to adopt.
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await _settle(tasks, clock)
+    counts = store.counts()
+    # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
+    # follow this one in the same run
+    return BatchRunResult(
+        fatal=run.stop,
+        stuck=run.stuck,
+        rounds=run.rounds,
+        counts=counts,
+        sent=run.sent,
+        adopted=run.adopted,
+        exit_status=done.exit_status,
+        rerun_budget=run.rerun_budget,
+    )
+
+
+#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
+SETTLE_SECONDS = 10.0
+
+
+async def _settle(tasks: Collection[asyncio.Task[br.Event]], clock: Clock) -> None:
+    """Wait until every task has ended, or `SETTLE_SECONDS` have passed; retrieve what each raised
+    (it is not the run's error: that one is already on its way)."""
+    pending = set(tasks)
+    sleeper = asyncio.ensure_future(clock.sleep(SETTLE_SECONDS))
+    try:
+        while pending and not sleeper.done():
+            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            pending = {t for t in pending if not t.done()}
+    finally:
+        sleeper.cancel()
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()
+
+
+@attrs.frozen
+class CancelReport:
+    """What `cancel_job` did: the batch ids it asked to cancel, and each batch whose cancel failed
+    (still live, still billed), with the failure as the core sees it."""
+
+    canceled: tuple[str, ...]
+    failed: tuple[tuple[str, RawResult], ...] = ()
+
+
+async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -> CancelReport:
+    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled,
+    and those whose cancel failed.
+
+    A batch that has already ended is marked for harvest instead; the next `run` harvests, polls the
+    canceling batches to their end, and resends whatever was not processed.
+    """
+    canceled: list[str] = []
+    failed: list[tuple[str, RawResult]] = []
+
+    def say(level: str, message: str) -> None:
+        emit(Notice(level=level, message=message))
+
+    for r in store.sub_batches((SubState.LIVE, SubState.STUCK, SubState.INTENT)):
+        state = SubState(r.state)
+        if r.batch_id is None:
+            say(
+                "warning",
+                f"sub-batch {r.sub_id}: create never confirmed; the next run reconciles it (cancel it then)",
+            )
+            continue
+        try:
+            await api.cancel(r.batch_id)
+        except BatchApiError as exc:
+            answer = after_cancel_error(state, r.batch_id, exc.raw.status, str(exc))
+            if answer.state is not None:
+                store.set_state(r.sub_id, answer.state, answer.note)
+            else:
+                failed.append((r.batch_id, exc.raw))
+            say(answer.level, answer.text)
+            continue
+        note = f"cancel requested at {clock.now():.0f}"
+        store.set_state(r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), note)
+        say("info", f"batch {r.batch_id} ({r.n:,} requests): cancel requested")
+        canceled.append(r.batch_id)
+    return CancelReport(tuple(canceled), tuple(failed))

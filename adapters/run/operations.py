@@ -1,0 +1,210 @@
+"""What each operation of the job's machine does (`judgecore.run.job._machine`): connect, probe, run the batch
+part, run the sync part; and the checkpoint's `History` the machine starts from. Each part returns its
+event; none decides anything the machine did not say."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Mapping, Set
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from adapters.checkpoint.store import Store
+from adapters.run.planning import expect_now
+from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
+from adapters.usage import UsageError
+from judgecore.decide.planning import JobPlan
+from judgecore.decide.polling import PollPolicy
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.job.idsets import Picked
+from judgecore.job.ints import Ints
+from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
+from judgecore.wire.requests import Requests
+
+if TYPE_CHECKING:
+    import random
+
+    from adapters.files.messages import MessageSource
+    from adapters.run.clock import Clock
+    from adapters.run.events import Emit
+    from adapters.run.sync import SyncSettings
+
+
+@attrs.frozen(kw_only=True)
+class Ports:
+    """What a part of the run needs from the shell, built once the machine says the run will send."""
+
+    store: Store
+    job: JobPlan
+    settings: JobSettings
+    sync_settings: SyncSettings
+    client: Any
+    clock: Clock
+    emit: Emit
+    rng: random.Random
+
+
+def connect(
+    store: Store,
+    job: JobPlan,
+    messages: MessageSource,
+    settings: JobSettings,
+    client: Any,
+    clock: Clock,
+    emit: Emit,
+    rng: random.Random,
+    environ: Mapping[str, str],
+) -> Ports:
+    """The run will send: its sync knobs, its client, and the messages handed from `messages` to the
+    checkpoint (the run reads back what it sends: none held in memory)."""
+    from adapters.files.items_io import bulk_allocation
+    from adapters.files.messages import InputChangedError, hand_to_checkpoint
+
+    if "anthropic" not in sys.modules:
+        # The SDK's first import (`adapters.run.sync` imports it): its pydantic models are hundreds of
+        # thousands of objects, as long-lived as its modules, and no garbage. The collector's passes
+        # would walk them again and again (333 passes, about 0.1 CPU s), then twice more once it
+        # is on again (about 0.19 s): it is paused for the import, and what is alive then is frozen
+        # (`gc.freeze`, as the run's own items are: `adapters.run.job.ajudge`, when it froze them, gives
+        # every frozen object back at its end).
+        with bulk_allocation():
+            import adapters.run.sync  # noqa: F401
+
+            gc.freeze()
+    try:
+        sync_settings = sync_settings_for(settings, environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    client = client or default_client(environ)
+    try:
+        hand_to_checkpoint(store, job, messages)
+    except InputChangedError as exc:
+        raise UsageError(str(exc)) from None
+    return Ports(
+        store=store,
+        job=job,
+        settings=settings,
+        sync_settings=sync_settings,
+        client=client,
+        clock=clock,
+        emit=emit,
+        rng=rng,
+    )
+
+
+async def probe_one(p: Ports, custom_id: str) -> Probed:
+    """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
+    of its rate-limit headers kept."""
+    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+    from adapters.run.sync import probe
+
+    first = p.job.requests.select([custom_id])[0]
+    result = await probe(
+        store=p.store,
+        api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
+        request=first,
+        template=p.job.sync_template,
+        clock=p.clock,
+        settings=p.sync_settings,
+        emit=p.emit,
+        rng=p.rng,
+        budget=budget_now(p.store, p.settings),
+        price=price_of(p.settings),
+        expect=expect_now(p.store, p.job, p.settings, "sync"),
+    )
+    p.store.set_meta("rate_limits", result.reading.to_json())
+    outcome = result.outcome
+    if result.fatal is not None or outcome is None:
+        return Probed(item_id=first.item_id, fatal=result.fatal)
+    otpm = result.reading.otpm
+    return Probed(
+        item_id=first.item_id,
+        status=outcome.status,
+        reason=outcome.reason,
+        otpm=int(otpm) if otpm else None,
+    )
+
+
+def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
+    """The job's requests of `ids`, in the job's order: a view by position when `ids` is a `Picked`
+    of the job's custom_ids (no set of ids is built), else by id."""
+    reqs = job.requests
+    if isinstance(ids, Picked) and len(ids.column) == len(reqs):
+        whole = ids.positions
+        if isinstance(whole, range) and len(whole) == len(reqs):
+            return reqs
+        return attrs.evolve(reqs, positions=Ints([reqs.positions[k] for k in whole]))
+    return reqs.only(frozenset(ids))
+
+
+async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
+    """The batch machine over `ids` of the job."""
+    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+    from adapters.run.batch import BatchSettings, run_batch
+
+    s = p.settings
+    res = await run_batch(
+        store=p.store,
+        requests=requests_of(p.job, ids),
+        template=p.job.batch_template,
+        api=AnthropicBatchApi(p.client),
+        clock=p.clock,
+        settings=BatchSettings(
+            max_batch_requests=s.max_batch_requests,
+            max_batch_bytes=s.max_batch_bytes,
+            poll=PollPolicy(interval=s.poll_interval, grace=s.grace),
+            max_attempts=s.max_attempts,
+        ),
+        emit=p.emit,
+        rng=p.rng,
+        total=len(p.job.requests),
+        budget=budget_now(p.store, s),
+        price=price_of(s),
+        expect=expect_now(p.store, p.job, s, "batch"),
+    )
+    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck), budget=res.rerun_budget)
+
+
+async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
+    """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
+    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+    from adapters.run.sync import run_sync
+
+    raw = p.store.get_meta("rate_limits")
+    reading = RateLimitReading.from_json(raw) if raw else None
+    if reading is None and action.otpm is not None:
+        reading = RateLimitReading.for_otpm(action.otpm)
+    res = await run_sync(
+        store=p.store,
+        requests=requests_of(p.job, action.ids),
+        template=p.job.sync_template,
+        api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
+        clock=p.clock,
+        settings=p.sync_settings,
+        emit=p.emit,
+        rng=p.rng,
+        reading=reading,
+        warm_up=action.warm_up,
+        contacted=action.contacted,
+        probed=action.probed,
+        budget=budget_now(p.store, p.settings),
+        price=price_of(p.settings),
+        expect=expect_now(p.store, p.job, p.settings, "sync"),
+        noun="item" if p.settings.plain or p.settings.design.single else "request",
+    )
+    return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate, budget=res.rerun_budget)
+
+
+def default_client(environ: Mapping[str, str]) -> Any:
+    import anthropic
+
+    if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
+        raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
+    # Our own loops own every retry (see adapters/providers/anthropic/sync_api.py and adapters/providers/anthropic/batch_api.py); the SDK's
+    # retries are set per call there, so the client default does not matter for correctness.
+    return anthropic.AsyncAnthropic(max_retries=0)
+
+
+__all__ = ["Ports", "connect", "default_client", "probe_one", "run_batch_part", "run_sync_part"]

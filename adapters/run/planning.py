@@ -1,0 +1,375 @@
+"""A job's plan in the shell: the items checked against the settings and planned (`job_of`,
+`run_job_of`), the cost model of a run on a route (`plan_of`, which the dry run prints and a run keeps as
+its estimate), and what a run records for `status` and `summary` before it sends."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from adapters.checkpoint.jobkey import ids_job_for
+from adapters.checkpoint.store import Store
+from adapters.checkpoint.store.schema import holds_checkpoint
+from adapters.files.items_io import (
+    bulk_allocation,
+    design_objects,
+    input_error,
+    items_from_objects,
+    load_design_input,
+    load_design_items,
+    load_input,
+    load_items,
+)
+from adapters.files.messages import JobInput, MessageSource
+from adapters.run.settings import JobSettings
+from adapters.usage import UsageError
+from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
+from judgecore.decide.prices import DEFAULT_PRICES
+from judgecore.decide.routing import Route
+from judgecore.decide.spend import Expect
+from judgecore.job.designs import Design
+from judgecore.job.errors import DuplicateIdError, RequestTooLargeError
+from judgecore.job.items import Item, Items, RoutePath
+from judgecore.wire.chunking import chunk
+from judgecore.wire.models import max_tokens_problem, thinking_problem
+from judgecore.wire.requests import Request, Requests
+
+
+def check_arguments(
+    items: object,
+    *,
+    rubric: object,
+    state_dir: object,
+    settings: object,
+    out: object = None,
+    progress: object = None,
+    client: object = None,
+    async_client: bool = True,
+) -> None:
+    """The Python API's arguments, checked before anything is read, written or sent: a `TypeError`
+    naming the argument and what it takes (an `AttributeError` deep in the run said neither, and a
+    `progress` that was no callable failed only after the first request had gone)."""
+
+    def refuse(name: str, takes: str, value: object, hint: str = "") -> TypeError:
+        return TypeError(f"{name} must be {takes}, got {type(value).__name__}{hint}")
+
+    messages = sys.modules.get("adapters.files.messages")  # a `JobInput` (the CLI's) is made by it
+    given = isinstance(items, os.PathLike) or (messages is not None and isinstance(items, messages.JobInput))
+    if not given and (items is None or isinstance(items, Mapping) or not hasattr(items, "__iter__")):
+        hint = ": one dict is one item, give a list of them" if isinstance(items, Mapping) else ""
+        raise refuse(
+            "items", "a sequence of dicts shaped like input lines, a DataFrame or a path", items, hint
+        )
+    if rubric is not None and not isinstance(rubric, str):
+        hint = " (read the file: Path(...).read_text())" if isinstance(rubric, os.PathLike) else ""
+        raise refuse("rubric", "the rubric's text (a str) or None", rubric, hint)
+    if rubric is not None and not rubric.strip():  # as `--rubric FILE` of a blank file is refused
+        raise UsageError("rubric is empty (or only whitespace); give rubric=None for a job without one")
+    if not isinstance(state_dir, str | os.PathLike):
+        raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
+    if not isinstance(settings, JobSettings):
+        raise refuse(
+            "settings", "an adapters.JobSettings", settings, " (JobSettings(**...) takes its fields)"
+        )
+    if out is not None and not isinstance(out, str | os.PathLike):
+        raise refuse("out", "a path (str or os.PathLike) or None", out)
+    if progress is not None and not callable(progress):
+        raise refuse("progress", "a callable taking each event, or None", progress)
+    if client is not None:
+        sync = any(c.__name__ == "SyncAPIClient" for c in type(client).__mro__)
+        if not hasattr(client, "messages") or (async_client and sync):
+            takes = "an anthropic.AsyncAnthropic (judge() sends concurrently) or None"
+            raise refuse("client", takes if async_client else "an anthropic.Anthropic or None", client)
+
+
+def job_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
+    *,
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+) -> JobPlan:
+    """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
+    holds (or of a new one), and its plan, built once (a dry run: the items keep their messages when
+    they hold them, for `--count-tokens`)."""
+    # a `JobInput` is made by `adapters.files.messages`: a dry run of a file's items never imports it
+    messages = sys.modules.get("adapters.files.messages")
+    if messages is not None and isinstance(items, messages.JobInput):
+        given = items
+        items = given.items
+        if not items.holds_messages and items.digests is None:  # the source holds them (`load_input`)
+            items = attrs.evolve(items, digests=b"".join(given.messages.digests(items)))
+    return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
+
+
+def run_job_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
+    *,
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+) -> tuple[JobPlan, MessageSource]:
+    """`job_of` for a run: the plan holds no messages, and the source says where they are until the
+    run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
+    from adapters.files.messages import JobInput, split_messages
+
+    design = settings.design
+    if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
+        # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
+        path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
+        single = design.single and design.template is None
+        items = load_input(path, job=job) if single else load_design_input(path, design, job=job)
+    if isinstance(items, JobInput):
+        cols, source = items.items, items.messages
+        if cols.digests is None and not cols.holds_messages:  # the source's digests, lent for the ids
+            lent = attrs.evolve(cols, digests=b"".join(source.digests(cols)))
+            cols = attrs.evolve(_items_of(lent, rubric, settings, state_dir), digests=None)
+        else:
+            cols = _items_of(cols, rubric, settings, state_dir)
+    else:
+        cols = _items_of(items, rubric, settings, state_dir)
+        if not cols.holds_messages:
+            raise UsageError(
+                "the items do not hold their messages (loaded with hold_messages=False): "
+                "load the input with adapters.files.items_io.load_input to run it"
+            )
+        split = split_messages(cols)
+        cols, source = split.items, split.messages
+    return _checked_plan(cols, rubric=rubric, settings=settings), source
+
+
+def _items_of(
+    items: Sequence[Item] | Iterable[Mapping[str, Any]],
+    rubric: str | None,
+    settings: JobSettings,
+    state_dir: Path,
+) -> Items:
+    """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's)."""
+    plain = settings.plain
+    if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
+        items = (
+            load_items(Path(items)) if plain else load_design_items(Path(items), settings.design, job=None)
+        )
+    if not isinstance(items, Items) and not plain:
+        items = design_objects(settings.design, items)  # type: ignore[arg-type]
+    if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
+        items = items_from_objects(items)  # type: ignore[arg-type]
+    cols = Items.of(items)
+    if cols.job is None or holds_checkpoint(state_dir):  # the CLI derived a new dir's key already
+        try:
+            cols = cols.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
+        except DuplicateIdError as exc:
+            raise input_error(None, exc.line, exc.reason) from None
+    return cols
+
+
+def _checked_plan(items: Items, *, rubric: str | None, settings: JobSettings) -> JobPlan:
+    """The plan of `items`, checked against the settings first (exit 2 before anything is sent)."""
+    if not items:
+        raise UsageError("the input has no items")
+    warnings = settings.warnings()  # a retired model: exit 2 here, before anything is sent
+    given = items.max_tokens
+    for k, mt in enumerate(given if given.count(None) != len(given) else ()):  # () : none given
+        if mt is None:
+            continue
+        for model in settings.models:
+            if problem := max_tokens_problem(model, mt):
+                raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+            if settings.thinking is not None and (problem := thinking_problem(model, settings.thinking, mt)):
+                raise input_error(None, items.lines[k], f"item {items.ids[k]!r}: {problem}")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    with bulk_allocation():
+        return plan_the_job(items, rubric=rubric, settings=settings)
+
+
+def plan_the_job(items: Sequence[Item], *, rubric: str | None, settings: JobSettings) -> JobPlan:
+    """The job's plan, once; an item too large for any sub-batch (when batches are possible) is a
+    `UsageError` naming its line, before anything is sent."""
+    try:
+        return plan_job(
+            items,
+            model=settings.request_model,
+            max_tokens=settings.max_tokens,
+            rubric=rubric,
+            max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
+            output_config=settings.verdict.output_config() if settings.verdict is not None else None,
+            thinking=settings.thinking,
+        )
+    except RequestTooLargeError as exc:
+        raise input_error(None, exc.line, exc.reason) from None
+
+
+def plan_of(
+    job: JobPlan,
+    requests: Sequence[Request],
+    chosen: Route,
+    rubric: str | None,
+    settings: JobSettings,
+    *,
+    final: int = 0,
+    live: int = 0,
+    learned: Learned | None = None,
+    spent: float = 0.0,
+    chunked: bool = True,
+) -> Plan:
+    """The plan of sending `requests` of `job` on `chosen` (chunked into sub-batches on the batch
+    route, unless `chunked` is False), with `final` and `live` items counted, not sent: what the dry
+    run prints and a run's estimate. `learned` (the checkpoint's answers, a counted prompt) teaches
+    the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
+    subs = (
+        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        if chosen.path == "batch" and chunked
+        else ()
+    )
+    if not settings.plain and not (design := settings.design).single:
+        whole = _plan(
+            job,
+            requests,
+            chosen,
+            subs,
+            rubric,
+            settings,
+            final=final,
+            live=live,
+            learned=learned,
+            spent=spent,
+        )
+        by_judge: list[tuple[str, float | None]] = []
+        sync_costs: list[float | None] = []
+        if design.judges:
+            template = job.template(chosen.path)
+            cols = Requests.of(requests)
+            models = cols.models
+            for judge in design.judges:
+                mine = cols.only(
+                    frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
+                )
+                p = plan(
+                    mine,
+                    route=chosen,
+                    sub_batches=(),
+                    template=template.with_model(judge),
+                    rubric=rubric,
+                    max_batch_requests=settings.max_batch_requests,
+                    max_batch_bytes=settings.max_batch_bytes,
+                    prices=DEFAULT_PRICES,
+                    thinking=settings.thinking,
+                    learned=learned,
+                )
+                by_judge.append((judge, p.estimated_cost_usd))
+                sync_costs.append(p.all_sync_cost_usd)
+            known = [c for _, c in by_judge]
+            # each judge's figure is rounded to 4 places (`plan`), and so is their sum (no 0.15230000000000002)
+            cost = None if any(c is None for c in known) else round(sum(c for c in known if c is not None), 4)
+            all_sync = (
+                None
+                if any(c is None for c in sync_costs)
+                else round(sum(c for c in sync_costs if c is not None), 4)
+            )
+            whole = attrs.evolve(
+                whole, estimated_cost_usd=cost, all_sync_cost_usd=all_sync, model=", ".join(design.judges)
+            )
+        return attrs.evolve(
+            whole,
+            items=len(job.items) // design.per_item,
+            per_item=design.per_item,
+            design=_design_words(design),
+            cost_by_judge=tuple(by_judge),
+        )
+    return _plan(
+        job, requests, chosen, subs, rubric, settings, final=final, live=live, learned=learned, spent=spent
+    )
+
+
+def _design_words(design: Design) -> str:
+    parts = []
+    if design.samples > 1:
+        parts.append(f"{design.samples} samples")
+    if design.pairwise is not None:
+        parts.append(f"{design.pairwise[0]} vs {design.pairwise[1]} in both orders")
+    if design.judges:
+        parts.append(f"a panel of {len(design.judges)} judges")
+    return " x ".join(parts) or "one request"
+
+
+def _plan(
+    job: JobPlan,
+    requests: Sequence[Request],
+    chosen: Route,
+    subs: Any,
+    rubric: str | None,
+    settings: JobSettings,
+    *,
+    final: int,
+    live: int,
+    learned: Learned | None,
+    spent: float,
+) -> Plan:
+    return plan(
+        requests,
+        route=chosen,
+        sub_batches=subs,
+        template=job.template(chosen.path),
+        rubric=rubric,
+        max_batch_requests=settings.max_batch_requests,
+        max_batch_bytes=settings.max_batch_bytes,
+        prices=DEFAULT_PRICES,
+        final=final,
+        live=live,
+        thinking=settings.thinking,
+        warnings=settings.warnings(),
+        learned=learned,
+        budget=settings.budget,
+        spent=spent,
+    )
+
+
+def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
+    """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
+    spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
+    meta = job.items.metadata_json
+    store.record_metadata(
+        zip(job.items.custom_ids, meta, strict=True), any_given=meta.count(None) != len(meta)
+    )
+    store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
+    design = settings.design
+    if not design.single:  # what `summary` needs to fold the checkpoint's requests into items
+        store.set_meta("design", design.to_json())
+
+
+def record_estimate(
+    store: Store, job: JobPlan, chosen: Route, rubric: str | None, settings: JobSettings
+) -> None:
+    """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
+    was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
+    from adapters.checkpoint.reads import learned_from_store
+
+    p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
+    store.set_meta(
+        "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
+    )
+
+
+def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePath) -> Expect | None:
+    """What one more request of the job is expected to cost on `path`, for a budget's last line: the
+    plan of the whole job as the checkpoint's answers teach it, weighted by how many there are (each
+    answer of the run then adds its real cost). None without a budget."""
+    if settings.budget is None or not len(job.requests):
+        return None
+    from adapters.checkpoint.reads import learned_from_store
+
+    learned = learned_from_store(store)
+    route = Route(
+        path=path, n=len(job.requests), threshold=0, otpm=0, otpm_source="assumed", forced=True, reason=""
+    )
+    p = plan_of(
+        job, job.requests, route, None, attrs.evolve(settings, budget=None), learned=learned, chunked=False
+    )
+    per = p.per_request_usd
+    return None if per is None else Expect(per_request=per, weight=learned.answers)

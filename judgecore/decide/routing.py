@@ -1,0 +1,147 @@
+"""Routing: does a job go through the Messages API now, or the Message Batches API at half price?
+
+Below the threshold, a batch's tail (up to 24 hours) costs more than the discount saves; at or above it,
+the sync path would spend the org's shared rate limit for hours. The threshold scales with the tier:
+`base x OTPM / reference`, so a low tier sends even small jobs to batches.
+
+A job's route is decided once and kept for its reruns, but only once it is *known*: forced, or decided
+from a tier that was read (a probe) or given (`--otpm`). A route decided on the assumed tier (the probe
+was refused with a 401, or its answer carried no rate-limit headers) is *provisional*: the next run
+decides it again, from the tier it reads, as long as nothing was answered on it (`keep_or_redecide`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import attrs
+
+from judgecore.job.items import RoutePath
+
+OtpmSource = Literal["read", "flag", "assumed"]
+
+
+@attrs.frozen(kw_only=True)
+class RoutePolicy:
+    """2,000 requests at 400,000 output tokens per minute; the OTPM assumed when none is known."""
+
+    base_threshold: int = 2000
+    reference_otpm: int = 400_000
+    assumed_otpm: int = 400_000
+
+    def threshold(self, otpm: int) -> int:
+        """The request count at and above which a job goes to batches; never below 1."""
+        return max(1, self.base_threshold * otpm // self.reference_otpm)
+
+
+@attrs.frozen(kw_only=True)
+class Route:
+    """The routing decision, with what it was based on and a one-line reason for the user."""
+
+    path: RoutePath
+    n: int
+    threshold: int
+    otpm: int
+    otpm_source: OtpmSource
+    forced: bool
+    reason: str
+
+    @property
+    def known(self) -> bool:
+        """Forced, or decided from a tier that was read or given: kept for every rerun of the job."""
+        return self.forced or self.otpm_source != "assumed"
+
+
+def route(
+    n: int,
+    *,
+    policy: RoutePolicy,
+    otpm: int | None = None,
+    force: RoutePath | None = None,
+    otpm_source: Literal["read", "flag"] = "read",
+) -> Route:
+    """Route `n` requests: sync when `n < threshold`, batch otherwise; `force` overrides and says so.
+
+    `otpm` is the output-tokens-per-minute limit, read from a probe response (`otpm_source="read"`) or
+    given with `--otpm` (`"flag"`); None means unknown, and `policy.assumed_otpm` is used ("assumed").
+    """
+    if n < 0:
+        raise ValueError(f"request count must be >= 0, got {n}")
+    if otpm is not None and otpm < 1:
+        raise ValueError(f"OTPM must be >= 1, got {otpm}")
+    source: OtpmSource = otpm_source if otpm is not None else "assumed"
+    used = otpm if otpm is not None else policy.assumed_otpm
+    threshold = policy.threshold(used)
+    natural: RoutePath = "sync" if n < threshold else "batch"
+    tier = f"OTPM {used:,} ({source})"
+    if force is not None:
+        path: RoutePath = force
+        # what the size alone would do, so a forced route says what it changed (or that it changed nothing)
+        sized = "so it would by size too" if natural == force else f"by size it would go {natural}"
+        reason = f"--force-{force}; {sized}"
+    else:
+        path = natural
+        cmp = "<" if path == "sync" else ">="
+        reason = f"{n:,} request{'' if n == 1 else 's'} {cmp} threshold {threshold:,} at {tier}"
+    return Route(
+        path=path,
+        n=n,
+        threshold=threshold,
+        otpm=used,
+        otpm_source=source,
+        forced=force is not None,
+        reason=reason,
+    )
+
+
+@attrs.frozen
+class KeepRoute:
+    """Run on the job's stored route (its `n` brought up to date with the input)."""
+
+    route: Route
+
+
+@attrs.frozen
+class DecideRoute:
+    """Decide the route now (forced, from `--otpm`, or from a probe), and say why."""
+
+    why: str
+
+
+RouteDecision: TypeAlias = KeepRoute | DecideRoute
+
+
+def keep_or_redecide(
+    stored: Route | None, *, n: int, force: RoutePath | None, answered: bool
+) -> RouteDecision:
+    """Whether a run keeps the job's stored route or decides it again.
+
+    `stored` is the route recorded by an earlier run (None: none yet); `n` the job's request count now;
+    `force` this run's `--force-*`; `answered` whether anything of the job was answered already (a
+    final outcome recorded, or a batch created). With a force, the stored route is kept only when it
+    was forced to the same path. Without one, a sync route decided for a job under the threshold is
+    decided again once the job has grown past it (new items joined; a kept route is recorded with
+    the new count, so this happens at the first run that sees the growth, before anything new is
+    sent on the old route); else a known route (see `Route.known`) is kept, and so is a provisional
+    one something was answered on; a provisional route nothing was answered on is decided again.
+    """
+    if stored is None:
+        return DecideRoute("no route recorded yet")
+    if force is not None:
+        if stored.forced and stored.path == force:
+            return KeepRoute(_with_n(stored, n))
+        return DecideRoute(f"forced to {force} by this run")
+    if not stored.forced and stored.path == "sync" and stored.n < stored.threshold <= n:
+        return DecideRoute(
+            f"the job grew from {stored.n:,} to {n:,} requests since its route was decided, past the "
+            f"threshold ({stored.threshold:,})"
+        )
+    if stored.known or answered:
+        return KeepRoute(_with_n(stored, n))
+    return DecideRoute(
+        f"the route recorded ({stored.path}) was decided on an assumed tier and nothing was answered on it"
+    )
+
+
+def _with_n(stored: Route, n: int) -> Route:
+    return stored if stored.n == n else attrs.evolve(stored, n=n)

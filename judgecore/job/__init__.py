@@ -1,0 +1,12 @@
+"""What the user asked to judge: a job's items and their columns, the custom_id of each request,
+sets of ids, judge designs and how an item's answers fold back into one verdict.
+
+Decides: what a valid input line is, an item's custom_id, how many requests an item asks and how
+their answers make one verdict. May import: nothing of judgecore outside this package.
+
+Modules: `parsing` (input lines into items, checked once), `nesting` (how deep a line may nest),
+`items` (`Item`, `Items`), `ids` (custom_ids), `idsets` (sets of ids as positions), `ints` and
+`texts` (immutable integer and text columns), `columns` (sparse columns, views by position),
+`designs` (samples, pairwise, panels), `consensus` (an item's answers folded into one verdict),
+`errors` (the core's typed errors).
+"""

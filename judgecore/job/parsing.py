@@ -1,0 +1,473 @@
+"""Parsing input lines into items: what a valid input line is (`parse_item`, `parse_items`), checked
+once, in one pass, so that whatever is accepted can be sent and written out after paying."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator
+from functools import partial
+from itertools import chain, compress, islice, repeat
+from operator import add, is_, is_not, or_, truth
+from typing import Any
+
+import orjson
+
+from judgecore.job.errors import InputError
+from judgecore.job.ids import (
+    ID_DIGEST_BYTES,
+    check_unique,
+    covers_content,
+    custom_ids_of_digests,
+    digests_for,
+    distinct_hashes,
+)
+from judgecore.job.ints import records
+from judgecore.job.items import DIGEST_BYTES, CustomIds, Item, Items, raw_digest
+from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too_deep
+from judgecore.job.texts import TextsBuilder
+
+_ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
+_MESSAGE_KEYS = frozenset({"role", "content"})
+_ROLES = frozenset({"user", "assistant"})
+
+#: The largest input line: the Messages API takes at most 32 MB per request.
+MAX_LINE_BYTES = 32_000_000
+
+
+def _dumps(value: Any) -> bytes:
+    """orjson bytes, copied to their exact size: orjson 3.13 leaves each result in a ~4 KiB
+    allocation, which made 20,000 short items cost 80 MB instead of 2 MB."""
+    return bytes(memoryview(orjson.dumps(value)))
+
+
+def _fail(line: int, reason: str) -> InputError:
+    return InputError(line, reason)
+
+
+_Fields = tuple[str, int, bytes, "int | None", "bytes | None"]
+
+
+def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
+    """One line's fields, validated in one pass (see `parse_item`); None for a blank line."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise _too_long(line, raw)
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if not raw.strip():
+            return None
+        raise _fail(line, f"not valid JSON ({exc})") from None
+    return _fields_of(line, raw, obj)
+
+
+def _too_long(line: int, raw: bytes | str) -> InputError:
+    return _fail(
+        line, f"the line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit of one request"
+    )
+
+
+def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _Fields:
+    """The fields of one parsed line `obj` (its text `raw`), validated (`hold=False`: messages_json
+    is not kept, so it is not copied to its exact size, see `_dumps`)."""
+    if type(obj) is not dict:
+        raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
+    if not obj.keys() <= _ITEM_KEYS:
+        unknown = sorted(set(obj) - _ITEM_KEYS)
+        raise _fail(
+            line,
+            f"unknown field(s) {', '.join(unknown)}; extra data belongs under 'metadata', "
+            "or give --template FILE to build the prompt from the row's fields",
+        )
+    item_id = obj.get("id")
+    if type(item_id) is not str or not item_id:
+        raise _fail(line, "'id' must be a non-empty string")
+    # Only metadata and message blocks can nest: a line of a prompt alone needs no look at all, nor
+    # one with too few brackets to nest that deep (counted in C).
+    if (
+        ("metadata" in obj or "messages" in obj)
+        and (raw.count(b"[") + raw.count(b"{") if type(raw) is bytes else brackets(raw)) > MAX_DEPTH
+        and depth(obj) > MAX_DEPTH
+    ):
+        raise _fail(line, f"item {item_id!r}: nested more than {MAX_DEPTH} levels deep")
+    prompt = obj.get("prompt")
+    messages = obj.get("messages")
+    if (prompt is None) == (messages is None):
+        has = "neither; a table's empty cell is none" if prompt is None else "both"
+        raise _fail(line, f"item {item_id!r}: give exactly one of 'prompt' or 'messages' (it has {has})")
+    if prompt is not None:
+        if type(prompt) is not str or not prompt:
+            raise _fail(line, f"item {item_id!r}: 'prompt' must be a non-empty string")
+        messages_json = _PROMPT_HEAD + orjson.dumps(prompt) + _PROMPT_TAIL
+    else:
+        _check_messages(line, item_id, messages)
+        messages_json = _dumps(messages) if hold else orjson.dumps(messages)
+    max_tokens = obj.get("max_tokens")
+    if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
+        raise _fail(line, f"item {item_id!r}: 'max_tokens' must be a positive integer")
+    metadata_json = _dumps(obj["metadata"]) if "metadata" in obj else None
+    return item_id, line, messages_json, max_tokens, metadata_json
+
+
+_PROMPT_HEAD = b'[{"role":"user","content":'
+_PROMPT_TAIL = b"}]"
+
+
+def parse_item(line: int, raw: bytes | str) -> Item | None:
+    """Parse one input line into an `Item`; None for a blank line; `InputError` naming the line otherwise.
+
+    Whatever is accepted can be sent and written to the output: nesting is at most `MAX_DEPTH` levels
+    and a line at most `MAX_LINE_BYTES`; `messages` has the shape the Messages API takes (see
+    `_check_messages`).
+    """
+    fields = _parse_fields(line, raw)
+    return None if fields is None else Item(*fields)
+
+
+def _check_messages(line: int, item_id: str, messages: Any) -> None:
+    """Roles `user`/`assistant`; content a non-empty string or a non-empty list of blocks, each an
+    object with a string `type` (a `text` block with a string `text`; block types the API may add
+    later pass through untouched); no other key on a message."""
+    if type(messages) is not list or not messages:
+        raise _fail(line, f"item {item_id!r}: 'messages' must be a non-empty list")
+    for n, msg in enumerate(messages):
+        # the usual message, `{"role": ..., "content": "text"}`, in one test
+        role = msg.get("role") if type(msg) is dict else None
+        if type(role) is str and role in _ROLES and len(msg) == 2:
+            content = msg.get("content")
+            if type(content) is str and content:
+                continue
+        if type(msg) is not dict:
+            raise _bad_message(line, item_id, n, " must be an object")
+        if not msg.keys() <= _MESSAGE_KEYS:
+            extra = ", ".join(sorted(set(msg) - _MESSAGE_KEYS))
+            raise _bad_message(
+                line, item_id, n, f" has unknown key(s) {extra}; a message has only 'role' and 'content'"
+            )
+        if type(role) is not str or role not in _ROLES:
+            raise _bad_message(line, item_id, n, ".role must be 'user' or 'assistant'")
+        content = msg.get("content")
+        if type(content) is str and content:
+            continue
+        if type(content) is not list or not content:
+            raise _bad_message(line, item_id, n, ".content must be a non-empty string or list of blocks")
+        for k, block in enumerate(content):
+            if type(block) is not dict or type(block.get("type")) is not str or not block["type"]:
+                raise _bad_message(line, item_id, n, f".content[{k}] must be an object with a string 'type'")
+            if block["type"] == "text" and type(block.get("text")) is not str:
+                raise _bad_message(line, item_id, n, f".content[{k}] is a text block without a string 'text'")
+
+
+def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
+    return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
+
+
+#: Lines validated at a time by `_block_columns`: a block's parsed objects are held together, so
+#: this bounds the memory of a parse, not its result.
+BLOCK_LINES = 128
+#: how many ids a parse holds as `str`s before it moves them (and their custom_ids) into the columns
+CHUNK_IDS = 16_384
+
+
+class _Columns:
+    """The columns `parse_items` fills, a block of lines at a time (private to one call)."""
+
+    __slots__ = (
+        "digest_bytes",
+        "digests",
+        "hold",
+        "ids",
+        "lines",
+        "max_tokens",
+        "messages",
+        "metadata",
+        "sizes",
+    )
+
+    def __init__(self, *, hold: bool, digests: bool) -> None:
+        self.hold, self.digests = hold, digests and not hold
+        self.ids: list[str] = []
+        self.lines = array("q")
+        self.messages: list[bytes] = []
+        self.sizes = array("q")
+        self.digest_bytes = bytearray()
+        self.max_tokens: list[int | None] = []
+        self.metadata: list[bytes | None] = []
+
+    def add(self, f: _Fields) -> None:
+        """One item's fields (`_fields_of`)."""
+        self.ids.append(f[0])
+        self.lines.append(f[1])
+        self.sizes.append(len(f[2]))
+        self.max_tokens.append(f[3])
+        self.metadata.append(f[4])
+        if self.hold:
+            self.messages.append(f[2])
+        elif self.digests:
+            self.digest_bytes += raw_digest(f[2], f[3])
+
+
+def parse_items(
+    lines: Iterable[bytes | str],
+    *,
+    hold_messages: bool = True,
+    digests: bool = True,
+    job: str | None = None,
+    lazy_ids: bool = False,
+) -> Items:
+    """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
+
+    Each line is parsed once, straight into the columns of an `Items`, and each custom_id's digest
+    made once, a chunk of ids at a time (see `judgecore.job.ids`): the custom_ids are the ids and their
+    digests (`judgecore.job.texts.Keyed`, usually), 15 bytes an item. Duplicate ids (and custom_id collisions) are
+    reported with both line numbers. A block of lines is validated a column at a time
+    (`_block_columns`); a block it does not vouch for (a blank line, a content block, a bad line) is
+    parsed line by line (`_fields_of`), which names the first bad line: either way the same rules.
+
+    `hold_messages=False` keeps each item's messages' size and digest, not the messages (most of a
+    job's bytes): their column is None, and whoever needs them reads them again
+    (`iter_line_messages`), checked against the digests. With `digests=False` too, only the sizes are
+    kept (a plan needs no more), unless the job's custom_ids cover each item's digest (a `v3` key,
+    `judgecore.job.ids.covers_content`: then the digests are kept). `job` is the job key the custom_ids
+    are derived with (`judgecore.job.ids.job_key`; None: the `v1` ids of a state dir bound before job
+    keys).
+
+    `lazy_ids=True` (a dry run on a fresh state dir, which keeps nothing): the custom_ids are derived
+    when first read (`judgecore.job.items.CustomIds`), and a repeated id is told by the ids' own hashes.
+    Only a custom_id collision of distinct ids (two equal 120-bit digests) goes unlooked-for: nothing
+    of the job is ever kept under those custom_ids by a dry run.
+    """
+    content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
+    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids))
+    ids, id_digests, hashes, digest_hashes = TextsBuilder(), bytearray(), array("q"), array("q")
+    rows = iter(lines)
+    first = 1
+
+    def contents(start: int, stop: int) -> bytes | None:  # items start..stop's digests, if ids need them
+        if not content:
+            return None
+        if cols.hold:
+            return b"".join(map(raw_digest, cols.messages[start:stop], cols.max_tokens[start:stop]))
+        return bytes(cols.digest_bytes[start * DIGEST_BYTES : stop * DIGEST_BYTES]) if cols.digests else None
+
+    def flush() -> None:  # a chunk's ids and their custom_ids' digests: no list of all of them
+        chunk = cols.ids
+        ids.extend(chunk)
+        if lazy_ids or content:  # a `v3` id covers its content: equal ids may have distinct digests
+            hashes.extend(map(hash, chunk))
+        if not lazy_ids:  # equal custom_ids have equal digests: distinct digests, distinct custom_ids
+            raw = digests_for(
+                chunk, job=job, contents=contents(len(cols.lines) - len(chunk), len(cols.lines))
+            )
+            (digest_hashes if content else hashes).extend(map(hash, records(raw, ID_DIGEST_BYTES)))
+            id_digests.extend(raw)
+        cols.ids = []
+
+    while block := list(islice(rows, BLOCK_LINES)):
+        if not _block_columns(cols, block, first):
+            _line_by_line(cols, block, first)
+        first += len(block)
+        if len(cols.ids) >= CHUNK_IDS:
+            flush()
+    flush()
+    item_ids = ids.build()
+    custom_ids = (
+        CustomIds(item_ids, job, contents(0, len(cols.lines)))
+        if lazy_ids
+        else custom_ids_of_digests(item_ids, bytes(id_digests))
+    )
+    if not (distinct_hashes(hashes) and distinct_hashes(digest_hashes)):  # a repeat, or hashes colliding
+        check_unique(item_ids, item_ids if lazy_ids else custom_ids, cols.lines)  # lazy: ids only
+    return Items(
+        item_ids,
+        cols.lines,
+        tuple(cols.messages) if hold_messages else None,
+        cols.max_tokens,
+        cols.metadata,
+        custom_ids,
+        message_sizes=cols.sizes,
+        digests=bytes(cols.digest_bytes) if cols.digests else None,
+        job=job,
+    )
+
+
+def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
+    """The lines of `block` (the first being line `first`) one at a time: blank lines skipped, the
+    first bad one raised."""
+    sizes_only = not cols.hold and not cols.digests
+    head_tail = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
+    loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+    for n, raw in enumerate(block, start=first):
+        if len(raw) > MAX_LINE_BYTES:
+            raise _too_long(n, raw)
+        try:
+            obj = loads(raw)
+        except decode_error as exc:
+            if not raw.strip():
+                continue
+            raise _fail(n, f"not valid JSON ({exc})") from None
+        # the usual line, `{"id": "...", "prompt": "..."}`, in one test; every other goes the long way
+        if sizes_only and type(obj) is dict and len(obj) == 2:
+            item_id, prompt = obj.get("id"), obj.get("prompt")
+            if type(item_id) is str and item_id and type(prompt) is str and prompt:
+                cols.ids.append(item_id)
+                cols.lines.append(n)
+                cols.max_tokens.append(None)
+                cols.metadata.append(None)
+                cols.sizes.append(len(dumps(prompt)) + head_tail)
+                continue
+        cols.add(_fields_of(n, raw, obj, hold=cols.hold))
+
+
+_NONE = type(None)
+#: what a line's `prompt` adds to its serialized text (one user turn)
+_HEAD_TAIL = len(_PROMPT_HEAD) + len(_PROMPT_TAIL)
+_ABSENT = object()  # a key not in the line (`"metadata": null` is metadata, kept as `null`)
+
+
+def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool:
+    """Validate `block` (the first being line `first`) a column at a time, each check one C-level pass
+    over the block (`map` of a builtin), and add its items to `cols`: the same rules as `_fields_of`
+    and `_check_messages` line by line, stated over columns. False (nothing added) when the block
+    is not plainly valid, for `_line_by_line` to name its first bad line, or skip its blank ones."""
+    try:  # the whole block within one line's limit: no line is over it (one copy in C, no pass)
+        short = len(b"".join(block) if type(block[0]) is bytes else "".join(block)) <= MAX_LINE_BYTES
+    except TypeError:  # bytes and text mixed
+        short = False
+    if not short and max(map(len, block)) > MAX_LINE_BYTES:
+        return False
+    try:
+        objs = list(map(orjson.loads, block))
+        ids = list(map(dict.get, objs, repeat("id")))  # `dict.get` of anything but an object: TypeError
+        "".join(ids)  # every id a string: anything else (None: no id) is a TypeError
+    except (orjson.JSONDecodeError, TypeError):  # a blank line, a bad one, or one that is no object
+        return False
+    if "" in ids:
+        return False
+    prompts = list(map(dict.get, objs, repeat("prompt")))
+    messages = list(map(dict.get, objs, repeat("messages")))
+    # exactly one of the two on each line: no messages where a prompt is, and messages where none is
+    is_prompt = list(map(is_not, prompts, repeat(None)))
+    if list(map(is_, messages, repeat(None))) != is_prompt:
+        return False
+    texts = list(compress(prompts, is_prompt))
+    convs = list(filter(None, messages))  # a conversation that is empty (or any falsy value) is not kept
+    if len(texts) + len(convs) != len(objs) or "" in texts or not set(map(type, convs)) <= {list}:
+        return False
+    try:
+        joined = "".join(texts)  # every prompt a string
+    except TypeError:
+        return False
+    content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
+    if convs:
+        content_blocks = _message_blocks(convs)
+        if content_blocks is None:
+            return False
+    max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
+    if max_tokens.count(None) != len(max_tokens):  # some line gives one
+        mt_types = set(map(type, max_tokens))
+        if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
+            return False
+    given = list(map(dict.get, objs, repeat("metadata"), repeat(_ABSENT)))
+    has_metadata = list(map(is_not, given, repeat(_ABSENT)))
+    # no key but the item's: each line has its id, its prompt or messages, and the max_tokens and
+    # metadata it gives, so as many keys in all as those tell only when no line has another (or one
+    # given as null); else each line's keys are looked at
+    known = 2 * len(objs) + len(max_tokens) - max_tokens.count(None) + has_metadata.count(True)
+    if sum(map(len, objs)) != known and not all(map(_ITEM_KEYS.issuperset, objs)):
+        return False
+    # each given metadata copied to its exact size (`_dumps`), put in its line's place below
+    try:
+        dumped = list(map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata)))))
+    except TypeError:  # nested past what orjson serializes (254 levels): too deep, named line by line
+        return False
+    # only metadata and content blocks can nest: those lines are looked at, and only when one of them
+    # opens more than `MAX_DEPTH` arrays and objects is each walked (`too_deep`). With no content
+    # blocks a line nests one level deeper than its metadata, which opens as many as its bytes do.
+    if content_blocks:
+        look = list(map(or_, has_metadata, map(truth, messages)))
+        deep = most_brackets(list(compress(block, look))) > MAX_DEPTH
+    else:
+        look = has_metadata
+        deep = bool(dumped) and most_brackets(dumped) + 1 > MAX_DEPTH
+    if deep and any(map(too_deep, compress(block, look), compress(objs, look))):
+        return False
+    metadata: list[bytes | None] = [None] * len(objs)
+    if dumped:  # (`__setitem__` gives None each time: `any` only runs it)
+        any(map(metadata.__setitem__, compress(range(len(objs)), has_metadata), dumped))
+    cols.ids += ids
+    cols.lines.extend(range(first, first + len(block)))
+    cols.max_tokens += max_tokens
+    cols.metadata += metadata
+    dumps = orjson.dumps
+    if not cols.hold and not cols.digests:  # the sizes alone, each a C-level pass
+        # a prompt's serialized size is its length and its quotes when none of the block's prompts
+        # has a character to escape or to encode in more than a byte (told by serializing them once)
+        if joined.isascii() and len(dumps(joined)) == len(joined) + 2:
+            prompt_sizes = map(add, map(len, texts), repeat(_HEAD_TAIL + 2))
+        else:
+            prompt_sizes = map(add, map(len, map(dumps, texts)), repeat(_HEAD_TAIL))
+        if not convs:
+            cols.sizes.extend(prompt_sizes)
+        elif not texts:
+            cols.sizes.extend(map(len, map(dumps, convs)))
+        else:  # both kinds: each kind's sizes, taken in the lines' order (no `null` serialized)
+            messages_sizes = map(len, map(dumps, convs))
+            cols.sizes.extend(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt)))
+        return True
+    enc = _dumps if cols.hold else dumps
+    head, tail = _PROMPT_HEAD, _PROMPT_TAIL
+    mjs = [
+        head + dumps(p) + tail if p is not None else enc(m) for p, m in zip(prompts, messages, strict=True)
+    ]
+    cols.sizes.extend(map(len, mjs))
+    if cols.hold:
+        cols.messages += mjs
+    elif cols.digests:
+        cols.digest_bytes += b"".join(map(raw_digest, mjs, max_tokens))
+    return True
+
+
+_not_none = partial(is_not, None)
+
+
+def _message_blocks(convs: list[Any]) -> bool | None:
+    """Whether any of the conversations `convs` (a block's, each a non-empty list) has content
+    blocks, when every one is a conversation `_check_messages` accepts, checked a column of messages
+    (and of content blocks) at a time; None when one is not, or not plainly so. A message's content
+    of a string cannot nest: only content blocks need a look at the depth."""
+    flat = list(chain.from_iterable(convs))
+    try:
+        roles = list(map(dict.get, flat, repeat("role")))  # a message that is no object: TypeError
+        if not set(roles) <= _ROLES or set(map(len, flat)) != {2}:  # an unhashable role: TypeError
+            return None
+    except TypeError:
+        return None
+    # two keys, a role among them: the other is `content`, checked now
+    contents = list(map(dict.get, flat, repeat("content")))
+    if "" in contents:
+        return None
+    try:
+        "".join(contents)  # every content a string (the usual): no blocks
+        return False
+    except TypeError:
+        pass
+    content_types = set(map(type, contents))
+    if not content_types <= {str, list} or [] in contents:
+        return None
+    blocks = list(chain.from_iterable(compress(contents, map(is_, map(type, contents), repeat(list)))))
+    if set(map(type, blocks)) != {dict}:
+        return None
+    block_types = list(map(dict.get, blocks, repeat("type")))
+    if set(map(type, block_types)) != {str} or "" in block_types:
+        return None
+    texts = compress(map(dict.get, blocks, repeat("text")), map("text".__eq__, block_types))
+    return True if set(map(type, texts)) <= {str} else None
+
+
+def iter_line_messages(lines: Iterable[bytes | str]) -> Iterator[tuple[int, str, bytes, int | None]]:
+    """`(line, id, messages_json, max_tokens)` of each item of a JSONL file, in order, validated as
+    `parse_items` does: the messages of items parsed with `hold_messages=False`, read again."""
+    for n, raw in enumerate(lines, start=1):
+        f = _parse_fields(n, raw)
+        if f is not None:
+            yield n, f[0], f[2], f[3]

@@ -1,0 +1,51 @@
+"""The vocabulary every run machine shares (in the manner of h11's `_events.py`): how a run ends
+(`ExitStatus`, `Done`) and a line for the user (`Say`).
+
+The job machine (`judgecore.run.job._machine`) and the batch machine (`judgecore.run.batch`) speak these values;
+the shell performs them. One exit status per idea, the same in the core, the shell and the CLI:
+
+- `OK` (0): every item is final;
+- `USAGE` (2): bad usage or input, found before anything was sent;
+- `PENDING` (3): some items are left pending (a budget, stuck batches, retries spent);
+- `FATAL` (4): the run stopped early (a fatal API configuration, an account state);
+- `INTERRUPTED` (130), `TERMINATED` (143) and `HUNG_UP` (129): 128 + SIGINT, SIGTERM or SIGHUP, the
+  CLI's own.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Literal
+
+import attrs
+
+
+class ExitStatus(IntEnum):
+    """How a run (or a command) ended; the process's exit status."""
+
+    OK = 0
+    USAGE = 2
+    PENDING = 3
+    FATAL = 4
+    INTERRUPTED = 130
+    TERMINATED = 143
+    HUNG_UP = 129
+
+
+@attrs.frozen
+class Say:
+    """One line for stderr."""
+
+    level: Literal["warning", "info"]
+    text: str
+
+
+@attrs.frozen
+class Done:
+    """The run is over, with this exit status; `reason` says why it stopped early (or None)."""
+
+    exit_status: int
+    reason: str | None
+
+
+__all__ = ["Done", "ExitStatus", "Say"]

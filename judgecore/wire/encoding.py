@@ -1,0 +1,64 @@
+"""The wire encoder of a create body: `{"requests":[...]}` from the requests' pieces and the messages
+the shell gives it, whole (`create_body`) or streamed in pieces (`create_body_chunks`).
+
+The requests hold no messages (`judgecore.wire.requests`): the shell reads them (from the checkpoint, a
+slice at a time) and hands them here, one per request, in order. The sizes the chunking planned from
+(`judgecore.wire.chunking.body_size`) are exactly the lengths of these bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from judgecore.wire.requests import Request, RequestTemplate
+
+#: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
+CHUNK_BYTES = 256 * 1024
+
+
+def create_body(requests: Iterable[Request], template: RequestTemplate, messages: Iterable[bytes]) -> bytes:
+    """The exact bytes of a create call, `{"requests":[...]}`, joined once from every request's pieces,
+    `messages` being each request's serialized messages, in order (no per-request copy: a sub-batch
+    body is built with one allocation of its final size)."""
+    parts = [b'{"requests":[']
+    for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
+        if n:
+            parts.append(b",")
+        parts.extend(req.pieces(template, mj))
+    parts.append(b"]}")
+    return b"".join(parts)
+
+
+def create_body_chunks(
+    requests: Iterable[Request],
+    template: RequestTemplate,
+    messages: Iterable[bytes],
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Iterator[bytes]:
+    """`create_body(requests, template, messages)` in pieces, made as they are asked for: their
+    concatenation is exactly those bytes, so a body can be sent without ever being held whole.
+
+    `messages` (each request's, in order) is read one as each request is encoded: given an iterator
+    that reads them as it goes, a body holds a few requests' messages at a time, never all of them.
+    Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
+    request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
+    rubric as they are given). So no piece is a copy of more than twice `chunk_bytes`.
+    """
+    parts = [b'{"requests":[']
+    held = len(parts[0])
+    for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
+        if n:
+            parts.append(b",")
+            held += 1
+        if req.size >= chunk_bytes:
+            yield b"".join(parts)
+            yield from req.pieces(template, mj)
+            parts, held = [], 0
+            continue
+        parts.extend(req.pieces(template, mj))
+        held += req.size
+        if held >= chunk_bytes:
+            yield b"".join(parts)
+            parts, held = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)

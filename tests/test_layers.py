@@ -1,0 +1,92 @@
+"""One import direction and no import circles: the packages by concern stay readable from the top down.
+
+The contracts are import-linter's, declared in pyproject.toml and run here (and by .ci/run) with
+`lint-imports`; the circles are those `bench/import_cycles.py` prints.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [LINT_IMPORTS, "--no-cache"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_every_import_points_down_the_layers():
+    done = _lint_imports(ROOT)
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "contract"),
+    [
+        ("judgecore/job/items.py", "import adapters.run.job", "The core imports nothing of the shell"),
+        ("judgecore/wire/requests.py", "from judgecore.decide import routing", "The core's layers"),
+        ("adapters/checkpoint/jobkey.py", "from adapters.files import readers", "The shell's layers"),
+        ("adapters/run/job.py", "from adapters.cli import parser", "The shell's layers"),
+    ],
+)
+def test_a_backward_import_breaks_its_contract(tmp_path, module, planted, contract):
+    for package in ("judgecore", "adapters"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    path = tmp_path / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{planted}  # planted\n", encoding="utf-8")
+    done = _lint_imports(tmp_path)
+    assert 1 == done.returncode, done.stdout + done.stderr
+    broken = done.stdout.split("Broken contracts")[-1]
+    assert contract in broken
+    assert module.removesuffix(".py").replace("/", ".") in broken
+
+
+def _import_cycles():
+    spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "bench" / "import_cycles.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_module_is_in_an_import_circle():
+    """Counting imports inside functions too. The simulator's two answer modules are left out: it is the
+    test server, not the product, and another change is reworking it."""
+    cycles = _import_cycles()
+    circles = cycles.cycles(cycles.graph(cycles.modules()))
+    assert [] == [c for c in circles if not all(m.startswith("adapters.simulator.") for m in c)]
+
+
+def test_the_circle_finder_finds_a_planted_circle(tmp_path):
+    cycles = _import_cycles()
+    (tmp_path / "judgecore").mkdir()
+    (tmp_path / "judgecore" / "__init__.py").write_text("")
+    (tmp_path / "judgecore" / "a.py").write_text("def f():\n    from judgecore.b import g\n")
+    (tmp_path / "judgecore" / "b.py").write_text("from judgecore import a\n")
+    # a name in an annotation only: never imported, so no circle
+    (tmp_path / "judgecore" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from judgecore.d import g\n"
+    )
+    (tmp_path / "judgecore" / "d.py").write_text("from judgecore import c\n")
+    assert [["judgecore.a", "judgecore.b"]] == cycles.cycles(
+        cycles.graph(cycles.modules(tmp_path, ["judgecore"]))
+    )
