@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 from judgecore.summary.stats import clip, stdev, t_quantile, wilson_ci95
+
+#: The most groups whose every pair is compared (190 pairs); above it no pair is, in any output.
+COMPARED_GROUPS: Final = 20
 
 
 def welch_ci95(first: Sequence[float], second: Sequence[float]) -> tuple[float, float] | None:

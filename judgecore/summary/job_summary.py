@@ -30,7 +30,7 @@ import attrs
 from judgecore.decide.spend import Money  # the summary's spend line (`status` prints it without a summary)
 from judgecore.results.outcomes import FailureClass
 from judgecore.summary import numfmt as fig
-from judgecore.summary.compare import Difference, differences
+from judgecore.summary.compare import COMPARED_GROUPS, Difference, differences
 from judgecore.summary.numfmt import FORMATS
 from judgecore.summary.reliability import Designs, designs_of
 from judgecore.summary.selfpref import SelfPreferences, self_preference, text_lines
@@ -55,8 +55,6 @@ NO_VALUE = "(none)"
 #: The most groups the text, `--markdown` and the HTML report show (`--top N` changes it): above it, the
 #: groups with the most items (ties in the groups' order), and a line saying how many were left out.
 TOP_GROUPS: Final = 20
-#: The most groups whose every pair is compared (190 pairs); above it no pair is, in any output.
-COMPARED_GROUPS: Final = 20
 
 
 @attrs.frozen(kw_only=True)

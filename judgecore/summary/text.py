@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from judgecore.summary import numfmt as fig
-from judgecore.summary.compare import Difference
+from judgecore.summary.compare import COMPARED_GROUPS, Difference
 from judgecore.summary.reliability import Designs
 from judgecore.summary.selfpref import HEAD, table_rows
 from judgecore.summary.stats import LabelStats, NumericStats, wilson_ci95
@@ -124,8 +124,6 @@ def _reference_rows(s: Summary) -> list[tuple[str, Group]]:
 
 def not_compared(s: Summary) -> str:
     """Why no pair of groups is compared: too many groups for every pair to mean anything."""
-    from judgecore.summary.job_summary import COMPARED_GROUPS
-
     return (
         f"not compared: {s.compared_groups:,} groups make {fig.count(s.pairs_not_compared)} pairs (every "
         f"pair is compared up to {COMPARED_GROUPS} groups); each group's own 95% interval is in its row, "

@@ -116,7 +116,7 @@ def scored(score: object, group: object) -> dict:
 def test_every_pair_is_compared_up_to_the_limit_and_none_above_it():
     """3,000 distinct values of `--by uid` printed 4.5 million lines of pairs (374 MB, 37 s): above
     `COMPARED_GROUPS` groups no pair is compared, in the text as in the JSON, and both say so."""
-    from judgecore.summary.job_summary import COMPARED_GROUPS
+    from judgecore.summary.compare import COMPARED_GROUPS
 
     def groups(k: int) -> list[dict]:
         return [scored(1 + (i * 7 + j) % 5, f"g{i:04d}") for i in range(k) for j in range(3)]

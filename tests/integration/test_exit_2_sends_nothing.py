@@ -197,7 +197,7 @@ def _(d, s):
     return [*_run(d), "--template", str(d / "t.txt")], {}
 
 
-@case("a bad verdict spec", "adapters/report/job_report.py::read_verdict_file")
+@case("a bad verdict spec", "adapters/files/readers.py::read_verdict_file")
 def _(d, s):
     (d / "v.json").write_text('{"pattern": "(unclosed"}')
     return [*_run(d), "--verdict", str(d / "v.json")], {}
@@ -242,7 +242,7 @@ def _(d, s):
     return [*_run(d, items=p), "--template", str(d / "t.txt"), "--samples", "2"], {}
 
 
-@case("an item too large for any sub-batch", "adapters/files/items_io.py::_checked_plan")
+@case("an item too large for any sub-batch", "adapters/run/planning.py::_checked_plan")
 def _(d, s):
     p = _items(d, [{"id": "small", "prompt": "x"}, {"id": "huge", "prompt": "y" * 5000}])
     return _run(d, "--force-batch", "--max-batch-bytes", "2000", items=p), {}
@@ -352,12 +352,12 @@ def _(d, s):
 
 #: Functions raising `UsageError` that no command line reaches, and why.
 NOT_FROM_THE_CLI = {
-    "adapters/files/items_io.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
-    "adapters/files/items_io.py::run_job_of": "judge()'s items given as Python objects",
+    "adapters/run/planning.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
+    "adapters/run/planning.py::run_job_of": "judge()'s items given as Python objects",
     "adapters/run/job.py::judge": "judge() called inside a running event loop",
     "adapters/run/operations.py::connect": "the input changed while the run read it (a race; "
     "tests/batch/test_messages_kept.py), or a JUDGECORE_* value refused by check_environment first",
-    "adapters/files/readers.py::need": "an extra not installed (the test environment has them all)",
+    "adapters/files/cells.py::need": "an extra not installed (the test environment has them all)",
     "adapters/files/readers.py::_dataset_lines": "a datasets directory (the `datasets` extra is not installed here)",
     "adapters/files/paths.py::publish": "a checkpoint made at the output's path while the run wrote it (a race: "
     "the same check refuses such an --out before anything is sent, `out_problem`)",
