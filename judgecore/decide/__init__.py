@@ -6,5 +6,7 @@ May import: `judgecore.results`, `judgecore.wire`, `judgecore.job`.
 
 Modules: `routing`, `backoff`, `polling`, `ratelimit`, `breaker`, `resume`, `prices` (what tokens
 cost, how money is written), `spend` (what answers cost, the budget's admission rule), `planning`
-(the job's plan, the dry-run plan and its cost), `filesystems` (which journal a state dir allows).
+(the job's plan, the dry-run plan and its cost), `filesystems` (which journal a state dir allows), `deadline` (with `--deadline`: keep waiting, switch
+the rest to the sync route, or end), `concurrency` (how many requests a served model without rate
+limits can hold).
 """

@@ -6,5 +6,5 @@ May import: `judgecore.decide`, `judgecore.results`, `judgecore.wire`, `judgecor
 
 Modules: `stats`, `reliability`, `compare`, `job_summary` (`Summary`, `summarize`), `text` (the
 summary's headline and lines), `numfmt` (one rule per kind of figure), `examples`, `plan_text`,
-`health`.
+`health`, `selfpref` (a panel's self-preference by the answers' author family).
 """

@@ -6,5 +6,6 @@ model. May import: `judgecore.job`.
 
 Modules: `requests` (`Request`, `Requests`, `RequestTemplate`), `encoding` (a create body's bytes),
 `structured` (the schema a request carries), `chunking` (sub-batches), `models` (what judgecore
-knows of each model before anything is sent).
+knows of each model before anything is sent), `providers` (judge names `PROVIDER:MODEL`, OpenAI's
+model table and prices, a served model's price).
 """
