@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from adapters.providers.openai import missing_extra
+from adapters.providers.registry import provider_of
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
 from judgecore.decide.spend import Budget, price_for
@@ -155,6 +156,11 @@ class JobSettings:
         for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
             if (problem := judge_problem(model, self.on_date())) is not None:
                 raise ValueError(f"{flag}: {problem} (nothing was sent)")
+        if self.force == "batch" and not provider_of(self.request_model).batch:
+            raise ValueError(
+                f"--force-batch: the batch route is not built for {self.request_model} yet; "
+                "it judges on the sync route (nothing was sent)"
+            )
         if len({m.split(":", 1)[0] if ":" in m else "anthropic" for m in self.models}) > 1:
             raise ValueError(
                 "--judge: a panel's judges must all be one provider's for now (nothing was sent)"
@@ -185,6 +191,8 @@ class JobSettings:
 
     @property
     def route_policy(self) -> RoutePolicy:
+        if not provider_of(self.request_model).batch:  # its sync route is the only one built
+            return RoutePolicy(base_threshold=SYNC_ONLY)
         return RoutePolicy(base_threshold=self.sync_threshold)
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
@@ -336,6 +344,10 @@ def _check_types(settings: JobSettings) -> None:
         raise refuse("template", "the template's text (a str) or None", settings.template)
     if settings.verdict is not None and not isinstance(settings.verdict, VerdictSpec):
         raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)
+
+
+#: The routing threshold of a provider whose batch route is not built: no job size reaches it.
+SYNC_ONLY = 10**15
 
 
 def judge_problem(name: str, today: datetime.date) -> str | None:

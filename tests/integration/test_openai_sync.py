@@ -72,6 +72,17 @@ def test_below_the_threshold_the_job_goes_sync_without_force(served, tmp_path: P
     assert [r["status"] for r in out] == ["succeeded"] * 20
 
 
+def test_above_the_threshold_an_openai_job_still_goes_sync(served, tmp_path: Path) -> None:
+    """Its batch route is not built: no job size sends it there (and nothing is sent to batches)."""
+    s = served(Scenario())
+    items = _items(tmp_path, [f"answer {k}" for k in range(20)])
+    res = _run(s, _job(tmp_path, items, "--model", "openai:gpt-5-mini", "--sync-threshold", "5"))
+    assert res.returncode == 0, res.stderr
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert {r["route"] for r in out} == {"sync"} and len(out) == 20
+    assert _chats(s) == 20 and not s.sim.requests("POST", "/v1/batches")
+
+
 def test_truncation_refusal_and_context_overflow_are_misses(served, tmp_path: Path) -> None:
     s = served(Scenario())
     texts = ["fine [[sim:max_tokens]]", "please [[sim:refusal]]", "long [[sim:context]]", "plain"]
