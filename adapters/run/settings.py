@@ -191,9 +191,9 @@ class JobSettings:
 
     @property
     def route_policy(self) -> RoutePolicy:
-        if not provider_of(self.request_model).batch:  # its sync route is the only one built
-            return RoutePolicy(base_threshold=SYNC_ONLY)
-        return RoutePolicy(base_threshold=self.sync_threshold)
+        provider = provider_of(self.request_model)
+        only = None if provider.batch else provider.name  # its sync route is the only one built
+        return RoutePolicy(base_threshold=self.sync_threshold, sync_only=only)
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
@@ -344,10 +344,6 @@ def _check_types(settings: JobSettings) -> None:
         raise refuse("template", "the template's text (a str) or None", settings.template)
     if settings.verdict is not None and not isinstance(settings.verdict, VerdictSpec):
         raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)
-
-
-#: The routing threshold of a provider whose batch route is not built: no job size reaches it.
-SYNC_ONLY = 10**15
 
 
 def judge_problem(name: str, today: datetime.date) -> str | None:

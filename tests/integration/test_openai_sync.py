@@ -127,3 +127,17 @@ def test_a_bad_judge_name_is_exit_2_with_nothing_sent(served, tmp_path: Path, mo
     assert res.returncode == 2, res.stderr
     assert says in res.stderr
     assert len(s.sim.log) == 0
+
+
+def test_the_dry_run_and_status_name_the_provider(served, tmp_path: Path) -> None:
+    from .conftest import cli_in_process
+
+    s = served(Scenario())
+    args = _job(tmp_path, _items(tmp_path, ["one", "two"]), "--model", "openai:gpt-5-mini")
+    dry = _run(s, [*args, "--dry-run"])
+    assert dry.returncode == 0, dry.stderr
+    assert "openai: judges have no batch route yet" in dry.stdout and "openai:gpt-5-mini" in dry.stdout
+    assert len(s.sim.log) == 0
+    assert _run(s, args).returncode == 0
+    status = cli_in_process(["status", "--state", str(tmp_path / "S")], env=_env(s))
+    assert "judge: openai:gpt-5-mini (provider openai)" in status.stdout
