@@ -81,6 +81,9 @@ def cmd_status(ns: argparse.Namespace) -> int:
         "  " + ", ".join(f"{k} {v:,}" for k, v in c.items()),
         f"  route: {route.get('path', 'not decided yet')}" + (f" ({route.get('reason')})" if route else ""),
     ]
+    model = str((info["manifest"] or {}).get("model", ""))
+    if ":" in model:  # another provider's judge than Anthropic's: named with its provider
+        lines.append(f"  judge: {model} (provider {model.split(':', 1)[0]})")
     lines.append("  " + _spend_line(info["spend_usd"], info["all_sync_usd"], info["estimate_usd"]))
     rl = info["rate_limits"] or {}
     if rl.get("output_tokens_limit"):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from adapters.checkpoint.store import Store
+from adapters.providers.registry import PROVIDERS, provider_of
 from adapters.run.planning import expect_now
 from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
@@ -77,7 +78,7 @@ def connect(
         sync_settings = sync_settings_for(settings, environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    client = client or default_client(environ)
+    client = client or provider_of(settings.request_model).client(environ)
     try:
         hand_to_checkpoint(store, job, messages)
     except InputChangedError as exc:
@@ -97,15 +98,15 @@ def connect(
 async def probe_one(p: Ports, custom_id: str) -> Probed:
     """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
     of its rate-limit headers kept."""
-    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
     from adapters.run.sync import probe
 
     first = p.job.requests.select([custom_id])[0]
+    provider = provider_of(p.settings.request_model)
     result = await probe(
         store=p.store,
-        api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
+        api=provider.sync_api(p.client, p.sync_settings.request_timeout),
         request=first,
-        template=p.job.sync_template,
+        template=provider.sync_template(p.job.sync_template),
         clock=p.clock,
         settings=p.sync_settings,
         emit=p.emit,
@@ -145,6 +146,11 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
     from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
+    if not provider_of(s.request_model).batch:
+        raise UsageError(
+            f"--model {s.request_model}: the batch route is not built for this provider yet; "
+            "add --force-sync to judge on the sync route"
+        )
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
@@ -169,18 +175,18 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
     """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
-    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
     from adapters.run.sync import run_sync
 
     raw = p.store.get_meta("rate_limits")
     reading = RateLimitReading.from_json(raw) if raw else None
     if reading is None and action.otpm is not None:
         reading = RateLimitReading.for_otpm(action.otpm)
+    provider = provider_of(p.settings.request_model)
     res = await run_sync(
         store=p.store,
         requests=requests_of(p.job, action.ids),
-        template=p.job.sync_template,
-        api=AnthropicMessagesApi(p.client, timeout=p.sync_settings.request_timeout),
+        template=provider.sync_template(p.job.sync_template),
+        api=provider.sync_api(p.client, p.sync_settings.request_timeout),
         clock=p.clock,
         settings=p.sync_settings,
         emit=p.emit,
@@ -198,13 +204,8 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
 
 
 def default_client(environ: Mapping[str, str]) -> Any:
-    import anthropic
-
-    if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
-        raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
-    # Our own loops own every retry (see adapters/providers/anthropic/sync_api.py and adapters/providers/anthropic/batch_api.py); the SDK's
-    # retries are set per call there, so the client default does not matter for correctness.
-    return anthropic.AsyncAnthropic(max_retries=0)
+    """Anthropic's client from the environment (`adapters.providers.registry`)."""
+    return PROVIDERS["anthropic"].client(environ)
 
 
 __all__ = ["Ports", "connect", "default_client", "probe_one", "run_batch_part", "run_sync_part"]

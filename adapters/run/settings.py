@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from adapters.providers.openai import missing_extra
+from adapters.providers.registry import provider_of
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
 from judgecore.decide.spend import Budget, price_for
@@ -33,6 +35,7 @@ from judgecore.wire.models import (
     unknown_model_problem,
 )
 from judgecore.wire.models import price_for as _table_price
+from judgecore.wire.providers import JudgeNameError, openai_model_problem, parse_judge
 
 if TYPE_CHECKING:
     from adapters.checkpoint.store import Store
@@ -150,8 +153,22 @@ class JobSettings:
                 self.design  # noqa: B018 (checked here, once: exit 2 before anything is sent)
             except DesignError as exc:
                 raise ValueError(str(exc)) from None
+        for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
+            if (problem := judge_problem(model, self.on_date())) is not None:
+                raise ValueError(f"{flag}: {problem} (nothing was sent)")
+        if self.force == "batch" and not provider_of(self.request_model).batch:
+            raise ValueError(
+                f"--force-batch: the batch route is not built for {self.request_model} yet; "
+                "it judges on the sync route (nothing was sent)"
+            )
+        if len({m.split(":", 1)[0] if ":" in m else "anthropic" for m in self.models}) > 1:
+            raise ValueError(
+                "--judge: a panel's judges must all be one provider's for now (nothing was sent)"
+            )
         if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
             for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
+                if ":" in model:  # another provider's, checked against its own table above
+                    continue
                 if (unknown := unknown_model_problem(model)) is not None:
                     raise ValueError(
                         f"{flag}: {unknown} (nothing was sent; for a model newer than judgecore's table, "
@@ -174,7 +191,9 @@ class JobSettings:
 
     @property
     def route_policy(self) -> RoutePolicy:
-        return RoutePolicy(base_threshold=self.sync_threshold)
+        provider = provider_of(self.request_model)
+        only = None if provider.batch else provider.name  # its sync route is the only one built
+        return RoutePolicy(base_threshold=self.sync_threshold, sync_only=only)
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
@@ -325,6 +344,23 @@ def _check_types(settings: JobSettings) -> None:
         raise refuse("template", "the template's text (a str) or None", settings.template)
     if settings.verdict is not None and not isinstance(settings.verdict, VerdictSpec):
         raise refuse("verdict", "a VerdictSpec (judgecore.spec_from_json(...)) or None", settings.verdict)
+
+
+def judge_problem(name: str, today: datetime.date) -> str | None:
+    """Why a `--model` or `--judge` name cannot be sent (one line), or None: a provider judgecore does
+    not know (the providers named), an OpenAI model OpenAI's table does not list or has shut down, a
+    provider whose route is not built yet, or a plain install without the provider's SDK extra."""
+    try:
+        judge = parse_judge(name)
+    except JudgeNameError as exc:
+        return str(exc)
+    if judge.provider == "anthropic":
+        return None
+    if judge.provider == "served":
+        return f"{name!r}: served models are not supported by `judgecore run` yet; the providers it runs are anthropic:, openai:"
+    if (problem := openai_model_problem(judge.model, today)) is not None:
+        return problem
+    return missing_extra()
 
 
 def _model_id(value: Any) -> str:

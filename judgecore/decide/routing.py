@@ -28,6 +28,8 @@ class RoutePolicy:
     base_threshold: int = 2000
     reference_otpm: int = 400_000
     assumed_otpm: int = 400_000
+    #: a provider whose batch route is not built (`openai`): its jobs go sync whatever their size
+    sync_only: str | None = None
 
     def threshold(self, otpm: int) -> int:
         """The request count at and above which a job goes to batches; never below 1."""
@@ -79,6 +81,9 @@ def route(
         # what the size alone would do, so a forced route says what it changed (or that it changed nothing)
         sized = "so it would by size too" if natural == force else f"by size it would go {natural}"
         reason = f"--force-{force}; {sized}"
+    elif policy.sync_only is not None:
+        path = "sync"
+        reason = f"{n:,} request{'' if n == 1 else 's'}; {policy.sync_only}: judges have no batch route yet"
     else:
         path = natural
         cmp = "<" if path == "sync" else ">="

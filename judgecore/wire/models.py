@@ -70,6 +70,8 @@ from typing import Literal
 
 import attrs
 
+from judgecore.wire.providers import openai_model, openai_price
+
 ABSURD_MAX_TOKENS = 1_000_000
 #: The default `max_tokens` of a model that does not think.
 BASE_MAX_TOKENS = 1024
@@ -310,13 +312,26 @@ def model_info(model: str) -> ModelInfo | None:
 
 
 def output_limit(model: str) -> int | None:
-    """The most output tokens `model` may be asked for, or None for a model not in the table."""
+    """The most output tokens `model` may be asked for, or None for a model not in the table (an
+    `openai:MODEL` name: OpenAI's table, `judgecore.wire.providers`)."""
+    if model.startswith("openai:"):
+        row = openai_model(model.removeprefix("openai:"))
+        return row.output_limit if row is not None else None
     info = model_info(model)
     return info.output_limit if info is not None else None
 
 
 def price_for(model: str) -> ModelPrice | None:
-    """The model's prices, or None where the table has none (a budget then cannot be kept)."""
+    """The model's prices, or None where the table has none (a budget then cannot be kept). An
+    `openai:MODEL` name is priced from OpenAI's table (`judgecore.wire.providers`): its cached input
+    rate as the `cache_read` multiplier (OpenAI reports no cache writes; the batch half is the same)."""
+    if model.startswith("openai:"):
+        rates = openai_price(model.removeprefix("openai:"), batch=False)
+        if rates is None:
+            return None
+        cached = rates.cached_input_per_mtok
+        ratio = 1.0 if cached is None or not rates.input_per_mtok else cached / rates.input_per_mtok
+        return ModelPrice(rates.input_per_mtok, rates.output_per_mtok, cache_read=ratio)
     info = model_info(model)
     return info.price if info is not None else None
 

@@ -203,9 +203,19 @@ def _(d, s):
     return [*_run(d), "--verdict", str(d / "v.json")], {}
 
 
-@case("no API key", "adapters/run/operations.py::default_client")
+@case("no API key", "adapters/providers/registry.py::_anthropic_client")
 def _(d, s):
     return [*_run(d), "--otpm", "400000"], {"ANTHROPIC_API_KEY": None}
+
+
+@case("no OpenAI key for an openai: judge", "adapters/providers/registry.py::_openai_client")
+def _(d, s):
+    return [*_run(d), "--model", "openai:gpt-5-mini", "--force-sync"], {"OPENAI_API_KEY": None}
+
+
+@case("--force-batch with an openai: judge", "adapters/cli/run.py::cmd_run")
+def _(d, s):
+    return [*_run(d), "--model", "openai:gpt-5-mini", "--force-batch"], {}
 
 
 @case("--count-tokens with no API key", "adapters/providers/anthropic/count_tokens.py::count_prompt")
@@ -357,6 +367,9 @@ NOT_FROM_THE_CLI = {
     "adapters/run/job.py::judge": "judge() called inside a running event loop",
     "adapters/run/operations.py::connect": "the input changed while the run read it (a race; "
     "tests/batch/test_messages_kept.py), or a JUDGECORE_* value refused by check_environment first",
+    "adapters/run/operations.py::run_batch_part": "a provider without a batch route (its jobs route "
+    "sync; --force-batch with one is refused by JobSettings first)",
+    "adapters/providers/registry.py::provider_of": "a judge's name JobSettings refused first (judge_problem)",
     "adapters/files/cells.py::need": "an extra not installed (the test environment has them all)",
     "adapters/files/readers.py::_dataset_lines": "a datasets directory (the `datasets` extra is not installed here)",
     "adapters/files/paths.py::publish": "a checkpoint made at the output's path while the run wrote it (a race: "
