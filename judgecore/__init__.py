@@ -82,9 +82,6 @@ from judgecore.results.verdicts import (
     parse_verdict,
     spec_from_json,
 )
-from judgecore.run.batch import BatchRun
-from judgecore.run.job import JobRun
-from judgecore.run.sync import SyncRun
 from judgecore.summary.plan_text import plan_json, render_plan
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
 from judgecore.wire.encoding import create_body
@@ -98,7 +95,6 @@ __all__ = [
     "MAX_REQUESTS",
     "VERDICT_UNPARSED",
     "BackoffPolicy",
-    "BatchRun",
     "BatchSnapshot",
     "Breaker",
     "BreakerPolicy",
@@ -112,7 +108,6 @@ __all__ = [
     "Item",
     "Items",
     "JobPlan",
-    "JobRun",
     "JobState",
     "JudgecoreError",
     "KeepRoute",
@@ -135,7 +130,6 @@ __all__ = [
     "RoutePolicy",
     "Status",
     "SubBatch",
-    "SyncRun",
     "Unscored",
     "Usage",
     "Verdict",
