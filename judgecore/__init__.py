@@ -35,7 +35,7 @@ Glossary (one name per idea, in code, CLI, output and docs):
 """
 
 from judgecore.decide.backoff import BackoffPolicy, backoff
-from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
+from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState
 from judgecore.decide.planning import CachePlan, JobPlan, ModelPrice, Plan, estimate_tokens, plan, plan_job
 from judgecore.decide.polling import (
     BatchSnapshot,
@@ -46,7 +46,6 @@ from judgecore.decide.polling import (
     RequestCounts,
     Wait,
     next_poll_action,
-    next_wake,
 )
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.resume import JobState, ResumeDiff, diff_resume
@@ -139,7 +138,6 @@ __all__ = [
     "assign_custom_ids",
     "backoff",
     "body_size",
-    "breaker_tripped",
     "build_requests",
     "cache_control_for",
     "check_unique",
@@ -152,7 +150,6 @@ __all__ = [
     "estimate_tokens",
     "keep_or_redecide",
     "next_poll_action",
-    "next_wake",
     "output_line",
     "output_record",
     "parse_item",
