@@ -35,7 +35,7 @@ Glossary (one name per idea, in code, CLI, output and docs):
 """
 
 from judgecore.decide.backoff import BackoffPolicy, backoff
-from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState, breaker_tripped
+from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState
 from judgecore.decide.planning import CachePlan, JobPlan, ModelPrice, Plan, estimate_tokens, plan, plan_job
 from judgecore.decide.polling import (
     BatchSnapshot,
@@ -46,7 +46,6 @@ from judgecore.decide.polling import (
     RequestCounts,
     Wait,
     next_poll_action,
-    next_wake,
 )
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.resume import JobState, ResumeDiff, diff_resume
@@ -82,9 +81,6 @@ from judgecore.results.verdicts import (
     parse_verdict,
     spec_from_json,
 )
-from judgecore.run.batch import BatchRun
-from judgecore.run.job import JobRun
-from judgecore.run.sync import SyncRun
 from judgecore.summary.plan_text import plan_json, render_plan
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
 from judgecore.wire.encoding import create_body
@@ -98,7 +94,6 @@ __all__ = [
     "MAX_REQUESTS",
     "VERDICT_UNPARSED",
     "BackoffPolicy",
-    "BatchRun",
     "BatchSnapshot",
     "Breaker",
     "BreakerPolicy",
@@ -112,7 +107,6 @@ __all__ = [
     "Item",
     "Items",
     "JobPlan",
-    "JobRun",
     "JobState",
     "JudgecoreError",
     "KeepRoute",
@@ -135,7 +129,6 @@ __all__ = [
     "RoutePolicy",
     "Status",
     "SubBatch",
-    "SyncRun",
     "Unscored",
     "Usage",
     "Verdict",
@@ -145,7 +138,6 @@ __all__ = [
     "assign_custom_ids",
     "backoff",
     "body_size",
-    "breaker_tripped",
     "build_requests",
     "cache_control_for",
     "check_unique",
@@ -158,7 +150,6 @@ __all__ = [
     "estimate_tokens",
     "keep_or_redecide",
     "next_poll_action",
-    "next_wake",
     "output_line",
     "output_record",
     "parse_item",

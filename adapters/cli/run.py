@@ -30,13 +30,10 @@ from adapters.files.paths import input_problem, kept_path, out_problem, state_pr
 from adapters.files.readers import input_kind
 from adapters.files.writers import output_problem, write_records
 from adapters.run.dryrun import judge_dry_run
-from adapters.run.job import ajudge
-from adapters.run.progress import plural, stderr_progress
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 from judgecore.job.items import Items
-from judgecore.summary.job_summary import unreadable_warning
 from judgecore.summary.plan_text import plan_json, render_plan
 
 if TYPE_CHECKING:
@@ -275,13 +272,18 @@ def _run(
     done: finished.FinishedKey | None = None,
 ) -> int:
     """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe;
-    a run that finishes the job keeps the finished-job record `done` (`adapters.checkpoint.finished`)."""
+    a run that finishes the job keeps the finished-job record `done` (`adapters.checkpoint.finished`).
+    The command's dispatch to a real run: what only a run needs (the machines, the ports, asyncio, the
+    progress and the summary) is imported here, so that a dry run does not load it."""
     import asyncio
     import contextlib
     import signal
 
     from adapters.cli.relaunch import command_line
     from adapters.cli.status import _spend_line
+    from adapters.run.job import ajudge
+    from adapters.run.progress import plural, stderr_progress
+    from judgecore.summary.job_summary import unreadable_warning
 
     resume = command_line(argv)
     terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status

@@ -104,10 +104,3 @@ class Breaker:
             "of the job were all rejected as invalid requests; the job's configuration is broken (check --model, --max-tokens and the rubric); "
             "they stay pending and nothing more is sent"
         )
-
-
-def breaker_tripped(
-    first_failures: Iterable[FailureClass | None], *, total: int, policy: BreakerPolicy = BreakerPolicy()
-) -> bool:
-    """True when the final outcomes' failure classes, in arrival order, trip a job of `total` ids."""
-    return Breaker.start(total, first_failures, policy).tripped

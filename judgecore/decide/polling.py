@@ -11,7 +11,6 @@ whatever exists. A run therefore always ends.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import Literal
 
 import attrs
@@ -105,9 +104,3 @@ def next_poll_action(now: float, batch: BatchSnapshot, policy: PollPolicy) -> Po
     while now + seconds > deadline:  # `deadline - now` can round up by an ulp: never overshoot
         seconds = math.nextafter(seconds, 0.0)
     return Wait(seconds)
-
-
-def next_wake(now: float, batches: Iterable[BatchSnapshot], policy: PollPolicy) -> float | None:
-    """Seconds until the soonest poll among live batches (None when none is live)."""
-    waits = [a.seconds for b in batches if isinstance(a := next_poll_action(now, b, policy), Wait)]
-    return min(waits) if waits else None

@@ -28,8 +28,6 @@ from judgecore.job.ints import Ints, counted, records
 from judgecore.job.texts import Keyed, LazyTexts, Texts, texts_of
 
 RoutePath = Literal["sync", "batch"]
-#: The old name of `RoutePath` (a route is not a filesystem path); kept so older imports still work.
-Path = RoutePath
 
 
 @attrs.frozen

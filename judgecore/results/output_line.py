@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from judgecore.job.items import Item, Path
+from judgecore.job.items import Item, RoutePath
 from judgecore.results.outcomes import FINAL_STATUSES, Outcome, Usage
 from judgecore.results.verdicts import VERDICT_UNPARSED, Unscored, VerdictSpec, parse_verdict
 
@@ -43,7 +43,7 @@ def output_record(
     custom_id: str,
     outcome: Outcome | None,
     *,
-    route: Path,
+    route: RoutePath,
     batch_id: str | None,
     attempts: int,
     verdict_spec: VerdictSpec | None = None,
@@ -69,7 +69,7 @@ def record_for(
     metadata_json: bytes | None,
     outcome: Outcome | None,
     *,
-    route: Path,
+    route: RoutePath,
     batch_id: str | None,
     attempts: int,
     verdict_spec: VerdictSpec | None = None,
@@ -120,7 +120,7 @@ def record_of(
     error_message: str | None,
     stop_details: dict[str, Any] | None,
     *,
-    route: Path,
+    route: RoutePath,
     batch_id: str | None,
     attempts: int,
     verdict_spec: VerdictSpec | None = None,

@@ -27,6 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
+import attrs
+
+from judgecore.results.outcomes import FailureClass
+
 
 class SubState(StrEnum):
     INTENT = "intent"  # ids durable, create not (known to be) answered
@@ -212,3 +216,33 @@ def next_phase(phase: Phase, trigger: Trigger) -> Phase:
         return PHASES[(phase, trigger)]
     except KeyError:
         raise IllegalMove(phase, trigger) from None
+
+
+# -- what the checkpoint holds: the view a batch run starts from (a dry run reads it too) -----------
+
+
+@attrs.frozen(kw_only=True)
+class SubView:
+    """One sub-batch as the checkpoint holds it. `ids`: its custom_ids with no outcome recorded under
+    it (the store fills them for in-flight states only)."""
+
+    sub_id: int
+    round: int
+    n: int
+    intent_at: float
+    state: SubState
+    batch_id: str | None = None
+    created_at: float | None = None
+    expires_at: float | None = None
+    group: int | None = None
+    ids: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Checkpoint:
+    """The pure view of a job's checkpoint that a run starts from (`adapters.checkpoint.store.Store.checkpoint`)."""
+
+    subs: tuple[SubView, ...] = ()
+    final: frozenset[str] = frozenset()
+    #: failure classes (None: none) of the job's earliest final outcomes, in arrival order
+    first_final: tuple[FailureClass | None, ...] = ()

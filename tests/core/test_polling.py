@@ -15,7 +15,6 @@ from judgecore import (
     PollPolicy,
     Wait,
     next_poll_action,
-    next_wake,
 )
 
 live = st.sampled_from(["in_progress", "canceling"])
@@ -108,12 +107,6 @@ def test_at_the_deadline_the_wait_is_over():
     assert Overdue("b", 110.0) == next_poll_action(110.001, batch, policy)
     assert Wait(10.0) == next_poll_action(100.0, batch, policy)
     assert Wait(60.0) == next_poll_action(0.0, batch, policy)
-
-
-@given(st.lists(batch_snapshots(), max_size=6), epoch_times, poll_policies)
-def test_next_wake_is_the_soonest_wait_among_live_batches(batches, now, policy):
-    waits = [a.seconds for b in batches if isinstance(a := next_poll_action(now, b, policy), Wait)]
-    assert (min(waits) if waits else None) == next_wake(now, batches, policy)
 
 
 @pytest.mark.parametrize(("interval", "grace"), [(0.0, 1.0), (-1.0, 1.0), (1.0, -0.5)])

@@ -1,13 +1,12 @@
-"""diff_resume and breaker_tripped: what is left to do, and when all-invalid means a broken job."""
+"""diff_resume: what is left to do on a resume."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
-from strategies import failure_classes, jobs_and_states
+from strategies import jobs_and_states
 
-from judgecore import BreakerPolicy, FailureClass, JobState, breaker_tripped, diff_resume
+from judgecore import FailureClass, JobState, diff_resume
 
 INVALID = FailureClass.INVALID_REQUEST
 
@@ -105,37 +104,3 @@ def test_job_state_attempts_cannot_be_changed_in_place():
     assert 1 == state.attempts["a"]
     with pytest.raises(TypeError):
         state.attempts["a"] = 2  # type: ignore[index]
-
-
-# --- breaker --------------------------------------------------------------------------------------
-
-
-def test_first_k_outcomes_all_invalid_trips():
-    assert breaker_tripped([INVALID] * 20, total=1000)
-
-
-def test_one_success_among_the_first_k_does_not_trip():
-    for pos in range(20):
-        first = [INVALID] * 20
-        first[pos] = None
-        assert not breaker_tripped([*first, *[INVALID] * 50], total=1000)
-
-
-def test_fewer_than_k_outcomes_so_far_does_not_trip_yet():
-    assert not breaker_tripped([INVALID] * 19, total=1000)
-
-
-@pytest.mark.parametrize("total", [1, 2, 7, 19])
-def test_a_job_smaller_than_k_that_is_all_invalid_trips(total):
-    assert breaker_tripped([INVALID] * total, total=total)
-
-
-def test_an_empty_job_never_trips():
-    assert not breaker_tripped([], total=0)
-
-
-@given(st.lists(failure_classes, max_size=40), st.integers(0, 100), st.integers(1, 30))
-def test_breaker_trips_exactly_when_the_first_min_k_total_are_invalid(first, total, k):
-    need = min(k, total)
-    expected = need >= 1 and len(first) >= need and all(f is INVALID for f in first[:need])
-    assert expected == breaker_tripped(first, total=total, policy=BreakerPolicy(k=k))

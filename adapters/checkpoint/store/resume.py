@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
 from judgecore.decide.resume import JobState
 from judgecore.results.outcomes import FailureClass
-from judgecore.run.batch import Checkpoint, SubView
-from judgecore.run.subbatch import SubState
+from judgecore.run.subbatch import Checkpoint, SubState, SubView
 
 if TYPE_CHECKING:
     import sqlite3

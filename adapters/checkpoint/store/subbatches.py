@@ -142,9 +142,3 @@ class SubBatches:
                 (sub_id,),
             )
         ]
-
-    def known_batch_ids(self) -> frozenset[str]:
-        """Every batch id this job has recorded (created or adopted): never adopted by another intent."""
-        return frozenset(
-            r[0] for r in self._conn.execute("SELECT batch_id FROM sub_batches WHERE batch_id IS NOT NULL")
-        )

@@ -56,7 +56,6 @@ from judgecore.run.batch._vocab import (
     Action,
     BatchSettings,
     Begin,
-    Checkpoint,
     Create,
     Created,
     CreateFailed,
@@ -76,8 +75,8 @@ from judgecore.run.batch._vocab import (
     Say,
     Sleep,
     Snapshot,
-    SubView,
 )
+from judgecore.run.subbatch import Checkpoint, SubView
 
 __all__ = [
     "CONNECT_FAILED",

@@ -10,7 +10,7 @@ import attrs
 from judgecore.decide.backoff import BackoffPolicy
 from judgecore.decide.breaker import Breaker, BreakerPolicy
 from judgecore.decide.polling import BatchSnapshot, PollPolicy
-from judgecore.results.outcomes import FailureClass, Outcome, RawResult, Usage
+from judgecore.results.outcomes import Outcome, RawResult, Usage
 from judgecore.run.batch.batching import Intent, OrphanWindow, could_fit
 from judgecore.run.batch.gate import Held
 from judgecore.run.subbatch import SubEvent, SubState
@@ -53,36 +53,6 @@ class BatchSettings:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-
-
-# -- what the checkpoint holds ---------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class SubView:
-    """One sub-batch as the checkpoint holds it. `ids`: its custom_ids with no outcome recorded under
-    it (the store fills them for in-flight states only)."""
-
-    sub_id: int
-    round: int
-    n: int
-    intent_at: float
-    state: SubState
-    batch_id: str | None = None
-    created_at: float | None = None
-    expires_at: float | None = None
-    group: int | None = None
-    ids: tuple[str, ...] = ()
-
-
-@attrs.frozen(kw_only=True)
-class Checkpoint:
-    """The pure view of a job's checkpoint that a run starts from (`adapters.checkpoint.store.Store.checkpoint`)."""
-
-    subs: tuple[SubView, ...] = ()
-    final: frozenset[str] = frozenset()
-    #: failure classes (None: none) of the job's earliest final outcomes, in arrival order
-    first_final: tuple[FailureClass | None, ...] = ()
 
 
 # -- actions: effects (performed at once, in order) and operations (each ends in one event) ----------

@@ -8,14 +8,13 @@ an operation (`Probe`, `RunBatch`, `RunSync`, `WriteOutput`) is answered with it
 `on(event)`; the effects (`RecordRoute`, `Estimate`, `Connect`, `Say`) are performed in the order
 given, before the operation that follows them. The loop ends at `Done`.
 
-The phases, as a table (`MOVES`: a missing key is an illegal move):
-
-    START ──advance──> PROBING ──Probed──> RUNNING     (decided again, no tier known: probe first)
-    START ──advance──> RUNNING                          (kept, or decided from a force, --otpm or a reading)
-    START ──advance──> OUTPUT                           (every item final: nothing to send)
-    RUNNING ──advance──> BATCH ──BatchRan──> RUNNING    (the batch part: the batch route, or live batches)
-    RUNNING ──advance──> SYNC ──SyncRan──> OUTPUT       (the sync route, unless the batch part stopped)
-    OUTPUT ──advance──> WRITING ──Wrote──> DONE
+The phases: `MOVES` (a missing key is an illegal move) holds the event that answers each operation
+(PROBING -Probed-> RUNNING, BATCH -BatchRan-> RUNNING, SYNC -SyncRan-> OUTPUT, WRITING -Wrote-> DONE);
+its diagram in docs/design.md is generated from the table (`bench/state_diagrams.py`). The moves
+`advance` decides on its own: START to PROBING (decided again, no tier known: probe first), to RUNNING
+(kept, or decided from a force, --otpm or a reading) or to OUTPUT (every item final: nothing to send);
+RUNNING to BATCH (the batch route, or live batches) or to SYNC (the sync route, unless the batch part
+stopped); OUTPUT to WRITING.
 
 The decisions it makes, each once for the run and the dry run alike: when to probe (neither a force
 nor `--otpm`, no reading stored, the route decided again); route precedence (force > `--otpm` >
