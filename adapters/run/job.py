@@ -164,9 +164,12 @@ async def _run(
 
     from adapters.run.clock import RealClock
     from adapters.run.events import Notice
+    from judgecore.job.when import When
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
+    if settings.deadline is not None:  # a duration counts from this run's start: resolved once, here
+        settings = attrs.evolve(settings, deadline=When(at=settings.deadline.resolve(clock.now())))
     # kept for the result: with no `progress`, the caller would hear none of them; the settings' own
     # (a deprecated model) were printed on stderr when the job was planned
     warnings: list[str] = list(settings.warnings())

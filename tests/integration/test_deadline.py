@@ -1,0 +1,51 @@
+"""`--deadline WHEN` (CONTRACT.md "A deadline"): a bad value is exit 2 before anything is sent; at the
+deadline a batch that has not ended is waited on no longer: the output says `pending`, exit 3; a rerun
+without `--deadline` has none and waits for the batch."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from adapters.simulator import Scenario
+from tests.integration.conftest import read_output, write_items
+
+pytestmark = pytest.mark.integration
+
+FAST = ["--force-batch", "--poll-interval", "0.05"]
+
+
+def _items(tmp_path, n):
+    return write_items(tmp_path / "items.jsonl", [{"id": str(i), "prompt": f"q{i}"} for i in range(n)])
+
+
+@pytest.mark.parametrize("when", ["soon", "0s", "-5m", "17:00", "2026-12-03T17:00"])
+def test_a_bad_deadline_is_exit_2_naming_the_flag_and_sends_nothing(served, tmp_path, when):
+    srv = served(Scenario(seed=1, batch_seconds=0.05))
+    res = srv.cli(
+        ["run", str(_items(tmp_path, 3)), "--state", str(tmp_path / "s"), *FAST, "--deadline", when]
+    )
+    assert 2 == res.returncode
+    assert "--deadline" in res.stderr
+    assert [] == srv.creates()
+
+
+def test_a_batch_still_running_at_the_deadline_is_left_pending_exit_3_and_a_rerun_has_no_deadline(
+    served, tmp_path
+):
+    srv = served(Scenario(seed=2, batch_seconds=3.0))
+    args = ["run", str(_items(tmp_path, 4)), "--state", str(tmp_path / "s"), *FAST]
+    start = time.monotonic()
+    first = srv.cli([*args, "--deadline", "1s"], timeout=60)
+    took = time.monotonic() - start
+    assert 3 == first.returncode, first.stderr[-2000:]
+    assert "deadline" in first.stderr and "reached" in first.stderr
+    assert took < 2.8  # stopped at the deadline, not when the batch ended
+    assert ["pending"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
+    assert 1 == len(srv.creates())
+    second = srv.cli(args, timeout=60)  # no --deadline: the rerun waits for the same batch to end
+    assert 0 == second.returncode, second.stderr[-2000:]
+    assert ["succeeded"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
+    assert 1 == len(srv.creates())  # nothing resent: the batch left at the deadline was harvested
+    assert "reached" not in second.stderr
