@@ -27,6 +27,7 @@ from adapters.checkpoint.reads import history_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.output import write_output
 from adapters.files.paths import kept_path, out_problem, state_problem
+from adapters.run.deadline import all_sync_reason
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
 from adapters.run.operations import Ports, connect, probe_one, run_batch_part, run_sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
@@ -217,7 +218,10 @@ async def _run(
             "rubric", {"text": rubric}
         )  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
-        run = machine_of(job, history_from_store(store), settings)
+        history = history_from_store(store)
+        left = sum(1 for c in job.requests.custom_ids if c not in history.final)
+        why = all_sync_reason(clock.now(), settings, left=left, otpm_read=history.otpm_read)
+        run = machine_of(job, history, settings, all_sync=why)
         ports: Ports | None = None
         written = None
         while True:

@@ -4,6 +4,7 @@ without `--deadline` has none and waits for the batch."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -34,14 +35,14 @@ def test_a_bad_deadline_is_exit_2_naming_the_flag_and_sends_nothing(served, tmp_
 def test_a_batch_still_running_at_the_deadline_is_left_pending_exit_3_and_a_rerun_has_no_deadline(
     served, tmp_path
 ):
-    srv = served(Scenario(seed=2, batch_seconds=3.0))
+    srv = served(Scenario(seed=2, batch_seconds=6.0))
     args = ["run", str(_items(tmp_path, 4)), "--state", str(tmp_path / "s"), *FAST]
     start = time.monotonic()
     first = srv.cli([*args, "--deadline", "1s"], timeout=60)
     took = time.monotonic() - start
     assert 3 == first.returncode, first.stderr[-2000:]
     assert "deadline" in first.stderr and "reached" in first.stderr
-    assert took < 2.8  # stopped at the deadline, not when the batch ended
+    assert took < 4.5  # stopped at the deadline, not when the batch ended
     assert ["pending"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
     assert 1 == len(srv.creates())
     second = srv.cli(args, timeout=60)  # no --deadline: the rerun waits for the same batch to end
@@ -49,3 +50,21 @@ def test_a_batch_still_running_at_the_deadline_is_left_pending_exit_3_and_a_reru
     assert ["succeeded"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
     assert 1 == len(srv.creates())  # nothing resent: the batch left at the deadline was harvested
     assert "reached" not in second.stderr
+
+
+def test_a_deadline_too_close_for_any_batch_goes_all_sync_this_run_only(served, tmp_path):
+    """A job the threshold sends to batches, with a one-minute deadline: no window for a batch, so this
+    run sends every item on the sync route (one stderr line says why), and the route is not kept: the
+    plan of the job grown by two items puts them on the batch route again."""
+    srv = served(Scenario(seed=3, batch_seconds=0.05))
+    flags = ["--state", str(tmp_path / "s"), "--sync-threshold", "1", "--otpm", "400000"]
+    res = srv.cli(["run", str(_items(tmp_path, 5)), *flags, "--deadline", "1m"], timeout=60)
+    assert 0 == res.returncode, res.stderr[-2000:]
+    assert 1 == sum("sync for this run only" in line for line in res.stderr.splitlines())
+    rows = read_output(tmp_path / "s" / "output.jsonl")
+    assert [("succeeded", "sync")] * 5 == [(r["status"], r["route"]) for r in rows]
+    assert [] == srv.creates()
+    plan = srv.cli(["run", str(_items(tmp_path, 7)), *flags, "--dry-run", "--json"])
+    assert 0 == plan.returncode, plan.stderr[-2000:]
+    got = json.loads(plan.stdout)
+    assert ("batch", 2) == (got["route"], got["to_send"])
