@@ -326,8 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--deadline",
         type=_deadline,
         metavar="WHEN",
-        help="a duration from this run's start (90s, 45m, 2h) or an ISO 8601 time with its offset: no "
-        "batch is waited on past WHEN; what is not final then is pending (exit 3). Never kept for a rerun",
+        help="a duration from this run's start (90s, 45m, 2h) or an ISO 8601 time with its offset: nothing "
+        "is sent or waited on past WHEN; what is not final then is pending (exit 3); too close for any "
+        "batch, this run goes all sync. Never kept for a rerun",
     )
     b = run.add_argument_group("batches")
     b.add_argument(

@@ -283,7 +283,7 @@ def _run(
     from adapters.cli.relaunch import command_line
     from adapters.cli.status import _spend_line
 
-    resume = command_line(argv)
+    resume = command_line(without(argv, "--deadline"))  # a deadline is this run's: never resumed with
     terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status
     ttys = [s.fileno() for s in (sys.stdout, sys.stderr) if s.isatty()]  # for a SIGHUP (`_hung_up`)
 
@@ -381,7 +381,7 @@ def _run(
     if result.exit_code == EXIT_PENDING and result.rerun_budget is not None:
         # the line scripts test (`grep '^budget: stopped'`: exit 3 stays "pending, rerun"), and a
         # resume command that carries the budget it suggests, not the one that stopped the run
-        again = command_line(with_budget(argv, result.rerun_budget))
+        again = command_line(with_budget(without(argv, "--deadline"), result.rerun_budget))
         print(
             f"budget: stopped by --budget {settings.budget:.2f}: {plural(c['pending'], 'item')} pending; "
             f"resume with --budget {result.rerun_budget:.2f} (from what the answers so far cost):\n  {again}",
@@ -394,6 +394,13 @@ def _run(
 
 def with_budget(argv: Sequence[str], usd: float) -> list[str]:
     """`argv` with its `--budget` (if any) replaced by `usd` (whole cents), before any `--`."""
+    words = without(argv, "--budget")
+    end = words.index("--") if "--" in words else len(words)
+    return [*words[:end], "--budget", f"{usd:.2f}", *words[end:]]
+
+
+def without(argv: Sequence[str], flag: str) -> list[str]:
+    """`argv` without `flag` and its value (`flag V` or `flag=V`), before any `--`."""
     words = list(argv)
     end = words.index("--") if "--" in words else len(words)
     head, tail = words[:end], words[end:]
@@ -402,11 +409,11 @@ def with_budget(argv: Sequence[str], usd: float) -> list[str]:
     for word in head:
         if skip:
             skip = False
-        elif word == "--budget":
+        elif word == flag:
             skip = True
-        elif not word.startswith("--budget="):
+        elif not word.startswith(f"{flag}="):
             kept.append(word)
-    return [*kept, "--budget", f"{usd:.2f}", *tail]
+    return [*kept, *tail]
 
 
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:

@@ -252,6 +252,8 @@ def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> Sync
     overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
     if settings.concurrency:
         overrides["concurrency"] = settings.concurrency
+    if settings.deadline is not None and settings.deadline.at is not None:
+        overrides["deadline"] = settings.deadline.at
     return SyncSettings.from_env(environ, **overrides)
 
 

@@ -42,6 +42,7 @@ def test_a_batch_still_running_at_the_deadline_is_left_pending_exit_3_and_a_reru
     took = time.monotonic() - start
     assert 3 == first.returncode, first.stderr[-2000:]
     assert "deadline" in first.stderr and "reached" in first.stderr
+    assert "--deadline" not in first.stderr.split("resume with:")[1]  # the resume command has none
     assert took < 4.5  # stopped at the deadline, not when the batch ended
     assert ["pending"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
     assert 1 == len(srv.creates())
