@@ -214,6 +214,8 @@ async def _run(
             raise UsageError(str(exc)) from None
         if invocation is not None:
             store.set_meta("invocation", dict(invocation))
+        # the last run's deadline, for `status` (None: this run has none)
+        store.set_meta("deadline", {"at": settings.deadline.at} if settings.deadline is not None else None)
         store.set_meta(
             "rubric", {"text": rubric}
         )  # the report quotes it in full (the manifest has its digest)

@@ -46,11 +46,18 @@ def test_a_batch_still_running_at_the_deadline_is_left_pending_exit_3_and_a_reru
     assert took < 4.5  # stopped at the deadline, not when the batch ended
     assert ["pending"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
     assert 1 == len(srv.creates())
+    status = srv.cli(["status", "--state", str(tmp_path / "s")])
+    assert 1 == sum(
+        line.strip().startswith("deadline of the last run:") for line in status.stdout.splitlines()
+    )
+    assert "(passed" in status.stdout
     second = srv.cli(args, timeout=60)  # no --deadline: the rerun waits for the same batch to end
     assert 0 == second.returncode, second.stderr[-2000:]
     assert ["succeeded"] * 4 == [r["status"] for r in read_output(tmp_path / "s" / "output.jsonl")]
     assert 1 == len(srv.creates())  # nothing resent: the batch left at the deadline was harvested
     assert "reached" not in second.stderr
+    again = srv.cli(["status", "--state", str(tmp_path / "s"), "--json"])
+    assert json.loads(again.stdout)["deadline"] is None  # the rerun had none
 
 
 def test_a_deadline_too_close_for_any_batch_goes_all_sync_this_run_only(served, tmp_path):
