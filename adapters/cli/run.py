@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,12 +257,16 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
         source=str(ns.input),
     )
     assert result.plan is not None
+    from adapters.run.deadline import dry_run_deadline, render_deadline
+
+    deadline = dry_run_deadline(time.time(), settings, result.plan)
     if ns.json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(plan_json(result.plan), option=orjson.OPT_INDENT_2).decode() + "\n")
+        shown = plan_json(result.plan) | ({"deadline": deadline} if deadline is not None else {})
+        sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        sys.stdout.write(render_plan(result.plan))
+        sys.stdout.write(render_plan(result.plan) + (render_deadline(deadline) if deadline else ""))
     return EXIT_OK
 
 

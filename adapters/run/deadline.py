@@ -3,12 +3,26 @@ the settings and the checkpoint, and the start's decision (batches, or this run 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from judgecore.decide.deadline import AllSync, Pile, SyncPace, Unfinished, Watch, deadline_start
+import attrs
+
+from judgecore.decide.deadline import (
+    AllSync,
+    Pile,
+    SyncPace,
+    Unfinished,
+    Watch,
+    clock_time,
+    deadline_figures,
+    deadline_start,
+)
+from judgecore.job.when import When
 
 if TYPE_CHECKING:
     from adapters.run.settings import JobSettings
+    from judgecore.decide.planning import Plan
 
 
 def watch_of(settings: JobSettings, *, left: int, otpm_read: int | None) -> Watch | None:
@@ -39,3 +53,44 @@ def all_sync_reason(now: float, settings: JobSettings, *, left: int, otpm_read: 
         return None
     start = deadline_start(now, watch)
     return start.reason if isinstance(start, AllSync) else None
+
+
+def dry_run_deadline(now: float, settings: JobSettings, plan: Plan) -> dict[str, Any] | None:
+    """What `--dry-run` shows of a deadline (None: none given): the latest switch time, the sync
+    route's time with its margin, the all-batch cost and the most the deadline can add to it."""
+    if settings.deadline is None:
+        return None
+    at = settings.deadline.resolve(now)
+    resolved = attrs.evolve(settings, deadline=When(at=at))
+    watch = watch_of(resolved, left=plan.to_send, otpm_read=None)
+    assert watch is not None
+    batch = plan.route.path == "batch"
+    fig = deadline_figures(
+        now,
+        watch,
+        all_batch_usd=plan.estimated_cost_usd if batch else None,
+        all_sync_usd=plan.all_sync_cost_usd,
+    )
+    return {
+        "deadline": fig.deadline,
+        "latest_switch": fig.latest_switch,
+        "sync_seconds": fig.sync_seconds,
+        "needed_seconds": fig.needed_seconds,
+        "all_sync_from_start": fig.all_sync_from_start or not batch,
+        "all_batch_usd": fig.all_batch_usd,
+        "most_added_usd": fig.most_added_usd,
+    }
+
+
+def render_deadline(d: Mapping[str, Any]) -> str:
+    """The dry run's deadline lines (text)."""
+    line = f"  deadline     {clock_time(d['deadline'])}"
+    if d["latest_switch"] is None or d["all_sync_from_start"]:
+        return f"{line}: this run goes on the sync route (too close for any batch, or not a batch job)\n"
+    usd = "unknown" if d["all_batch_usd"] is None else f"${d['all_batch_usd']:,.2f}"
+    most = "unknown" if d["most_added_usd"] is None else f"${d['most_added_usd']:,.2f}"
+    return (
+        f"{line}: switch to the sync route at {clock_time(d['latest_switch'])} at the latest "
+        f"(it needs about {d['needed_seconds'] / 60:,.1f} min for everything, margin included)\n"
+        f"               all-batch {usd}; the deadline adds at most {most} (everything on the sync route)\n"
+    )

@@ -76,3 +76,20 @@ def test_a_deadline_too_close_for_any_batch_goes_all_sync_this_run_only(served, 
     assert 0 == plan.returncode, plan.stderr[-2000:]
     got = json.loads(plan.stdout)
     assert ("batch", 2) == (got["route"], got["to_send"])
+
+
+def test_the_dry_run_shows_the_latest_switch_time_and_the_most_the_deadline_adds(served, tmp_path):
+    srv = served(Scenario(seed=5))
+    items = _items(tmp_path, 30)
+    flags = ["--state", str(tmp_path / "s"), "--sync-threshold", "1", "--dry-run"]
+    text = srv.cli(["run", str(items), *flags, "--deadline", "2h"])
+    assert 0 == text.returncode, text.stderr[-2000:]
+    assert "switch to the sync route at" in text.stdout and "the deadline adds at most $" in text.stdout
+    got = json.loads(srv.cli(["run", str(items), *flags, "--deadline", "2h", "--json"]).stdout)["deadline"]
+    assert got["latest_switch"] < got["deadline"] and not got["all_sync_from_start"]
+    assert got["most_added_usd"] == pytest.approx(got["all_batch_usd"])  # sync is twice the batch price
+    close = json.loads(srv.cli(["run", str(items), *flags, "--deadline", "2m", "--json"]).stdout)["deadline"]
+    assert close["all_sync_from_start"] and close["latest_switch"] is None
+    plain = json.loads(srv.cli(["run", str(items), *flags, "--json"]).stdout)
+    assert "deadline" not in plain
+    assert [] == srv.creates()
