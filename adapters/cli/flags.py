@@ -42,6 +42,7 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         pairwise=tuple(ns.pairwise) if ns.pairwise else None,
         judges=tuple(ns.judges or ()),
         allow_unknown_model=bool(ns.allow_unknown_model),
+        deadline=getattr(ns, "deadline", None),
     )
 
 

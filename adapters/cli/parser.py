@@ -165,6 +165,16 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def _deadline(text: str) -> Any:
+    """`--deadline WHEN` read (`judgecore.job.when`): a bad value is exit 2, naming the flag."""
+    from judgecore.job.when import WhenError, parse_when
+
+    try:
+        return parse_when(text)
+    except WhenError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _knob(name: str) -> Callable[[str], Any]:
     """The argparse type of the knob `name`: its text parsed and checked against its range, from the
     one table of knobs (`judgecore.job.knobs`, read when a value is given: `--help` loads no core)."""
@@ -311,6 +321,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_knob("otpm"),
         metavar="N",
         help="the tier's output tokens per minute (default: read from one probe request)",
+    )
+    g.add_argument(
+        "--deadline",
+        type=_deadline,
+        metavar="WHEN",
+        help="a duration from this run's start (90s, 45m, 2h) or an ISO 8601 time with its offset: nothing "
+        "is sent or waited on past WHEN; what is not final then is pending (exit 3); too close for any "
+        "batch, this run goes all sync. Never kept for a rerun",
     )
     b = run.add_argument_group("batches")
     b.add_argument(

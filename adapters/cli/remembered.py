@@ -16,7 +16,18 @@ from adapters.files.paths import kept_path, path_to_keep
 from adapters.usage import UsageError
 
 _NOT_REMEMBERED = frozenset(
-    {"command", "input", "state", "out", "dry_run", "json", "count_tokens", "replace_verdict", "add_items"}
+    {
+        "command",
+        "input",
+        "state",
+        "out",
+        "dry_run",
+        "json",
+        "count_tokens",
+        "replace_verdict",
+        "add_items",
+        "deadline",
+    }
 )
 #: the manifest's fields, by the flag that sets them (a field that differs names its flag)
 _FLAG_OF = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,12 +254,16 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
         source=str(ns.input),
     )
     assert result.plan is not None
+    from adapters.run.deadline import dry_run_deadline, render_deadline
+
+    deadline = dry_run_deadline(time.time(), settings, result.plan)
     if ns.json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(plan_json(result.plan), option=orjson.OPT_INDENT_2).decode() + "\n")
+        shown = plan_json(result.plan) | ({"deadline": deadline} if deadline is not None else {})
+        sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        sys.stdout.write(render_plan(result.plan))
+        sys.stdout.write(render_plan(result.plan) + (render_deadline(deadline) if deadline else ""))
     return EXIT_OK
 
 
@@ -285,7 +290,7 @@ def _run(
     from adapters.run.progress import plural, stderr_progress
     from judgecore.summary.job_summary import unreadable_warning
 
-    resume = command_line(argv)
+    resume = command_line(without(argv, "--deadline"))  # a deadline is this run's: never resumed with
     terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status
     ttys = [s.fileno() for s in (sys.stdout, sys.stderr) if s.isatty()]  # for a SIGHUP (`_hung_up`)
 
@@ -383,7 +388,7 @@ def _run(
     if result.exit_code == EXIT_PENDING and result.rerun_budget is not None:
         # the line scripts test (`grep '^budget: stopped'`: exit 3 stays "pending, rerun"), and a
         # resume command that carries the budget it suggests, not the one that stopped the run
-        again = command_line(with_budget(argv, result.rerun_budget))
+        again = command_line(with_budget(without(argv, "--deadline"), result.rerun_budget))
         print(
             f"budget: stopped by --budget {settings.budget:.2f}: {plural(c['pending'], 'item')} pending; "
             f"resume with --budget {result.rerun_budget:.2f} (from what the answers so far cost):\n  {again}",
@@ -396,6 +401,13 @@ def _run(
 
 def with_budget(argv: Sequence[str], usd: float) -> list[str]:
     """`argv` with its `--budget` (if any) replaced by `usd` (whole cents), before any `--`."""
+    words = without(argv, "--budget")
+    end = words.index("--") if "--" in words else len(words)
+    return [*words[:end], "--budget", f"{usd:.2f}", *words[end:]]
+
+
+def without(argv: Sequence[str], flag: str) -> list[str]:
+    """`argv` without `flag` and its value (`flag V` or `flag=V`), before any `--`."""
     words = list(argv)
     end = words.index("--") if "--" in words else len(words)
     head, tail = words[:end], words[end:]
@@ -404,11 +416,11 @@ def with_budget(argv: Sequence[str], usd: float) -> list[str]:
     for word in head:
         if skip:
             skip = False
-        elif word == "--budget":
+        elif word == flag:
             skip = True
-        elif not word.startswith("--budget="):
+        elif not word.startswith(f"{flag}="):
             kept.append(word)
-    return [*kept, "--budget", f"{usd:.2f}", *tail]
+    return [*kept, *tail]
 
 
 def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             "counts": _counts_with_verdicts(store),
             "running": running_holder(ns.state),
             "design": store.get_meta("design"),
+            "deadline": (store.get_meta("deadline") or {}).get("at"),
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -98,6 +100,8 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 lines.append(
                     f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
                 )
+    if info["deadline"] is not None and c.get("pending"):
+        lines.append("  " + _deadline_line(info["deadline"], time.time()))
     if info["running"]:
         lines.append(f"  running now: {info['running']}; its progress is on its own stderr")
     elif info["resume"] and c.get("pending"):
@@ -106,6 +110,21 @@ def cmd_status(ns: argparse.Namespace) -> int:
         lines.append(f"  resume: {PYTHON_RESUME.format(state=shlex.quote(str(ns.state)))}")
     print("\n".join(lines))
     return code
+
+
+def _deadline_line(at: float, now: float) -> str:
+    """The last run's deadline, and the time left to it (or that it has passed)."""
+    from judgecore.decide.deadline import clock_time
+
+    left = at - now
+    if left <= 0:
+        return f"deadline of the last run: {clock_time(at)} (passed; a rerun has none unless given one)"
+    return f"deadline of the last run: {clock_time(at)} ({_left(left)} left)"
+
+
+def _left(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s} s" if s < 120 else f"{round(s / 60)} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
 def _per_item(design: dict[str, Any] | None) -> int:

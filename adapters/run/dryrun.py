@@ -33,10 +33,14 @@ def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
     return f"{where}:{line}: {exc}" if where else f"line {line}: {exc}"
 
 
-def machine_of(job: JobPlan, history: History, settings: JobSettings) -> JobRun:
+def machine_of(
+    job: JobPlan, history: History, settings: JobSettings, *, all_sync: str | None = None
+) -> JobRun:
     """The job's machine, started from what its checkpoint holds (`history`) under the settings' policy:
-    the run's and the dry run's alike."""
-    policy = JobPolicy(force=settings.force, otpm=settings.otpm, route_policy=settings.route_policy)
+    the run's and the dry run's alike. `all_sync`: why this run alone goes on the sync route."""
+    policy = JobPolicy(
+        force=settings.force, otpm=settings.otpm, route_policy=settings.route_policy, all_sync=all_sync
+    )
     return JobRun.start(job.requests.custom_ids, history, policy)
 
 

@@ -27,6 +27,7 @@ from adapters.checkpoint.reads import history_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.output import write_output
 from adapters.files.paths import kept_path, out_problem, state_problem
+from adapters.run.deadline import all_sync_reason
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
 from adapters.run.operations import Ports, connect, probe_one, run_batch_part, run_sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
@@ -164,9 +165,12 @@ async def _run(
 
     from adapters.run.clock import RealClock
     from adapters.run.events import Notice
+    from judgecore.job.when import When
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
+    if settings.deadline is not None:  # a duration counts from this run's start: resolved once, here
+        settings = attrs.evolve(settings, deadline=When(at=settings.deadline.resolve(clock.now())))
     # kept for the result: with no `progress`, the caller would hear none of them; the settings' own
     # (a deprecated model) were printed on stderr when the job was planned
     warnings: list[str] = list(settings.warnings())
@@ -210,11 +214,16 @@ async def _run(
             raise UsageError(str(exc)) from None
         if invocation is not None:
             store.set_meta("invocation", dict(invocation))
+        # the last run's deadline, for `status` (None: this run has none)
+        store.set_meta("deadline", {"at": settings.deadline.at} if settings.deadline is not None else None)
         store.set_meta(
             "rubric", {"text": rubric}
         )  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
-        run = machine_of(job, history_from_store(store), settings)
+        history = history_from_store(store)
+        left = sum(1 for c in job.requests.custom_ids if c not in history.final)
+        why = all_sync_reason(clock.now(), settings, left=left, otpm_read=history.otpm_read)
+        run = machine_of(job, history, settings, all_sync=why)
         ports: Ports | None = None
         written = None
         while True:

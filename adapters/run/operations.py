@@ -162,6 +162,7 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
             max_batch_bytes=s.max_batch_bytes,
             poll=PollPolicy(interval=s.poll_interval, grace=s.grace),
             max_attempts=s.max_attempts,
+            deadline=s.deadline.at if s.deadline is not None else None,
         ),
         emit=p.emit,
         rng=p.rng,

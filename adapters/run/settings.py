@@ -19,6 +19,7 @@ from judgecore.job.ids import sha256
 from judgecore.job.items import RoutePath
 from judgecore.job.knobs import KNOBS
 from judgecore.job.knobs import check as check_knobs
+from judgecore.job.when import When
 from judgecore.results.status import ACCOUNT_REFUSED
 from judgecore.results.verdicts import VerdictSpec, spec_from_json
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
@@ -85,6 +86,9 @@ class JobSettings:
     #: this judgecore); without it, an unknown id is refused before anything is sent, with the
     #: nearest id the table knows. Never part of the manifest.
     allow_unknown_model: bool = attrs.field(default=False, eq=False)
+    #: `--deadline WHEN` (`judgecore.job.when.When`): this run's alone, never in the manifest nor kept
+    #: for a rerun; the run resolves a duration against its start (None: no deadline).
+    deadline: When | None = None
     #: The date deprecations and retirements are judged on; None: today's UTC date, read by the shell
     #: when the job is planned. Never part of the manifest.
     today: datetime.date | None = attrs.field(default=None, eq=False)
@@ -267,6 +271,8 @@ def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> Sync
     overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
     if settings.concurrency:
         overrides["concurrency"] = settings.concurrency
+    if settings.deadline is not None and settings.deadline.at is not None:
+        overrides["deadline"] = settings.deadline.at
     return SyncSettings.from_env(environ, **overrides)
 
 

@@ -50,6 +50,8 @@ class SyncSettings:
     pacing_burst: float = 2.0
     request_timeout: float | None = None
     progress_interval: float = 0.5
+    #: the run's deadline (epoch seconds; None: none), see `SyncPolicy.deadline`
+    deadline: float | None = None
 
     def __attrs_post_init__(self) -> None:
         problem = check_knobs({name: getattr(self, name) for name in _FIELDS})
@@ -66,6 +68,7 @@ class SyncSettings:
             pacing=PacingPolicy(headroom=self.pacing_headroom, burst_seconds=self.pacing_burst),
             concurrency=self.concurrency or concurrency_for(reading),
             warm_up=warm_up,
+            deadline=self.deadline,
         )
 
     @classmethod

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from judgecore.decide.deadline import _ended
 from judgecore.decide.polling import Harvest as HarvestNow
 from judgecore.decide.polling import Overdue, Wait, next_poll_action
 from judgecore.decide.spend import answer_cost
@@ -28,7 +29,17 @@ def on_snapshot(run: BatchRun, event: Snapshot) -> BatchRun:
 def _polled(run: BatchRun, sub_id: int, at: float) -> BatchRun:
     s = run.subs[sub_id]
     assert s.snap is not None
-    match next_poll_action(at, s.snap, run.settings.poll):
+    action = next_poll_action(at, s.snap, run.settings.poll)
+    deadline = run.settings.deadline
+    if deadline is not None and not isinstance(action, HarvestNow):
+        if at >= deadline:  # the end: its ids stay pending (a rerun resumes the batch), nothing new
+            run = attrs.evolve(run, stop_creating=True)._step(s, T.STOPPED)
+            return run._emit(
+                Say("warning", f"batch {s.snap.id}: {_ended(deadline)} ({s.n:,} ids left in it)")
+            )
+        if isinstance(action, Wait) and at + action.seconds > deadline:
+            action = Wait(deadline - at)  # no wait runs past the deadline
+    match action:
         case HarvestNow():
             return run._step(s, T.ENDED, due=at)
         case Overdue():

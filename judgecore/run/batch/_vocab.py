@@ -38,6 +38,9 @@ class BatchSettings:
     harvest_attempts: int = 4
     #: which listed batch can be an intent's (see `judgecore.run.batch.batching.OrphanWindow`)
     orphan_window: OrphanWindow = attrs.field(factory=OrphanWindow)
+    #: the run's deadline (epoch seconds; None: none): no wait runs past it, and at it the live
+    #: batches are left (their ids pending, exit 3; a rerun resumes them)
+    deadline: float | None = None
     #: at most this many listed batches are scanned per reconciliation
     list_scan_limit: int = 2000
     #: outcome rows per durable commit during a harvest

@@ -82,6 +82,9 @@ class JobPolicy:
     force: RoutePath | None = None
     otpm: int | None = None
     route_policy: RoutePolicy = attrs.Factory(RoutePolicy)
+    #: this run alone goes on the sync route, for this reason (a deadline too close for any batch:
+    #: `judgecore.decide.deadline.AllSync`); the route is said, never recorded as the job's
+    all_sync: str | None = None
 
 
 class IllegalJobMove(Exception):
@@ -217,6 +220,11 @@ class JobRun:
             say = Say("info", "every item is final already: nothing to send")
             return _then((say,), attrs.evolve(self, phase=Phase.OUTPUT, route=self.history.stored)._next())
         out: list[Action] = [Connect()]
+        if (why := self.policy.all_sync) is not None:
+            n = len(self.custom_ids)
+            chosen = route(n, policy=self.policy.route_policy, force="sync", otpm=self.policy.otpm)
+            said = (Say("warning", f"route: sync for this run only ({why})"), Estimate(chosen))
+            return _then((*out, *said), attrs.evolve(self, phase=Phase.RUNNING, route=chosen)._run_parts())
         match self._decision():
             case KeepRoute(route=kept):
                 out.append(Estimate(kept))

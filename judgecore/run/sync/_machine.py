@@ -146,7 +146,10 @@ class SyncRun:
         if self.stop is not None:
             return self, Done(ExitStatus.FATAL, self.stop)
         wake: float | None = None
-        candidate, from_retry = (None, False) if self.out_of_budget else self._candidate(now)
+        deadline = self.policy.deadline
+        late = deadline is not None and now >= deadline  # the end: send nothing more
+        held_back = self.out_of_budget or late
+        candidate, from_retry = (None, False) if held_back else self._candidate(now)
         if candidate is not None and self._may_launch(candidate):
             bound = candidate.todo.bound
             if stops_for_budget(self.budget, bound, in_flight=bool(self.in_flight)):
@@ -159,8 +162,10 @@ class SyncRun:
                 wake = now + max(wait, MIN_WAIT)
         # A candidate held back by the concurrency limit, the warm-up or the budget (until an answer
         # in flight frees its bound) waits for an answer.
-        if self.retries and not self.out_of_budget and self.retries[0].due > now:
+        if self.retries and not held_back and self.retries[0].due > now:
             wake = self.retries[0].due if wake is None else min(wake, self.retries[0].due)
+        if wake is not None and deadline is not None:
+            wake = min(wake, deadline)  # no wait runs past the deadline
         if not self.in_flight and wake is None:
             if self.held and self.record_held and not self.breaker.tripped:
                 # The run ends with the breaker undecided: what it held is final, record it.

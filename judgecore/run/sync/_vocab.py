@@ -40,6 +40,9 @@ class SyncPolicy:
     concurrency: int = attrs.field(default=16, validator=_at_least_one)
     #: Send the first item alone and resolve it before any other leaves (the prompt-cache warm-up).
     warm_up: bool = True
+    #: The run's deadline (epoch seconds; None: none): no wait reaches past it, and from it nothing
+    #: more is sent; the answers in flight are recorded as they come, the rest is left pending.
+    deadline: float | None = None
 
 
 @attrs.frozen(kw_only=True)
