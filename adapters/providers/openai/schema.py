@@ -210,6 +210,9 @@ def _fits(value: Any, node: Any, defs: Mapping[str, Any]) -> bool:
         node = defs.get(node["$ref"][len("#/$defs/") :])
     if not isinstance(node, Mapping):
         return False
+    variants = node.get("anyOf", node.get("oneOf"))
+    if isinstance(variants, list):  # a nested union: the value fits it when it fits one of its variants
+        return any(_fits(value, variant, defs) for variant in variants)
     if isinstance(value, dict):
         props = node.get("properties")
         return isinstance(props, Mapping) and set(value) <= set(props)
