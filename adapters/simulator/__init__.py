@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 from .answers import MARKERS, count_input_tokens, forced_outcome
 from .cli import add_arguments, scenario_from_args
 from .clock import ManualClock
-from .logic import BatchView, LogEntry, Simulator
+from .logic import BatchView, Simulator
 from .openai_scenario import OpenAIScenario
 from .scenario import BATCH_OUTCOMES, CREATE_FAULTS, DEFAULT_MODELS, SYNC_FAULTS, Scenario
 from .server import ServerHandle, run_server_forever, serve
-from .wire import SimRequest, SimResponse
+from .wire import LogEntry, SimRequest, SimResponse
 
 if TYPE_CHECKING:
     from .openai_transport import openai_client

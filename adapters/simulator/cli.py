@@ -6,27 +6,11 @@ from __future__ import annotations
 import argparse
 import math
 
-from adapters.argtypes import finite_number
+from adapters.argtypes import finite_number, probability, seconds
 
 from .latency import LATENCY_KINDS
 from .openai_cli import add_openai_arguments, openai_from_args, self_preference_from_args
 from .scenario import ACCOUNT_STATE_WHERE, ACCOUNT_STATES, REFUSAL_CATEGORIES, Scenario
-
-
-def seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds >= 0 (refuses `inf`, `nan` and negatives)."""
-    value = _number(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return value
-
-
-def probability(text: str) -> float:
-    """An argparse type: a probability in 0..1 (refuses `nan` and anything outside)."""
-    value = _number(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a probability in 0..1, got {text!r}")
-    return value
 
 
 def _shape(text: str) -> float:

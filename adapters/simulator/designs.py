@@ -35,6 +35,7 @@ from typing import Any, Final
 import attrs
 
 from . import answers
+from .rubric_format import judge_format
 from .wire import unit_float
 
 _ANSWER: Final = re.compile(
@@ -86,7 +87,7 @@ def shape(
         return _refit(reply, f"Winner: {choice}\n{rationale}", params, choice)
     if not spread:
         return reply
-    fmt = answers.judge_format(answers.system_text(params))
+    fmt = judge_format(answers.system_text(params))
     others = [c for c in fmt.candidates() if c != str(reply.score)]
     if not others:
         return reply

@@ -41,9 +41,11 @@ from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
 from .wire import (
     ERROR_STATUS,
+    LogEntry,
     SimRequest,
     SimResponse,
     digest_int,
+    draw,
     dumps,
     error_body,
     make_id,
@@ -73,23 +75,6 @@ COUNT_TOKENS_PARAMS = frozenset(
         "workspace_id",
     }
 )
-
-
-@attrs.frozen(kw_only=True)
-class LogEntry:
-    """One handled request. `status` is 0 when the connection was dropped without an answer."""
-
-    time: float
-    method: str
-    path: str
-    status: int
-    request_id: str
-    fault: str | None = None
-    batch_id: str | None = None
-    custom_ids: tuple[str, ...] = ()
-    digest: str | None = None
-    #: A `POST /v1/messages` that asked for `stream: true`.
-    stream: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -328,7 +313,7 @@ class Simulator:
             return refused
         if problem := answers.thinking_type_problem(params, _thinking(params)[1]):
             return ctx.error("invalid_request_error", problem)
-        fault = dict(s.sync_faults).get(number) or _draw(s.sync_fault_mix, s.seed, "sync-fault", number)
+        fault = dict(s.sync_faults).get(number) or draw(s.sync_fault_mix, s.seed, "sync-fault", number)
         if fault is not None:
             ctx.fault = fault
             return self._sync_fault(ctx, fault)
@@ -749,7 +734,7 @@ class Simulator:
             outcome = "api_error"
         if outcome is None:
             mix = s.batch_mix if attempt == 1 else s.batch_retry_mix
-            outcome = _draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
+            outcome = draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
         match outcome:
             case "succeeded" | "max_tokens" | "refusal":
                 plan = self._cache.plan(params, now)
@@ -779,21 +764,6 @@ class Simulator:
             case "canceled" | "expired":
                 return {"type": outcome}
         raise AssertionError(f"unknown outcome {outcome!r}")
-
-
-def _draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:
-    """A seeded weighted choice; weights may sum to less than 1 (the rest is None)."""
-    if not weights:
-        return None
-    total = sum(w for _, w in weights)
-    scale = max(1.0, total)
-    u = unit_float(*key) * scale
-    acc = 0.0
-    for name, w in weights:
-        acc += w
-        if u < acc:
-            return name
-    return None
 
 
 def _api_path(path: str) -> str:

@@ -6,19 +6,9 @@ from __future__ import annotations
 import argparse
 import math
 
+from adapters.argtypes import probability, seconds
+
 from .openai_scenario import SERVED_MODELS, OpenAIScenario
-
-
-def _rate(text: str) -> float:
-    from .cli import probability
-
-    return probability(text)
-
-
-def _seconds(text: str) -> float:
-    from .cli import seconds
-
-    return seconds(text)
 
 
 def _positive_int(text: str) -> int:
@@ -44,9 +34,9 @@ def add_openai_arguments(parser: argparse.ArgumentParser) -> None:
         ("drop", "a dropped connection"),
         ("insufficient-quota", "a 429 insufficient_quota (an account state: waiting does not help)"),
     ):
-        g.add_argument(f"--openai-{name}-rate", type=_rate, default=0.0, metavar="P",
+        g.add_argument(f"--openai-{name}-rate", type=probability, default=0.0, metavar="P",
                        help=f"probability that a chat completion gets {what}")  # fmt: skip
-    g.add_argument("--openai-content-filter-rate", type=_rate, default=0.0, metavar="P",
+    g.add_argument("--openai-content-filter-rate", type=probability, default=0.0, metavar="P",
                    help='share of answers that finish with "content_filter" (content null; seeded per request)')  # fmt: skip
     g.add_argument(
         "--openai-rpm", type=_positive_int, default=None, help="requests-per-minute limit (default: none)"
@@ -56,9 +46,9 @@ def add_openai_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--openai-enqueued-token-limit", type=_positive_int, default=None, metavar="TOKENS",
                    help="prompt tokens a model's live batches may hold; a batch past it is created, then fails "
                    "validation with token_limit_exceeded (default: none)")  # fmt: skip
-    g.add_argument("--openai-validating-seconds", type=_seconds, default=d.validating_seconds, metavar="S",
+    g.add_argument("--openai-validating-seconds", type=seconds, default=d.validating_seconds, metavar="S",
                    help="seconds a batch stays validating (default: %(default)s)")  # fmt: skip
-    g.add_argument("--openai-finalizing-seconds", type=_seconds, default=d.finalizing_seconds, metavar="S",
+    g.add_argument("--openai-finalizing-seconds", type=seconds, default=d.finalizing_seconds, metavar="S",
                    help="seconds a batch stays finalizing (default: %(default)s)")  # fmt: skip
     g.add_argument("--openai-max-file-lines", type=_positive_int, default=d.max_file_lines, metavar="N",
                    help="lines a batch input file may hold; more fail validation (default: %(default)s)")  # fmt: skip
@@ -69,7 +59,7 @@ def add_openai_arguments(parser: argparse.ArgumentParser) -> None:
                    "--create-stall-seconds and drops it (for crash tests); repeatable")  # fmt: skip
     g.add_argument("--openai-hold-upload", type=_positive_int, action="append", default=[], metavar="N",
                    help="the Nth POST /v1/files stores its file, then holds and drops the connection; repeatable")  # fmt: skip
-    g.add_argument("--create-stall-seconds", type=_seconds, default=30.0, metavar="S",
+    g.add_argument("--create-stall-seconds", type=seconds, default=30.0, metavar="S",
                    help="how long a held create or upload holds its connection (default: %(default)s)")  # fmt: skip
     s = parser.add_argument_group(
         "served models (answered as a vLLM server answers: no rate-limit headers, vLLM's error body with an "
@@ -82,7 +72,7 @@ def add_openai_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--served-slots", type=_positive_int, default=d.served_slots, metavar="N",
                    help="requests served at the floor latency; past them latency climbs with the queue "
                    "(default: %(default)s)")  # fmt: skip
-    s.add_argument("--served-latency", type=_seconds, default=d.served_latency, metavar="S",
+    s.add_argument("--served-latency", type=seconds, default=d.served_latency, metavar="S",
                    help="seconds an answer takes at the floor (default: %(default)s)")  # fmt: skip
     s.add_argument("--served-max-queued", type=int, default=None, metavar="N",
                    help="requests that may wait beyond the slots (vLLM's --max-num-queued-reqs); more are a "
@@ -101,7 +91,7 @@ def openai_from_args(ns: argparse.Namespace) -> OpenAIScenario:
     mix = {
         name: rate
         for name in ("429", "500", "503", "drop", "insufficient_quota")
-        if (rate := getattr(ns, f"openai_{name}_rate", 0.0))
+        if (rate := getattr(ns, f"openai_{name}probability", 0.0))
     }
     if sum(mix.values()) > 1:
         raise ValueError("the --openai-*-rate fault options must add up to at most 1")

@@ -44,10 +44,10 @@ from .openai_wire import (
     vllm_error_body,
 )
 from .ratelimit import Bucket
-from .wire import SimRequest, SimResponse, digest_int, dumps, unit_float
+from .wire import LogEntry, SimRequest, SimResponse, digest_int, draw, dumps, unit_float
 
 if TYPE_CHECKING:
-    from .logic import LogEntry, Simulator
+    from .logic import Simulator
     from .scenario import Scenario
 
 _FILE: Final = re.compile(r"^/v1/files/([^/]+)$")
@@ -174,8 +174,6 @@ class OpenAISide:
 
     # ------------------------------------------------------------------ entry point
     def handle(self, request: SimRequest, path: str, now: float, rid: str) -> tuple[SimResponse, LogEntry]:
-        from .logic import LogEntry
-
         self._advance(now)
         ctx = _OCtx(request, rid, now)
         response = self._route(ctx, request.method.upper(), path)
@@ -281,9 +279,7 @@ class OpenAISide:
             return ctx.error(_model_not_found(body["model"]))
         params = answer_params(body)
         ctx.digest = answers.content_digest(params)
-        fault = dict(o.chat_faults).get(number) or _draw(
-            o.chat_fault_mix, s.seed, "openai-chat-fault", number
-        )
+        fault = dict(o.chat_faults).get(number) or draw(o.chat_fault_mix, s.seed, "openai-chat-fault", number)
         if fault is not None:
             ctx.fault = fault
             return self._chat_fault(ctx, fault, body["model"])
@@ -498,9 +494,7 @@ class OpenAISide:
             return ctx.error(problem)
         params = answer_params(body)
         ctx.digest = answers.content_digest(params)
-        fault = dict(o.chat_faults).get(number) or _draw(
-            o.chat_fault_mix, s.seed, "openai-chat-fault", number
-        )
+        fault = dict(o.chat_faults).get(number) or draw(o.chat_fault_mix, s.seed, "openai-chat-fault", number)
         if fault is not None:
             ctx.fault = fault
             if fault == "drop":
@@ -888,7 +882,7 @@ class OpenAISide:
             outcome = "api_error"
         if outcome is None:
             mix = s.batch_mix if attempt == 1 else s.batch_retry_mix
-            outcome = _draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
+            outcome = draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
         if outcome in ("canceled", "expired"):
             outcome = "succeeded"  # a line's own fate is its batch's, on this wire
         if outcome not in ("succeeded", "max_tokens", "refusal"):
@@ -1079,12 +1073,6 @@ def _oid(prefix: str, *parts: object, length: int) -> str:
     """An id like OpenAI's (`batch_...`, `file-...`, `chatcmpl-...`), derived from `parts` (hex: cheaper
     than `wire.make_id`'s alphabet, which a 50,000-line batch would call 150,000 times)."""
     return prefix + hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:length]
-
-
-def _draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:
-    from .logic import _draw as draw
-
-    return draw(weights, *key)
 
 
 @attrs.define

@@ -19,6 +19,8 @@ from typing import Final
 
 import attrs
 
+from .schedule import schedule
+
 #: Chat models the simulated OpenAI API serves: the text models the `openai` SDK (3.60,
 #: `types/shared/chat_model.py`) lists whose announced shutdown is not before 2026-12-03 (the audio,
 #: search and codex ids and the `*-chat-latest` aliases left out). Any other id is a 404
@@ -76,14 +78,6 @@ CREATE_FAULTS: Final = ("500", "429", "drop", "persist_then_500", "persist_then_
 BATCH_FAIL_CODES: Final = ("token_limit_exceeded", "invalid_request")
 
 
-def _schedule(
-    value: Mapping[int, str] | Iterable[str] | Iterable[tuple[int, str]],
-) -> tuple[tuple[int, str], ...]:
-    from .scenario import _schedule as schedule
-
-    return schedule(value)
-
-
 def _weights(value: Mapping[str, float] | Iterable[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
     pairs = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), float(v)) for k, v in pairs))
@@ -118,7 +112,7 @@ class OpenAIScenario:
     # --- chat completions -------------------------------------------------------------------------
     #: Faults on `POST /v1/chat/completions`, keyed by the 1-based number of that call (retries count).
     chat_faults: tuple[tuple[int, str], ...] = attrs.field(
-        default=(), converter=_schedule, validator=_names(CHAT_FAULTS)
+        default=(), converter=schedule, validator=_names(CHAT_FAULTS)
     )
     #: Probability of each fault per chat call (seeded by the call number).
     chat_fault_mix: tuple[tuple[str, float], ...] = attrs.field(
@@ -135,10 +129,10 @@ class OpenAIScenario:
     # --- files and batches ------------------------------------------------------------------------
     #: Faults on `POST /v1/batches` and on `POST /v1/files`, keyed by the 1-based call number.
     create_faults: tuple[tuple[int, str], ...] = attrs.field(
-        default=(), converter=_schedule, validator=_names(CREATE_FAULTS)
+        default=(), converter=schedule, validator=_names(CREATE_FAULTS)
     )
     upload_faults: tuple[tuple[int, str], ...] = attrs.field(
-        default=(), converter=_schedule, validator=_names(CREATE_FAULTS)
+        default=(), converter=schedule, validator=_names(CREATE_FAULTS)
     )
     #: Seconds a batch stays `validating`, and `finalizing` after its work is done.
     validating_seconds: float = attrs.field(default=0.0, validator=_non_negative)
@@ -150,7 +144,7 @@ class OpenAIScenario:
     enqueued_token_limit: int | None = attrs.field(default=None, validator=_optional_positive)
     #: Batches (1-based creation numbers) that fail validation whatever their file says, with this code.
     batch_fail: tuple[tuple[int, str], ...] = attrs.field(
-        default=(), converter=_schedule, validator=_names(BATCH_FAIL_CODES)
+        default=(), converter=schedule, validator=_names(BATCH_FAIL_CODES)
     )
 
     # --- served mode (vLLM) -----------------------------------------------------------------------

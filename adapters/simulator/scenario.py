@@ -15,6 +15,7 @@ import attrs
 
 from .latency import LATENCY_KINDS
 from .openai_scenario import OpenAIScenario
+from .schedule import schedule
 
 #: Outcomes a batch request can be given by `batch_mix` / `batch_retry_mix` or by a marker.
 BATCH_OUTCOMES: Final = (
@@ -120,21 +121,6 @@ def _weights(value: Mapping[str, float] | Iterable[tuple[str, float]]) -> tuple[
     return tuple(sorted((str(k), float(v)) for k, v in pairs))
 
 
-def _schedule(
-    value: Mapping[int, str] | Iterable[str] | Iterable[tuple[int, str]],
-) -> tuple[tuple[int, str], ...]:
-    """A schedule keyed by 1-based call number; a plain sequence of names counts from 1 ("" = no fault)."""
-    if isinstance(value, Mapping):
-        pairs = [(int(k), str(v)) for k, v in value.items()]
-    else:
-        items = list(value)
-        if all(isinstance(x, str) for x in items):
-            pairs = [(i, str(x)) for i, x in enumerate(items, start=1)]
-        else:
-            pairs = [(int(k), str(v)) for k, v in items]  # type: ignore[misc]
-    return tuple(sorted((k, v) for k, v in pairs if v and v != "ok"))
-
-
 def _check_names(allowed: tuple[str, ...]) -> object:
     def check(_inst: object, attribute: attrs.Attribute, value: tuple[tuple[object, str], ...]) -> None:
         for pair in value:
@@ -214,7 +200,7 @@ class Scenario:
     max_batch_requests: int = 100_000
     #: Faults on `POST /v1/messages/batches`, keyed by the 1-based number of that call.
     create_faults: tuple[tuple[int, str], ...] = attrs.field(
-        default=(), converter=_schedule, validator=_check_names(CREATE_FAULTS)
+        default=(), converter=schedule, validator=_check_names(CREATE_FAULTS)
     )
     #: Seconds a `persist_then_stall` create holds its connection before dropping it (the batch exists
     #: from the start: a client killed meanwhile never learns its id)
@@ -233,7 +219,7 @@ class Scenario:
     )
     #: Faults on `POST /v1/messages`, keyed by the 1-based number of that call (retries count).
     sync_faults: tuple[tuple[int, str], ...] = attrs.field(
-        default=(), converter=_schedule, validator=_check_names(SYNC_FAULTS)
+        default=(), converter=schedule, validator=_check_names(SYNC_FAULTS)
     )
     #: The `retry-after` hint on simulated 429s (seconds; served as an integer ceiling).
     retry_after: float = attrs.field(default=1.0, validator=_non_negative)

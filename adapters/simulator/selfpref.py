@@ -26,6 +26,7 @@ import orjson
 
 from . import answers
 from .openai_scenario import family_of
+from .rubric_format import judge_format
 from .verdict_lines import format_lines
 from .wire import unit_float
 
@@ -61,7 +62,7 @@ def bias(
         line = next(x for x in lines if x.kind != "text")
         field, labels, candidates = line.field, line.labels, line.candidates()
     else:
-        fmt = answers.judge_format(rubric)
+        fmt = judge_format(rubric)
         field, labels, candidates = fmt.field, fmt.labels, fmt.candidates()
     best = labels[0] if labels else candidates[-1]
     pattern = re.compile(rf"^{re.escape(field)}: [^\n]*$", re.M)

@@ -12,7 +12,7 @@ or `Verdict: PASS/FAIL`, `Winner: A, B or tie`, `Score: <1-10>`. `format_lines` 
 spelling: a number in the field's scale (`Helpfulness (0-5)` elsewhere in the rubric, a scale in the spec
 such as `<1-10>`, or the rubric's one scale, else 1-10), one of the labels, or a rationale for a free-text
 line (added last when the block has none). Without such a block, `format_lines` is None and the
-simulator answers the one verdict line of `answers.judge_format`.
+simulator answers the one verdict line of `rubric_format.judge_format`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 import attrs
+
+from .rubric_format import judge_format
 
 _LINE: Final = re.compile(r"""^\s*(?:[-*]\s+)?["'`“]?([A-Za-z][A-Za-z0-9_ ]{0,30}?)\s*:\s*(.*?)["'`”]?\s*$""")
 _NUMBER_SPEC: Final = re.compile(
@@ -81,8 +83,6 @@ def _scale(rubric: str, field: str, spec: str) -> tuple[int, int]:
     )
     if near and int(near.group(1)) < int(near.group(2)):
         return int(near.group(1)), int(near.group(2))
-    from adapters.simulator.answers import judge_format
-
     fmt = judge_format(rubric)
     return (fmt.lo, fmt.hi) if not fmt.labels else (1, 10)
 

@@ -139,3 +139,35 @@ def error_body(
     if error_code is not None:
         error["details"] = {"error_code": error_code}
     return {"type": "error", "error": error, "request_id": request_id}
+
+
+@attrs.frozen(kw_only=True)
+class LogEntry:
+    """One handled request. `status` is 0 when the connection was dropped without an answer."""
+
+    time: float
+    method: str
+    path: str
+    status: int
+    request_id: str
+    fault: str | None = None
+    batch_id: str | None = None
+    custom_ids: tuple[str, ...] = ()
+    digest: str | None = None
+    #: A `POST /v1/messages` that asked for `stream: true`.
+    stream: bool = False
+
+
+def draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:
+    """A seeded weighted choice; weights may sum to less than 1 (the rest is None)."""
+    if not weights:
+        return None
+    total = sum(w for _, w in weights)
+    scale = max(1.0, total)
+    u = unit_float(*key) * scale
+    acc = 0.0
+    for name, w in weights:
+        acc += w
+        if u < acc:
+            return name
+    return None

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import validate
 
-from adapters.simulator.answers import NO_VERDICT, JudgeFormat, answer, judge_format
+from adapters.simulator.answers import NO_VERDICT, answer
+from adapters.simulator.rubric_format import JudgeFormat, judge_format
 
 SCHEMA = {
     "type": "object",
