@@ -42,6 +42,7 @@ from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
 from .wire import (
     ERROR_STATUS,
     LogEntry,
+    RequestCtx,
     SimRequest,
     SimResponse,
     digest_int,
@@ -774,26 +775,10 @@ def _api_path(path: str) -> str:
 
 
 @attrs.define
-class _Ctx:
-    """Per-request scratch: the request, its id and time, and what the log should record."""
+class _Ctx(RequestCtx):
+    """A Messages API request's scratch: it may ask for a stream."""
 
-    request: SimRequest
-    request_id: str
-    now: float
-    fault: str | None = None
-    batch_id: str | None = None
-    custom_ids: tuple[str, ...] = ()
-    digest: str | None = None
     stream: bool = False
-
-    def json_body(self) -> Any:
-        try:
-            return orjson.loads(self.request.body) if self.request.body else None
-        except orjson.JSONDecodeError:
-            return None
-
-    def ok(self, obj: object, *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
-        return SimResponse(status=200, headers=tuple(extra or ()), body=dumps(obj))
 
     def sse(self, message: dict[str, Any], *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
         """`message` as the Messages API streams it: start, one text block in deltas, delta, stop."""

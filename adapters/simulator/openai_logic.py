@@ -44,7 +44,7 @@ from .openai_wire import (
     vllm_error_body,
 )
 from .ratelimit import Bucket
-from .wire import LogEntry, SimRequest, SimResponse, digest_int, draw, dumps, unit_float
+from .wire import LogEntry, RequestCtx, SimRequest, SimResponse, digest_int, draw, dumps, unit_float
 
 if TYPE_CHECKING:
     from .logic import Simulator
@@ -1076,24 +1076,10 @@ def _oid(prefix: str, *parts: object, length: int) -> str:
 
 
 @attrs.define
-class _OCtx:
-    request: SimRequest
-    request_id: str
-    now: float
-    fault: str | None = None
-    batch_id: str | None = None
-    custom_ids: tuple[str, ...] = ()
-    digest: str | None = None
+class _OCtx(RequestCtx):
+    """A Chat Completions, Files or Batches request's scratch: a served model's errors are vLLM's."""
+
     served: bool = False
-
-    def json_body(self) -> Any:
-        try:
-            return orjson.loads(self.request.body) if self.request.body else None
-        except orjson.JSONDecodeError:
-            return None
-
-    def ok(self, obj: object, *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
-        return SimResponse(status=200, headers=tuple(extra or ()), body=dumps(obj))
 
     def error(self, problem: Problem, *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
         body = vllm_error_body(problem) if self.served else error_body(problem)

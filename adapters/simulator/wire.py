@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 import attrs
 import orjson
@@ -171,3 +171,25 @@ def draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:
         if u < acc:
             return name
     return None
+
+
+@attrs.define
+class RequestCtx:
+    """Per-request scratch of either wire: the request, its id and time, and what the log records."""
+
+    request: SimRequest
+    request_id: str
+    now: float
+    fault: str | None = None
+    batch_id: str | None = None
+    custom_ids: tuple[str, ...] = ()
+    digest: str | None = None
+
+    def json_body(self) -> Any:
+        try:
+            return orjson.loads(self.request.body) if self.request.body else None
+        except orjson.JSONDecodeError:
+            return None
+
+    def ok(self, obj: object, *, extra: list[tuple[str, str]] | None = None) -> SimResponse:
+        return SimResponse(status=200, headers=tuple(extra or ()), body=dumps(obj))
