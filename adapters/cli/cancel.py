@@ -25,7 +25,7 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     import asyncio
 
     from adapters.providers.anthropic.batch_api import AnthropicBatchApi
-    from adapters.run.batch import cancel_job
+    from adapters.run.batch_cancel import cancel_job
     from adapters.run.clock import RealClock
 
     _existing_state(ns.state)

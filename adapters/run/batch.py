@@ -8,6 +8,15 @@ feeds each answer back with `run.on(event)`. Durable writes keep the order of `a
 intent before its create call, the batch id right after the call returns, each harvested line before
 it counts (a harvest streams its lines into `OutcomeWriter`, in group commits; memory: 8 bytes and one
 bit per request of the batch, not the lines).
+
+It talks to one `adapters.providers.port.BatchPort` and never branches on a provider. A create is the
+port's two steps: the upload (an OpenAI file, its id durable in the checkpoint's meta `upload:<sub>`
+before the create; Anthropic's hands the body on), then the create, naming the sub-batch (`BatchMeta`:
+the state dir's batch tag and the sub-batch's id). A reconciliation asks the port's finders first: a
+batch found by its name is adopted; an intent with an upload but no batch is created from that upload
+(nothing uploaded twice); where the port cannot tell (Anthropic), it lists and matches as before. Once a
+harvested batch is recorded `harvested`, the port discards what it left on the provider (OpenAI: its
+files, unless `--keep-files`).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import secrets
 from collections.abc import Collection, Mapping, Sequence
 from typing import assert_never
 
@@ -22,7 +32,8 @@ import attrs
 
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.messages import CheckpointMessages
-from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError, CreateBody
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.providers.port import BatchMeta, BatchPort, Upload
 from adapters.run.clock import Clock
 from adapters.run.events import (
     BatchCreated,
@@ -33,15 +44,14 @@ from adapters.run.events import (
     Notice,
     RoundStarted,
 )
-from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
+from judgecore import BatchSnapshot, ModelPrice, RequestTemplate
 from judgecore.decide.spend import Budget, Expect
 from judgecore.results.resultlines import ResultLine
 from judgecore.run import batch as br
 from judgecore.run.batch import BatchSettings
-from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.batch.gate import IdSet
 from judgecore.run.batch.harvest import HarvestFold
-from judgecore.run.subbatch import SubEvent, SubState, next_state
+from judgecore.run.subbatch import SubEvent, SubState
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body
 from judgecore.wire.requests import Request, Requests, custom_ids_of
@@ -50,13 +60,26 @@ __all__ = [
     "BatchRunResult",
     "BatchSettings",
     "BatchShell",
-    "CancelReport",
-    "cancel_job",
+    "batch_tag",
     "create_body",
     "run_batch",
 ]
 
 _GROUP = 256  # result lines handed to the harvest's fold at a time
+
+
+def batch_tag(store: Store) -> str:
+    """The state dir's batch tag (drawn once, kept in its meta): what names its files and batches on a
+    provider that takes names (`BatchMeta.job`), so a rerun finds its own and never another job's."""
+    tag = store.get_meta("batch_tag")
+    if not isinstance(tag, str):
+        tag = secrets.token_hex(6)
+        store.set_meta("batch_tag", tag)
+    return tag
+
+
+def _upload_key(sub_id: int) -> str:
+    return f"upload:{sub_id}"
 
 
 @attrs.frozen(kw_only=True)
@@ -85,12 +108,33 @@ class BatchShell:
 
     store: Store
     template: RequestTemplate
-    api: BatchApi
+    api: BatchPort
     clock: Clock
     settings: BatchSettings
     emit: Emit
     rng: random.Random
     priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
+    tag: str = attrs.field(default="", kw_only=True)  # the state dir's batch tag (`batch_tag`)
+    #: batches harvested whole this run, by sub-batch: discarded once recorded `harvested`
+    harvested: dict[int, str] = attrs.field(factory=dict, kw_only=True)
+    discards: list[str] = attrs.field(factory=list, kw_only=True)
+
+    def meta(self, sub_id: int) -> BatchMeta:
+        return BatchMeta(self.tag or batch_tag(self.store), str(sub_id))
+
+    def _recorded_upload(self, sub_id: int) -> Upload | None:
+        file_id = self.store.get_meta(_upload_key(sub_id))
+        return Upload(file_id) if isinstance(file_id, str) else None
+
+    async def discard_harvested(self) -> None:
+        """Discard what each batch recorded `harvested` left on the provider (a failure is a warning:
+        the answers are safe; the files stay)."""
+        while self.discards:
+            batch_id = self.discards.pop(0)
+            try:
+                await self.api.discard(batch_id)
+            except BatchApiError as exc:
+                self._warn(f"batch {batch_id}: its files could not be deleted ({exc}); they stay")
 
     def deadline(self, snap: BatchSnapshot) -> float:
         return self.settings.poll.deadline(snap)
@@ -124,6 +168,8 @@ class BatchShell:
                 self.emit(BatchStuck(sub_id=sub_id, batch_id=batch.id, n=n, deadline=self.deadline(batch)))
             case br.Record(sub_id, _, state, note, _, _, group):
                 store.set_state(sub_id, state, note, group)
+                if state is SubState.HARVESTED and sub_id in self.harvested:
+                    self.discards.append(self.harvested.pop(sub_id))
             case br.Release(held):
                 now = self.clock.now()
                 store.record_outcomes(
@@ -191,8 +237,14 @@ class BatchShell:
                 n_bytes=body.size,
                 at=action.at,
             )
+        meta = self.meta(action.sub_id)
         try:
-            snap = await self.api.create(body)
+            upload = self._recorded_upload(action.sub_id)
+            if upload is None:
+                upload = await self.api.upload(body, meta)
+                if upload.file_id is not None:  # durable before the create: a rerun creates from it
+                    self.store.set_meta(_upload_key(action.sub_id), upload.file_id)
+            snap = await self.api.create(upload, meta)
         except BatchApiError as exc:
             return br.CreateFailed(action.sub_id, exc.raw, self.clock.now(), self.rng.random())
         self.store.record_created(
@@ -201,6 +253,26 @@ class BatchShell:
         return br.Created(action.sub_id, snap, self.clock.now())
 
     async def reconcile(self, action: br.Reconcile) -> br.Event:
+        """The port's finders first (a batch found by name is adopted; an upload without a batch is
+        created from); the intents they cannot tell about are matched against a listing."""
+        named: list[tuple[int, BatchSnapshot]] = []
+        unsure = []
+        try:
+            for intent in action.intents:
+                meta, since = self.meta(intent.sub_id), intent.intent_at - action.window.skew
+                found = await self.api.find_batch(meta, since)
+                if not found.conclusive:
+                    unsure.append(intent)
+                elif found.batch is not None:
+                    named.append((intent.sub_id, found.batch))
+                elif upload := self._recorded_upload(intent.sub_id) or await self.api.find_upload(
+                    meta, since
+                ):
+                    named.append((intent.sub_id, await self.api.create(upload, meta)))
+        except BatchApiError as exc:
+            return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
+        if not unsure:
+            return br.Listed((), True, self.clock.now(), (), tuple(named))
         listed = []
         conclusive = False
         try:
@@ -219,7 +291,7 @@ class BatchShell:
         first_ids = [
             (b.id, cid) for b in listed if action.worth_checking(b) and (cid := await self._first_id(b.id))
         ]
-        return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids))
+        return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids), tuple(named))
 
     async def _first_id(self, batch_id: str) -> str | None:
         """The custom_id of an ended batch's first result line (None: no line, or it could not be read):
@@ -287,6 +359,8 @@ class BatchShell:
             )
         if end.counts is not None:
             self.emit(BatchHarvested(sub_id=sub_id, batch_id=batch_id, counts=end.counts))
+        if fold.error is None:
+            self.harvested[sub_id] = batch_id
         return end.event
 
     def _warn(self, message: str) -> None:
@@ -298,7 +372,7 @@ async def run_batch(
     store: Store,
     requests: Sequence[Request],
     template: RequestTemplate,
-    api: BatchApi,
+    api: BatchPort,
     clock: Clock,
     settings: BatchSettings,
     emit: Emit,
@@ -320,7 +394,7 @@ async def run_batch(
         if price is None:
             raise ValueError("a budget needs the model's price")
         budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
-    shell = BatchShell(store, template, api, clock, settings, emit, rng, priced=capped)
+    shell = BatchShell(store, template, api, clock, settings, emit, rng, priced=capped, tag=batch_tag(store))
     run = br.BatchRun.start(
         store.checkpoint(settings.breaker.k),
         requests=requests,
@@ -352,6 +426,7 @@ async def run_batch(
                         done = action
                     case _:
                         assert_never(action)
+            await shell.discard_harvested()
             if done is not None:
                 break
             waiting: set[asyncio.Future[object]] = set(tasks)
@@ -407,50 +482,3 @@ async def _settle(tasks: Collection[asyncio.Task[br.Event]], clock: Clock) -> No
     for task in tasks:
         if task.done() and not task.cancelled():
             task.exception()
-
-
-@attrs.frozen
-class CancelReport:
-    """What `cancel_job` did: the batch ids it asked to cancel, and each batch whose cancel failed
-    (still live, still billed), with the failure as the core sees it."""
-
-    canceled: tuple[str, ...]
-    failed: tuple[tuple[str, RawResult], ...] = ()
-
-
-async def cancel_job(*, store: Store, api: BatchApi, clock: Clock, emit: Emit) -> CancelReport:
-    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled,
-    and those whose cancel failed.
-
-    A batch that has already ended is marked for harvest instead; the next `run` harvests, polls the
-    canceling batches to their end, and resends whatever was not processed.
-    """
-    canceled: list[str] = []
-    failed: list[tuple[str, RawResult]] = []
-
-    def say(level: str, message: str) -> None:
-        emit(Notice(level=level, message=message))
-
-    for r in store.sub_batches((SubState.LIVE, SubState.STUCK, SubState.INTENT)):
-        state = SubState(r.state)
-        if r.batch_id is None:
-            say(
-                "warning",
-                f"sub-batch {r.sub_id}: create never confirmed; the next run reconciles it (cancel it then)",
-            )
-            continue
-        try:
-            await api.cancel(r.batch_id)
-        except BatchApiError as exc:
-            answer = after_cancel_error(state, r.batch_id, exc.raw.status, str(exc))
-            if answer.state is not None:
-                store.set_state(r.sub_id, answer.state, answer.note)
-            else:
-                failed.append((r.batch_id, exc.raw))
-            say(answer.level, answer.text)
-            continue
-        note = f"cancel requested at {clock.now():.0f}"
-        store.set_state(r.sub_id, next_state(state, SubEvent.CANCEL_REQUESTED), note)
-        say("info", f"batch {r.batch_id} ({r.n:,} requests): cancel requested")
-        canceled.append(r.batch_id)
-    return CancelReport(tuple(canceled), tuple(failed))

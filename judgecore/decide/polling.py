@@ -43,6 +43,9 @@ class BatchSnapshot:
     expires_at: float
     counts: RequestCounts = RequestCounts()
     ended_at: float | None = None
+    #: why the batch was refused after its create (OpenAI's `failed`: validation, e.g.
+    #: `token_limit_exceeded`): none of it ran or was billed. None for every batch that ran.
+    refused: str | None = None
 
     @property
     def live(self) -> bool:

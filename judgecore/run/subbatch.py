@@ -42,7 +42,7 @@ class SubState(StrEnum):
     HARVESTED = "harvested"  # every line recorded
     FAILED = "failed"  # create refused (or never sent): no batch was made
     ORPHAN_RESUBMITTED = "orphan_resubmitted"  # reconciled: no batch matched the intent
-    SPLIT = "split"  # 413: replaced by its halves
+    SPLIT = "split"  # 413, or a batch that failed validation: replaced by its halves
     REJECTED = "rejected"  # 413 on one request: quarantined
     GONE = "gone"  # the API no longer knows the batch (404): its results can never be fetched
 
@@ -62,6 +62,7 @@ class SubEvent(StrEnum):
     HARVESTED = "harvested"
     OVERDUE = "overdue"  # still not ended at its deadline
     LOST = "lost"  # 404 on the batch
+    INVALIDATED = "invalidated"  # the batch failed validation after its create: none of it ran
 
 
 S, E = SubState, SubEvent
@@ -83,6 +84,7 @@ TRANSITIONS: dict[tuple[SubState, SubEvent], SubState] = {
     **{(s, E.GROUP_PART_HARVESTED): S.GROUP_HARVESTED for s in _HAS_BATCH},
     **{(s, E.HARVESTED): S.HARVESTED for s in (*_HAS_BATCH, S.GROUP_HARVESTED)},
     **{(s, E.LOST): S.GONE for s in _HAS_BATCH},
+    **{(s, E.INVALIDATED): S.SPLIT for s in _HAS_BATCH},
     (S.LIVE, E.OVERDUE): S.STUCK,
     (S.CANCELED, E.OVERDUE): S.STUCK,
     (S.STUCK, E.OVERDUE): S.STUCK,

@@ -15,7 +15,8 @@ import attrs
 import orjson
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
+from adapters.providers.port import BatchMeta, OneCallCreate, Upload
 from adapters.run.clock import FakeClock
 from judgecore import (
     BatchSnapshot,
@@ -83,7 +84,7 @@ def _http(status: int, error_type: str, message: str, retry_after: float | None 
     )
 
 
-class FakeBatchApi:
+class FakeBatchApi(OneCallCreate):
     """A recording, scriptable `BatchApi`."""
 
     def __init__(
@@ -168,7 +169,8 @@ class FakeBatchApi:
         self.batches[b.id] = b
         return b
 
-    async def create(self, create: CreateBody) -> BatchSnapshot:
+    async def create(self, create: CreateBody | Upload, meta: BatchMeta | None = None) -> BatchSnapshot:
+        create = body_of(create)
         body = b"".join([chunk async for chunk in create])  # read as the SDK sends it
         assert create.size == len(body), "the body is not the length its Content-Length says"
         self._creates += 1

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
+from adapters.providers.port import BatchMeta, OneCallCreate, Upload
 from adapters.run.batch import BatchSettings, BatchShell
 from judgecore import BatchSnapshot, PollPolicy, RawResult, RequestCounts
 from judgecore.results.outcomes import Outcome, classify
@@ -70,8 +71,8 @@ class ServerBatch:
     ends_at: float  # at expires_at at the latest (the API's promise); unrun lines are then `expired`
 
 
-class ModelApi:
-    """A `BatchApi` whose every answer is chosen by the test (`mode`), and which checks what it is sent."""
+class ModelApi(OneCallCreate):
+    """A batch port (`OneCallCreate`: Anthropic's shape) whose every answer is chosen by the test (`mode`), and which checks what it is sent."""
 
     def __init__(self, machine: BatchLife) -> None:
         self.m = machine
@@ -115,8 +116,8 @@ class ModelApi:
                 elif b.kinds[c] not in RETRIABLE and b.kinds[c] != "invalid_request":
                     self.violations.append(f"{c} sent again though batch {b.id} answered it {b.kinds[c]}")
 
-    async def create(self, create: CreateBody) -> BatchSnapshot:
-        body = bytes(create)
+    async def create(self, create: CreateBody | Upload, meta: BatchMeta | None = None) -> BatchSnapshot:
+        body = bytes(body_of(create))
         mode = self.mode
         if mode in ("413",) and len(orjson.loads(body)["requests"]) >= 1:
             raise _http(413, "request_too_large")

@@ -13,15 +13,16 @@ import orjson
 import pytest
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
+from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
+from adapters.providers.port import BatchMeta, Upload
 from adapters.run.batch import (
     BatchRunResult,
     BatchSettings,
     BatchShell,
-    cancel_job,
     create_body,
     run_batch,
 )
+from adapters.run.batch_cancel import cancel_job
 from adapters.run.clock import FakeClock
 from adapters.run.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
 from judgecore import (
@@ -122,13 +123,13 @@ def test_creates_run_concurrently_but_bounded(store: Store) -> None:
     in_flight = peak = 0
 
     class Slow(FakeBatchApi):
-        async def create(self, body: CreateBody):  # type: ignore[no-untyped-def]
+        async def create(self, body: CreateBody, meta=None):  # type: ignore[no-untyped-def]
             nonlocal in_flight, peak
             in_flight += 1
             peak = max(peak, in_flight)
             await self.clock.sleep(1.0)
             in_flight -= 1
-            return await super().create(body)
+            return await super().create(body, meta)
 
     api = Slow(clock)
     go(store, requests, api, clock, BatchSettings(max_batch_requests=5, concurrency=3))
@@ -343,9 +344,9 @@ def test_concurrent_equal_sized_creates_never_adopt_a_siblings_batch(store: Stor
     clock = FakeClock()
 
     class Slow(FakeBatchApi):
-        async def create(self, body: CreateBody):  # type: ignore[no-untyped-def]
+        async def create(self, body: CreateBody, meta=None):  # type: ignore[no-untyped-def]
             await self.clock.sleep(1.0 if self._creates % 2 else 3.0)
-            return await super().create(body)
+            return await super().create(body, meta)
 
     api = Slow(clock, create_faults={1: "persist_then_500", 3: "persist_then_drop"})
     result = go(store, requests, api, clock, BatchSettings(max_batch_requests=10, concurrency=4))
@@ -706,9 +707,9 @@ def test_connection_refused_is_fatal_only_before_the_first_answer(store: Store, 
     )
 
     class Unreachable(FakeBatchApi):
-        async def create(self, body: CreateBody):  # type: ignore[no-untyped-def]
+        async def create(self, body: CreateBody, meta=None):  # type: ignore[no-untyped-def]
             if answered_first and self._creates == 0:
-                return await super().create(body)
+                return await super().create(body, meta)
             self._creates += 1
             raise BatchApiError(refused)
 
@@ -864,9 +865,9 @@ class _Pieces(FakeBatchApi):
         super().__init__(clock)
         self.pieces: list[list[int]] = []
 
-    async def create(self, body: CreateBody) -> BatchSnapshot:
-        self.pieces.append([len(chunk) async for chunk in body])
-        return await super().create(body)  # a second pass: a body can be read again
+    async def create(self, body: CreateBody | Upload, meta: BatchMeta | None = None) -> BatchSnapshot:
+        self.pieces.append([len(chunk) async for chunk in body_of(body)])
+        return await super().create(body, meta)  # a second pass: a body can be read again
 
 
 def test_a_create_body_is_streamed_in_pieces_that_join_to_the_exact_sized_bytes(store: Store) -> None:
@@ -902,13 +903,13 @@ def test_a_run_stopped_by_an_error_waits_for_its_creates_in_flight_to_record_the
     gate = asyncio.Event()
 
     class SecondCreateInFlight(FakeBatchApi):
-        async def create(self, create: CreateBody) -> BatchSnapshot:
+        async def create(self, create: CreateBody, meta: BatchMeta | None = None) -> BatchSnapshot:
             if self._creates >= 1:  # the second: its answer comes in after the run's error
                 try:
                     await gate.wait()
                 except asyncio.CancelledError:  # the call ends with its answer all the same
                     await gate.wait()
-            return await super().create(create)
+            return await super().create(create, meta)
 
     api = SecondCreateInFlight(clock)
 

@@ -17,6 +17,7 @@ from hypothesis.stateful import initialize, invariant
 
 from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import Store
+from adapters.providers.anthropic.batch_api import body_of
 from adapters.run.batch import BatchSettings
 from judgecore import PollPolicy
 from judgecore.job.designs import Design, design_items, expand_item
@@ -56,10 +57,10 @@ class DesignBatchLife(BatchLife):
         self.sent_models: list[tuple[str, str]] = []
         create = self.api.create
 
-        async def recording_create(body: Any) -> Any:
-            for r in orjson.loads(bytes(body))["requests"]:
+        async def recording_create(body: Any, meta: Any = None) -> Any:
+            for r in orjson.loads(bytes(body_of(body)))["requests"]:
                 self.sent_models.append((r["custom_id"], r["params"]["model"]))
-            return await create(body)
+            return await create(body, meta)
 
         self.api.create = recording_create  # type: ignore[method-assign]
         self.settings = BatchSettings(

@@ -1,7 +1,7 @@
 """The Message Batches port: the five calls the batch path makes, and their SDK implementation.
 
-`BatchApi` is what `adapters.run.batch` talks to; tests give it a recording fake. `AnthropicBatchApi`
-implements it over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
+`AnthropicBatchApi` is Anthropic's `adapters.providers.port.BatchPort` (what `adapters.run.batch` talks
+to; tests give it a recording fake) over an `AsyncAnthropic` client. This module is the edge: SDK objects and SDK exceptions
 are translated here into core values (`BatchSnapshot`; `RawResult` through `adapters.providers.anthropic.sdk_results`, the
 sync port's translation too; a results line's `Outcome` through the core's `line_outcome`), and never
 cross into `judgecore`.
@@ -22,7 +22,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Protocol
 
 import anthropic
 import attrs
@@ -30,8 +29,8 @@ import httpx2
 from anthropic.types.messages import MessageBatch
 
 from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
+from adapters.providers.port import BatchMeta, OneCallCreate, Upload
 from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
-from judgecore.results.resultlines import ResultLine
 from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body, create_body_chunks
@@ -77,27 +76,6 @@ class CreateBody:
 
     def __bytes__(self) -> bytes:
         return create_body(self.requests, self.template, self.messages)
-
-
-class BatchApi(Protocol):
-    """What the batch path needs from the Message Batches API."""
-
-    async def create(self, body: CreateBody) -> BatchSnapshot:
-        """POST exactly `body`'s bytes (`{"requests":[...]}`) once, no retry; the new batch."""
-        ...
-
-    async def retrieve(self, batch_id: str) -> BatchSnapshot: ...
-
-    def list_recent(self) -> AsyncIterator[BatchSnapshot]:
-        """The workspace's batches, newest first; the caller stops iterating when it has seen enough."""
-        ...
-
-    async def cancel(self, batch_id: str) -> BatchSnapshot: ...
-
-    def results(self, batch_id: str) -> AsyncIterator[ResultLine]:
-        """`(custom_id, outcome)` for each line of an ended batch's results, in the server's order: the
-        line's `Outcome` (the port's translation, `judgecore.results.resultlines.line_outcome`)."""
-        ...
 
 
 # -- translation at the edge --------------------------------------------------------------------
@@ -151,8 +129,17 @@ def raw_error_from_sdk(
 _TRANSLATED = (anthropic.APIError,)
 
 
-class AnthropicBatchApi:
-    """`BatchApi` over an `AsyncAnthropic` client (its base_url, key, timeouts and retry settings).
+def body_of(upload: Upload | CreateBody) -> CreateBody:
+    """The body a one-call create sends: the port's `Upload` holds it (a bare body is taken too)."""
+    if isinstance(upload, Upload):
+        assert upload.body is not None, "a one-call create is made from its body, not a file"
+        return upload.body
+    return upload
+
+
+class AnthropicBatchApi(OneCallCreate):
+    """The batch port over an `AsyncAnthropic` client (`adapters.providers.port`): its
+    upload hands the body on, its finders leave adoption to the listing (`OneCallCreate`) (its base_url, key, timeouts and retry settings).
 
     Only creates have retries forced off; retrieve, list, cancel and results keep the client's (they are
     idempotent). `list_page` is the page size of the list endpoint. `create_deadline`: seconds a create
@@ -182,7 +169,8 @@ class AnthropicBatchApi:
     def _error(self, exc: BaseException) -> BatchApiError:
         return BatchApiError(raw_error_from_sdk(exc, self.base_url, self._now()))
 
-    async def create(self, body: CreateBody) -> BatchSnapshot:
+    async def create(self, upload: Upload | CreateBody, meta: BatchMeta | None = None) -> BatchSnapshot:
+        body = body_of(upload)
         # Streamed under its exact length: h11 refuses a body that comes out longer or shorter than it,
         # and a Content-Length given keeps httpx from sending the body chunked.
         headers = {"Content-Type": "application/json", "Content-Length": str(body.size)}

@@ -63,32 +63,11 @@ from adapters.providers.anthropic.batch_api import BatchApiError
 from adapters.providers.openai.body import CHAT_COMPLETIONS
 from adapters.providers.openai.sync import connection_result, status_error_result
 from adapters.providers.openai.translate import OpenAIBatch, batch_of, line_result
+from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchMeta
 from judgecore import Outcome, RawResult, classify
 from judgecore.run.batch.batching import CREATE_DEADLINE
 
 _READ: Final = 1 << 16  # bytes read from a results file at a time
-#: The metadata keys naming a batch's job and sub-batch.
-JOB_KEY: Final = "judgecore_job"
-SUB_BATCH_KEY: Final = "judgecore_sub_batch"
-
-
-@attrs.frozen
-class BatchMeta:
-    """Which job and which of its sub-batches a file or a batch is (what a finder matches on)."""
-
-    job: str
-    sub_batch: str
-
-    @property
-    def filename(self) -> str:
-        return f"judgecore-{self.job}-{self.sub_batch}.jsonl"
-
-    def metadata(self) -> dict[str, str]:
-        return {JOB_KEY: self.job, SUB_BATCH_KEY: self.sub_batch}
-
-    def names(self, batch: OpenAIBatch) -> bool:
-        """Whether `batch` is this sub-batch's (by its metadata)."""
-        return batch.metadata.get(JOB_KEY) == self.job and batch.metadata.get(SUB_BATCH_KEY) == self.sub_batch
 
 
 @attrs.frozen
@@ -242,7 +221,7 @@ class OpenAIBatchApi:
         async for batch in self.list_recent():
             if since is not None and batch.created_at < since:
                 return None
-            if meta.names(batch):
+            if meta.names(batch.metadata):
                 return batch
         return None
 
@@ -266,9 +245,12 @@ class OpenAIBatchApi:
         except (openai.APIError, httpx2.TransportError) as exc:
             raise self._error(exc) from exc
 
-    async def results(self, batch: OpenAIBatch) -> AsyncIterator[tuple[str, Outcome]]:
+    async def results(self, batch: OpenAIBatch | str) -> AsyncIterator[tuple[str, Outcome]]:
         """`(custom_id, Outcome)` of every line of an ended batch's output file, then its error file,
-        streamed; a line's meaning is `classify(translate.line_result(line))`."""
+        streamed; a line's meaning is `classify(translate.line_result(line))`. Given its id, the batch
+        is retrieved first (for the files it names)."""
+        if isinstance(batch, str):
+            batch = await self.retrieve(batch)
         for file_id in batch.result_files:
             async for pair in self._lines(file_id):
                 yield pair

@@ -29,6 +29,17 @@ def _schema(template: RequestTemplate) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
+def openai_template(template: RequestTemplate) -> OpenAITemplate:
+    """The job's template (Anthropic's shape) as OpenAI's: the rubric as the system message, the verdict
+    schema as a strict `response_format`, the model's own name (`openai:gpt-5-mini` -> `gpt-5-mini`)."""
+    return OpenAITemplate.build(
+        model=parse_judge(template.model).model,
+        max_completion_tokens=template.max_tokens,
+        rubric=_rubric(template),
+        schema=_schema(template),
+    )
+
+
 @attrs.frozen
 class OpenAISyncTemplate:
     """`RequestTemplate`'s sync interface (`model`, `system_json`, `with_model`, `params`) over
@@ -39,13 +50,7 @@ class OpenAISyncTemplate:
     _body: OpenAITemplate = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        body = OpenAITemplate.build(
-            model=parse_judge(self.base.model).model,
-            max_completion_tokens=self.base.max_tokens,
-            rubric=_rubric(self.base),
-            schema=_schema(self.base),
-        )
-        object.__setattr__(self, "_body", body)
+        object.__setattr__(self, "_body", openai_template(self.base))
 
     @property
     def model(self) -> str:
@@ -68,4 +73,4 @@ class OpenAISyncTemplate:
         return self._body.params(max_tokens, messages_json)
 
 
-__all__ = ["OpenAISyncTemplate"]
+__all__ = ["OpenAISyncTemplate", "openai_template"]

@@ -357,7 +357,16 @@ class OpenAIBatch:
             expires_at=self.expires_at if self.expires_at is not None else self.created_at + 86_400.0,
             counts=counts,
             ended_at=self.ended_at,
+            refused=self.refusal if self.sent_nothing else None,
         )
+
+    @property
+    def refusal(self) -> str:
+        """Why a `failed` batch failed (its first error's code and message)."""
+        first = self.errors[0] if self.errors else None
+        if first is None:
+            return "failed"
+        return ": ".join(x for x in (first.code, first.message) if x) or "failed"
 
 
 def _num(value: Any) -> float | None:

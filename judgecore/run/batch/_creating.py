@@ -208,6 +208,10 @@ def _listing(run: BatchRun) -> list[Sub]:
 
 def on_listed(run: BatchRun, event: Listed) -> BatchRun:
     run = attrs.evolve(run, answered=True)
+    for sub_id, batch in event.named:  # found by its own name: no count or window to match
+        if sub_id in run.subs and run.subs[sub_id].phase in (Phase.LISTING, Phase.LISTING_PARKED):
+            run = attrs.evolve(run, claimed=run.claimed | {batch.id})
+            run = _created(run, run.subs[sub_id], batch, event.at, adopted=True)
     listing = _listing(run)
     intents = [Intent(sub_id=s.sub_id, n=s.n, intent_at=s.intent_at) for s in listing]
     window = run.settings.orphan_window

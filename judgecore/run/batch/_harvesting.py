@@ -23,7 +23,26 @@ E, T = SubEvent, Trigger
 
 
 def on_snapshot(run: BatchRun, event: Snapshot) -> BatchRun:
+    if event.batch.refused is not None:
+        return _refused(run._put(run.subs[event.sub_id], snap=event.batch), event.sub_id, event.batch.refused)
     return _polled(run._put(run.subs[event.sub_id], snap=event.batch), event.sub_id, event.at)
+
+
+def _refused(run: BatchRun, sub_id: int, reason: str) -> BatchRun:
+    """The batch failed validation after its create (OpenAI's `failed`, e.g. `token_limit_exceeded`):
+    none of it ran, so it was not a send. Its requests go again in this round as two halves (as after a
+    413); a one-request sub-batch, or an earlier run's (whose requests this run does not hold), frees its
+    ids for the next round."""
+    s = run.subs[sub_id]
+    assert s.snap is not None
+    run = attrs.evolve(run, answered=True, sent=max(0, run.sent - s.n))
+    run = run._move(s, E.INVALIDATED, T.SETTLED, f"failed validation: {reason}")
+    text = f"batch {s.snap.id} failed validation ({reason}): none of its {s.n:,} requests ran"
+    if s.n > 1 and s.requests:
+        first, second = s.requests[: s.n // 2], s.requests[s.n // 2 :]
+        run = attrs.evolve(run, queue=(first, second, *run.queue))
+        return run._emit(Say("warning", f"{text}; sent again in two halves"))
+    return run._emit(Say("warning", f"{text}; its ids go in the next round"))
 
 
 def _polled(run: BatchRun, sub_id: int, at: float) -> BatchRun:

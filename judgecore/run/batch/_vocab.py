@@ -174,6 +174,9 @@ class Listed:
     at: float
     #: `(batch_id, custom_id)`: the first result line's custom_id of each batch `worth_checking`
     first_ids: tuple[tuple[str, str], ...] = ()
+    #: `(sub_id, batch)`: batches the provider found by the name the sub-batch gave them (adopted as
+    #: they are, whatever the listing holds)
+    named: tuple[tuple[int, BatchSnapshot], ...] = ()
 
 
 @attrs.frozen
