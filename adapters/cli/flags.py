@@ -43,6 +43,7 @@ def _settings(ns: argparse.Namespace) -> JobSettings:
         judges=tuple(ns.judges or ()),
         allow_unknown_model=bool(ns.allow_unknown_model),
         deadline=getattr(ns, "deadline", None),
+        keep_files=bool(getattr(ns, "keep_files", False)),
     )
 
 

@@ -245,7 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_knob("max_batch_bytes"),
         default=250_000_000,
         metavar="N",
-        help="per sub-batch create body (default: %(default)s)",
+        help="per sub-batch create body (default: %(default)s; an OpenAI judge's at most 190,000,000)",
+    )
+    b.add_argument(
+        "--keep-files",
+        action="store_true",
+        help="keep an OpenAI batch's input, output and error files once harvested (default: deleted)",
     )
     b.add_argument(
         "--poll-interval",

@@ -1,5 +1,5 @@
 """The providers a job can judge with, by name: how each builds its client from the environment, its
-sync port, and its sync route's request template. The run asks `provider_of(model)` once, where it
+sync port, its sync route's request template, its batch port and the limits of one sub-batch. The run asks `provider_of(model)` once, where it
 connects and where it sends, and never branches on a provider anywhere else.
 
 Each provider's rate-limit reader lives in its port (`AnthropicMessagesApi` reads `anthropic-ratelimit-*`,
@@ -10,26 +10,64 @@ return the core's `RateLimitReading`, so pacing is the same machine on either wi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from adapters.providers.openai.body import MAX_FILE_BYTES, MAX_LINES
 from adapters.usage import UsageError
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.routing import RoutePolicy
+from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.providers import JudgeNameError, parse_judge
 from judgecore.wire.requests import RequestTemplate
+
+if TYPE_CHECKING:
+    from adapters.providers.port import BatchPort
+
+
+@attrs.frozen
+class BatchLimits:
+    """What one sub-batch may hold on a provider's batch route (judgecore's caps, under the API's)."""
+
+    requests: int
+    bytes: int
 
 
 @attrs.frozen
 class Provider:
-    """One provider's shell: `client(environ)`, `sync_api(client, timeout)` (a `MessagesApi`), and
-    `sync_template(template)` (what the sync run asks `params` of); `batch`: whether its batch route
-    is built."""
+    """One provider's shell: `client(environ)`, `sync_api(client, timeout)` (a `MessagesApi`),
+    `sync_template(template)` (what the sync run asks `params` of), `batch_port(client, keep_files)`
+    (its `adapters.providers.port.BatchPort`; None: no batch route) and `batch_limits` (the most a
+    sub-batch holds: `--max-batch-requests` / `--max-batch-bytes` are clamped to them)."""
 
     name: str
     client: Callable[[Mapping[str, str]], Any]
     sync_api: Callable[[Any, float | None], Any]
     sync_template: Callable[[RequestTemplate], Any]
-    batch: bool
+    batch_port: Callable[[Any, bool], BatchPort] | None
+    batch_limits: BatchLimits
+    #: the per-minute limit routing scales its threshold by, as read from a probe's headers, its name,
+    #: and the figure at which the threshold is `--sync-threshold` (also the one assumed when none is
+    #: read): Anthropic's output tokens per minute, OpenAI's tokens per minute
+    route_limit: Callable[[RateLimitReading], int | None] = attrs.field(default=lambda r: r.otpm)
+    limit_name: str = "OTPM"
+    reference_limit: int = 400_000
+
+    def route_policy(self, base_threshold: int) -> RoutePolicy:
+        """The job's routing on this provider: `base_threshold` requests at its reference limit."""
+        return RoutePolicy(
+            base_threshold=base_threshold,
+            reference_otpm=self.reference_limit,
+            assumed_otpm=self.reference_limit,
+            sync_only=None if self.batch else self.name,
+            limit_name=self.limit_name,
+        )
+
+    @property
+    def batch(self) -> bool:
+        """Whether its batch route is built."""
+        return self.batch_port is not None
 
 
 def _anthropic_client(environ: Mapping[str, str]) -> Any:
@@ -46,6 +84,12 @@ def _anthropic_sync(client: Any, timeout: float | None) -> Any:
     from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
 
     return AnthropicMessagesApi(client, timeout=timeout)
+
+
+def _anthropic_batch(client: Any, keep_files: bool) -> BatchPort:
+    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+
+    return AnthropicBatchApi(client)  # a Message Batch leaves no file behind: nothing to keep
 
 
 def _openai_client(environ: Mapping[str, str]) -> Any:
@@ -68,15 +112,43 @@ def _openai_sync(client: Any, timeout: float | None) -> Any:
     return OpenAIChatApi(client, timeout=timeout)
 
 
+def _openai_batch(client: Any, keep_files: bool) -> BatchPort:
+    from adapters.providers.openai.batch_port import OpenAIBatchPort
+
+    return OpenAIBatchPort.over(client, keep_files=keep_files)
+
+
 def _openai_template(template: RequestTemplate) -> Any:
     from adapters.providers.openai.sync_template import OpenAISyncTemplate
 
     return OpenAISyncTemplate(template)
 
 
+#: Anthropic's Message Batches: 100,000 requests and 256 MB per batch; judgecore's caps 8,000 and 250 MB.
+ANTHROPIC_BATCH = BatchLimits(requests=MAX_REQUESTS, bytes=MAX_BYTES)
+#: OpenAI's Batch API: 50,000 lines and 200 MB per input file; judgecore's caps 8,000 and 190 MB.
+OPENAI_BATCH = BatchLimits(requests=MAX_LINES, bytes=MAX_FILE_BYTES)
+
+#: OpenAI's routing reference: the threshold is `--sync-threshold` at 4,000,000 tokens per minute
+#: (input and output together: about ten times the output alone, so the same tier as Anthropic's
+#: 400,000 OTPM reference), scaled by the TPM a probe reads (`x-ratelimit-limit-tokens`).
+OPENAI_REFERENCE_TPM = 4_000_000
+
 PROVIDERS: Mapping[str, Provider] = {
-    "anthropic": Provider("anthropic", _anthropic_client, _anthropic_sync, lambda t: t, batch=True),
-    "openai": Provider("openai", _openai_client, _openai_sync, _openai_template, batch=False),
+    "anthropic": Provider(
+        "anthropic", _anthropic_client, _anthropic_sync, lambda t: t, _anthropic_batch, ANTHROPIC_BATCH
+    ),
+    "openai": Provider(
+        "openai",
+        _openai_client,
+        _openai_sync,
+        _openai_template,
+        _openai_batch,
+        OPENAI_BATCH,
+        route_limit=lambda r: r.tokens.limit,
+        limit_name="TPM",
+        reference_limit=OPENAI_REFERENCE_TPM,
+    ),
 }
 
 
@@ -92,4 +164,12 @@ def provider_of(model: str) -> Provider:
     return provider
 
 
-__all__ = ["PROVIDERS", "Provider", "provider_of"]
+__all__ = [
+    "ANTHROPIC_BATCH",
+    "OPENAI_BATCH",
+    "OPENAI_REFERENCE_TPM",
+    "PROVIDERS",
+    "BatchLimits",
+    "Provider",
+    "provider_of",
+]

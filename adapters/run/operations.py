@@ -14,7 +14,7 @@ import attrs
 from adapters.checkpoint.store import Store
 from adapters.providers.registry import PROVIDERS, provider_of
 from adapters.run.planning import expect_now
-from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
+from adapters.run.settings import JobSettings, batch_caps, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan
 from judgecore.decide.polling import PollPolicy
@@ -119,7 +119,7 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
     outcome = result.outcome
     if result.fatal is not None or outcome is None:
         return Probed(item_id=first.item_id, fatal=result.fatal)
-    otpm = result.reading.otpm
+    otpm = provider.route_limit(result.reading)  # what routing scales by: OTPM, or OpenAI's TPM
     return Probed(
         item_id=first.item_id,
         status=outcome.status,
@@ -141,25 +141,27 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
 
 
 async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
-    """The batch machine over `ids` of the job."""
-    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+    """The batch machine over `ids` of the job, through its provider's batch port, its sub-batches
+    within the provider's limits (`batch_caps`)."""
     from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
-    if not provider_of(s.request_model).batch:
+    make_port = provider_of(s.request_model).batch_port
+    if make_port is None:
         raise UsageError(
-            f"--model {s.request_model}: the batch route is not built for this provider yet; "
+            f"--model {s.request_model}: this provider has no batch route; "
             "add --force-sync to judge on the sync route"
         )
+    caps = batch_caps(s)
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
         template=p.job.batch_template,
-        api=AnthropicBatchApi(p.client),
+        api=make_port(p.client, s.keep_files),
         clock=p.clock,
         settings=BatchSettings(
-            max_batch_requests=s.max_batch_requests,
-            max_batch_bytes=s.max_batch_bytes,
+            max_batch_requests=caps.requests,
+            max_batch_bytes=caps.bytes,
             poll=PollPolicy(interval=s.poll_interval, grace=s.grace),
             max_attempts=s.max_attempts,
             deadline=s.deadline.at if s.deadline is not None else None,

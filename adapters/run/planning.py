@@ -26,7 +26,7 @@ from adapters.files.items_io import (
     load_items,
 )
 from adapters.files.messages import JobInput, MessageSource
-from adapters.run.settings import JobSettings
+from adapters.run.settings import JobSettings, batch_caps
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
 from judgecore.decide.prices import DEFAULT_PRICES
@@ -197,7 +197,7 @@ def plan_the_job(items: Sequence[Item], *, rubric: str | None, settings: JobSett
             model=settings.request_model,
             max_tokens=settings.max_tokens,
             rubric=rubric,
-            max_batch_bytes=None if settings.force == "sync" else settings.max_batch_bytes,
+            max_batch_bytes=None if settings.force == "sync" else batch_caps(settings).bytes,
             output_config=settings.verdict.output_config() if settings.verdict is not None else None,
             thinking=settings.thinking,
         )
@@ -222,8 +222,9 @@ def plan_of(
     route, unless `chunked` is False), with `final` and `live` items counted, not sent: what the dry
     run prints and a run's estimate. `learned` (the checkpoint's answers, a counted prompt) teaches
     the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
+    caps = batch_caps(settings)
     subs = (
-        chunk(requests, max_requests=settings.max_batch_requests, max_bytes=settings.max_batch_bytes)
+        chunk(requests, max_requests=caps.requests, max_bytes=caps.bytes)
         if chosen.path == "batch" and chunked
         else ()
     )
@@ -256,8 +257,8 @@ def plan_of(
                     sub_batches=(),
                     template=template.with_model(judge),
                     rubric=rubric,
-                    max_batch_requests=settings.max_batch_requests,
-                    max_batch_bytes=settings.max_batch_bytes,
+                    max_batch_requests=caps.requests,
+                    max_batch_bytes=caps.bytes,
                     prices=DEFAULT_PRICES,
                     thinking=settings.thinking,
                     learned=learned,
@@ -317,8 +318,8 @@ def _plan(
         sub_batches=subs,
         template=job.template(chosen.path),
         rubric=rubric,
-        max_batch_requests=settings.max_batch_requests,
-        max_batch_bytes=settings.max_batch_bytes,
+        max_batch_requests=batch_caps(settings).requests,
+        max_batch_bytes=batch_caps(settings).bytes,
         prices=DEFAULT_PRICES,
         final=final,
         live=live,

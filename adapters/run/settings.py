@@ -86,6 +86,9 @@ class JobSettings:
     #: this judgecore); without it, an unknown id is refused before anything is sent, with the
     #: nearest id the table knows. Never part of the manifest.
     allow_unknown_model: bool = attrs.field(default=False, eq=False)
+    #: `--keep-files`: an OpenAI batch's input, output and error files stay on the account once
+    #: harvested (by default they are deleted). Never part of the manifest.
+    keep_files: bool = attrs.field(default=False, eq=False)
     #: `--deadline WHEN` (`judgecore.job.when.When`): this run's alone, never in the manifest nor kept
     #: for a rerun; the run resolves a duration against its start (None: no deadline).
     deadline: When | None = None
@@ -195,9 +198,7 @@ class JobSettings:
 
     @property
     def route_policy(self) -> RoutePolicy:
-        provider = provider_of(self.request_model)
-        only = None if provider.batch else provider.name  # its sync route is the only one built
-        return RoutePolicy(base_threshold=self.sync_threshold, sync_only=only)
+        return provider_of(self.request_model).route_policy(self.sync_threshold)
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
@@ -261,6 +262,26 @@ class Fatal:
 
     def __str__(self) -> str:
         return self.reason
+
+
+@attrs.frozen
+class BatchCaps:
+    """The most one sub-batch holds: the settings' `max_batch_requests` / `max_batch_bytes`, clamped
+    to the provider's limits (`adapters.providers.registry.Provider.batch_limits`)."""
+
+    requests: int
+    bytes: int
+
+
+def batch_caps(settings: JobSettings) -> BatchCaps:
+    """The one clamp of a sub-batch's size, used alike by the run and by the dry run: OpenAI's files
+    hold at most 8,000 lines and 190,000,000 bytes (judgecore's caps), Anthropic's creates 8,000 requests
+    and 250,000,000 bytes, whatever larger `--max-batch-*` asked for."""
+    limits = provider_of(settings.request_model).batch_limits
+    return BatchCaps(
+        requests=min(settings.max_batch_requests, limits.requests),
+        bytes=min(settings.max_batch_bytes, limits.bytes),
+    )
 
 
 def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
@@ -395,4 +416,4 @@ def _pair(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-__all__ = ["Fatal", "JobSettings", "budget_now", "price_of", "sync_settings_for"]
+__all__ = ["BatchCaps", "Fatal", "JobSettings", "batch_caps", "budget_now", "price_of", "sync_settings_for"]

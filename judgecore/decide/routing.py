@@ -28,8 +28,12 @@ class RoutePolicy:
     base_threshold: int = 2000
     reference_otpm: int = 400_000
     assumed_otpm: int = 400_000
-    #: a provider whose batch route is not built (`openai`): its jobs go sync whatever their size
+    #: a provider whose batch route is not built: its jobs go sync whatever their size
     sync_only: str | None = None
+    #: what the per-minute limit the threshold scales by is called: Anthropic's output tokens per
+    #: minute (`OTPM`); OpenAI's tokens per minute (`TPM`, input and output together), whose
+    #: reference and assumed figures are the provider's (`adapters.providers.registry`)
+    limit_name: str = "OTPM"
 
     def threshold(self, otpm: int) -> int:
         """The request count at and above which a job goes to batches; never below 1."""
@@ -75,7 +79,7 @@ def route(
     used = otpm if otpm is not None else policy.assumed_otpm
     threshold = policy.threshold(used)
     natural: RoutePath = "sync" if n < threshold else "batch"
-    tier = f"OTPM {used:,} ({source})"
+    tier = f"{policy.limit_name} {used:,} ({source})"
     if force is not None:
         path: RoutePath = force
         # what the size alone would do, so a forced route says what it changed (or that it changed nothing)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.simulator import Scenario
+from adapters.simulator.openai_scenario import OpenAIScenario
 
 from .conftest import Served, read_output, write_items
 
@@ -72,15 +73,29 @@ def test_below_the_threshold_the_job_goes_sync_without_force(served, tmp_path: P
     assert [r["status"] for r in out] == ["succeeded"] * 20
 
 
-def test_above_the_threshold_an_openai_job_still_goes_sync(served, tmp_path: Path) -> None:
-    """Its batch route is not built: no job size sends it there (and nothing is sent to batches)."""
-    s = served(Scenario())
+def test_an_openai_job_is_routed_by_its_size_at_the_tpm_its_probe_reads(served, tmp_path: Path) -> None:
+    """The threshold is `--sync-threshold` at 4,000,000 tokens per minute, scaled by the TPM read: at
+    2,000,000 TPM a threshold of 30 is 15, so 20 requests go to batches; at 150,000,000 it is 1,125."""
     items = _items(tmp_path, [f"answer {k}" for k in range(20)])
-    res = _run(s, _job(tmp_path, items, "--model", "openai:gpt-5-mini", "--sync-threshold", "5"))
+    low = served(Scenario(batch_seconds=0.25, openai=OpenAIScenario(advertised_tpm=2_000_000)))
+    args = [
+        *_job(tmp_path, items, "--model", "openai:gpt-5-mini"),
+        "--sync-threshold",
+        "30",
+        "--poll-interval",
+        "0.05",
+    ]
+    res = _run(low, args)
     assert res.returncode == 0, res.stderr
     out = read_output(tmp_path / "S" / "output.jsonl")
-    assert {r["route"] for r in out} == {"sync"} and len(out) == 20
-    assert _chats(s) == 20 and not s.sim.requests("POST", "/v1/batches")
+    assert len(out) == 20 and {r["status"] for r in out} == {"succeeded"}
+    assert "tokens/min limit 2,000,000" in res.stderr
+    assert "threshold 15 at TPM 2,000,000 (read)" in res.stderr and low.sim.requests("POST", "/v1/batches")
+    high = served(Scenario(openai=OpenAIScenario(advertised_tpm=150_000_000)))
+    res = _run(high, [str(tmp_path / "S2") if a == str(tmp_path / "S") else a for a in args])
+    assert res.returncode == 0, res.stderr
+    assert "threshold 1,125 at TPM 150,000,000 (read)" in res.stderr
+    assert not high.sim.requests("POST", "/v1/batches")
 
 
 def test_truncation_refusal_and_context_overflow_are_misses(served, tmp_path: Path) -> None:
@@ -129,6 +144,32 @@ def test_a_bad_judge_name_is_exit_2_with_nothing_sent(served, tmp_path: Path, mo
     assert len(s.sim.log) == 0
 
 
+def test_an_openai_dry_run_caps_a_sub_batch_at_190_mb_whatever_max_batch_bytes_says(
+    served, tmp_path: Path
+) -> None:
+    s = served(Scenario())
+    items = _items(tmp_path, [f"answer {k}" for k in range(30)])
+    for extra in ([], ["--max-batch-bytes", "256000000", "--max-batch-requests", "50000"]):
+        dry = _run(
+            s, [*_job(tmp_path, items, "--model", "openai:gpt-5-mini", "--force-batch"), *extra, "--dry-run"]
+        )
+        assert dry.returncode == 0, dry.stderr
+        assert "at most 8,000 requests and 190,000,000 bytes each" in dry.stdout
+    dry = _run(
+        s,
+        [
+            *_job(tmp_path, items, "--model", "openai:gpt-5-mini", "--force-batch"),
+            "--max-batch-bytes",
+            "1000000",
+            "--dry-run",
+        ],
+    )
+    assert "1,000,000 bytes each" in dry.stdout  # a smaller cap is the user's
+    anthropic = _run(s, [*_job(tmp_path, items, "--force-batch"), "--dry-run"])
+    assert "at most 8,000 requests and 250,000,000 bytes each" in anthropic.stdout
+    assert len(s.sim.log) == 0
+
+
 def test_the_dry_run_and_status_name_the_provider(served, tmp_path: Path) -> None:
     from .conftest import cli_in_process
 
@@ -136,7 +177,7 @@ def test_the_dry_run_and_status_name_the_provider(served, tmp_path: Path) -> Non
     args = _job(tmp_path, _items(tmp_path, ["one", "two"]), "--model", "openai:gpt-5-mini")
     dry = _run(s, [*args, "--dry-run"])
     assert dry.returncode == 0, dry.stderr
-    assert "openai: judges have no batch route yet" in dry.stdout and "openai:gpt-5-mini" in dry.stdout
+    assert "openai:gpt-5-mini" in dry.stdout and "TPM" in dry.stdout
     assert len(s.sim.log) == 0
     assert _run(s, args).returncode == 0
     status = cli_in_process(["status", "--state", str(tmp_path / "S")], env=_env(s))

@@ -305,7 +305,13 @@ class JobRun:
             else f"came back {event.reason}; it will be sent again"
         )
         otpm = event.otpm or None
-        tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"
+        rp = self.policy.route_policy
+        words = "output tokens/min" if rp.limit_name == "OTPM" else "tokens/min"
+        tier = (
+            f"{words} limit {otpm:,}"
+            if otpm
+            else f"no tier reading, so {rp.assumed_otpm:,} {rp.limit_name} is assumed"
+        )
         chosen = self.route_now(otpm)
         return attrs.evolve(
             self,

@@ -1,0 +1,163 @@
+"""`judgecore run --model openai:MODEL` on the batch route: the CLI, the real `openai` SDK over real HTTP,
+the simulator speaking OpenAI's Files + Batch wire. One upload and one batch per sub-batch, each paid
+once; a failed batch is sent again smaller; an expired or cancelled batch keeps what it completed;
+harvested files are deleted unless `--keep-files`; each taxonomy row on the batch wire."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+
+import orjson
+
+from adapters.simulator import Scenario
+from adapters.simulator.openai_scenario import OpenAIScenario
+
+from .conftest import Served, read_output, write_items
+
+FILES, BATCHES = "/v1/files", "/v1/batches"
+
+
+def _env(s: Served) -> dict[str, str]:
+    env = s.env()
+    env.update(OPENAI_BASE_URL=f"{s.base_url}/v1", OPENAI_API_KEY="sk-test")
+    return env
+
+
+def _run(s: Served, args: list[str]):
+    from .conftest import cli_in_process
+
+    return cli_in_process(["run", *args], env=_env(s))
+
+
+def _items(tmp_path: Path, texts: list[str]) -> Path:
+    rows = [{"id": f"i{k}", "messages": [{"role": "user", "content": t}]} for k, t in enumerate(texts)]
+    return write_items(tmp_path / "items.jsonl", rows)
+
+
+def _job(tmp_path: Path, n: int, *extra: str, texts: list[str] | None = None) -> list[str]:
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("Grade the answer. Output 'Score: N' then one sentence.\n")
+    items = _items(tmp_path, texts if texts is not None else [f"answer number {k}" for k in range(n)])
+    return [
+        str(items),
+        "--state",
+        str(tmp_path / "S"),
+        "--rubric",
+        str(rubric),
+        "--model",
+        "openai:gpt-5-mini",
+        "--force-batch",
+        "--poll-interval",
+        "0.05",
+        *extra,
+    ]
+
+
+def _uploads(s: Served) -> int:
+    return len([e for e in s.sim.requests("POST", FILES) if e.status == 200])
+
+
+def _creates(s: Served) -> int:
+    return len([e for e in s.sim.requests("POST", BATCHES) if e.status == 200])
+
+
+def _sent_ids(s: Served) -> Counter[str]:
+    """custom_ids by how many batches that ran (not failed) held them."""
+    return Counter(cid for b in s.sim.openai.batches() if b.status != "failed" for cid in b.custom_ids)
+
+
+def _fast(**openai: object) -> Scenario:
+    return Scenario(batch_seconds=0.25, openai=OpenAIScenario(**openai))  # type: ignore[arg-type]
+
+
+def test_a_batch_job_end_to_end_one_upload_one_batch_each_and_a_rerun_sends_nothing(
+    served, tmp_path: Path
+) -> None:
+    s = served(_fast())
+    args = _job(tmp_path, 120, "--max-batch-requests", "50")
+    first = _run(s, args)
+    assert first.returncode == 0, first.stderr
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert len(out) == 120 and {r["status"] for r in out} == {"succeeded"}
+    assert {r["route"] for r in out} == {"batch"} and {r["model"] for r in out} == {"gpt-5-mini"}
+    assert all(r["text"].startswith("Score:") for r in out)
+    assert (_uploads(s), _creates(s)) == (3, 3)  # 50 + 50 + 20
+    assert set(_sent_ids(s).values()) == {1} and len(_sent_ids(s)) == 120
+    batches = s.sim.openai.batches()
+    tags = {b.metadata["judgecore_job"] for b in batches if b.metadata}
+    assert len(tags) == 1 and sorted(b.metadata["judgecore_sub_batch"] for b in batches if b.metadata) == [
+        "1",
+        "2",
+        "3",
+    ]
+    again = _run(s, args)
+    assert again.returncode == 0, again.stderr
+    assert (_uploads(s), _creates(s)) == (3, 3)
+
+
+def test_harvested_files_are_deleted_and_kept_with_keep_files(served, tmp_path: Path) -> None:
+    s = served(_fast())
+    assert _run(s, _job(tmp_path, 10)).returncode == 0
+    files = s.sim.openai.files.values()
+    assert files and all(f.deleted for f in files)  # input, output (and error) files all gone
+
+    kept = served(_fast())
+    other = tmp_path / "kept"
+    other.mkdir()
+    res = _run(kept, _job(other, 10, "--keep-files"))
+    assert res.returncode == 0, res.stderr
+    files = list(kept.sim.openai.files.values())
+    assert len(files) >= 2 and not any(f.deleted for f in files)
+
+
+def test_a_failed_batch_sends_its_requests_again_in_smaller_sub_batches(served, tmp_path: Path) -> None:
+    """`token_limit_exceeded` after the create: nothing of it ran; its halves run, each id paid once."""
+    s = served(_fast(batch_fail={1: "token_limit_exceeded"}))
+    res = _run(s, _job(tmp_path, 40))
+    assert res.returncode == 0, res.stderr
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert {r["status"] for r in out} == {"succeeded"} and len(out) == 40
+    batches = s.sim.openai.batches()
+    assert [b.status for b in batches] == ["failed", "completed", "completed"]
+    assert [len(b.custom_ids) for b in batches[1:]] == [20, 20]
+    assert set(_sent_ids(s).values()) == {1}
+    assert "failed validation" in res.stderr and "token_limit_exceeded" in res.stderr
+
+
+def test_an_expired_batch_keeps_its_output_and_resends_what_its_error_file_says_expired(
+    served, tmp_path: Path
+) -> None:
+    """Each batch expires with 3 of its lines done: those are kept (the output file), the rest (the error
+    file's `batch_expired`) go in the next round's batch; none done is ever sent again."""
+    s = served(Scenario(batch_seconds=4.0, expires_after=0.5))
+    res = _run(s, _job(tmp_path, 30, "--grace", "5"))
+    assert res.returncode == 3, res.stderr  # three rounds (--max-attempts 3), 21 left pending
+    out = {r["id"]: r for r in read_output(tmp_path / "S" / "output.jsonl")}
+    assert Counter(r["status"] for r in out.values()) == {"succeeded": 9, "pending": 21}
+    batches = s.sim.openai.batches()
+    assert [b.status for b in batches] == ["expired"] * 3
+    for before, after in pairwise(batches):
+        assert before.output_file_id and before.error_file_id  # both files read
+        done = {
+            orjson.loads(x)["custom_id"] for x in s.sim.openai.file_bytes(before.output_file_id).splitlines()
+        }
+        expired = [orjson.loads(x) for x in s.sim.openai.file_bytes(before.error_file_id).splitlines()]
+        assert {e["error"]["code"] for e in expired} == {"batch_expired"}
+        assert len(done) == 3 and not done & set(after.custom_ids)
+        assert set(after.custom_ids) == {e["custom_id"] for e in expired}
+
+
+def test_each_taxonomy_row_on_the_batch_wire(served, tmp_path: Path) -> None:
+    s = served(_fast())
+    texts = ["fine [[sim:max_tokens]]", "please [[sim:refusal]]", "long [[sim:context]]", "plain"]
+    res = _run(s, _job(tmp_path, 0, texts=texts))
+    assert res.returncode == 0, res.stderr
+    by_id = {r["id"]: r for r in read_output(tmp_path / "S" / "output.jsonl")}
+    assert by_id["i0"]["status"] == "miss" and by_id["i0"]["error"]["class"] == "MODEL_TRUNCATION"
+    assert by_id["i1"]["status"] == "miss" and by_id["i1"]["error"]["class"] == "MODEL_REFUSAL"
+    assert by_id["i2"]["status"] == "miss" and by_id["i2"]["error"]["class"] == "MODEL_CONTEXT"
+    assert by_id["i3"]["status"] == "succeeded"
+    assert {r["route"] for r in by_id.values()} == {"batch"}
+    assert set(_sent_ids(s).values()) == {1}  # a miss is final: sent once
