@@ -47,6 +47,8 @@ PRELOAD = (
     "adapters.run.sync",
     "adapters.checkpoint.store",
     "tests.batch.fakes",
+    "openai",
+    "adapters.providers.openai.batch_port",
 )
 
 

@@ -6,13 +6,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.checkpoint.statelock import StateLockedError
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.cli.status import _existing_state
-from adapters.run.operations import default_client
+from adapters.providers.registry import Provider, provider_of
+from adapters.run.batch_cancel import CancelReport
 from adapters.run.progress import PlainProgress, plural
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 from judgecore import RawResult, Status, classify
@@ -24,20 +26,24 @@ if TYPE_CHECKING:
 def cmd_cancel(ns: argparse.Namespace) -> int:
     import asyncio
 
-    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
     from adapters.run.batch_cancel import cancel_job
     from adapters.run.clock import RealClock
 
     _existing_state(ns.state)
-    client = default_client(os.environ)
+    provider = _provider_of_job(ns.state)
+    client = provider.client(os.environ)
+    port = provider.batch_port
     try:
         store = Store.open(ns.state, exclusive="cancel")  # not while a run uses the state dir
     except StateLockedError as exc:
         raise UsageError(str(exc)) from None
     try:
-        report = asyncio.run(
-            cancel_job(store=store, api=AnthropicBatchApi(client), clock=RealClock(), emit=PlainProgress())
-        )
+        if port is None:  # no batch route: nothing of the job can be in a batch
+            report = CancelReport(())
+        else:
+            report = asyncio.run(
+                cancel_job(store=store, api=port(client, True), clock=RealClock(), emit=PlainProgress())
+            )
     finally:
         store.close()
     n = len(report.canceled)
@@ -48,6 +54,18 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     if not report.failed:
         return EXIT_OK
     return _not_canceled(ns, report.failed)
+
+
+def _provider_of_job(state: Path) -> Provider:
+    """The provider of the job's judges (its manifest's first judge, else its model; Anthropic's for a
+    state dir with no manifest yet)."""
+    store = Store.open_readonly(state)
+    try:
+        manifest = store.get_meta("manifest") or {}
+    finally:
+        store.close()
+    judges = manifest.get("judges") or [manifest.get("model") or "claude"]
+    return provider_of(str(judges[0]))
 
 
 def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]]) -> int:

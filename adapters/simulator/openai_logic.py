@@ -1057,6 +1057,8 @@ def _early_fault(ctx: _OCtx, fault: str | None, hint: float | None, side: OpenAI
         return side._rate_limited(ctx, "batch", "requests", side.s.retry_after)
     if fault == "drop":
         return SimResponse(status=0, drop=True)
+    if fault == "stall":  # held, then dropped, nothing made (a run killed while it waits made nothing)
+        return SimResponse(status=0, drop=True, stall=side.s.create_stall_seconds)
     return None
 
 

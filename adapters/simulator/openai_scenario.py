@@ -70,8 +70,18 @@ def context_window(model: str) -> int:
 CHAT_FAULTS: Final = ("429", "500", "503", "drop", "insufficient_quota")
 
 #: Faults a `POST /v1/batches` or `POST /v1/files` can be given, keyed by call number (as the
-#: Anthropic side's `create_faults`): `persist_then_*` keep the batch or file, then lose the answer.
-CREATE_FAULTS: Final = ("500", "429", "drop", "persist_then_500", "persist_then_drop", "persist_then_stall")
+#: Anthropic side's `create_faults`): `persist_then_*` keep the batch or file, then lose the answer;
+#: `stall` holds the call `create_stall_seconds` and drops it with nothing made (a crash test kills
+#: the client while it waits: before the upload or the create took effect).
+CREATE_FAULTS: Final = (
+    "500",
+    "429",
+    "drop",
+    "stall",
+    "persist_then_500",
+    "persist_then_drop",
+    "persist_then_stall",
+)
 
 #: What `batch_fail` makes a batch's validation fail with (an errors.data[] code), the enqueued-token
 #: limit aside (`enqueued_token_limit`).

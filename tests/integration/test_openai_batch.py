@@ -161,3 +161,32 @@ def test_each_taxonomy_row_on_the_batch_wire(served, tmp_path: Path) -> None:
     assert by_id["i3"]["status"] == "succeeded"
     assert {r["route"] for r in by_id.values()} == {"batch"}
     assert set(_sent_ids(s).values()) == {1}  # a miss is final: sent once
+
+
+def test_a_cancelled_batch_keeps_what_it_completed_and_a_rerun_sends_only_the_rest(
+    served, tmp_path: Path
+) -> None:
+    """`judgecore cancel` on an OpenAI job cancels its live batch through the OpenAI port; the next run
+    harvests what it completed (its output file) and sends only the cancelled rest."""
+    from .conftest import cli_in_process
+
+    s = served(Scenario(batch_seconds=2.0, cancel_seconds=0.05))
+    args = _job(tmp_path, 40)
+    first = _run(s, [*args, "--deadline", "1s"])
+    assert first.returncode == 3, first.stderr  # the deadline left the batch live, its ids pending
+    cancel = cli_in_process(["cancel", "--state", str(tmp_path / "S")], env=_env(s))
+    assert cancel.returncode == 0, cancel.stderr
+    assert "canceled 1 live batch" in cancel.stderr
+    again = _run(s, args)
+    assert again.returncode == 0, again.stderr
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert {r["status"] for r in out} == {"succeeded"} and len(out) == 40
+    first_batch, *rest = s.sim.openai.batches()
+    assert first_batch.status == "cancelled"
+    done = {
+        orjson.loads(x)["custom_id"]
+        for x in s.sim.openai.file_bytes(first_batch.output_file_id or "").splitlines()
+    }
+    assert 0 < len(done) < 40
+    resent = Counter(c for b in rest for c in b.custom_ids)
+    assert not done & set(resent) and len(done) + len(resent) == 40 and set(resent.values()) == {1}
