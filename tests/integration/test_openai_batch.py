@@ -150,17 +150,61 @@ def test_an_expired_batch_keeps_its_output_and_resends_what_its_error_file_says_
 
 
 def test_each_taxonomy_row_on_the_batch_wire(served, tmp_path: Path) -> None:
+    """Lines of the output and the error file, each classified as on the sync route: length, refusal,
+    context overflow are misses sent once; another 400 is quarantined; 429, 500 and 503 lines are
+    retried in the next round and succeed."""
     s = served(_fast())
-    texts = ["fine [[sim:max_tokens]]", "please [[sim:refusal]]", "long [[sim:context]]", "plain"]
+    texts = [
+        "fine [[sim:max_tokens]]",
+        "please [[sim:refusal]]",
+        "long [[sim:context]]",
+        "plain",
+        "odd [[sim:invalid]]",
+        "busy [[sim:rate_limit]]",
+        "broken [[sim:api_error]]",
+        "full [[sim:overloaded]]",
+    ]
     res = _run(s, _job(tmp_path, 0, texts=texts))
     assert res.returncode == 0, res.stderr
     by_id = {r["id"]: r for r in read_output(tmp_path / "S" / "output.jsonl")}
-    assert by_id["i0"]["status"] == "miss" and by_id["i0"]["error"]["class"] == "MODEL_TRUNCATION"
-    assert by_id["i1"]["status"] == "miss" and by_id["i1"]["error"]["class"] == "MODEL_REFUSAL"
-    assert by_id["i2"]["status"] == "miss" and by_id["i2"]["error"]["class"] == "MODEL_CONTEXT"
-    assert by_id["i3"]["status"] == "succeeded"
+    got = {k: (r["status"], (r.get("error") or {}).get("class")) for k, r in by_id.items()}
+    assert got == {
+        "i0": ("miss", "MODEL_TRUNCATION"),
+        "i1": ("miss", "MODEL_REFUSAL"),
+        "i2": ("miss", "MODEL_CONTEXT"),
+        "i3": ("succeeded", None),
+        "i4": ("quarantined", "INVALID_REQUEST"),
+        "i5": ("succeeded", None),
+        "i6": ("succeeded", None),
+        "i7": ("succeeded", None),
+    }
+    assert by_id["i0"]["text"]  # a truncated answer keeps its text
     assert {r["route"] for r in by_id.values()} == {"batch"}
-    assert set(_sent_ids(s).values()) == {1}  # a miss is final: sent once
+    sent = _sent_ids(s)
+    assert sorted(sent.values()) == [1, 1, 1, 1, 1, 2, 2, 2]  # only the 429 / 500 / 503 lines went again
+
+
+def test_content_filter_on_the_batch_wire_is_a_refusal_miss(served, tmp_path: Path) -> None:
+    s = served(Scenario(batch_seconds=0.25, openai=OpenAIScenario(content_filter_rate=1.0)))
+    res = _run(s, _job(tmp_path, 3))
+    assert res.returncode == 0, res.stderr
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert {(r["status"], r["error"]["class"], r["error"]["type"]) for r in out} == {
+        ("miss", "MODEL_REFUSAL", "content_filter")
+    }
+
+
+def test_a_refused_key_on_the_batch_route_is_fatal_and_uploads_nothing(served, tmp_path: Path) -> None:
+    from .conftest import cli_in_process
+
+    s = served(_fast())
+    env = _env(s)
+    env["OPENAI_API_KEY"] = "sk-bad"
+    res = cli_in_process(["run", *_job(tmp_path, 5)], env=env)
+    assert res.returncode == 4, res.stderr
+    assert _uploads(s) == 0 and _creates(s) == 0
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert {r["status"] for r in out} == {"pending"}
 
 
 def test_a_cancelled_batch_keeps_what_it_completed_and_a_rerun_sends_only_the_rest(
