@@ -63,9 +63,16 @@ def main() -> None:
         for provider in order:
             rows[provider].append(one(provider, ns.n))
             r = rows[provider][-1]
-            print(f"round {k + 1} {provider:9s} cpu {r['cpu']:.2f} s  rss {r['rss_mb']:.0f} MB  wall {r['wall']:.1f} s")
-    med = {p: {m: statistics.median(r[m] for r in rs) for m in ("cpu", "rss_mb", "wall")} for p, rs in rows.items()}
-    cpu_ratio = statistics.median(o["cpu"] / a["cpu"] for o, a in zip(rows["openai"], rows["anthropic"], strict=True))
+            print(
+                f"round {k + 1} {provider:9s} cpu {r['cpu']:.2f} s  rss {r['rss_mb']:.0f} MB  wall {r['wall']:.1f} s"
+            )
+    med = {
+        p: {m: statistics.median(r[m] for r in rs) for m in ("cpu", "rss_mb", "wall")}
+        for p, rs in rows.items()
+    }
+    cpu_ratio = statistics.median(
+        o["cpu"] / a["cpu"] for o, a in zip(rows["openai"], rows["anthropic"], strict=True)
+    )
     rss_ratio = statistics.median(
         o["rss_mb"] / a["rss_mb"] for o, a in zip(rows["openai"], rows["anthropic"], strict=True)
     )

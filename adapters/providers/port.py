@@ -14,6 +14,9 @@ A batch is made in two steps, each with a finder for the run that comes back aft
   finds nothing, `find_batch` cannot tell (`Found.conclusive` False): the batch shell reconciles by
   listing, as it always has.
 
+No SDK is imported here (an OpenAI job never loads Anthropic's, nor the reverse): `BatchApiError` (a failed call, as a `RawResult`) and `CreateBody` (a
+sub-batch's requests, template and messages) are what both ports share.
+
 Every batch is the core's `BatchSnapshot` (a batch that failed validation after its create carries
 `refused`: none of it ran). `results(batch_id)` streams `(custom_id, Outcome)` (OpenAI: its output file,
 then its error file); `discard(batch_id)` frees what a harvested batch left on the provider (OpenAI:
@@ -22,15 +25,59 @@ its input, output and error files; Anthropic: nothing).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 import attrs
+import httpx2
 
-from judgecore import BatchSnapshot, Outcome
+from judgecore import BatchSnapshot, Outcome, RawResult
+from judgecore.wire.chunking import body_size
+from judgecore.wire.encoding import create_body, create_body_chunks
+from judgecore.wire.requests import Request, RequestTemplate, sizes_of
 
-if TYPE_CHECKING:
-    from adapters.providers.anthropic.batch_api import CreateBody
+#: The transport errors that mean no connection was ever made (the endpoint named, on either wire).
+NEVER_CONNECTED = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
+
+
+class BatchApiError(Exception):
+    """A batch API call failed; `raw` is the failure as the core sees it."""
+
+    def __init__(self, raw: RawResult) -> None:
+        super().__init__(f"{raw.kind} {raw.status or ''} {raw.error_type or ''}: {raw.message or ''}")
+        self.raw = raw
+
+
+def _body_size(body: CreateBody) -> int:
+    return body_size(sizes_of(body.requests))
+
+
+@attrs.frozen
+class CreateBody:
+    """What one sub-batch sends: its requests, the job's template and their messages. As Anthropic's
+    create body, `{"requests":[...]}`: `size` bytes, made on demand, never held (OpenAI's upload makes
+    its JSONL file from the same parts: `adapters.providers.openai.batch_port.upload_body`).
+
+    `async for` (what the SDK sends) and `chunks()` yield it in pieces of about
+    `judgecore.wire.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
+    """
+
+    requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
+    template: RequestTemplate = attrs.field(repr=False)
+    #: each request's serialized messages, in order, iterated afresh on each pass (the batch shell's
+    #: are read back from the checkpoint a slice at a time: `adapters.files.messages.CheckpointMessages`)
+    messages: Iterable[bytes] = attrs.field(repr=False)
+    size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
+
+    def chunks(self) -> Iterator[bytes]:
+        return create_body_chunks(self.requests, self.template, self.messages)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks():
+            yield chunk
+
+    def __bytes__(self) -> bytes:
+        return create_body(self.requests, self.template, self.messages)
 
 
 @attrs.frozen
@@ -122,4 +169,15 @@ class OneCallCreate:
         return None
 
 
-__all__ = ["JOB_KEY", "SUB_BATCH_KEY", "BatchMeta", "BatchPort", "Found", "OneCallCreate", "Upload"]
+__all__ = [
+    "JOB_KEY",
+    "NEVER_CONNECTED",
+    "SUB_BATCH_KEY",
+    "BatchApiError",
+    "BatchMeta",
+    "BatchPort",
+    "CreateBody",
+    "Found",
+    "OneCallCreate",
+    "Upload",
+]

@@ -32,8 +32,7 @@ import attrs
 
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.messages import CheckpointMessages
-from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody
-from adapters.providers.port import BatchMeta, BatchPort, Upload
+from adapters.providers.port import BatchApiError, BatchMeta, BatchPort, CreateBody, Upload
 from adapters.run.clock import Clock
 from adapters.run.events import (
     BatchCreated,

@@ -6,8 +6,7 @@ from __future__ import annotations
 import attrs
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.batch_api import BatchApiError
-from adapters.providers.port import BatchPort
+from adapters.providers.port import BatchApiError, BatchPort
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice
 from judgecore import RawResult

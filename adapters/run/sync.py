@@ -14,12 +14,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 import attrs
 
 from adapters.checkpoint.store import OutcomeRow, Store
-from adapters.providers.anthropic.sync_api import MessagesApi
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice, SyncProgress, discard
 from adapters.run.sync_settings import SyncSettings
@@ -37,6 +36,9 @@ from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.spend import Budget, Expect, request_bound
 from judgecore.results.status import Status
 from judgecore.run.sync import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
+
+if TYPE_CHECKING:
+    from adapters.providers.anthropic.sync_api import MessagesApi
 
 #: How long an interrupted sync run waits for the answers in flight (sent, so billed) to record them.
 DRAIN_SECONDS = 20.0

@@ -20,62 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 
 import anthropic
-import attrs
 import httpx2
 from anthropic.types.messages import MessageBatch
 
 from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
-from adapters.providers.port import BatchMeta, OneCallCreate, Upload
+from adapters.providers.port import BatchApiError, BatchMeta, CreateBody, OneCallCreate, Upload
 from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
 from judgecore.run.batch.batching import CREATE_DEADLINE
-from judgecore.wire.chunking import body_size
-from judgecore.wire.encoding import create_body, create_body_chunks
-from judgecore.wire.requests import Request, RequestTemplate, sizes_of
 
 _CREATE_PATH = "/v1/messages/batches"
 _READ = 1 << 16  # bytes read from a results file at a time
-
-
-class BatchApiError(Exception):
-    """A batch API call failed; `raw` is the failure as the core sees it."""
-
-    def __init__(self, raw: RawResult) -> None:
-        super().__init__(f"{raw.kind} {raw.status or ''} {raw.error_type or ''}: {raw.message or ''}")
-        self.raw = raw
-
-
-def _body_size(body: CreateBody) -> int:
-    return body_size(sizes_of(body.requests))
-
-
-@attrs.frozen
-class CreateBody:
-    """The body of one create call, `{"requests":[...]}`: `size` bytes, made on demand, never held.
-
-    `async for` (what the SDK sends) and `chunks()` yield it in pieces of about
-    `judgecore.wire.chunking.CHUNK_BYTES`, each pass afresh; `bytes(body)` joins it whole (for a fake API).
-    """
-
-    requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
-    template: RequestTemplate = attrs.field(repr=False)
-    #: each request's serialized messages, in order, iterated afresh on each pass (the batch shell's
-    #: are read back from the checkpoint a slice at a time: `adapters.files.messages.CheckpointMessages`)
-    messages: Iterable[bytes] = attrs.field(repr=False)
-    size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
-
-    def chunks(self) -> Iterator[bytes]:
-        return create_body_chunks(self.requests, self.template, self.messages)
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks():
-            yield chunk
-
-    def __bytes__(self) -> bytes:
-        return create_body(self.requests, self.template, self.messages)
 
 
 # -- translation at the edge --------------------------------------------------------------------

@@ -29,16 +29,13 @@ import time
 from typing import Any
 
 import anthropic
-import httpx2
 import orjson
 from anthropic._exceptions import extract_error_code
 
+from adapters.providers.port import NEVER_CONNECTED  # no connection made at all: nothing was made
 from judgecore.decide.ratelimit import retry_after
 from judgecore.results.outcomes import CONNECT_FAILED, Outcome, RawResult, StopDetails, Usage
 from judgecore.results.resultlines import line_outcome
-
-#: httpx2 errors meaning no connection was made at all: nothing reached a server, nothing was made.
-NEVER_CONNECTED = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.UnsupportedProtocol, httpx2.InvalidURL)
 
 
 def usage_of(u: Any) -> Usage | None:

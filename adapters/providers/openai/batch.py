@@ -59,11 +59,10 @@ import httpx2
 import openai
 import orjson
 
-from adapters.providers.anthropic.batch_api import BatchApiError
 from adapters.providers.openai.body import CHAT_COMPLETIONS
 from adapters.providers.openai.sync import connection_result, status_error_result
 from adapters.providers.openai.translate import OpenAIBatch, batch_of, line_result
-from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchMeta
+from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchApiError, BatchMeta
 from judgecore import Outcome, RawResult, classify
 from judgecore.run.batch.batching import CREATE_DEADLINE
 

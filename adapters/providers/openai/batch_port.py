@@ -14,11 +14,10 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 import openai
 
-from adapters.providers.anthropic.batch_api import CreateBody
 from adapters.providers.openai.batch import OpenAIBatchApi, UploadBody
 from adapters.providers.openai.body import OpenAITemplate
 from adapters.providers.openai.sync_template import openai_template
-from adapters.providers.port import BatchMeta, Found, Upload
+from adapters.providers.port import BatchMeta, CreateBody, Found, Upload
 from judgecore import BatchSnapshot, Outcome
 from judgecore.wire.chunking import CHUNK_BYTES
 

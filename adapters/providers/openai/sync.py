@@ -24,8 +24,8 @@ import httpx2
 import openai
 import orjson
 
-from adapters.providers.anthropic.sdk_results import NEVER_CONNECTED
 from adapters.providers.openai.translate import completion_result, error_result, openai_reading
+from adapters.providers.port import NEVER_CONNECTED
 from judgecore import RawResult
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.results.outcomes import CONNECT_FAILED
