@@ -31,6 +31,7 @@ from judgecore import (
     PollPolicy,
     RawResult,
     Request,
+    RequestCounts,
     RequestTemplate,
     Usage,
     custom_id_for,
@@ -936,3 +937,40 @@ def test_a_run_stopped_by_an_error_waits_for_its_creates_in_flight_to_record_the
 
     asyncio.run(main())
     assert 2 == len(api.batches)
+
+
+class RefusedFirst(FakeBatchApi):
+    """Batches over `fits` requests fail validation after their create (OpenAI's `failed`,
+    `token_limit_exceeded`): the create succeeds, only a poll says so, and none of it ran."""
+
+    fits = 10
+
+    def _snap(self, b):  # type: ignore[no-untyped-def]
+        snap = super()._snap(b)
+        if len(b.custom_ids) > self.fits:
+            return attrs.evolve(snap, status="ended", counts=RequestCounts(), refused="token_limit_exceeded")
+        return snap
+
+    async def results(self, batch_id: str):  # type: ignore[no-untyped-def]
+        assert len(self.batches[batch_id].custom_ids) <= self.fits, "a refused batch is never harvested"
+        async for line in super().results(batch_id):
+            yield line
+
+
+def test_a_batch_refused_after_its_create_is_sent_again_in_halves_in_the_same_round(store: Store) -> None:
+    """40 requests, a limit of 10 a batch: 40 refused, 20 + 20 refused, four of 10 run. Each id runs once;
+    the refusals are not sends (one round; `--max-attempts 1` is enough) and are told."""
+    requests = make_requests(40)
+    bind(store, requests)
+    clock = FakeClock()
+    api = RefusedFirst(clock)
+    events: list[Event] = []
+    result = go(store, requests, api, clock, BatchSettings(max_attempts=1), events)
+    assert 40 == result.counts["succeeded"] and 1 == result.rounds
+    sizes = [len(b.custom_ids) for b in api.batches.values()]
+    assert [40, 20, 20, 10, 10, 10, 10] == sizes
+    ran = Counter(c for b in api.batches.values() if len(b.custom_ids) <= 10 for c in b.custom_ids)
+    assert 40 == len(ran) and {1} == set(ran.values())
+    said = [e.message for e in events if isinstance(e, Notice)]
+    assert 3 == sum("failed validation (token_limit_exceeded)" in m for m in said)
+    assert [r.state for r in store.sub_batches()].count("split") == 3
