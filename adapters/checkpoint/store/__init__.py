@@ -20,7 +20,8 @@ by listing recent batches before it ever resubmits those ids. The database file,
 memory file are created mode 0600 in a directory of mode 0700; no credential is ever stored.
 
 Modules, one idea each: `schema` (the tables, the in-flight view, migrations), `connection` (opening:
-file modes, journal, lock, read-only), `binding` (the manifest and the items a dir is bound to),
+file modes, journal, lock, read-only), `binding` (the manifest and the items a dir is bound to), `meta`
+(the job's metadata as typed fields: `store.route`, `store.rate_limits`, `store.deadline`, ...),
 `messages` (the items' kept messages), `subbatches` (sub-batch records), `outcomes` (recording outcomes;
 each item's latest), `resume` (what a run resumes from) and `usage` (what the summary and the report
 read: metadata, usage, spend, the timeline).
