@@ -61,7 +61,7 @@ def _provider_of_job(state: Path) -> Provider:
     state dir with no manifest yet)."""
     store = Store.open_readonly(state)
     try:
-        manifest = store.get_meta("manifest") or {}
+        manifest = store.manifest or {}
     finally:
         store.close()
     judges = manifest.get("judges") or [manifest.get("model") or "claude"]

@@ -10,7 +10,7 @@ it counts (a harvest streams its lines into `OutcomeWriter`, in group commits; m
 bit per request of the batch, not the lines).
 
 It talks to one `adapters.providers.port.BatchPort` and never branches on a provider. A create is the
-port's two steps: the upload (an OpenAI file, its id durable in the checkpoint's meta `upload:<sub>`
+port's two steps: the upload (an OpenAI file, its id durable in the checkpoint, `store.record_upload`,
 before the create; Anthropic's hands the body on), then the create, naming the sub-batch (`BatchMeta`:
 the state dir's batch tag and the sub-batch's id). A reconciliation asks the port's finders first: a
 batch found by its name is adopted; an intent with an upload but no batch is created from that upload
@@ -70,15 +70,10 @@ _GROUP = 256  # result lines handed to the harvest's fold at a time
 def batch_tag(store: Store) -> str:
     """The state dir's batch tag (drawn once, kept in its meta): what names its files and batches on a
     provider that takes names (`BatchMeta.job`), so a rerun finds its own and never another job's."""
-    tag = store.get_meta("batch_tag")
-    if not isinstance(tag, str):
-        tag = secrets.token_hex(6)
-        store.set_meta("batch_tag", tag)
+    tag = store.batch_tag
+    if tag is None:
+        tag = store.batch_tag = secrets.token_hex(6)
     return tag
-
-
-def _upload_key(sub_id: int) -> str:
-    return f"upload:{sub_id}"
 
 
 @attrs.frozen(kw_only=True)
@@ -122,8 +117,8 @@ class BatchShell:
         return BatchMeta(self.tag or batch_tag(self.store), str(sub_id))
 
     def _recorded_upload(self, sub_id: int) -> Upload | None:
-        file_id = self.store.get_meta(_upload_key(sub_id))
-        return Upload(file_id) if isinstance(file_id, str) else None
+        file_id = self.store.upload_of(sub_id)
+        return None if file_id is None else Upload(file_id)
 
     async def discard_harvested(self) -> None:
         """Discard what each batch recorded `harvested` left on the provider (a failure is a warning:
@@ -242,7 +237,7 @@ class BatchShell:
             if upload is None:
                 upload = await self.api.upload(body, meta)
                 if upload.file_id is not None:  # durable before the create: a rerun creates from it
-                    self.store.set_meta(_upload_key(action.sub_id), upload.file_id)
+                    self.store.record_upload(action.sub_id, upload.file_id)
             snap = await self.api.create(upload, meta)
         except BatchApiError as exc:
             return br.CreateFailed(action.sub_id, exc.raw, self.clock.now(), self.rng.random())
