@@ -2,5 +2,7 @@
 run's interpreters call.
 
 May import: `adapters.checkpoint`, `adapters.usage`, `judgecore`. Packages: `anthropic`, `openai`; module
-`registry` (each provider by name: its client from the environment, its ports, its request template).
+`registry` (each provider by name: its client from the environment, its ports, its request template,
+its batch limits); module `port` (the batch port both providers fit, `BatchPort`, and what they share:
+`BatchMeta`, `Upload`, `CreateBody`, `BatchApiError`; no SDK).
 """
