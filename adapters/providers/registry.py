@@ -53,6 +53,9 @@ class Provider:
     route_limit: Callable[[RateLimitReading], int | None] = attrs.field(default=lambda r: r.otpm)
     limit_name: str = "OTPM"
     reference_limit: int = 400_000
+    #: the modules its ports live in (they import its SDK): a run imports them once, the collector
+    #: paused (`adapters.run.operations.connect`)
+    sdk_modules: tuple[str, ...] = ()
 
     def route_policy(self, base_threshold: int) -> RoutePolicy:
         """The job's routing on this provider: `base_threshold` requests at its reference limit."""
@@ -136,7 +139,13 @@ OPENAI_REFERENCE_TPM = 4_000_000
 
 PROVIDERS: Mapping[str, Provider] = {
     "anthropic": Provider(
-        "anthropic", _anthropic_client, _anthropic_sync, lambda t: t, _anthropic_batch, ANTHROPIC_BATCH
+        "anthropic",
+        _anthropic_client,
+        _anthropic_sync,
+        lambda t: t,
+        _anthropic_batch,
+        ANTHROPIC_BATCH,
+        sdk_modules=("adapters.providers.anthropic.sync_api", "adapters.providers.anthropic.batch_api"),
     ),
     "openai": Provider(
         "openai",
@@ -148,6 +157,7 @@ PROVIDERS: Mapping[str, Provider] = {
         route_limit=lambda r: r.tokens.limit,
         limit_name="TPM",
         reference_limit=OPENAI_REFERENCE_TPM,
+        sdk_modules=("adapters.providers.openai.sync", "adapters.providers.openai.batch_port"),
     ),
 }
 

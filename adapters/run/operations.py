@@ -4,7 +4,9 @@ event; none decides anything the machine did not say."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib
 import sys
 from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING, Any
@@ -63,14 +65,18 @@ def connect(
     from adapters.files.items_io import bulk_allocation
     from adapters.files.messages import InputChangedError, hand_to_checkpoint
 
-    if "anthropic" not in sys.modules:
-        # The SDK's first import (`adapters.run.sync` imports it): its pydantic models are hundreds of
-        # thousands of objects, as long-lived as its modules, and no garbage. The collector's passes
-        # would walk them again and again (333 passes, about 0.1 CPU s), then twice more once it
-        # is on again (about 0.19 s): it is paused for the import, and what is alive then is frozen
-        # (`gc.freeze`, as the run's own items are: `adapters.run.job.ajudge`, when it froze them, gives
-        # every frozen object back at its end).
+    provider = provider_of(settings.request_model)
+    if not all(m in sys.modules for m in provider.sdk_modules):
+        # The SDK's first import (the provider's port modules import it): its pydantic models are
+        # hundreds of thousands of objects, as long-lived as its modules, and no garbage. The
+        # collector's passes would walk them again and again (333 passes, about 0.1 CPU s), then twice
+        # more once it is on again (about 0.19 s): it is paused for the import, and what is alive then
+        # is frozen (`gc.freeze`, as the run's own items are: `adapters.run.job.ajudge`, when it froze
+        # them, gives every frozen object back at its end). Only the job's provider's SDK is imported.
         with bulk_allocation():
+            for module in provider.sdk_modules:
+                with contextlib.suppress(ImportError):  # an extra not installed: its client says so
+                    importlib.import_module(module)
             import adapters.run.sync  # noqa: F401
 
             gc.freeze()
@@ -78,7 +84,7 @@ def connect(
         sync_settings = sync_settings_for(settings, environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    client = client or provider_of(settings.request_model).client(environ)
+    client = client or provider.client(environ)
     try:
         hand_to_checkpoint(store, job, messages)
     except InputChangedError as exc:

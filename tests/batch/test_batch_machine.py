@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
-from adapters.providers.port import BatchMeta, OneCallCreate, Upload
+from adapters.providers.port import BatchMeta, Found, OneCallCreate, Upload
 from adapters.run.batch import BatchSettings, BatchShell
 from judgecore import BatchSnapshot, PollPolicy, RawResult, RequestCounts
 from judgecore.results.outcomes import Outcome, classify
@@ -430,3 +430,99 @@ TestBatchLife.settings = settings(
     max_examples=40 if _QUICK else settings().max_examples,
     stateful_step_count=30 if _QUICK else 60,
 )
+
+
+# -- the same life on OpenAI's shape of the port: an upload, then a create from it, each found by name --
+
+
+@attrs.define
+class ServerFile:
+    body: bytes
+    filename: str
+    created_at: float
+
+
+class OpenAIModelApi(ModelApi):
+    """The model API with OpenAI's two steps: `upload` makes a file (named by the sub-batch), `create`
+    a batch from it (named in its metadata); `find_upload` and `find_batch` find them by name, for
+    sure. An operation's fault falls on its upload or on its create (by the seed's parity). It also
+    checks that nothing is uploaded twice: never a file for a sub-batch that already has one."""
+
+    def __init__(self, machine: BatchLife) -> None:
+        super().__init__(machine)
+        self.files: dict[str, ServerFile] = {}
+        self.named: dict[str, BatchMeta] = {}  # batch id -> the name it was created with
+        self.discarded: list[str] = []
+
+    def _fault_on_upload(self) -> bool:
+        return self.kind_seed % 2 == 0
+
+    async def upload(self, body: CreateBody, meta: BatchMeta) -> Upload:
+        mode = self.mode if self._fault_on_upload() else "ok"
+        if mode == "413":
+            raise _http(413, "request_too_large")
+        if mode == "401":
+            raise _http(401, "authentication_error")
+        if mode in ("500", "drop"):
+            raise (
+                _http(500, "api_error")
+                if mode == "500"
+                else BatchApiError(RawResult(kind="connection_error", message="Server disconnected"))
+            )
+        if any(f.filename == meta.filename for f in self.files.values()):
+            self.violations.append(f"{meta.filename} uploaded twice")
+        file_id = f"file-{len(self.files) + 1:04d}"
+        self.files[file_id] = ServerFile(bytes(body), meta.filename, self.m.started)
+        match mode:
+            case "persist_then_500":
+                raise _http(500, "api_error")
+            case "persist_then_drop":
+                raise BatchApiError(RawResult(kind="connection_error", message="Server disconnected"))
+            case "persist_then_crash":
+                raise Crash()
+        if self._fault_on_upload():
+            self.mode = "ok"  # the fault was the upload's: the create goes through
+        return Upload(file_id)
+
+    async def find_upload(self, meta: BatchMeta, since: float | None = None) -> Upload | None:
+        if self.mode == "500":
+            raise _http(500, "api_error")
+        for file_id, f in reversed(self.files.items()):
+            if f.filename == meta.filename and (since is None or f.created_at >= since):
+                return Upload(file_id)
+        return None
+
+    async def create(self, create, meta=None):  # type: ignore[no-untyped-def]
+        assert isinstance(create, Upload) and create.file_id is not None and meta is not None
+        snap = None
+        try:
+            snap = await super().create(self.files[create.file_id].body)
+        finally:
+            made = max(self.batches, default=None)
+            if made is not None and made not in self.named:
+                self.named[made] = meta
+        return snap
+
+    async def find_batch(self, meta: BatchMeta, since: float | None = None) -> Found:
+        if self.mode == "500":
+            raise _http(500, "api_error")
+        self.m.listings += 1  # a reconciliation: what an unheard-of batch waits for
+        for b in sorted(self.batches.values(), key=lambda b: (b.created_at, b.id), reverse=True):
+            if self.named.get(b.id) == meta and (since is None or b.created_at >= since):
+                return Found(self._snap(b), conclusive=True)
+        return Found(None, conclusive=True)
+
+    async def discard(self, batch_id: str) -> None:
+        self.discarded.append(batch_id)
+
+
+class OpenAIBatchLife(BatchLife):
+    """`BatchLife` through OpenAI's shape of the port (upload, file id, create, found by name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.api = OpenAIModelApi(self)
+
+
+TestOpenAIBatchLife = OpenAIBatchLife.TestCase
+TestOpenAIBatchLife.settings = TestBatchLife.settings
