@@ -123,7 +123,7 @@ def test_kill_9_between_any_two_durable_steps_uploads_and_creates_nothing_twice(
     tmp_path: Path, where: str, openai: dict, ready: Callable
 ) -> None:
     state = tmp_path / "state"
-    sim = Simulator(Scenario(batch_seconds=0.25, create_stall_seconds=60.0, openai=OpenAIScenario(**openai)))
+    sim = Simulator(Scenario(batch_seconds=0.25, create_stall_seconds=20.0, openai=OpenAIScenario(**openai)))
     with serve(sim) as server:
         first = child(server.base_url, state, N)
         _kill_when(first, lambda: ready(sim, state))
@@ -162,7 +162,7 @@ def test_a_resumed_run_adopts_its_own_batch_never_another_jobs(tmp_path: Path) -
     sim = Simulator(
         Scenario(
             batch_seconds=0.25,
-            create_stall_seconds=60.0,
+            create_stall_seconds=20.0,
             openai=OpenAIScenario(create_faults={2: "persist_then_stall"}),
         )
     )
