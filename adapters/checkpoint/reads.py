@@ -98,6 +98,10 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
     return out
 
 
+#: The meta key of the deadline's switch, once a run made it (`adapters.run.switch`).
+SWITCH_META = "switch"
+
+
 def history_from_store(store: Store) -> History:
     """What the checkpoint says about the job before this run acts."""
     raw = store.get_meta("route")
@@ -110,4 +114,5 @@ def history_from_store(store: Store) -> History:
         final=state.final,
         in_flight=state.in_flight,
         any_batch=bool(store.sub_batches()),
+        switched=bool(store.get_meta(SWITCH_META)),
     )

@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     import random
 
     from adapters.files.messages import MessageSource
+    from adapters.providers.anthropic.batch_api import BatchApi
     from adapters.run.clock import Clock
     from adapters.run.events import Emit
+    from adapters.run.switch import Switcher
     from adapters.run.sync import SyncSettings
 
 
@@ -140,8 +142,9 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
     return reqs.only(frozenset(ids))
 
 
-async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
-    """The batch machine over `ids` of the job."""
+async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> BatchRan:
+    """The batch machine over `ids` of the job, with the deadline's switch (`adapters.run.switch`;
+    `switched`: an earlier run made it, and this part resumes it)."""
     from adapters.providers.anthropic.batch_api import AnthropicBatchApi
     from adapters.run.batch import BatchSettings, run_batch
 
@@ -151,11 +154,12 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
             f"--model {s.request_model}: the batch route is not built for this provider yet; "
             "add --force-sync to judge on the sync route"
         )
+    api = AnthropicBatchApi(p.client)
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
         template=p.job.batch_template,
-        api=AnthropicBatchApi(p.client),
+        api=api,
         clock=p.clock,
         settings=BatchSettings(
             max_batch_requests=s.max_batch_requests,
@@ -170,8 +174,25 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
         budget=budget_now(p.store, s),
         price=price_of(s),
         expect=expect_now(p.store, p.job, s, "batch"),
+        switcher=switcher_of(p, api),
+        resumed_switch=switched,
     )
-    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck), budget=res.rerun_budget)
+    return BatchRan(
+        fatal=res.fatal or None,
+        stuck=tuple(res.stuck),
+        budget=res.rerun_budget,
+        switched=res.switched,
+        live=p.store.job_state().in_flight if res.switched else frozenset(),
+    )
+
+
+def switcher_of(p: Ports, api: BatchApi) -> Switcher:
+    """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
+    from adapters.checkpoint.reads import history_from_store
+    from adapters.run.switch import Switcher, switch_plan
+
+    plan = switch_plan(p.settings, p.job, history_from_store(p.store).otpm_read)
+    return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan)
 
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:

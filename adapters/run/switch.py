@@ -1,0 +1,140 @@
+"""The deadline's switch, performed: the decision is the core's (`judgecore.run.batch.switching`); this
+module records it, says it, and cancels the live batches through the batch port (`BatchApi.cancel`:
+any provider's batch route whose port cancels the way Anthropic's does, keeping what completed).
+
+Order, for a kill anywhere: the switch is written in the checkpoint's meta (`switch`) before the first
+cancel; a run that finds it there resumes the switch: it creates nothing, cancels
+what is still live, polls the canceled batches to their end and harvests them, and the job sends the
+rest on the sync route (`History.switched`). What a canceled batch completed is recorded by its harvest, so never resent;
+an item is sent on the sync route only once no live batch holds it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from adapters.checkpoint.reads import SWITCH_META
+from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError
+from adapters.run.events import Emit, Notice
+from judgecore.decide.deadline import Switch, SyncPace, clock_time
+from judgecore.run.batch.switching import (
+    SwitchPlan,
+    cancel_answered,
+    switch_due,
+    switching,
+    to_cancel,
+    wake_by,
+)
+
+if TYPE_CHECKING:
+    from adapters.checkpoint.store import Store
+    from adapters.run.clock import Clock
+    from adapters.run.settings import JobSettings
+    from judgecore.decide.planning import JobPlan
+    from judgecore.run.batch import BatchRun
+
+
+def switch_plan(settings: JobSettings, job: JobPlan, otpm_read: int | None) -> SwitchPlan | None:
+    """What the run's switch is measured against (None: no deadline, or a forced route)."""
+    if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
+        return None
+    if settings.otpm is not None:
+        otpm, source = settings.otpm, "flag"
+    elif otpm_read is not None:
+        otpm, source = otpm_read, "read"
+    else:
+        otpm, source = settings.route_policy.assumed_otpm, "assumed"
+    pace = SyncPace(otpm=otpm, otpm_source=source, concurrency=settings.concurrency or 16)  # type: ignore[arg-type]
+    return SwitchPlan(
+        deadline=settings.deadline.at,
+        pace=pace,
+        tokens_each=float(settings.max_tokens),
+        sync_usd_each=_sync_usd_each(settings, job),
+    )
+
+
+def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:
+    """One request's estimated cost at the sync price (None: no price known)."""
+    from adapters.run.planning import plan_of
+    from judgecore.decide.routing import Route
+
+    if not len(job.requests):
+        return None
+    route = Route(
+        path="sync", n=len(job.requests), threshold=0, otpm=0, otpm_source="assumed", forced=True, reason=""
+    )
+    try:
+        plan = plan_of(job, job.requests, route, None, attrs.evolve(settings, budget=None), chunked=False)
+    except (KeyError, ValueError):
+        return None
+    return plan.per_request_usd
+
+
+@attrs.define
+class Switcher:
+    """The switch of one batch part: asked after every move of the run (`step`), and for the latest
+    time the shell may sleep to (`wake`). `resumed`: a recorded switch is resumed from the start."""
+
+    store: Store
+    api: BatchApi
+    clock: Clock
+    emit: Emit
+    plan: SwitchPlan | None
+    asked: set[int] = attrs.field(factory=set)
+
+    def start(self, run: BatchRun, *, resumed: bool) -> BatchRun:
+        if not resumed:
+            return run
+        self.emit(
+            Notice(
+                level="info", message="deadline: resuming the switch to the sync route an earlier run made"
+            )
+        )
+        return switching(run)
+
+    def wake(self, run: BatchRun) -> float | None:
+        return None if self.plan is None else wake_by(run, self.plan)
+
+    async def step(self, run: BatchRun) -> BatchRun:
+        """Switch when the core says so now; then cancel each live batch once (its answer recorded)."""
+        if not run.switched and self.plan is not None:
+            sw = switch_due(run, self.clock.now(), self.plan)
+            if sw is not None:
+                run = self._switch(run, sw)
+        for s in to_cancel(run):
+            if s.sub_id in self.asked:
+                continue
+            self.asked.add(s.sub_id)
+            assert s.snap is not None
+            try:
+                await self.api.cancel(s.snap.id)
+            except BatchApiError as exc:
+                run = cancel_answered(run, s.sub_id, exc.raw, self.clock.now())
+            else:
+                run = cancel_answered(run, s.sub_id, None, self.clock.now())
+        return run
+
+    def _switch(self, run: BatchRun, sw: Switch) -> BatchRun:
+        """Record the switch (before any cancel), say it in one line, and make the run switch."""
+        record: dict[str, Any] = {
+            "at": sw.at,
+            "latest_switch": sw.latest_switch,
+            "reason": sw.reason,
+            "extra_usd": sw.extra_usd,
+        }
+        self.store.set_meta(SWITCH_META, record)
+        live = len(to_cancel(switching(run)))
+        extra = "unknown (no price known)" if sw.extra_usd is None else f"at most ${sw.extra_usd:,.2f}"
+        self.emit(
+            Notice(
+                level="warning",
+                message=(
+                    f"deadline: switching to the sync route at {clock_time(sw.at)}: canceling {live} live "
+                    f"batch{'es' if live != 1 else ''} ({sw.after_cancel:,} requests; what they completed "
+                    f"is kept) and sending the rest sync; why: {sw.reason}; extra cost {extra}"
+                ),
+            )
+        )
+        return switching(run)
