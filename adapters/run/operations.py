@@ -188,10 +188,9 @@ async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> 
 
 def switcher_of(p: Ports, api: BatchApi) -> Switcher:
     """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
-    from adapters.checkpoint.reads import history_from_store
     from adapters.run.switch import Switcher, switch_plan
 
-    plan = switch_plan(p.settings, p.job, history_from_store(p.store).otpm_read)
+    plan = switch_plan(p.settings, p.job, p.store)
     return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan)
 
 

@@ -36,21 +36,40 @@ if TYPE_CHECKING:
     from judgecore.run.batch import BatchRun
 
 
-def switch_plan(settings: JobSettings, job: JobPlan, otpm_read: int | None) -> SwitchPlan | None:
-    """What the run's switch is measured against (None: no deadline, or a forced route)."""
+def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan | None:
+    """What the run's switch is measured against (None: no deadline, or a forced route): the OTPM
+    (`--otpm`, else the tier read, else the one assumed) and the RPM read; the concurrency the sync
+    route will run at (`--concurrency`, else the tier's); each request's output tokens as the job's
+    answers so far say (never over `max_tokens`), or `max_tokens` before any answer (the sync route's
+    time is not underestimated on a prior)."""
+    from adapters.checkpoint.reads import learned_from_store
+    from judgecore.decide.ratelimit import RateLimitReading, concurrency_for
+
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
         return None
+    raw = store.get_meta("rate_limits")
+    reading = RateLimitReading.from_json(raw) if raw else None
+    read = reading.output_tokens.limit if reading is not None else None
     if settings.otpm is not None:
         otpm, source = settings.otpm, "flag"
-    elif otpm_read is not None:
-        otpm, source = otpm_read, "read"
+    elif read:
+        otpm, source = int(read), "read"
     else:
         otpm, source = settings.route_policy.assumed_otpm, "assumed"
-    pace = SyncPace(otpm=otpm, otpm_source=source, concurrency=settings.concurrency or 16)  # type: ignore[arg-type]
+    if reading is None:  # as the sync part paces: the stored reading, else the OTPM alone
+        reading = RateLimitReading.for_otpm(otpm)
+    rpm = reading.requests.limit or None
+    pace = SyncPace(
+        otpm=otpm,
+        otpm_source=source,  # type: ignore[arg-type]
+        rpm=int(rpm) if rpm else None,
+        concurrency=settings.concurrency or concurrency_for(reading),
+    )
+    most = settings.max_tokens
     return SwitchPlan(
         deadline=settings.deadline.at,
         pace=pace,
-        tokens_each=float(settings.max_tokens),
+        tokens_each=float(min(most, learned_from_store(store).output_per_answer(most))),
         sync_usd_each=_sync_usd_each(settings, job),
     )
 
