@@ -18,7 +18,7 @@ import attrs
 from adapters.checkpoint.reads import SWITCH_META
 from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError
 from adapters.run.events import Emit, Notice
-from judgecore.decide.deadline import Switch, SyncPace, clock_time
+from judgecore.decide.deadline import Switch, clock_time
 from judgecore.run.batch.switching import (
     SwitchPlan,
     cancel_answered,
@@ -43,28 +43,13 @@ def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan
     answers so far say (never over `max_tokens`), or `max_tokens` before any answer (the sync route's
     time is not underestimated on a prior)."""
     from adapters.checkpoint.reads import learned_from_store
-    from judgecore.decide.ratelimit import RateLimitReading, concurrency_for
+    from adapters.run.deadline import sync_pace
+    from judgecore.decide.ratelimit import RateLimitReading
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
         return None
     raw = store.get_meta("rate_limits")
-    reading = RateLimitReading.from_json(raw) if raw else None
-    read = reading.output_tokens.limit if reading is not None else None
-    if settings.otpm is not None:
-        otpm, source = settings.otpm, "flag"
-    elif read:
-        otpm, source = int(read), "read"
-    else:
-        otpm, source = settings.route_policy.assumed_otpm, "assumed"
-    if reading is None:  # as the sync part paces: the stored reading, else the OTPM alone
-        reading = RateLimitReading.for_otpm(otpm)
-    rpm = reading.requests.limit or None
-    pace = SyncPace(
-        otpm=otpm,
-        otpm_source=source,  # type: ignore[arg-type]
-        rpm=int(rpm) if rpm else None,
-        concurrency=settings.concurrency or concurrency_for(reading),
-    )
+    pace = sync_pace(settings, otpm_read=None, reading=RateLimitReading.from_json(raw) if raw else None)
     most = settings.max_tokens
     return SwitchPlan(
         deadline=settings.deadline.at,

@@ -331,3 +331,10 @@ def test_without_a_switch_a_batch_job_has_no_sync_part():
     seen = _drive(run, ANSWERS)
     assert not [a for a in seen if isinstance(a, RunSync)]
     assert not [a for a in seen if isinstance(a, RunBatch) and a.switched]
+
+
+def test_the_dry_run_after_a_switch_plans_the_rest_on_the_sync_route():
+    stored = route(len(IDS), policy=RoutePolicy(), otpm=1_000)
+    history = History(stored=stored, otpm_read=1_000, any_batch=True, final=frozenset({"c0"}), switched=True)
+    plan = JobRun.start(IDS, history, JobPolicy()).dry_run()
+    assert ("sync", frozenset(IDS) - {"c0"}) == (plan.route.path, plan.left)

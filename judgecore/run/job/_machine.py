@@ -181,6 +181,10 @@ class JobRun:
                 chosen = kept
             case DecideRoute():
                 chosen = self.route_now(self.history.otpm_read)
+        if self.history.switched:  # an earlier run's deadline switched the rest to the sync route
+            chosen = attrs.evolve(
+                chosen, path="sync", reason="the rest after an earlier run's deadline switch"
+            )
         final, live = self.history.final, self.history.in_flight
         if not final and not live:  # a fresh job: every id is left, and no set of them is built
             every = Picked(self.custom_ids, range(len(self.custom_ids)))
