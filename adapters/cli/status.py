@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from adapters.checkpoint.reads import counts_with_verdicts, spend_from_store
 from adapters.checkpoint.statelock import running_holder
 from adapters.checkpoint.store import Store
@@ -41,16 +43,14 @@ def cmd_status(ns: argparse.Namespace) -> int:
         subs = store.sub_batches()
         info = {
             "state": str(ns.state),
-            "manifest": store.get_meta("manifest"),
-            "route": store.get_meta("route"),
-            "rate_limits": store.get_meta("rate_limits"),
-            "resume": command_line(["run", "--state", str(ns.state)])
-            if store.get_meta("invocation")
-            else None,
+            "manifest": store.manifest,
+            "route": attrs.asdict(route) if (route := store.route) is not None else None,
+            "rate_limits": reading.to_json() if (reading := store.rate_limits) is not None else None,
+            "resume": command_line(["run", "--state", str(ns.state)]) if store.invocation else None,
             "counts": _counts_with_verdicts(store),
             "running": running_holder(ns.state),
-            "design": store.get_meta("design"),
-            "deadline": (store.get_meta("deadline") or {}).get("at"),
+            "design": design.to_json() if (design := store.design) is not None else None,
+            "deadline": store.deadline,
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -165,7 +165,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
         return ()
     store = Store.open_readonly(state)
     try:
-        invocation = store.get_meta("invocation") or {}
+        invocation = store.invocation or {}
     finally:
         store.close()
     flags = invocation.get("flags") or {}

@@ -117,7 +117,7 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
         price=price_of(p.settings),
         expect=expect_now(p.store, p.job, p.settings, "sync"),
     )
-    p.store.set_meta("rate_limits", result.reading.to_json())
+    p.store.rate_limits = result.reading
     outcome = result.outcome
     if result.fatal is not None or outcome is None:
         return Probed(item_id=first.item_id, fatal=result.fatal)
@@ -198,8 +198,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
     """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
     from adapters.run.sync import run_sync
 
-    raw = p.store.get_meta("rate_limits")
-    reading = RateLimitReading.from_json(raw) if raw else None
+    reading = p.store.rate_limits
     if reading is None and action.otpm is not None:
         reading = RateLimitReading.for_otpm(action.otpm)
     provider = provider_of(p.settings.request_model)

@@ -2,7 +2,7 @@
 module records it, says it, and cancels the live batches through the batch port (`BatchApi.cancel`:
 any provider's batch route whose port cancels the way Anthropic's does, keeping what completed).
 
-Order, for a kill anywhere: the switch is written in the checkpoint's meta (`switch`) before the first
+Order, for a kill anywhere: the switch is written in the checkpoint (`store.switch`) before the first
 cancel; a run that finds it there resumes the switch: it creates nothing, cancels
 what is still live, polls the canceled batches to their end and harvests them, and the job sends the
 rest on the sync route (`History.switched`). What a canceled batch completed is recorded by its harvest, so never resent;
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from adapters.checkpoint.reads import SWITCH_META
 from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError
 from adapters.run.events import Emit, Notice
 from judgecore.decide.deadline import Switch, clock_time
@@ -44,12 +43,10 @@ def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan
     time is not underestimated on a prior)."""
     from adapters.checkpoint.reads import learned_from_store
     from adapters.run.deadline import sync_pace
-    from judgecore.decide.ratelimit import RateLimitReading
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
         return None
-    raw = store.get_meta("rate_limits")
-    pace = sync_pace(settings, otpm_read=None, reading=RateLimitReading.from_json(raw) if raw else None)
+    pace = sync_pace(settings, otpm_read=None, reading=store.rate_limits)
     most = settings.max_tokens
     return SwitchPlan(
         deadline=settings.deadline.at,
@@ -128,7 +125,7 @@ class Switcher:
             "reason": sw.reason,
             "extra_usd": sw.extra_usd,
         }
-        self.store.set_meta(SWITCH_META, record)
+        self.store.switch = record
         live = len(to_cancel(switching(run)))
         extra = "unknown (no price known)" if sw.extra_usd is None else f"at most ${sw.extra_usd:,.2f}"
         self.emit(

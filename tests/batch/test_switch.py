@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from adapters.checkpoint.reads import SWITCH_META
 from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import BatchApiError
 from adapters.run.batch import BatchRunResult, BatchSettings, run_batch
@@ -90,7 +89,7 @@ def test_a_batch_that_stalls_is_canceled_no_later_than_the_latest_switch_time(st
     events: list[Event] = []
     res = go(store, api, clock, plan, events)
     assert res.switched
-    record = store.get_meta(SWITCH_META)
+    record = store.switch
     assert record["at"] <= record["latest_switch"] + 1e-6  # not a poll interval late: woken for it
     assert record["latest_switch"] < plan.deadline
     assert record["extra_usd"] == pytest.approx(N * 0.01 * 0.5)
@@ -109,7 +108,7 @@ def test_without_a_deadline_nothing_switches(store):
     api = FakeBatchApi(clock, batch_seconds=600.0)
     events: list[Event] = []
     res = go(store, api, clock, None, events)
-    assert not res.switched and store.get_meta(SWITCH_META) is None
+    assert not res.switched and store.switch is None
     assert 0 == api.count("cancel")
     assert N == statuses(store)["succeeded"]
 
@@ -169,7 +168,7 @@ def test_a_rerun_after_a_recorded_switch_cancels_what_is_live_and_creates_nothin
     events: list[Event] = []
     first = go(store, api, clock, None, events, deadline=clock.now() + 600.0)
     assert not first.switched and 0 == api.count("cancel")
-    store.set_meta(SWITCH_META, {"at": clock.now(), "latest_switch": clock.now(), "reason": "test"})
+    store.switch = {"at": clock.now(), "latest_switch": clock.now(), "reason": "test"}
     again: list[Event] = []
     res = go(store, api, clock, None, again, resumed=True)
     assert res.switched

@@ -63,7 +63,8 @@ def _deadline(state: Path) -> float:
 
     store = Store.open_readonly(state)
     try:
-        return float(store.get_meta("deadline")["at"])
+        assert store.deadline is not None
+        return store.deadline
     finally:
         store.close()
 
