@@ -22,7 +22,7 @@ import pytest
 from adapters.simulator import Scenario, Simulator, serve
 from adapters.simulator.answers import content_digest
 from tests import children
-from tests.integration.conftest import read_output, write_items
+from tests.integration.conftest import cli_in_process, read_output, write_items
 from tests.integration.switching import BASE, SPEED, ScaledClock, run_job
 
 pytestmark = pytest.mark.integration
@@ -108,6 +108,12 @@ def test_a_stalled_batch_is_canceled_at_the_switch_its_answers_kept_and_the_rest
     assert ["succeeded"] * N == [r["status"] for r in rows]
     routes = Counter(r["route"] for r in rows)
     assert {"batch": len(answered), "sync": len(synced)} == dict(routes)  # each keeps its true route
+    status = cli_in_process(["status", "--state", str(tmp_path / "s")], env=dict(os.environ))
+    assert 1 == status.stdout.count("switched to the sync route at"), status.stdout
+    shown = orjson.loads(
+        cli_in_process(["status", "--state", str(tmp_path / "s"), "--json"], env=dict(os.environ)).stdout
+    )
+    assert shown["switch"]["at"] <= shown["switch"]["latest_switch"] + 1.0
 
 
 def test_batches_that_end_before_the_switch_time_are_not_switched(tmp_path):
