@@ -116,6 +116,30 @@ def test_a_stalled_batch_is_canceled_at_the_switch_its_answers_kept_and_the_rest
     assert shown["switch"]["at"] <= shown["switch"]["latest_switch"] + 1.0
 
 
+def test_heavy_tailed_batches_only_the_one_in_the_tail_is_canceled(tmp_path):
+    """Pareto latencies (median 300 simulated seconds; seed 9 draws 364 s, 295 s and 2,079 s for the
+    three batches): the two that end before the switch time are harvested as they are, only the one in
+    the tail is canceled, and only what it had not completed goes sync."""
+    _items(tmp_path)
+    clock = ScaledClock()
+    scenario = Scenario(seed=9, batch_seconds=300.0, batch_latency="pareto", cancel_seconds=60.0)
+    sim = Simulator(scenario, clock=clock.now)
+    with serve(sim) as server:
+        result, err = _run(server.base_url, tmp_path, clock, DEADLINE)
+    assert 0 == result.exit_code, err[-3000:]
+    assert max(e.time for e in sim.log) <= _deadline(tmp_path / "s")
+    said = [line for line in err.splitlines() if SWITCH_LINE in line]
+    assert 1 == len(said) and "canceling 1 live batch " in said[0], err[-3000:]
+    canceled_batches = [b for b in sim.batches if b.cancel_initiated_at is not None]
+    assert 1 == len(canceled_batches) and 3 == len(sim.batches)
+    answered, canceled, synced = _sent(sim)
+    assert 8 <= len(answered) < N  # the two short batches whole (and what the long one completed)
+    assert not answered & set(synced) and canceled == set(synced) and {1} == set(synced.values())
+    assert len(sim.billed) == N
+    rows = read_output(tmp_path / "out.jsonl")
+    assert {"batch": len(answered), "sync": len(synced)} == dict(Counter(r["route"] for r in rows))
+
+
 def test_batches_that_end_before_the_switch_time_are_not_switched(tmp_path):
     _items(tmp_path)
     clock = ScaledClock()

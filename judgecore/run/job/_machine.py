@@ -277,7 +277,7 @@ class JobRun:
         run_sync = RunSync(
             ids=ids,
             warm_up=not self.warmed,
-            contacted=self.contacted,
+            contacted=self.contacted or self.switched,  # the batch part was answered before it switched
             otpm=self.policy.otpm,
             probed=self.probed,
         )
