@@ -188,10 +188,11 @@ async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> 
 
 def switcher_of(p: Ports, api: BatchApi) -> Switcher:
     """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
-    from adapters.run.switch import Switcher, switch_plan
+    from adapters.run.switch import Switcher, switch_plan, tokens_each
 
     plan = switch_plan(p.settings, p.job, p.store)
-    return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan)
+    tokens = (lambda: tokens_each(p.settings, p.store)) if plan is not None else None
+    return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan, tokens=tokens)
 
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:

@@ -11,6 +11,8 @@ an item is sent on the sync route only once no live batch holds it.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -41,19 +43,26 @@ def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan
     route will run at (`--concurrency`, else the tier's); each request's output tokens as the job's
     answers so far say (never over `max_tokens`), or `max_tokens` before any answer (the sync route's
     time is not underestimated on a prior)."""
-    from adapters.checkpoint.reads import learned_from_store
     from adapters.run.deadline import sync_pace
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
         return None
     pace = sync_pace(settings, otpm_read=None, reading=store.rate_limits)
-    most = settings.max_tokens
     return SwitchPlan(
         deadline=settings.deadline.at,
         pace=pace,
-        tokens_each=float(min(most, learned_from_store(store).output_per_answer(most))),
+        tokens_each=tokens_each(settings, store),
         sync_usd_each=_sync_usd_each(settings, job),
     )
+
+
+def tokens_each(settings: JobSettings, store: Store) -> float:
+    """A request's expected output tokens: the mean of the job's answers so far (never over
+    `max_tokens`), or `max_tokens` before any answer."""
+    from adapters.checkpoint.reads import learned_from_store
+
+    most = settings.max_tokens
+    return float(min(most, learned_from_store(store).output_per_answer(most)))
 
 
 def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:
@@ -73,17 +82,25 @@ def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:
     return plan.per_request_usd
 
 
+#: Seconds between two refreshes of the expected output tokens from the answers harvested so far.
+REFRESH_SECONDS = 60.0
+
+
 @attrs.define
 class Switcher:
     """The switch of one batch part: asked after every move of the run (`step`), and for the latest
-    time the shell may sleep to (`wake`). `resumed`: a recorded switch is resumed from the start."""
+    time the shell may sleep to (`wake`). `resumed`: a recorded switch is resumed from the start.
+    `tokens`: what a request's output is expected to be now (the answers harvested teach it), asked
+    again every `REFRESH_SECONDS` while the run has not switched (None: the plan's figure is kept)."""
 
     store: Store
     api: BatchApi
     clock: Clock
     emit: Emit
     plan: SwitchPlan | None
+    tokens: Callable[[], float] | None = None
     asked: set[int] = attrs.field(factory=set)
+    refreshed: float = attrs.field(default=-math.inf)
 
     def start(self, run: BatchRun, *, resumed: bool) -> BatchRun:
         if not resumed:
@@ -101,7 +118,10 @@ class Switcher:
     async def step(self, run: BatchRun) -> BatchRun:
         """Switch when the core says so now; then cancel each live batch once (its answer recorded)."""
         if not run.switched and self.plan is not None:
-            sw = switch_due(run, self.clock.now(), self.plan)
+            now = self.clock.now()
+            if self.tokens is not None and now >= self.refreshed + REFRESH_SECONDS:
+                self.plan, self.refreshed = attrs.evolve(self.plan, tokens_each=self.tokens()), now
+            sw = switch_due(run, now, self.plan)
             if sw is not None:
                 run = self._switch(run, sw)
         for s in to_cancel(run):

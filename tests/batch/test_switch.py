@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,10 +45,11 @@ def go(
     *,
     resumed: bool = False,
     deadline: float | None = None,
+    tokens: Callable[[], float] | None = None,
 ) -> BatchRunResult:
     requests = make_requests(N)
     bind(store, requests)
-    switcher = Switcher(store=store, api=api, clock=clock, emit=events.append, plan=plan)
+    switcher = Switcher(store=store, api=api, clock=clock, emit=events.append, plan=plan, tokens=tokens)
     return asyncio.run(
         run_batch(
             store=store,
@@ -175,3 +177,20 @@ def test_a_rerun_after_a_recorded_switch_cancels_what_is_live_and_creates_nothin
     assert 3 == api.count("cancel") and 3 == api.count("create")
     assert any("resuming the switch" in line for line in lines(again))
     assert set() == store.job_state().in_flight
+
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_the_expected_output_is_learned_again_while_waiting_so_the_switch_comes_no_earlier_than_needed(
+    store, learned
+):
+    """Planned at a huge output per answer, the sync route looks too slow at once: without learning
+    the run switches as soon as a batch runs; told 10 tokens an answer, it waits until the latest
+    switch time that figure gives."""
+    clock = FakeClock()
+    start = clock.now()
+    api = FakeBatchApi(clock, batch_seconds=None)
+    plan = SwitchPlan(deadline=start + 3_600.0, pace=PACE, tokens_each=1e6)
+    res = go(store, api, clock, plan, [], tokens=(lambda: 10.0) if learned else None)
+    assert res.switched
+    at = store.switch["at"]
+    assert (at > start + 3_000.0) if learned else (at < start + 120.0)
