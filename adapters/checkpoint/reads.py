@@ -108,4 +108,5 @@ def history_from_store(store: Store) -> History:
         final=state.final,
         in_flight=state.in_flight,
         any_batch=bool(store.sub_batches()),
+        switched=bool(store.switch),
     )

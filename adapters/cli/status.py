@@ -51,6 +51,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             "running": running_holder(ns.state),
             "design": design.to_json() if (design := store.design) is not None else None,
             "deadline": store.deadline,
+            "switch": store.switch,
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -100,6 +101,8 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 lines.append(
                     f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
                 )
+    if (sw := info["switch"]) is not None:
+        lines.append("  " + _switch_line(sw))
     if info["deadline"] is not None and c.get("pending"):
         lines.append("  " + _deadline_line(info["deadline"], time.time()))
     if info["running"]:
@@ -120,6 +123,17 @@ def _deadline_line(at: float, now: float) -> str:
     if left <= 0:
         return f"deadline of the last run: {clock_time(at)} (passed; a rerun has none unless given one)"
     return f"deadline of the last run: {clock_time(at)} ({_left(left)} left)"
+
+
+def _switch_line(sw: dict[str, Any]) -> str:
+    """The deadline's switch a run made: when, and that the rest goes on the sync route."""
+    from judgecore.decide.deadline import clock_time
+
+    extra = "" if sw.get("extra_usd") is None else f"; extra cost at most ${sw['extra_usd']:,.2f}"
+    return (
+        f"switched to the sync route at {clock_time(sw['at'])} (a deadline): its batches canceled, "
+        f"the rest sent sync{extra}"
+    )
 
 
 def _left(seconds: float) -> str:

@@ -239,9 +239,9 @@ async def _run(
                     case Probe(custom_id=cid):
                         assert ports is not None
                         run = run.on(await probe_one(ports, cid))
-                    case RunBatch(ids=ids):
+                    case RunBatch(ids=ids, switched=switched):
                         assert ports is not None
-                        run = run.on(await run_batch_part(ports, ids))
+                        run = run.on(await run_batch_part(ports, ids, switched=switched))
                     case RunSync():
                         assert ports is not None
                         run = run.on(await run_sync_part(ports, action))

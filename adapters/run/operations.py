@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     import random
 
     from adapters.files.messages import MessageSource
+    from adapters.providers.port import BatchPort
     from adapters.run.clock import Clock
     from adapters.run.events import Emit
+    from adapters.run.switch import Switcher
     from adapters.run.sync import SyncSettings
 
 
@@ -146,9 +148,10 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
     return reqs.only(frozenset(ids))
 
 
-async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
+async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> BatchRan:
     """The batch machine over `ids` of the job, through its provider's batch port, its sub-batches
-    within the provider's limits (`batch_caps`)."""
+    within the provider's limits (`batch_caps`), with the deadline's switch (`adapters.run.switch`;
+    `switched`: an earlier run made it, and this part resumes it)."""
     from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
@@ -159,11 +162,12 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
             "add --force-sync to judge on the sync route"
         )
     caps = batch_caps(s)
+    api = make_port(p.client, s.keep_files)
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
         template=p.job.batch_template,
-        api=make_port(p.client, s.keep_files),
+        api=api,
         clock=p.clock,
         settings=BatchSettings(
             max_batch_requests=caps.requests,
@@ -178,8 +182,25 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
         budget=budget_now(p.store, s),
         price=price_of(s),
         expect=expect_now(p.store, p.job, s, "batch"),
+        switcher=switcher_of(p, api),
+        resumed_switch=switched,
     )
-    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck), budget=res.rerun_budget)
+    return BatchRan(
+        fatal=res.fatal or None,
+        stuck=tuple(res.stuck),
+        budget=res.rerun_budget,
+        switched=res.switched,
+        live=p.store.job_state().in_flight if res.switched else frozenset(),
+    )
+
+
+def switcher_of(p: Ports, api: BatchPort) -> Switcher:
+    """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
+    from adapters.run.switch import Switcher, switch_plan, tokens_each
+
+    plan = switch_plan(p.settings, p.job, p.store)
+    tokens = (lambda: tokens_each(p.settings, p.store)) if plan is not None else None
+    return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan, tokens=tokens)
 
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:

@@ -95,6 +95,9 @@ class Meta:
     output: Field[dict[str, Any]] = Field("output")
     #: the inspect_ai log the job's input came from
     inspect_log: Field[str] = Field("inspect_log")
+    #: the deadline's switch a run made (`adapters.run.switch`): `at`, `latest_switch`, `reason`,
+    #: `extra_usd`; once there, the job's rest goes on the sync route (a rerun finishes the switch)
+    switch: Field[dict[str, Any]] = Field("switch")
     #: the record of a run that finished the job, for an exact repeat (`adapters.checkpoint.finished`)
     finished: Field[dict[str, Any]] = Field("finished")
     #: the state dir's batch tag, drawn once: what names its files and batches on a provider that
