@@ -338,8 +338,9 @@ class BatchLife(RuleBasedStateMachine):
         self.store = Store.open(self.state)
         self._new_run()
 
-    def _drain(self, bound: int = 1_000) -> Done:
-        """Run the current machine to its end with a well-behaved API; a run ends in bounded steps."""
+    def _drain(self, bound: int = 5_000) -> Done:
+        """Run the current machine to its end with a well-behaved API; a run ends in bounded steps (a
+        day-long batch of each of 12 requests, polled hourly, over 3 rounds, takes about 1,000)."""
         for _ in range(bound):
             if self.done is not None:
                 return self.done
