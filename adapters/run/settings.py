@@ -241,6 +241,11 @@ class JobSettings:
                     out.append(str(deprecated))
                 case None:
                     pass
+            if model.startswith("served:") and self.budget is not None:
+                out.append(
+                    f"{model} is self-hosted: its spend is $0 and --budget does not cap it "
+                    "(the budget caps the other judges)"
+                )
             room = thinking_room_problem(model, self.thinking, self.max_tokens)
             if room is not None:
                 out.append(room)
@@ -363,7 +368,7 @@ def judge_problem(name: str, today: datetime.date) -> str | None:
     if judge.provider == "anthropic":
         return None
     if judge.provider == "served":
-        return f"{name!r}: served models are not supported by `judgecore run` yet; the providers it runs are anthropic:, openai:"
+        return missing_extra()
     if (problem := openai_model_problem(judge.model, today)) is not None:
         return problem
     return missing_extra()
