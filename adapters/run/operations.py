@@ -102,13 +102,14 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
 
     first = p.job.requests.select([custom_id])[0]
     provider = provider_of(p.settings.request_model)
+    settings = _for_provider(p.sync_settings, provider.name)
     result = await probe(
         store=p.store,
         api=provider.sync_api(p.client, p.sync_settings.request_timeout),
         request=first,
         template=provider.sync_template(p.job.sync_template),
         clock=p.clock,
-        settings=p.sync_settings,
+        settings=settings,
         emit=p.emit,
         rng=p.rng,
         budget=budget_now(p.store, p.settings),
@@ -126,6 +127,12 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
         reason=outcome.reason,
         otpm=int(otpm) if otpm else None,
     )
+
+
+def _for_provider(settings: SyncSettings, provider: str) -> SyncSettings:
+    """The sync knobs for one provider's judges: a served model publishes no rate limits, so its
+    concurrency adapts (`SyncSettings.adaptive`)."""
+    return attrs.evolve(settings, adaptive=True) if provider == "served" else settings
 
 
 def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
@@ -189,7 +196,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         template=provider.sync_template(p.job.sync_template),
         api=provider.sync_api(p.client, p.sync_settings.request_timeout),
         clock=p.clock,
-        settings=p.sync_settings,
+        settings=_for_provider(p.sync_settings, provider.name),
         emit=p.emit,
         rng=p.rng,
         reading=reading,

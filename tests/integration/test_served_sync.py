@@ -140,3 +140,25 @@ def test_a_malformed_served_name_is_exit_2_and_sends_nothing(served, tmp_path: P
     assert res.returncode == 2, res.stderr
     assert "served:MODEL@URL" in res.stderr or "URL" in res.stderr or "names no model" in res.stderr
     assert s.sim.requests() == ()
+
+
+def test_a_bounded_queue_finishes_without_a_503_storm(served, tmp_path: Path) -> None:
+    """vLLM with `--max-num-queued-reqs`: 4 slots and 4 places in its queue, the job started at the
+    default concurrency (32). The adaptive concurrency finds the bound: a few 503s while it learns it,
+    retried, then none again and again; every item final."""
+    s = served(Scenario(openai=OpenAIScenario(served_slots=4, served_latency=0.1, served_max_queued=4)))
+    items = _items(tmp_path, [f"answer number {k}" for k in range(200)])
+    res = _run(s, _job(tmp_path, items, "--model", _name(s)))
+    assert res.returncode == 0, res.stderr
+    out = read_output(tmp_path / "S" / "output.jsonl")
+    assert len(out) == 200 and {r["status"] for r in out} == {"succeeded"}
+    statuses = [e.status for e in _chats(s)]
+    assert statuses.count(200) == 200
+    refused = statuses.count(503)
+    # the first burst (32 sent into room for 8) is refused, then the limit is cut and stays cut: no
+    # refusal in the run's second half, where a storm would keep on
+    times = [e.time for e in _chats(s)]
+    middle = (times[0] + times[-1]) / 2
+    assert refused < 0.25 * 200, refused
+    assert not [e for e in _chats(s) if e.status == 503 and e.time > middle]
+    assert "concurrency 32 ->" in res.stderr  # the user is told the server refused and the limit fell
