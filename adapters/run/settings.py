@@ -160,14 +160,10 @@ class JobSettings:
         for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
             if (problem := judge_problem(model, self.on_date())) is not None:
                 raise ValueError(f"{flag}: {problem} (nothing was sent)")
-        if self.force == "batch" and not provider_of(self.request_model).batch:
+        if self.force == "batch" and not any(provider_of(m).batch for m in self.models):
             raise ValueError(
                 f"--force-batch: the batch route is not built for {self.request_model} yet; "
                 "it judges on the sync route (nothing was sent)"
-            )
-        if len({m.split(":", 1)[0] if ":" in m else "anthropic" for m in self.models}) > 1:
-            raise ValueError(
-                "--judge: a panel's judges must all be one provider's for now (nothing was sent)"
             )
         if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
             for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
@@ -196,7 +192,10 @@ class JobSettings:
     @property
     def route_policy(self) -> RoutePolicy:
         provider = provider_of(self.request_model)
-        only = None if provider.batch else provider.name  # its sync route is the only one built
+        # a judge's provider whose batch route is not built goes sync; a panel with one that has
+        # one (Anthropic's) routes by size, its other judges on their sync routes (`adapters.run.panels`)
+        batch = any(provider_of(m).batch for m in self.models)
+        only = None if batch else provider.name  # its sync route is the only one built
         return RoutePolicy(base_threshold=self.sync_threshold, sync_only=only)
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:

@@ -1,0 +1,153 @@
+"""Panels across families: `--judge claude-... --judge openai:... --judge served:...@URL` in one job, each
+judge on its own provider's client and route (the real `anthropic` and `openai` SDKs over real HTTP to
+the simulator, which speaks Anthropic's, OpenAI's and a vLLM server's wires on one port). One checkpoint,
+one budget, the spend per judge, the panel's verdict folded from every family's answers."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.checkpoint.reads import spend_by_judge
+from adapters.checkpoint.store import Store
+from adapters.simulator import OpenAIScenario, Scenario
+
+from .conftest import Served, outcomes_so_far, read_output, write_items
+
+CHAT = "/v1/chat/completions"
+MESSAGES = "/v1/messages"
+SERVED_MODEL = "Qwen/Qwen3-32B"
+TEMPLATE = "Question: {question}\nAnswer: {response}\nGrade the answer from 0 to 3. End with 'Score: N'.\n"
+
+
+def _env(s: Served) -> dict[str, str]:
+    env = s.env()
+    env.update(OPENAI_BASE_URL=f"{s.base_url}/v1", OPENAI_API_KEY="sk-test")
+    env.pop("SERVED_API_KEY", None)
+    return env
+
+
+def _job(tmp_path: Path, n: int, judges: list[str], *extra: str) -> list[str]:
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(n)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(TEMPLATE)
+    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
+    flags = [w for j in judges for w in ("--judge", j)]
+    return [
+        "run",
+        str(items),
+        "--state",
+        str(tmp_path / "state"),
+        "--template",
+        str(tmp_path / "grade.txt"),
+        "--verdict",
+        str(tmp_path / "verdict.json"),
+        *flags,
+        *extra,
+    ]
+
+
+def _cli(s: Served, args: list[str]):
+    from .conftest import cli_in_process
+
+    return cli_in_process(args, env=_env(s))
+
+
+def test_a_three_family_panel_runs_end_to_end(served, tmp_path: Path) -> None:
+    s = served(Scenario(openai=OpenAIScenario(served_latency=0.01)))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
+    res = _cli(s, _job(tmp_path, 30, judges))
+    assert res.returncode == 0, res.stderr
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 30 and {ln["status"] for ln in lines} == {"succeeded"}
+    for line in lines:  # every family answered every item, and the verdict is the panel's median
+        assert set(line["judges"]) == set(judges)
+        scores = sorted(v["score"] for v in line["judges"].values())
+        assert line["verdict"] == {"score": scores[1]}
+    # each family on its own wire, each request once
+    assert len(s.sim.requests("POST", MESSAGES)) == 30
+    chats = s.sim.requests("POST", CHAT)
+    assert len(chats) == 60
+    assert Counter(m for m, _, _ in s.sim.openai.billed) == Counter({"gpt-5-mini": 30, SERVED_MODEL: 30})
+    store = Store.open_readonly(tmp_path / "state")
+    try:
+        spend = spend_by_judge(store)
+    finally:
+        store.close()
+    assert spend[judges[2]] is not None and spend[judges[2]].spent == 0.0  # self-hosted
+    assert spend[judges[0]].spent > 0 and spend[judges[1]].spent > 0  # type: ignore[union-attr]
+
+
+def test_a_panel_missing_one_familys_key_is_exit_2_before_anything_is_sent(served, tmp_path: Path) -> None:
+    s = served(Scenario())
+    env = _env(s)
+    env.pop("OPENAI_API_KEY")
+    from .conftest import cli_in_process
+
+    res = cli_in_process(_job(tmp_path, 5, ["claude-sonnet-4-6", "openai:gpt-5-mini"]), env=env)
+    assert res.returncode == 2, res.stderr
+    assert "OPENAI_API_KEY" in res.stderr
+    assert s.sim.requests("POST") == ()
+
+
+@pytest.mark.slow
+def test_a_mixed_panel_killed_and_resumed_pays_each_request_once(served, tmp_path: Path) -> None:
+    """`--judge claude-sonnet-4-6 --judge openai:gpt-5-mini`, SIGKILLed mid-run (answers of both
+    families recorded, others in flight), then resumed: each request answered once on each wire (the
+    simulator's logs), and both judges' answers folded into every line."""
+    s = served(Scenario())
+    n = 600
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
+    args = _job(tmp_path, n, judges, "--force-sync", "--concurrency", "4")
+    env = _env(s)
+    from tests import children
+
+    from .conftest import ROOT
+
+    first = children.start("adapters.cli", args, env=env, cwd=ROOT)
+    state = tmp_path / "state"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and outcomes_so_far(state) < 200:
+        time.sleep(0.02)
+    assert first.poll() is None, first.stderr.read() if first.stderr else ""
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    recorded = outcomes_so_far(state)  # every outcome is final here (no fault): one per request
+    assert 0 < recorded < 2 * n
+    before = (len(s.sim.requests("POST", MESSAGES)), len(s.sim.requests("POST", CHAT)))
+    assert before[0] > 0 and before[1] > 0  # both families had been answered before the kill
+
+    again = _cli(s, ["run", "--state", str(state)])
+    assert again.returncode == 0, again.stderr
+    lines = read_output(state / "output.jsonl")
+    assert len(lines) == n and {ln["status"] for ln in lines} == {"succeeded"}
+    assert all(set(ln["judges"]) == set(judges) for ln in lines)
+    # the resume sent exactly the requests the checkpoint had not recorded: none recorded was paid twice
+    after = (len(s.sim.requests("POST", MESSAGES)), len(s.sim.requests("POST", CHAT)))
+    assert (after[0] - before[0]) + (after[1] - before[1]) == 2 * n - recorded
+    # and over both runs, each request was billed once, but for the few in flight at the kill
+    # (sent, billed, their answers never read): at most the two lanes' concurrency
+    anthropic = Counter(m for m, _, _ in s.sim.billed_by_model)
+    openai = Counter(m for m, _, _ in s.sim.openai.billed)
+    assert anthropic["claude-sonnet-4-6"] >= n and openai["gpt-5-mini"] >= n
+    assert anthropic["claude-sonnet-4-6"] + openai["gpt-5-mini"] <= 2 * n + 2 * 4
+
+
+def test_anthropics_judge_goes_to_batches_and_the_others_sync_in_one_job(served, tmp_path: Path) -> None:
+    """A job the size sends to batches: Anthropic's requests go on its Message Batches, the OpenAI
+    and served judges' on their sync routes at the same time; one output, every judge in each line."""
+    s = served(Scenario(batch_seconds=0.3))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
+    args = _job(tmp_path, 40, judges, "--force-batch", "--poll-interval", "0.05")
+    res = _cli(s, args)
+    assert res.returncode == 0, res.stderr
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 40 and all(set(ln["judges"]) == set(judges) for ln in lines)
+    assert len(s.sim.submitted_custom_ids()) == 40  # Anthropic's judge on the batch route
+    assert s.sim.requests("POST", MESSAGES) == ()  # and only there
+    assert Counter(m for m, _, _ in s.sim.openai.billed) == Counter({"gpt-5-mini": 40, SERVED_MODEL: 40})
