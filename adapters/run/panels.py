@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from adapters.providers.registry import Provider, provider_of
+from adapters.run.events import Notice
 from adapters.run.lanes import lane_of, lanes
 from adapters.run.operations import (
     Ports,
@@ -66,6 +67,8 @@ async def _sync_lane(
     model = requests[0].model or p.settings.request_model
     provider: Provider = provider_of(model)
     mine = lane == probed_lane
+    names = ", ".join(sorted({r.model or p.settings.request_model for r in requests}))
+    p.emit(Notice(level="info", message=f"{provider.name} lane ({names}): {len(requests):,} requests, sync"))
     reading = None
     if mine:
         raw = p.store.get_meta("rate_limits")

@@ -155,10 +155,11 @@ def test_a_bounded_queue_finishes_without_a_503_storm(served, tmp_path: Path) ->
     statuses = [e.status for e in _chats(s)]
     assert statuses.count(200) == 200
     refused = statuses.count(503)
-    # the first burst (32 sent into room for 8) is refused, then the limit is cut and stays cut: no
-    # refusal in the run's second half, where a storm would keep on
+    # the first burst (32 sent into room for 8) is refused, then the limit is cut and stays cut: in
+    # the run's second half, where a storm would keep on, a rare probe of the bound at most
     times = [e.time for e in _chats(s)]
     middle = (times[0] + times[-1]) / 2
     assert refused < 0.25 * 200, refused
-    assert not [e for e in _chats(s) if e.status == 503 and e.time > middle]
+    late = [e.status for e in _chats(s) if e.time > middle]
+    assert late.count(503) <= max(2, 0.05 * len(late)), late.count(503)
     assert "concurrency 32 ->" in res.stderr  # the user is told the server refused and the limit fell
