@@ -122,11 +122,11 @@ async def sync_part(p: Ports, action: RunSync) -> SyncRan:
     return SyncRan(fatal=fatal, cache_hit_rate=rate, budget=budget)
 
 
-async def batch_part(p: Ports, ids: Set[str]) -> BatchRan:
+async def batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> BatchRan:
     """The batch route over `ids`: the lanes with a batch route on it, the others on their sync
     routes, at the same time."""
     if not mixed(p):
-        return await run_batch_part(p, ids)
+        return await run_batch_part(p, ids, switched=switched)
     by_lane = _split(p, ids)
     default = p.settings.request_model
     batched = {lane for lane, reqs in by_lane.items() if provider_of(reqs[0].model or default).batch}
@@ -135,7 +135,7 @@ async def batch_part(p: Ports, ids: Set[str]) -> BatchRan:
         batch_ids = frozenset(r.custom_id for lane in batched for r in by_lane[lane])
         (lane,) = batched  # Anthropic's is the one batch route built
         on_batch = attrs.evolve(p, client=p.clients[lane])
-        runs.append(partial(run_batch_part, on_batch, batch_ids))
+        runs.append(partial(run_batch_part, on_batch, batch_ids, switched=switched))
     action = RunSync(ids=frozenset(), warm_up=True, contacted=False, otpm=None)
     probed_lane = lane_of(p.settings.request_model)
     for lane, reqs in by_lane.items():
