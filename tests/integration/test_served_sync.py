@@ -163,3 +163,12 @@ def test_a_bounded_queue_finishes_without_a_503_storm(served, tmp_path: Path) ->
     late = [e.status for e in _chats(s) if e.time > middle]
     assert late.count(503) <= max(2, 0.05 * len(late)), late.count(503)
     assert "concurrency 32 ->" in res.stderr  # the user is told the server refused and the limit fell
+
+
+def test_a_budget_with_a_served_judge_says_it_does_not_cap_it(served, tmp_path: Path) -> None:
+    s = served(Scenario())
+    items = _items(tmp_path, [f"answer {k}" for k in range(5)])
+    res = _run(s, _job(tmp_path, items, "--model", _name(s), "--budget", "0.01"))
+    assert res.returncode == 0, res.stderr
+    assert "self-hosted: its spend is $0 and --budget does not cap it" in res.stderr
+    assert len(_chats(s)) == 5  # a cap in dollars stops nothing that costs $0
