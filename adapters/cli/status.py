@@ -130,14 +130,15 @@ def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
     path = (store.get_meta("route") or {}).get("path")
     spent = spend_by_judge(store)
     out: dict[str, dict[str, Any]] = {}
-    for judge in judges:
-        provider = provider_of(judge)
+    for judge in judges:  # the manifest's names: a served judge's without its URL
+        served = judge.startswith("served:")
+        batch = not served and provider_of(judge).batch
         spend = spent.get(judge)
         out[judge] = {
-            "provider": provider.name,
-            "route": None if path is None else path if provider.batch else "sync",
+            "provider": "served" if served else provider_of(judge).name,
+            "route": None if path is None else path if batch else "sync",
             "spend_usd": None if spend is None else spend.spent,
-            "self_hosted": provider.name == "served",
+            "self_hosted": served,
         }
     return out
 

@@ -13,6 +13,8 @@ from judgecore.wire.providers import parse_judge
 
 def lane_of(model: str) -> str:
     """The lane a judge's requests go on: its provider's name, a served model's with its URL."""
+    if model.startswith("served:") and "@" not in model:  # a served judge's identity (no URL)
+        return "served"
     judge = parse_judge(model)
     return f"served@{judge.url}" if judge.provider == "served" else judge.provider
 

@@ -14,7 +14,7 @@ from adapters.providers.registry import provider_of
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
 from judgecore.decide.spend import Budget, price_for
-from judgecore.job.designs import Design, DesignError
+from judgecore.job.designs import Design, DesignError, judge_identity
 from judgecore.job.ids import sha256
 from judgecore.job.items import RoutePath
 from judgecore.job.knobs import KNOBS
@@ -202,7 +202,7 @@ class JobSettings:
         """What makes two runs the same job: anything that changes what a request asks."""
         digest = sha256(rubric.encode()).hexdigest()[:32] if rubric else None
         manifest: dict[str, Any] = {
-            "model": self.model,
+            "model": judge_identity(self.model),  # a served model's URL is not part of the job
             "max_tokens": self.max_tokens,
             "rubric_sha256": digest,
         }

@@ -61,12 +61,13 @@ def _cli(s: Served, args: list[str]):
 def test_a_three_family_panel_runs_end_to_end(served, tmp_path: Path) -> None:
     s = served(Scenario(openai=OpenAIScenario(served_latency=0.01)))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
+    keys = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}"]  # a URL is no identity
     res = _cli(s, _job(tmp_path, 30, judges))
     assert res.returncode == 0, res.stderr
     lines = read_output(tmp_path / "state" / "output.jsonl")
     assert len(lines) == 30 and {ln["status"] for ln in lines} == {"succeeded"}
     for line in lines:  # every family answered every item, and the verdict is the panel's median
-        assert set(line["judges"]) == set(judges)
+        assert set(line["judges"]) == set(keys)
         scores = sorted(v["score"] for v in line["judges"].values())
         assert line["verdict"] == {"score": scores[1]}
     # each family on its own wire, each request once
@@ -79,7 +80,7 @@ def test_a_three_family_panel_runs_end_to_end(served, tmp_path: Path) -> None:
         spend = spend_by_judge(store)
     finally:
         store.close()
-    assert spend[judges[2]] is not None and spend[judges[2]].spent == 0.0  # self-hosted
+    assert spend[keys[2]] is not None and spend[keys[2]].spent == 0.0  # self-hosted
     assert spend[judges[0]].spent > 0 and spend[judges[1]].spent > 0  # type: ignore[union-attr]
 
 
@@ -150,7 +151,8 @@ def test_anthropics_judge_goes_to_batches_and_the_others_sync_in_one_job(served,
     res = _cli(s, args)
     assert res.returncode == 0, res.stderr
     lines = read_output(tmp_path / "state" / "output.jsonl")
-    assert len(lines) == 40 and all(set(ln["judges"]) == set(judges) for ln in lines)
+    keys = {"claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}"}
+    assert len(lines) == 40 and all(set(ln["judges"]) == keys for ln in lines)
     assert len(s.sim.submitted_custom_ids()) == 40  # Anthropic's judge on the batch route
     assert s.sim.requests("POST", MESSAGES) == ()  # and only there
     assert Counter(m for m, _, _ in s.sim.openai.billed) == Counter({"gpt-5-mini": 40, SERVED_MODEL: 40})
@@ -182,9 +184,33 @@ def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, 
     status = cli_in_process(["status", "--state", state], env=_env(s))
     assert "judge claude-sonnet-4-6: anthropic, route batch, spend $0.0" in status.stdout
     assert "judge openai:gpt-5-mini: openai, route sync, spend $0.0" in status.stdout
-    assert f"judge {served_judge}: served, route sync, $0 (self-hosted)" in status.stdout
+    key = f"served:{SERVED_MODEL}"  # the served judge's identity: its URL is no part of it
+    assert f"judge {key}: served, route sync, $0 (self-hosted)" in status.stdout
     info = orjson.loads(cli_in_process(["status", "--state", state, "--json"], env=_env(s)).stdout)
-    assert info["judges"][served_judge]["spend_usd"] == 0.0
+    assert info["judges"][key]["spend_usd"] == 0.0
     assert info["judges"]["openai:gpt-5-mini"]["spend_usd"] > 0
     summary = cli_in_process(["summary", "--state", state], env=_env(s))
-    assert f"spend by {served_judge}: $0 (self-hosted)" in " ".join(summary.stdout.split())
+    assert f"spend by {key}: $0 (self-hosted)" in " ".join(summary.stdout.split())
+
+
+def test_a_served_judge_moved_to_another_url_is_the_same_job(served, tmp_path: Path) -> None:
+    """The contract: a served judge's URL is not part of its identity. A job rerun with the server at
+    another address is the same job: same custom_ids, the answers already recorded not asked again,
+    only the new items' sent, to the new address."""
+    from .conftest import cli_in_process
+
+    one, two = served(Scenario()), served(Scenario())
+    judges = ["claude-sonnet-4-6"]
+    first = _job(tmp_path, 12, [*judges, f"served:{SERVED_MODEL}@{one.base_url}/v1"], "--force-sync")
+    assert cli_in_process(first, env=_env(one)).returncode == 0
+    assert len(one.sim.requests("POST", CHAT)) == 12
+    # four more items, and the server now at another address
+    moved = _job(
+        tmp_path, 16, [*judges, f"served:{SERVED_MODEL}@{two.base_url}/v1"], "--force-sync", "--add-items"
+    )
+    res = cli_in_process(moved, env=_env(two))
+    assert res.returncode == 0, res.stderr
+    assert len(two.sim.requests("POST", CHAT)) == 4  # only the new items' served requests
+    assert len(one.sim.requests("POST", CHAT)) == 12  # the old server asked nothing more
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 16 and all(set(ln["judges"]) == {*judges, f"served:{SERVED_MODEL}"} for ln in lines)
