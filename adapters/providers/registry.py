@@ -1,5 +1,7 @@
 """The providers a job can judge with, by name: how each builds its client from the environment, its
-sync port, its sync route's request template, its batch port and the limits of one sub-batch. The run asks `provider_of(model)` once, where it
+sync port, its sync route's request template, its batch port and the limits of one sub-batch. A
+served judge's provider (`served_provider`) is built for the URL in its name: the `openai` SDK with
+that URL as its base, no key required. The run asks `provider_of(model)` once, where it
 connects and where it sends, and never branches on a provider anywhere else.
 
 Each provider's rate-limit reader lives in its port (`AnthropicMessagesApi` reads `anthropic-ratelimit-*`,
@@ -9,6 +11,7 @@ return the core's `RateLimitReading`, so pacing is the same machine on either wi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +140,45 @@ OPENAI_BATCH = BatchLimits(requests=MAX_LINES, bytes=MAX_FILE_BYTES)
 #: 400,000 OTPM reference), scaled by the TPM a probe reads (`x-ratelimit-limit-tokens`).
 OPENAI_REFERENCE_TPM = 4_000_000
 
+
+def _served_client(url: str, environ: Mapping[str, str]) -> Any:
+    """A served model's client: the `openai` SDK with the judge's URL as its base. A served model needs
+    no key (vLLM's `--api-key` is optional): `SERVED_API_KEY` when set, else a placeholder the server
+    ignores (the SDK refuses an empty one). A plain install was refused before (`judge_problem`)."""
+    import openai
+
+    key = environ.get("SERVED_API_KEY") or SERVED_NO_KEY
+    return openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
+
+
+def _served_sync(client: Any, timeout: float | None) -> Any:
+    from adapters.providers.openai.sync import OpenAIChatApi
+
+    return OpenAIChatApi(client, timeout=timeout, env="the URL of served:MODEL@URL")
+
+
+#: The key a served judge's client sends when `SERVED_API_KEY` is not set (a server without
+#: `--api-key` ignores it).
+SERVED_NO_KEY = "EMPTY"
+
+
+def served_provider(url: str) -> Provider:
+    """The provider of a `served:MODEL@URL` judge: Chat Completions at `url`, sync only."""
+    return _served(functools.partial(_served_client, url))
+
+
+def _served(client: Callable[[Mapping[str, str]], Any]) -> Provider:
+    return Provider(
+        "served",
+        client,
+        _served_sync,
+        _openai_template,
+        None,  # no batch route
+        OPENAI_BATCH,
+        sdk_modules=("adapters.providers.openai.sync",),
+    )
+
+
 PROVIDERS: Mapping[str, Provider] = {
     "anthropic": Provider(
         "anthropic",
@@ -159,6 +201,8 @@ PROVIDERS: Mapping[str, Provider] = {
         reference_limit=OPENAI_REFERENCE_TPM,
         sdk_modules=("adapters.providers.openai.sync", "adapters.providers.openai.batch_port"),
     ),
+    # a served judge's provider is built for its URL (`served_provider`); this entry names the provider
+    "served": _served(functools.partial(_served_client, "")),
 }
 
 
@@ -166,9 +210,12 @@ def provider_of(model: str) -> Provider:
     """The provider of a judge's name (`claude-...` Anthropic's, `openai:...` OpenAI's); `UsageError`
     for one `judgecore run` cannot send to (the settings refuse those first)."""
     try:
-        provider = PROVIDERS.get(parse_judge(model).provider)
+        judge = parse_judge(model)
     except JudgeNameError as exc:
         raise UsageError(str(exc)) from None
+    if judge.provider == "served" and judge.url is not None:
+        return served_provider(judge.url)
+    provider = PROVIDERS.get(judge.provider)
     if provider is None:
         raise UsageError(f"{model!r}: judgecore run sends to {', '.join(f'{p}:' for p in PROVIDERS)}")
     return provider
@@ -179,7 +226,9 @@ __all__ = [
     "OPENAI_BATCH",
     "OPENAI_REFERENCE_TPM",
     "PROVIDERS",
+    "SERVED_NO_KEY",
     "BatchLimits",
     "Provider",
     "provider_of",
+    "served_provider",
 ]

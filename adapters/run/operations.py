@@ -15,6 +15,7 @@ import attrs
 
 from adapters.checkpoint.store import Store
 from adapters.providers.registry import PROVIDERS, provider_of
+from adapters.run.lanes import clients_for, lane_of
 from adapters.run.planning import expect_now
 from adapters.run.settings import JobSettings, batch_caps, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
@@ -49,6 +50,8 @@ class Ports:
     clock: Clock
     emit: Emit
     rng: random.Random
+    #: a client per lane of a panel across families (`adapters.run.panels.lane_of`), `client` among them
+    clients: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def connect(
@@ -87,6 +90,7 @@ def connect(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     client = client or provider.client(environ)
+    clients = clients_for(settings.models, settings.request_model, client, environ)
     try:
         hand_to_checkpoint(store, job, messages)
     except InputChangedError as exc:
@@ -100,6 +104,7 @@ def connect(
         clock=clock,
         emit=emit,
         rng=rng,
+        clients=clients,
     )
 
 
@@ -109,14 +114,17 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
     from adapters.run.sync import probe
 
     first = p.job.requests.select([custom_id])[0]
-    provider = provider_of(p.settings.request_model)
+    model = first.model or p.settings.request_model
+    provider = provider_of(model)
+    api = provider.sync_api(p.clients.get(lane_of(model), p.client), p.sync_settings.request_timeout)
+    settings = for_provider(p.sync_settings, provider.name)
     result = await probe(
         store=p.store,
-        api=provider.sync_api(p.client, p.sync_settings.request_timeout),
+        api=api,
         request=first,
-        template=provider.sync_template(p.job.sync_template),
+        template=provider.sync_template(p.job.sync_template.with_model(model)),
         clock=p.clock,
-        settings=p.sync_settings,
+        settings=settings,
         emit=p.emit,
         rng=p.rng,
         budget=budget_now(p.store, p.settings),
@@ -136,6 +144,12 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
     )
 
 
+def for_provider(settings: SyncSettings, provider: str) -> SyncSettings:
+    """The sync knobs for one provider's judges: a served model publishes no rate limits, so its
+    concurrency adapts (`SyncSettings.adaptive`)."""
+    return attrs.evolve(settings, adaptive=True) if provider == "served" else settings
+
+
 def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
     """The job's requests of `ids`, in the job's order: a view by position when `ids` is a `Picked`
     of the job's custom_ids (no set of ids is built), else by id."""
@@ -148,20 +162,24 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
     return reqs.only(frozenset(ids))
 
 
-async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> BatchRan:
+async def run_batch_part(
+    p: Ports, ids: Set[str], *, switched: bool = False, lane_model: str | None = None
+) -> BatchRan:
     """The batch machine over `ids` of the job, through its provider's batch port, its sub-batches
     within the provider's limits (`batch_caps`), with the deadline's switch (`adapters.run.switch`;
-    `switched`: an earlier run made it, and this part resumes it)."""
+    `switched`: an earlier run made it, and this part resumes it). `lane_model`: a judge of the panel
+    lane this part runs (its provider's port, with `p.client` that lane's client; default: the job's
+    request model)."""
     from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
-    make_port = provider_of(s.request_model).batch_port
+    judge = lane_model or s.request_model
+    make_port = provider_of(judge).batch_port
     if make_port is None:
         raise UsageError(
-            f"--model {s.request_model}: this provider has no batch route; "
-            "add --force-sync to judge on the sync route"
+            f"--model {judge}: this provider has no batch route; add --force-sync to judge on the sync route"
         )
-    caps = batch_caps(s)
+    caps = batch_caps(s, judge)
     api = make_port(p.client, s.keep_files)
     res = await run_batch(
         store=p.store,
@@ -217,7 +235,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         template=provider.sync_template(p.job.sync_template),
         api=provider.sync_api(p.client, p.sync_settings.request_timeout),
         clock=p.clock,
-        settings=p.sync_settings,
+        settings=for_provider(p.sync_settings, provider.name),
         emit=p.emit,
         rng=p.rng,
         reading=reading,

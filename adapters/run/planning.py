@@ -247,13 +247,17 @@ def plan_of(
             template = job.template(chosen.path)
             cols = Requests.of(requests)
             models = cols.models
+            routes = _judge_routes(design.judges, chosen)
             for judge in design.judges:
                 mine = cols.only(
                     frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
                 )
+                own = (
+                    chosen if chosen.path == "sync" or _batches(judge) else attrs.evolve(chosen, path="sync")
+                )
                 p = plan(
                     mine,
-                    route=chosen,
+                    route=own,
                     sub_batches=(),
                     template=template.with_model(judge),
                     rubric=rubric,
@@ -282,10 +286,39 @@ def plan_of(
             per_item=design.per_item,
             design=_design_words(design),
             cost_by_judge=tuple(by_judge),
+            route_by_judge=routes if design.judges else (),
         )
     return _plan(
         job, requests, chosen, subs, rubric, settings, final=final, live=live, learned=learned, spent=spent
     )
+
+
+def _batches(judge: str) -> bool:
+    """Whether the judge's provider has a batch route built."""
+    from adapters.providers.registry import provider_of
+
+    return provider_of(judge).batch
+
+
+def _judge_routes(judges: Sequence[str], chosen: Route) -> tuple[tuple[str, str], ...]:
+    """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so); empty
+    for a panel of one provider (its route is the job's)."""
+    from adapters.run.lanes import batch_lane, lane_of, lanes
+
+    if len(lanes(judges)) < 2:
+        return ()
+    out = []
+    on_batch = batch_lane(judges)
+    for judge in judges:
+        if judge.startswith("served:"):
+            out.append((judge, "sync, self-hosted"))
+        elif lane_of(judge) == on_batch:
+            out.append((judge, chosen.path))
+        elif _batches(judge):  # its provider has a batch route, but another lane has the checkpoint's
+            out.append((judge, "sync" if chosen.path == "sync" else "sync (another judge's batches run)"))
+        else:
+            out.append((judge, "sync" if chosen.path == "sync" else "sync (no batch route built)"))
+    return tuple(out)
 
 
 def _design_words(design: Design) -> str:

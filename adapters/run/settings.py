@@ -14,7 +14,7 @@ from adapters.providers.registry import provider_of
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
 from judgecore.decide.spend import Budget, price_for
-from judgecore.job.designs import Design, DesignError
+from judgecore.job.designs import Design, DesignError, judge_identity
 from judgecore.job.ids import sha256
 from judgecore.job.items import RoutePath
 from judgecore.job.knobs import KNOBS
@@ -163,14 +163,10 @@ class JobSettings:
         for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
             if (problem := judge_problem(model, self.on_date())) is not None:
                 raise ValueError(f"{flag}: {problem} (nothing was sent)")
-        if self.force == "batch" and not provider_of(self.request_model).batch:
+        if self.force == "batch" and not any(provider_of(m).batch for m in self.models):
             raise ValueError(
                 f"--force-batch: the batch route is not built for {self.request_model} yet; "
                 "it judges on the sync route (nothing was sent)"
-            )
-        if len({m.split(":", 1)[0] if ":" in m else "anthropic" for m in self.models}) > 1:
-            raise ValueError(
-                "--judge: a panel's judges must all be one provider's for now (nothing was sent)"
             )
         if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
             for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
@@ -198,13 +194,18 @@ class JobSettings:
 
     @property
     def route_policy(self) -> RoutePolicy:
-        return provider_of(self.request_model).route_policy(self.sync_threshold)
+        policy = provider_of(self.request_model).route_policy(self.sync_threshold)
+        # a judge's provider whose batch route is not built goes sync; a panel with a judge whose
+        # provider has one routes by size, its other judges on their sync routes (`adapters.run.panels`)
+        if policy.sync_only is not None and any(provider_of(m).batch for m in self.models):
+            policy = attrs.evolve(policy, sync_only=None)
+        return policy
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
         digest = sha256(rubric.encode()).hexdigest()[:32] if rubric else None
         manifest: dict[str, Any] = {
-            "model": self.model,
+            "model": judge_identity(self.model),  # a served model's URL is not part of the job
             "max_tokens": self.max_tokens,
             "rubric_sha256": digest,
         }
@@ -242,6 +243,11 @@ class JobSettings:
                     out.append(str(deprecated))
                 case None:
                     pass
+            if model.startswith("served:") and self.budget is not None:
+                out.append(
+                    f"{model} is self-hosted: its spend is $0 and --budget does not cap it "
+                    "(the budget caps the other judges)"
+                )
             room = thinking_room_problem(model, self.thinking, self.max_tokens)
             if room is not None:
                 out.append(room)
@@ -273,11 +279,12 @@ class BatchCaps:
     bytes: int
 
 
-def batch_caps(settings: JobSettings) -> BatchCaps:
+def batch_caps(settings: JobSettings, model: str | None = None) -> BatchCaps:
     """The one clamp of a sub-batch's size, used alike by the run and by the dry run: OpenAI's files
     hold at most 8,000 lines and 190,000,000 bytes (judgecore's caps), Anthropic's creates 8,000 requests
-    and 250,000,000 bytes, whatever larger `--max-batch-*` asked for."""
-    limits = provider_of(settings.request_model).batch_limits
+    and 250,000,000 bytes, whatever larger `--max-batch-*` asked for. `model`: the judge whose
+    provider's batch route is meant (default: the job's request model)."""
+    limits = provider_of(model or settings.request_model).batch_limits
     return BatchCaps(
         requests=min(settings.max_batch_requests, limits.requests),
         bytes=min(settings.max_batch_bytes, limits.bytes),
@@ -384,7 +391,7 @@ def judge_problem(name: str, today: datetime.date) -> str | None:
     if judge.provider == "anthropic":
         return None
     if judge.provider == "served":
-        return f"{name!r}: served models are not supported by `judgecore run` yet; the providers it runs are anthropic:, openai:"
+        return missing_extra()
     if (problem := openai_model_problem(judge.model, today)) is not None:
         return problem
     return missing_extra()

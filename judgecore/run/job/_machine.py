@@ -330,6 +330,8 @@ class JobRun:
             if otpm
             else f"no tier reading, so {rp.assumed_otpm:,} {rp.limit_name} is assumed"
         )
+        if not otpm and rp.sync_only == "served":
+            tier = "a served model publishes no rate limits: its concurrency adapts to the server"
         chosen = self.route_now(otpm)
         return attrs.evolve(
             self,
