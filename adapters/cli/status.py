@@ -122,17 +122,18 @@ def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
     job, whose one route and spend are the job's)."""
     from adapters.checkpoint.reads import spend_by_judge
     from adapters.providers.registry import provider_of
-    from adapters.run.lanes import lanes
+    from adapters.run.lanes import batch_lane, lane_of, lanes
 
     judges = list((store.get_meta("manifest") or {}).get("judges") or ())
     if len(lanes(judges)) < 2:
         return {}
     path = (store.get_meta("route") or {}).get("path")
     spent = spend_by_judge(store)
+    on_batch = batch_lane([j for j in judges if not j.startswith("served:")])
     out: dict[str, dict[str, Any]] = {}
     for judge in judges:  # the manifest's names: a served judge's without its URL
         served = judge.startswith("served:")
-        batch = not served and provider_of(judge).batch
+        batch = not served and lane_of(judge) == on_batch  # the panel's one batch lane
         spend = spent.get(judge)
         out[judge] = {
             "provider": "served" if served else provider_of(judge).name,

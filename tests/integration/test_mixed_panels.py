@@ -168,13 +168,13 @@ def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, 
     dry = cli_in_process([*args, "--dry-run"], env=_env(s))
     assert dry.returncode == 0, dry.stderr
     assert "claude-sonnet-4-6 (batch, est $" in dry.stdout
-    assert "openai:gpt-5-mini (sync (no batch route built), est $" in dry.stdout
+    assert "openai:gpt-5-mini (sync (another judge's batches run), est $" in dry.stdout
     assert f"{served_judge} (sync, self-hosted, $0)" in dry.stdout
     as_json = cli_in_process([*args, "--dry-run", "--json"], env=_env(s))
     routes = orjson.loads(as_json.stdout)["route_by_judge"]
     assert routes == {
         "claude-sonnet-4-6": "batch",
-        "openai:gpt-5-mini": "sync (no batch route built)",
+        "openai:gpt-5-mini": "sync (another judge's batches run)",
         served_judge: "sync, self-hosted",
     }
     assert s.sim.requests("POST") == ()

@@ -36,11 +36,14 @@ def test_a_plain_install_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_a_panel_across_providers_is_taken_and_routed_by_size() -> None:
     """Anthropic's judge has a batch route, so the panel routes by size (its other judges go sync,
-    `adapters.run.panels`); a panel of OpenAI's judges alone stays sync only."""
+    `adapters.run.panels`); a panel of OpenAI's judges alone routes by size too, on OpenAI's batch
+    route, its threshold scaled by the TPM."""
     mixed = JobSettings(judges=("claude-haiku-4-5", "openai:gpt-5-mini"), today=TODAY)
     assert mixed.route_policy.sync_only is None
     alone = JobSettings(judges=("openai:gpt-5-mini", "openai:gpt-5-nano"), today=TODAY)
-    assert alone.route_policy.sync_only == "openai"
+    assert alone.route_policy.sync_only is None and alone.route_policy.limit_name == "TPM"
+    served = JobSettings(model="served:Qwen/Qwen3-32B@http://gpu01:8000/v1", today=TODAY)
+    assert served.route_policy.sync_only == "served"
 
 
 def test_the_manifest_keeps_the_name_as_given() -> None:
