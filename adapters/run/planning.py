@@ -32,7 +32,7 @@ from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.routing import Route
 from judgecore.decide.spend import Expect
-from judgecore.job.designs import Design
+from judgecore.job.designs import Design, item_of_request
 from judgecore.job.errors import DuplicateIdError, RequestTooLargeError
 from judgecore.job.items import Item, Items, RoutePath
 from judgecore.wire.chunking import chunk
@@ -157,6 +157,17 @@ def _items_of(
         )
     if not isinstance(items, Items) and not plain:
         items = design_objects(settings.design, items)  # type: ignore[arg-type]
+    elif (
+        isinstance(items, Items)
+        and not settings.design.single
+        and len(items)
+        and item_of_request(settings.design, items.ids[0]) is None  # parsed one request an item
+    ):
+        raise UsageError(
+            f"the settings ask {settings.design.per_item} requests an item (a panel, samples or "
+            "pairwise), but these items were parsed one request an item: pass the input's path or "
+            "its rows, or items read with load_design_items(path, settings.design)"
+        )
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     cols = Items.of(items)
