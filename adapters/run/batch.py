@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import secrets
 from collections.abc import Collection, Mapping, Sequence
 from typing import assert_never
 
@@ -60,21 +59,11 @@ __all__ = [
     "BatchRunResult",
     "BatchSettings",
     "BatchShell",
-    "batch_tag",
     "create_body",
     "run_batch",
 ]
 
 _GROUP = 256  # result lines handed to the harvest's fold at a time
-
-
-def batch_tag(store: Store) -> str:
-    """The state dir's batch tag (drawn once, kept in its meta): what names its files and batches on a
-    provider that takes names (`BatchMeta.job`), so a rerun finds its own and never another job's."""
-    tag = store.batch_tag
-    if tag is None:
-        tag = store.batch_tag = secrets.token_hex(6)
-    return tag
 
 
 @attrs.frozen(kw_only=True)
@@ -111,13 +100,13 @@ class BatchShell:
     emit: Emit
     rng: random.Random
     priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
-    tag: str = attrs.field(default="", kw_only=True)  # the state dir's batch tag (`batch_tag`)
+    tag: str = attrs.field(default="", kw_only=True)  # the state dir's (`Store.drawn_batch_tag`)
     #: batches harvested whole this run, by sub-batch: discarded once recorded `harvested`
     harvested: dict[int, str] = attrs.field(factory=dict, kw_only=True)
     discards: list[str] = attrs.field(factory=list, kw_only=True)
 
     def meta(self, sub_id: int) -> BatchMeta:
-        return BatchMeta(self.tag or batch_tag(self.store), str(sub_id))
+        return BatchMeta(self.tag or self.store.drawn_batch_tag(), str(sub_id))
 
     def _recorded_upload(self, sub_id: int) -> Upload | None:
         file_id = self.store.upload_of(sub_id)
@@ -265,7 +254,7 @@ class BatchShell:
                 elif upload := self._recorded_upload(intent.sub_id) or await self.api.find_upload(
                     meta, since
                 ):
-                    named.append((intent.sub_id, await self.api.create(upload, meta)))
+                    named.append((intent.sub_id, await self._create_found(upload, meta, since)))
         except BatchApiError as exc:
             return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
         if not unsure:
@@ -289,6 +278,20 @@ class BatchShell:
             (b.id, cid) for b in listed if action.worth_checking(b) and (cid := await self._first_id(b.id))
         ]
         return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids), tuple(named))
+
+    async def _create_found(self, upload: Upload, meta: BatchMeta, since: float) -> BatchSnapshot:
+        """The batch of an intent whose upload was found and whose batch was proven absent, created; a
+        create that fails is sent again (at most twice) only once the finder proves it made nothing."""
+        for attempt in range(3):
+            try:
+                return await self.api.create(upload, meta)
+            except BatchApiError:
+                if attempt == 2:
+                    raise
+                found = await self.api.find_batch(meta, since)
+                if found.batch is not None:
+                    return found.batch
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _first_id(self, batch_id: str) -> str | None:
         """The custom_id of an ended batch's first result line (None: no line, or it could not be read):
@@ -394,7 +397,9 @@ async def run_batch(
         if price is None:
             raise ValueError("a budget needs the model's price")
         budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
-    shell = BatchShell(store, template, api, clock, settings, emit, rng, priced=capped, tag=batch_tag(store))
+    shell = BatchShell(
+        store, template, api, clock, settings, emit, rng, priced=capped, tag=store.drawn_batch_tag()
+    )
     run = br.BatchRun.start(
         store.checkpoint(settings.breaker.k),
         requests=requests,

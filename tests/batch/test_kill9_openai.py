@@ -77,7 +77,8 @@ def _uploads(sim: Simulator) -> list[str]:
 def _rerun_and_check(sim: Simulator, base_url: str, state: Path, n: int, every_other: str = "") -> None:
     again = child(base_url, state, n, every_other)
     _out, err = again.communicate(timeout=60)
-    assert 0 == again.returncode, err[-3000:]
+    calls = "\n".join(f"{e.time:.2f} {e.method} {e.path} {e.status} {e.fault}" for e in sim.log)
+    assert 0 == again.returncode, err[-3000:] + "\n" + calls
     batches = [b for b in sim.openai.batches() if b.status != "failed"]
     assert 1 == len(_uploads(sim)), _uploads(sim)  # uploaded once
     assert 1 == len(batches)  # created once

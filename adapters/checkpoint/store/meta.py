@@ -10,6 +10,7 @@ through them).
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
@@ -103,6 +104,13 @@ class Meta:
     #: the state dir's batch tag, drawn once: what names its files and batches on a provider that
     #: takes names (`adapters.providers.port.BatchMeta.job`)
     batch_tag: Field[str] = Field("batch_tag")
+
+    def drawn_batch_tag(self) -> str:
+        """The state dir's batch tag, drawn (and kept) the first time it is asked for."""
+        tag = self.batch_tag
+        if tag is None:
+            tag = self.batch_tag = secrets.token_hex(6)
+        return tag
 
     def upload_of(self, sub_id: int) -> str | None:
         """The file id of a sub-batch's uploaded input (OpenAI's), recorded before its create."""
