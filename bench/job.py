@@ -8,7 +8,7 @@ a no-op rerun of the finished job, and the start-up of the small commands.
     uv run python bench/job.py --samples 3 --sizes 20000 --no-small  # a --samples 3 job against one sample
 
 Each job is `judgecore run` (the real SDK over loopback HTTP; one probe on the sync path, the rest in
-sub-batches) with the simulator in this process, fast batches (1 s), polls every 0.2 s; its CPU is the
+sub-batches) against the simulator in its own process (`bench/simproc.py`, lazy batches), fast batches (1 s), polls every 0.2 s; its CPU is the
 child's user + system time, so the simulator's own CPU is not counted. Targets (issue 11): <= 0.25 CPU s
 per 1,000 items and <= 300 MB peak RSS at 90,000 (CPU linear, memory flat past the sub-batches in
 flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `status` and a 10-item
@@ -36,7 +36,18 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+
+from simproc import SimProcess, sim_process  # noqa: E402
+
+#: The simulator every job runs against: its own process (this checkout's), lazy batches, seed 1, 1 s.
+SIM_ARGS = ("--seed", "1", "--batch-seconds", "1")
+
+
+def start_sim(stack: contextlib.ExitStack) -> SimProcess:
+    """This checkout's simulator in its own process, until `stack` closes."""
+    return stack.enter_context(sim_process(str(ROOT / ".venv" / "bin" / "python"), ROOT, *SIM_ARGS))
+
 
 RUBRIC = "Score the answer from 0 to 10 for correctness and clarity.\n" * 40
 
@@ -118,7 +129,13 @@ def run(
             raise SystemExit(f"{args[0]} failed ({code}): {err.read_text()[-2000:]}")
         if keep_err:
             err_text = "".join(ln for ln in err.read_text().splitlines(True) if ln.startswith(("TRACE", " ")))
-    return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024, "err": err_text}
+    return {
+        "wall": float(wall),
+        "cpu": float(cpu),
+        "rss_mb": int(rss) / 1024,
+        "err": err_text,
+        "code": int(code),
+    }
 
 
 def write_items(path: Path, n: int, prompt_bytes: int = 0) -> None:
@@ -149,7 +166,7 @@ def job(
     with contextlib.ExitStack() as own:
         stack = keep if keep is not None else own
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
-        srv = stack.enter_context(serve(Simulator(Scenario(seed=1, batch_seconds=1.0))))
+        srv = start_sim(stack)
         items, rubric, state = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt", Path(tmp) / "s"
         write_items(items, n, prompt_bytes)
         rubric.write_text(RUBRIC)
@@ -162,18 +179,28 @@ def job(
             traced = run(python, root, ["-c", _TRACE, *args], env, module=None, keep_err=True)
             print(traced["err"], end="")
             return traced
+        sim_cpu = srv.cpu()
         first = run(python, root, args, env)
-        sent = len(srv.sim.log)
+        sim_cpu = srv.cpu() - sim_cpu
+        sent = srv.stats()["requests"]
+        status = subprocess.run(
+            [python, "-m", "adapters.cli", "status", "--state", str(state), "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        counts = orjson.loads(status.stdout).get("counts", {}) if status.stdout else {}
         # The job leaves its checkpoint and output (about 1.1 GB at 720,000 items) in the page cache,
         # dirty: flushed now, the kernel's writeback of them does not fall on the reruns timed next
         # (which read neither).
         os.sync()
         again = [run(python, root, args, env) for _ in range(reruns)]
-        assert sent == len(srv.sim.log), "a rerun of a finished job sent something"
+        assert sent == srv.stats()["requests"], "a rerun of a finished job sent something"
 
         def rerun() -> float:
             wall = run(python, root, args, env)["wall"]
-            assert sent == len(srv.sim.log), "a rerun of a finished job sent something"
+            assert sent == srv.stats()["requests"], "a rerun of a finished job sent something"
             return wall
 
         return {
@@ -182,8 +209,12 @@ def job(
             "wall": first["wall"],
             "rerun_wall": statistics.median(r["wall"] for r in again) if again else float("nan"),
             "rerun_rss_mb": max((r["rss_mb"] for r in again), default=float("nan")),
-            "batches": len(srv.sim.batches),
+            "batches": srv.stats()["batches"],
             "rerun": rerun,
+            "code": first["code"],
+            "counts": counts,
+            "sim_cpu": sim_cpu,
+            "sim_rss_mb": srv.rss_mb(),
         }
 
 
@@ -287,6 +318,11 @@ def main() -> None:
             f"peak RSS {r['rss_mb']:,.0f} MB (target <= 300), wall {r['wall']:.1f} s, "
             f"{r['batches']} sub-batches; no-op rerun {r['rerun_wall']:.2f} s wall "
             f"(median of {ns.reruns}; target <= 1.5 s), {r['rerun_rss_mb']:,.0f} MB"
+        )
+        print(
+            f"           exit {r['code']}, items by status {r['counts']}; {n / r['cpu']:,.0f} items per "
+            f"judgecore CPU s; the simulator (its own process): {r['sim_cpu']:.1f} CPU s over the job, "
+            f"peak RSS {r['sim_rss_mb']:,.0f} MB"
         )
 
     with keep:

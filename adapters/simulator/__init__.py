@@ -21,6 +21,9 @@ the `openai` field of `Scenario`)::
     client = openai_client(sim)                   # AsyncOpenAI in-process; async_=False for OpenAI
     client = openai.OpenAI(api_key="sk-sim", base_url=server.base_url + "/v1")
 
+For a job of millions, `Scenario(lazy_batches=True)` (`judgecore simulator --lazy-batches`) keeps each
+batch's requests on disk and makes its result lines as they are read (`lazy.py`): memory flat in the job.
+
 Markers in the text of the last user message force an outcome (batch results and, where it makes sense,
 sync): `[[sim:max_tokens]]`, `[[sim:invalid]]`, `[[sim:context]]` (every attempt); `[[sim:api_error]]`,
 `[[sim:overloaded]]`, `[[sim:rate_limit]]`, `[[sim:expired]]`, `[[sim:canceled]]` (first attempt only;
