@@ -6,15 +6,18 @@ a no-op rerun of the finished job, and the start-up of the small commands.
     uv run python bench/job.py --root OTHER_CHECKOUT  # the same, for another checkout (its .venv)
     uv run python bench/job.py --prompt-bytes 2000 --sizes 20000 90000 --no-small  # judge-sized prompts
     uv run python bench/job.py --samples 3 --sizes 20000 --no-small  # a --samples 3 job against one sample
+    uv run python bench/job.py --sizes 90000 1000000 --no-small  # issue 42: a million items end to end
+    uv run python bench/job.py --dry-run --sizes 1000000 10000000   # the plan alone, its time and memory
 
 Each job is `judgecore run` (the real SDK over loopback HTTP; one probe on the sync path, the rest in
-sub-batches) against the simulator in its own process (`bench/simproc.py`, lazy batches), fast batches (1 s), polls every 0.2 s; its CPU is the
-child's user + system time, so the simulator's own CPU is not counted. Targets (issue 11): <= 0.25 CPU s
-per 1,000 items and <= 300 MB peak RSS at 90,000 (CPU linear, memory flat past the sub-batches in
-flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `status` and a 10-item
-`--dry-run` <= 0.3 s each. Issue 21: a no-op rerun's wall time flat in N. Once every size's job is
-done, their reruns alternate (`--reruns` rounds), and the largest size's is within 1.2x of the
-smallest's (median of the rounds' ratios).
+sub-batches) against this checkout's simulator in its own process (`bench/simproc.py`, lazy batches),
+fast batches (1 s), polls every 0.2 s; its CPU is the child's user + system time (the simulator's is
+printed apart), and each job's exit status and its items by status are printed. Targets (issue 11):
+<= 0.25 CPU s per 1,000 items and <= 300 MB peak RSS at 90,000 (CPU linear, memory flat past the
+sub-batches in flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `status`
+and a 10-item `--dry-run` <= 0.3 s each. Issue 21: a no-op rerun's wall time flat in N. Once every
+size's job is done, their reruns alternate (`--reruns` rounds), and the largest size's is within 1.2x
+of the smallest's (median of the rounds' ratios).
 """
 
 from __future__ import annotations
@@ -255,6 +258,31 @@ def small_commands(python: str, root: Path, runs: int = 5) -> dict[str, float]:
         }
 
 
+def dry_runs(root: Path, sizes: list[int], prompt_bytes: int) -> None:
+    """A `judgecore run --dry-run` of each size, as a whole process: its wall, CPU and peak RSS."""
+    python = str(root / ".venv" / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    peaks: list[tuple[int, float]] = []
+    print(f"judgecore --dry-run, whole process, {root}")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            items, rubric = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt"
+            write_items(items, n, prompt_bytes)
+            rubric.write_text(RUBRIC)
+            args = ["run", str(items), "--state", str(Path(tmp) / "s"), "--rubric", str(rubric), "--dry-run"]
+            r = run(python, root, args, env)
+        peaks.append((n, r["rss_mb"]))
+        print(
+            f"  {n:>10,} items: {r['wall']:6.1f} s wall, {r['cpu']:6.1f} CPU s "
+            f"({r['cpu'] / n * 1e6:.1f} us an item), peak RSS {r['rss_mb']:,.0f} MB, exit {r['code']}"
+        )
+    for (n0, m0), (n1, m1) in itertools.pairwise(peaks):
+        print(
+            f"  peak RSS growth {n0:,} -> {n1:,} items: {m1 - m0:+,.0f} MB, "
+            f"{(m1 - m0) * 1024 / (n1 - n0):.4f} KB an item (flat: 0)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 90_000, 180_000])
@@ -272,12 +300,21 @@ def main() -> None:
     )
     ap.add_argument("--repeats", type=int, default=3, help="runs of each job for --samples (median)")
     ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="only a `--dry-run` of each size (no simulator): wall, CPU, peak RSS and its growth per item "
+        "(issue 42: 10,000,000 items planned in flat memory)",
+    )
+    ap.add_argument(
         "--trace",
         action="store_true",
         help="run each size's job once under tracemalloc: where its traced peak is, and the top "
         "allocations (by line) nearest it (slow; no timing, no reruns)",
     )
     ns = ap.parse_args()
+    if ns.dry_run:
+        dry_runs(ns.root.resolve(), ns.sizes, ns.prompt_bytes)
+        return
     if ns.samples > 1:
         root = ns.root.resolve()
         python = str(root / ".venv" / "bin" / "python")
