@@ -1,15 +1,18 @@
 """Lazy batches (`Scenario.lazy_batches`): the simulator keeps a batch's requests on disk and makes its
-result lines one at a time as a client reads them, so its memory does not grow with the batch or the job.
+result lines a piece at a time as a client reads them, so its memory does not grow with the job.
 
-Theory of operation. A create writes the request body as it came (zlib, level 1) to a spill directory,
-and each custom_id's submission count to a SQLite table there (the attempt number a retry mix reads);
-the batch in memory keeps only its size and its counts. When the batch ends, its requests are read back
-once to count its outcomes; each fetch of its results reads them back again and yields the lines in the
-batch's seeded order, each made from its request, its custom_id, its attempt and the seed (no line is
-kept). A fetch's prompt cache is its own: the first request of each shape (its params less `messages`)
-writes the cache, the rest read it. Answers to a plain request (no marker, no pairwise or self-preference
-design, no refusals drawn) are drawn from `VARIANTS` answers per shape, chosen by custom_id and seed, with
-their own message id and input tokens; any other request is answered as an eager batch answers it.
+Theory of operation. A create decides each request's outcome as a batch decides it (validation, model,
+markers, the seeded mix by custom_id and attempt), counts the outcomes, and writes the requests to a
+spill directory packed (`pack`: each distinct `params` less `messages` once, then a row a request with
+its custom_id, attempt, messages and outcome; zlib, level 1); each custom_id's submission count is a
+row of a SQLite table there. The batch in memory keeps only its size and its counts. When it ends,
+nothing is read back unless it was cut short (an expiry or a cancel: those processed by then are
+counted again). Each fetch of its results reads the packed requests back and yields the lines in the
+batch's seeded order (no line is kept). A fetch's prompt cache is its own: the first request of each
+shape writes the cache, the rest read it. A plain request (no marker, no pairwise answers, and a
+scenario without drawn refusals, biases or unreadable answers) is answered from `VARIANTS` answers of
+its shape, chosen by custom_id and seed, with its own message id and input tokens; any other is
+answered as an eager batch answers it.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ of requests processed by the end is elapsed / latency, in a seeded order; the ot
 validation and model check (async errors, like the real API), a `[[sim:...]]` marker, then the seeded
 `batch_mix` (first submission of that custom_id) or `batch_retry_mix` (later submissions).
 
+With `lazy_batches`, a batch keeps its requests on disk and makes its results as they are fetched
+(lazy.py): the same outcomes, counts and order, answers drawn per request shape.
+
 Ids, answers, shuffles and fault draws are hashes of (seed, content, counters), so the same scenario,
 seed, requests and clock give the same responses.
 """
@@ -831,7 +834,14 @@ class Simulator:
             cache=PromptCache(s.min_cacheable_tokens),
             message=self._message,
             now=b.ended_at,
-            variants_ok=not (s.position_bias or s.sample_spread or s.self_preference or s.refusal_rate),
+            variants_ok=not (
+                s.position_bias
+                or s.sample_spread
+                or s.self_preference
+                or s.refusal_rate
+                or s.unparseable_rate
+                or s.out_of_range_rate
+            ),
             limit=limit,
         )
 
