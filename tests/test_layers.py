@@ -88,3 +88,33 @@ def test_the_circle_finder_finds_a_planted_circle(tmp_path):
     assert [["judgecore.a", "judgecore.b"]] == cycles.cycles(
         cycles.graph(cycles.modules(tmp_path, ["judgecore"]))
     )
+
+
+def _unlisted_modules(package: Path) -> list[str]:
+    """The modules and subpackages of `package` its docstring does not name."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    names = [p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")]
+    names += [d.name for d in package.iterdir() if (d / "__init__.py").is_file()]
+    return sorted(n for n in names if f"`{n}`" not in doc)
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted(
+        p.parent.relative_to(ROOT).as_posix()
+        for top in ("judgecore", "adapters")
+        for p in (ROOT / top).glob("**/__init__.py")
+    ),
+)
+def test_every_package_docstring_names_its_modules(package: str):
+    # A newcomer opens a package's __init__ first: it says what each module is for.
+    assert [] == _unlisted_modules(ROOT / package), f"{package}/__init__.py's docstring does not name them"
+
+
+def test_an_unnamed_module_is_found(tmp_path):
+    (tmp_path / "__init__.py").write_text('"""Modules: `kept`."""\n')
+    (tmp_path / "kept.py").write_text("")
+    (tmp_path / "added.py").write_text("")
+    assert ["added"] == _unlisted_modules(tmp_path)

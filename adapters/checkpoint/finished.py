@@ -60,7 +60,7 @@ def lines_if_finished(state: Path, want: FinishedKey, out: Path) -> Sequence[str
         return None
     store = Store.open_readonly(state)
     try:
-        kept = store.get_meta(_META)
+        kept = store.finished
         if not kept or kept.get("key") != want or kept.get("out") != _identity(out):
             return None
         if kept.get("rows") != store.last_outcome_row():
@@ -77,8 +77,8 @@ def clear(state: Path) -> None:
         return
     store = Store.open(state)
     try:
-        if store.get_meta(_META) is not None:
-            store.set_meta(_META, None)
+        if store.finished is not None:
+            store.finished = None
     finally:
         store.close()
 
@@ -89,7 +89,7 @@ def remember(state: Path, done: FinishedKey, out: Path, lines: Sequence[str]) ->
     store = Store.open(state)
     try:
         record = {"key": done, "out": _identity(out), "rows": store.last_outcome_row(), "lines": list(lines)}
-        store.set_meta(_META, record)
+        store.finished = record
     finally:
         store.close()
 

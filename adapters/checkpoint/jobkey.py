@@ -30,9 +30,9 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
             store = None
         if store is not None:
             try:
-                kept = store.get_meta("manifest")
+                kept = store.manifest
                 if kept is not None and (kept == dict(manifest) or store.answered()):
-                    return store.get_meta("custom_id_job")
+                    return store.ids_job
                 # else another job, and this one never received an answer: it takes the dir afresh
             except sqlite3.Error:
                 pass  # a database never bound (no tables yet): a new job's

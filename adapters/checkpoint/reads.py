@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 from adapters.checkpoint.store import Store
 from judgecore.decide.planning import Learned
-from judgecore.decide.routing import Route
 from judgecore.decide.spend import Budget, Money, Spend, price_for, spend_of
 from judgecore.results.outcomes import Usage
 from judgecore.results.verdicts import Unscored, parse_verdict, spec_from_json
@@ -17,8 +16,8 @@ from judgecore.run.job._machine import History
 
 def spend_from_store(store: Store) -> Money:
     """Spend so far (every billed answer in the checkpoint), all-sync, and the kept estimate."""
-    manifest = store.get_meta("manifest") or {}
-    estimate = (store.get_meta("estimate") or {}).get("estimated_cost_usd")
+    manifest = store.manifest or {}
+    estimate = (store.estimate or {}).get("estimated_cost_usd")
     if manifest.get("judges"):  # a panel: each answer at its own judge's prices
         by_judge = spend_by_judge(store)
         if any(v is None for v in by_judge.values()):
@@ -38,7 +37,7 @@ def spend_by_model(store: Store) -> list[tuple[str, float | None]]:
     own prices (`spend_by_judge`, None for a judge with no price), or the job's one model."""
     if by_judge := spend_by_judge(store):
         return [(judge, s.spent if s is not None else None) for judge, s in by_judge.items()]
-    model = (store.get_meta("manifest") or {}).get("model")
+    model = (store.manifest or {}).get("model")
     return [(str(model), spend_from_store(store).spend_usd)] if model else []
 
 
@@ -59,7 +58,7 @@ def spend_by_judge(store: Store) -> dict[str, Spend | None]:
     """A panel's spend per judge (each answer at the prices of the judge it was sent to; None for a
     judge without prices that has been billed), every judge of the job listed; an empty dict for a
     job without a panel."""
-    manifest = store.get_meta("manifest") or {}
+    manifest = store.manifest or {}
     judges = list(manifest.get("judges") or ())
     usage = store.usage_by_judge(judges)
     out: dict[str, Spend | None] = {}
@@ -77,7 +76,7 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
     """A run's `Budget`, seeded with the job's spend so far (every billed answer in the checkpoint,
     earlier runs included). Without a price for the job's model only `cap=None` makes sense (the CLI
     refuses `--budget` then), and the spend so far counts as 0."""
-    manifest = store.get_meta("manifest") or {}
+    manifest = store.manifest or {}
     if manifest.get("judges"):
         return Budget(cap=cap, spent=spend_from_store(store).spend_usd or 0.0)
     price = price_for(str(manifest.get("model", "")))
@@ -87,7 +86,7 @@ def budget_from_store(store: Store, cap: float | None) -> Budget:
 def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, int]:
     """`counts` (by stored status) with the kept verdict spec applied, as the output reports them: a
     succeeded answer whose verdict cannot be read counts as a miss. Unchanged for a job without one."""
-    kept = store.get_meta("verdict")
+    kept = store.verdict
     out = dict(counts)
     if not kept:
         return out
@@ -100,14 +99,14 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
 
 def history_from_store(store: Store) -> History:
     """What the checkpoint says about the job before this run acts."""
-    raw = store.get_meta("route")
-    reading = store.get_meta("rate_limits") or {}
-    limit = reading.get("output_tokens_limit")
+    reading = store.rate_limits
+    limit = reading.otpm if reading is not None else None
     state = store.job_state()
     return History(
-        stored=Route(**raw) if raw else None,
+        stored=store.route,
         otpm_read=int(limit) if limit else None,
         final=state.final,
         in_flight=state.in_flight,
         any_batch=bool(store.sub_batches()),
+        switched=bool(store.switch),
     )

@@ -60,7 +60,7 @@ def _request_records(
     item with no outcome yet is reported on the job's route (sync before one is decided); one that sits in a live batch names it. `verdict` reads each
     succeeded answer's verdict.
     """
-    default_route = (store.get_meta("route") or {}).get("path", "sync")
+    default_route = route.path if (route := store.route) is not None else "sync"
     waiting = store.waiting_batches()
     cols = Items.of(items)  # its columns: the messages (perhaps in the checkpoint only) are not read
     wanted: set[str] | None = None  # the job's custom_ids, made once a row comes out of order
@@ -156,7 +156,7 @@ def collect_records(
 def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:
     """Every item's output object, as `run` writes it, from the checkpoint alone."""
 
-    default_route = (store.get_meta("route") or {}).get("path", "sync")
+    default_route = route.path if (route := store.route) is not None else "sync"
     waiting = store.waiting_batches()
     out = []
     for (cid, item_id, metadata), row in zip(store.item_rows(), store.latest_rows(), strict=True):
@@ -164,7 +164,9 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
         out.append(
             row_record(item_id, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict)
         )
-    kept = store.get_meta("design")
-    if kept:  # a multi-request job: each item's requests folded into its line, as the output has it
-        return list(fold_records(out, Design.from_json(kept), verdict))
+    design = store.design
+    if (
+        design is not None
+    ):  # a multi-request job: each item's requests folded into its line, as the output has it
+        return list(fold_records(out, design, verdict))
     return out

@@ -1,6 +1,7 @@
 """`judgecore`: the command line, a thin layer over `adapters.run.job` (see `judgecore --help`).
 
-The package's modules, one idea each: `parser` (the grammar and help text), `flags` (what `run`'s
+The package's modules, one idea each: `parser` (the grammar), `helptext` (the
+description and epilogs `--help` prints), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
 read a checkpoint: status, summary, export), `cancel` and `relaunch` (the words that start judgecore
 again). This module maps each command to its handler and a `UsageError` to exit 2.

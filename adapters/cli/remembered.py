@@ -75,8 +75,8 @@ def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] |
     if _holds_checkpoint(ns.state):
         store = Store.open_readonly(ns.state)
         try:
-            kept = store.get_meta("invocation")
-            manifest = store.get_meta("manifest")
+            kept = store.invocation
+            manifest = store.manifest
         finally:
             store.close()
     if kept is None:
@@ -178,7 +178,7 @@ def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifes
 
     store = Store.open_readonly(ns.state)
     try:
-        old = store.get_meta("manifest")
+        old = store.manifest
         answered = old is not None and old != manifest and store.answered()
     finally:
         store.close()

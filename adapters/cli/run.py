@@ -167,7 +167,7 @@ def _verdict_that_reads(
 
     store = Store.open_readonly(ns.state)
     try:
-        old = store.get_meta("verdict")
+        old = store.verdict
         tried = (
             None
             if old == settings.verdict.to_json()
@@ -209,7 +209,7 @@ def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any
 
     store = Store.open_readonly(ns.state)
     try:
-        if store.get_meta("manifest") is None:
+        if store.manifest is None:
             return
         bound, given, known = store.known_items(ids)
     finally:
@@ -251,7 +251,7 @@ def _remember_inspect_log(state: Path, log: Path) -> None:
 
     store = Store.open(state)
     try:
-        store.set_meta("inspect_log", str(log.resolve()))
+        store.inspect_log = str(log.resolve())
     finally:
         store.close()
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from adapters.checkpoint.reads import counts_with_verdicts, spend_from_store
 from adapters.checkpoint.statelock import running_holder
 from adapters.checkpoint.store import Store
@@ -41,16 +43,15 @@ def cmd_status(ns: argparse.Namespace) -> int:
         subs = store.sub_batches()
         info = {
             "state": str(ns.state),
-            "manifest": store.get_meta("manifest"),
-            "route": store.get_meta("route"),
-            "rate_limits": store.get_meta("rate_limits"),
-            "resume": command_line(["run", "--state", str(ns.state)])
-            if store.get_meta("invocation")
-            else None,
+            "manifest": store.manifest,
+            "route": attrs.asdict(route) if (route := store.route) is not None else None,
+            "rate_limits": reading.to_json() if (reading := store.rate_limits) is not None else None,
+            "resume": command_line(["run", "--state", str(ns.state)]) if store.invocation else None,
             "counts": _counts_with_verdicts(store),
             "running": running_holder(ns.state),
-            "design": store.get_meta("design"),
-            "deadline": (store.get_meta("deadline") or {}).get("at"),
+            "design": design.to_json() if (design := store.design) is not None else None,
+            "deadline": store.deadline,
+            "switch": store.switch,
             **_spend_json(store),
             "sub_batches": [
                 {
@@ -100,6 +101,8 @@ def cmd_status(ns: argparse.Namespace) -> int:
                 lines.append(
                     f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
                 )
+    if (sw := info["switch"]) is not None:
+        lines.append("  " + _switch_line(sw))
     if info["deadline"] is not None and c.get("pending"):
         lines.append("  " + _deadline_line(info["deadline"], time.time()))
     if info["running"]:
@@ -120,6 +123,17 @@ def _deadline_line(at: float, now: float) -> str:
     if left <= 0:
         return f"deadline of the last run: {clock_time(at)} (passed; a rerun has none unless given one)"
     return f"deadline of the last run: {clock_time(at)} ({_left(left)} left)"
+
+
+def _switch_line(sw: dict[str, Any]) -> str:
+    """The deadline's switch a run made: when, and that the rest goes on the sync route."""
+    from judgecore.decide.deadline import clock_time
+
+    extra = "" if sw.get("extra_usd") is None else f"; extra cost at most ${sw['extra_usd']:,.2f}"
+    return (
+        f"switched to the sync route at {clock_time(sw['at'])} (a deadline): its batches canceled, "
+        f"the rest sent sync{extra}"
+    )
 
 
 def _left(seconds: float) -> str:
@@ -165,7 +179,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
         return ()
     store = Store.open_readonly(state)
     try:
-        invocation = store.get_meta("invocation") or {}
+        invocation = store.invocation or {}
     finally:
         store.close()
     flags = invocation.get("flags") or {}

@@ -135,10 +135,10 @@ def export_to_inspect(state: Path, out: Path, *, log_path: Path | None = None) -
         raise UsageError(f"{state}: no judgecore checkpoint here")
     store = Store.open_readonly(state)
     try:
-        kept = store.get_meta("verdict")
+        kept = store.verdict
         spec = spec_from_json(kept, sendable=False) if kept else None
         records = {r["id"]: r for r in records_from_store(store, spec)}
-        remembered = store.get_meta("inspect_log")
+        remembered = store.inspect_log
     finally:
         store.close()
     source = log_path or (Path(remembered) if remembered else None)

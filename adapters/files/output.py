@@ -49,7 +49,7 @@ def write_output(
     outcome recorded since, the items in the same order, the same verdict spec (see `_output_stamp`).
     """
     if reuse and not keep and out is not None:
-        kept = store.get_meta("output") or {}
+        kept = store.output or {}
         if kept.get("stamp") is not None and kept["stamp"] == _output_stamp(store, items, out, verdict):
             return Written(counts=kept["counts"], records={}, unparsed=kept.get("unparsed", 0))
     counts = dict.fromkeys(TALLY, 0)
@@ -71,7 +71,7 @@ def write_output(
 
         write_records(out, rows())  # in the format of its extension
         stamp = _output_stamp(store, items, out, verdict)
-        store.set_meta("output", {"stamp": stamp, "counts": counts, "unparsed": unparsed})
+        store.output = {"stamp": stamp, "counts": counts, "unparsed": unparsed}
     else:
         for _ in rows():
             pass

@@ -137,8 +137,8 @@ def _run_options() -> dict[str, tuple[str, bool]]:
 
 
 def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], now: float) -> Provenance:
-    manifest = store.get_meta("manifest") or {}
-    invocation = store.get_meta("invocation")
+    manifest = store.manifest or {}
+    invocation = store.invocation
     flags = (invocation or {}).get("flags") or {}
     times = [t[0] for t in store.timeline()]
     # Who judged: every model an answer names, and a panel's judges (an item's record names the model
@@ -166,8 +166,8 @@ def provenance(store: Store, state: Path, records: Sequence[Mapping[str, Any]], 
         sdk_version=_version("anthropic"),
         models=models,
         manifest=manifest,
-        rubric=(store.get_meta("rubric") or {}).get("text"),
-        verdict_spec=store.get_meta("verdict"),
+        rubric=store.rubric,
+        verdict_spec=store.verdict,
         settings=tuple(settings),
         input_path=input_path,
         input_sha256=_file_sha256(input_path),
@@ -182,7 +182,7 @@ def examples(
 ) -> tuple[tuple[ExampleGroup, tuple[Example, ...]], ...]:
     """A few items per score value and failure class, seeded by the job's own key (the same checkpoint
     always shows the same ones), each with its prompt as sent, the judge's text and the verdict."""
-    seed = str(store.get_meta("custom_id_job") or orjson.dumps(store.get_meta("manifest") or {}).decode())
+    seed = str(store.ids_job or orjson.dumps(store.manifest or {}).decode())
     groups = choose_examples(records, score_field=score_field, seed=seed)
     by_id = {r["custom_id"]: r for r in records}
     out = []

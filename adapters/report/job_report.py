@@ -21,7 +21,6 @@ from adapters.checkpoint.store import Store, SubBatchRow
 from adapters.files.readers import read_verdict_file
 from adapters.report.gather import Example, Provenance
 from adapters.usage import UsageError
-from judgecore.job.designs import Design
 from judgecore.results.verdicts import spec_from_json
 from judgecore.summary.examples import ExampleGroup
 from judgecore.summary.job_summary import TOP_GROUPS, Summary, metadata_key_problem, summarize
@@ -70,7 +69,7 @@ def job_report(
     store = Store.open_readonly(state_dir)
     try:
         if spec is None:
-            kept = store.get_meta("verdict")
+            kept = store.verdict
             spec = spec_from_json(kept, sendable=False) if kept else None
         records = records_from_store(store, spec)
         for flag, key in (("--by", by), ("--reference", reference), ("--author", author)):
@@ -91,8 +90,8 @@ def job_report(
         return JobReport(
             state_dir=state_dir,
             summary=summary,
-            model=(store.get_meta("manifest") or {}).get("model"),
-            route=store.get_meta("route"),
+            model=(store.manifest or {}).get("model"),
+            route=attrs.asdict(route) if (route := store.route) is not None else None,
             timeline=tuple(store.timeline()),
             sub_batches=tuple(store.sub_batches()),
             provenance=provenance(store, state_dir, records, time.time() if now is None else now)
@@ -102,17 +101,10 @@ def job_report(
             # an item's attempts are summed over its requests: a design's item was retried when they
             # exceed its answers
             retried=sum(1 for r in records if (r.get("attempts") or 0) > answers_of(r)),
-            multi_request=_multi_request(store.get_meta("design")),
+            multi_request=(design := store.design) is not None and not design.single,
         )
     finally:
         store.close()
-
-
-def _multi_request(kept: Any) -> bool:
-    if not kept:
-        return False
-
-    return not Design.from_json(kept).single
 
 
 def summary_json(report: JobReport) -> bytes:

@@ -6,5 +6,6 @@ May import: `adapters.files`, `adapters.providers`, `adapters.checkpoint`, `adap
 `judgecore`.
 
 Modules: `job`, `operations`, `batch`, `sync`, `sync_settings`, `dryrun`, `planning`, `settings`,
-`result`, `clock`, `events`, `progress`.
+`result`, `clock`, `events`, `progress`, `deadline` (`--deadline`: the all-sync start, the end of
+the wait, the figures a dry run prints, the sync route's pace), `switch` (the deadline's switch).
 """

@@ -33,6 +33,7 @@ from adapters.run.events import (
     Notice,
     RoundStarted,
 )
+from adapters.run.switch import Switcher
 from judgecore import BatchSnapshot, ModelPrice, RawResult, RequestTemplate
 from judgecore.decide.spend import Budget, Expect
 from judgecore.results.resultlines import ResultLine
@@ -72,6 +73,8 @@ class BatchRunResult:
     exit_status: int = 0
     #: the `--budget` a rerun needs to send what the cap left unsent (None: the cap did not stop it)
     rerun_budget: float | None = None
+    #: the deadline's switch was made (or resumed): what is not final goes on the sync route
+    switched: bool = False
 
     @property
     def pending(self) -> int:
@@ -307,6 +310,8 @@ async def run_batch(
     budget: Budget | None = None,
     price: ModelPrice | None = None,
     expect: Expect | None = None,
+    switcher: Switcher | None = None,
+    resumed_switch: bool = False,
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
@@ -314,6 +319,7 @@ async def run_batch(
     `total` is the job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the
     model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint;
     `expect` (what one request is expected to cost) is the figure its last line starts from.
+    `switcher`: the deadline's switch (`adapters.run.switch`); `resumed_switch`: an earlier run made it.
     """
     capped = budget is not None and budget.cap is not None
     if budget is not None and capped:
@@ -332,10 +338,14 @@ async def run_batch(
         cached_bytes=len(template.system_json or b""),
         expect=expect,
     )
+    if switcher is not None:
+        run = switcher.start(run, resumed=resumed_switch)
     tasks: dict[asyncio.Task[br.Event], int] = {}
     seq = 0
     try:
         while True:
+            if switcher is not None:
+                run = await switcher.step(run)
             run, actions = run.advance(clock.now())
             until: float | None = None
             done: br.Done | None = None
@@ -354,6 +364,8 @@ async def run_batch(
                         assert_never(action)
             if done is not None:
                 break
+            if switcher is not None and (wake := switcher.wake(run)) is not None and wake > clock.now():
+                until = wake if until is None else min(until, wake)  # the core asked again at the switch time
             waiting: set[asyncio.Future[object]] = set(tasks)
             sleeper = None
             if until is not None:
@@ -386,6 +398,7 @@ async def run_batch(
         adopted=run.adopted,
         exit_status=done.exit_status,
         rerun_budget=run.rerun_budget,
+        switched=run.switched,
     )
 
 

@@ -18,6 +18,7 @@ from judgecore.decide.deadline import (
     deadline_figures,
     deadline_start,
 )
+from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.job.when import When
 
 if TYPE_CHECKING:
@@ -25,23 +26,42 @@ if TYPE_CHECKING:
     from judgecore.decide.planning import Plan
 
 
+def sync_pace(
+    settings: JobSettings, *, otpm_read: int | None, reading: RateLimitReading | None = None
+) -> SyncPace:
+    """The sync route's pace as a run will have it: the OTPM (`--otpm`, else the tier read, else the
+    one assumed), the RPM when read, and the concurrency it runs at (`--concurrency`, else the tier's:
+    `concurrency_for` the stored reading, else for the OTPM alone, as the sync part does)."""
+    from judgecore.decide.ratelimit import concurrency_for
+
+    read = otpm_read if otpm_read is not None else (reading.otpm if reading is not None else None)
+    if settings.otpm is not None:
+        otpm, source = settings.otpm, "flag"
+    elif read:
+        otpm, source = int(read), "read"
+    else:
+        otpm, source = settings.route_policy.assumed_otpm, "assumed"
+    if reading is None:
+        reading = RateLimitReading.for_otpm(otpm)
+    rpm = reading.requests.limit
+    return SyncPace(
+        otpm=otpm,
+        otpm_source=source,  # type: ignore[arg-type]
+        rpm=int(rpm) if rpm else None,
+        concurrency=settings.concurrency or concurrency_for(reading),
+    )
+
+
 def watch_of(settings: JobSettings, *, left: int, otpm_read: int | None) -> Watch | None:
     """The watch of a run with `left` requests not final (None: no deadline). Each is expected to
     take `max_tokens` output tokens (the most it can: the sync route's time is not underestimated);
-    the OTPM is `--otpm`, else the tier read, else the one assumed."""
+    the pace is `sync_pace`'s."""
     if settings.deadline is None or settings.deadline.at is None:
         return None
-    if settings.otpm is not None:
-        otpm, source = settings.otpm, "flag"
-    elif otpm_read is not None:
-        otpm, source = otpm_read, "read"
-    else:
-        otpm, source = settings.route_policy.assumed_otpm, "assumed"
-    pace = SyncPace(otpm=otpm, otpm_source=source, concurrency=settings.concurrency or 16)  # type: ignore[arg-type]
     return Watch(
         deadline=settings.deadline.at,
         unfinished=Unfinished(unsent=Pile.of(left, float(settings.max_tokens))),
-        pace=pace,
+        pace=sync_pace(settings, otpm_read=otpm_read),
     )
 
 

@@ -213,12 +213,10 @@ async def _run(
         except StateMismatchError as exc:
             raise UsageError(str(exc)) from None
         if invocation is not None:
-            store.set_meta("invocation", dict(invocation))
+            store.invocation = dict(invocation)
         # the last run's deadline, for `status` (None: this run has none)
-        store.set_meta("deadline", {"at": settings.deadline.at} if settings.deadline is not None else None)
-        store.set_meta(
-            "rubric", {"text": rubric}
-        )  # the report quotes it in full (the manifest has its digest)
+        store.deadline = settings.deadline.at if settings.deadline is not None else None
+        store.rubric = rubric  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
         history = history_from_store(store)
         left = sum(1 for c in job.requests.custom_ids if c not in history.final)
@@ -235,15 +233,15 @@ async def _run(
                     case Say(level=level, text=text):
                         emit(Notice(level=level, message=text))
                     case RecordRoute(route=chosen):
-                        store.set_meta("route", attrs.asdict(chosen))
+                        store.route = chosen
                     case Estimate(route=chosen):
                         record_estimate(store, job, chosen, rubric, settings)
                     case Probe(custom_id=cid):
                         assert ports is not None
                         run = run.on(await probe_one(ports, cid))
-                    case RunBatch(ids=ids):
+                    case RunBatch(ids=ids, switched=switched):
                         assert ports is not None
-                        run = run.on(await run_batch_part(ports, ids))
+                        run = run.on(await run_batch_part(ports, ids, switched=switched))
                     case RunSync():
                         assert ports is not None
                         run = run.on(await run_sync_part(ports, action))

@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     import random
 
     from adapters.files.messages import MessageSource
+    from adapters.providers.anthropic.batch_api import BatchApi
     from adapters.run.clock import Clock
     from adapters.run.events import Emit
+    from adapters.run.switch import Switcher
     from adapters.run.sync import SyncSettings
 
 
@@ -115,7 +117,7 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
         price=price_of(p.settings),
         expect=expect_now(p.store, p.job, p.settings, "sync"),
     )
-    p.store.set_meta("rate_limits", result.reading.to_json())
+    p.store.rate_limits = result.reading
     outcome = result.outcome
     if result.fatal is not None or outcome is None:
         return Probed(item_id=first.item_id, fatal=result.fatal)
@@ -140,8 +142,9 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
     return reqs.only(frozenset(ids))
 
 
-async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
-    """The batch machine over `ids` of the job."""
+async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> BatchRan:
+    """The batch machine over `ids` of the job, with the deadline's switch (`adapters.run.switch`;
+    `switched`: an earlier run made it, and this part resumes it)."""
     from adapters.providers.anthropic.batch_api import AnthropicBatchApi
     from adapters.run.batch import BatchSettings, run_batch
 
@@ -151,11 +154,12 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
             f"--model {s.request_model}: the batch route is not built for this provider yet; "
             "add --force-sync to judge on the sync route"
         )
+    api = AnthropicBatchApi(p.client)
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
         template=p.job.batch_template,
-        api=AnthropicBatchApi(p.client),
+        api=api,
         clock=p.clock,
         settings=BatchSettings(
             max_batch_requests=s.max_batch_requests,
@@ -170,16 +174,32 @@ async def run_batch_part(p: Ports, ids: Set[str]) -> BatchRan:
         budget=budget_now(p.store, s),
         price=price_of(s),
         expect=expect_now(p.store, p.job, s, "batch"),
+        switcher=switcher_of(p, api),
+        resumed_switch=switched,
     )
-    return BatchRan(fatal=res.fatal or None, stuck=tuple(res.stuck), budget=res.rerun_budget)
+    return BatchRan(
+        fatal=res.fatal or None,
+        stuck=tuple(res.stuck),
+        budget=res.rerun_budget,
+        switched=res.switched,
+        live=p.store.job_state().in_flight if res.switched else frozenset(),
+    )
+
+
+def switcher_of(p: Ports, api: BatchApi) -> Switcher:
+    """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
+    from adapters.run.switch import Switcher, switch_plan, tokens_each
+
+    plan = switch_plan(p.settings, p.job, p.store)
+    tokens = (lambda: tokens_each(p.settings, p.store)) if plan is not None else None
+    return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan, tokens=tokens)
 
 
 async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
     """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
     from adapters.run.sync import run_sync
 
-    raw = p.store.get_meta("rate_limits")
-    reading = RateLimitReading.from_json(raw) if raw else None
+    reading = p.store.rate_limits
     if reading is None and action.otpm is not None:
         reading = RateLimitReading.for_otpm(action.otpm)
     provider = provider_of(p.settings.request_model)

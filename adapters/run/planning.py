@@ -337,10 +337,10 @@ def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> Non
     store.record_metadata(
         zip(job.items.custom_ids, meta, strict=True), any_given=meta.count(None) != len(meta)
     )
-    store.set_meta("verdict", settings.verdict.to_json() if settings.verdict is not None else None)
+    store.verdict = settings.verdict.to_json() if settings.verdict is not None else None
     design = settings.design
     if not design.single:  # what `summary` needs to fold the checkpoint's requests into items
-        store.set_meta("design", design.to_json())
+        store.design = design
 
 
 def record_estimate(
@@ -351,9 +351,7 @@ def record_estimate(
     from adapters.checkpoint.reads import learned_from_store
 
     p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
-    store.set_meta(
-        "estimate", {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
-    )
+    store.estimate = {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
 
 
 def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePath) -> Expect | None:

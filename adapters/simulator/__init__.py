@@ -29,6 +29,16 @@ sync): `[[sim:max_tokens]]`, `[[sim:invalid]]`, `[[sim:context]]` (every attempt
 `[[sim:overloaded]]`, `[[sim:rate_limit]]`, `[[sim:expired]]`, `[[sim:canceled]]` (first attempt only;
 add `*`, e.g. `[[sim:api_error*]]`, for every attempt). Sync: invalid/context -> 400, api_error -> 500,
 overloaded -> 529, rate_limit -> 429, max_tokens -> stop_reason "max_tokens"; expired/canceled are ignored.
+
+Modules. The logic, pure of I/O: `logic` (the Anthropic side's state machine), `openai_logic` (Chat
+Completions, Files, Batches, served vLLM-like models), `answers` (token counts, answers, markers,
+params validation), `cache` (prompt-cache accounting), `ratelimit` (per-minute buckets and their
+headers), `latency` (how long a batch takes), `subset` (the structured-outputs schema subset),
+`rubric_format` and `verdict_lines` (the verdict a rubric asks for), `designs` and `selfpref` (the judge
+of a design; a judge biased toward its family). Values: `scenario` and `openai_scenario` (the knobs),
+`schedule` (a fault schedule), `wire` and `openai_wire` (the wire formats, error bodies included),
+`clock` (a manual clock). The shell: `server` (loopback HTTP), `transport` and `openai_transport`
+(in-process clients), `cli` and `openai_cli` (`judgecore simulator`'s options).
 """
 
 from typing import TYPE_CHECKING, Any

@@ -8,6 +8,6 @@ Modules: `parsing` (input lines into items, checked once), `nesting` (how deep a
 `items` (`Item`, `Items`), `ids` (custom_ids), `idsets` (sets of ids as positions), `ints` and
 `texts` (immutable integer and text columns), `columns` (sparse columns, views by position),
 `designs` (samples, pairwise, panels), `consensus` (an item's answers folded into one verdict),
-`errors` (the core's typed errors), `knobs` (the one table of knobs: every flag's and
+`errors` (the core's typed errors), `when` (`--deadline`'s times: a duration from the start or an ISO 8601 instant), `knobs` (the one table of knobs: every flag's and
 `JUDGECORE_*` variable's type and range).
 """

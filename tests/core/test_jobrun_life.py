@@ -298,3 +298,43 @@ def test_items_left_pending_exit_3():
 def test_an_event_no_operation_awaits_is_an_illegal_move():
     with pytest.raises(IllegalJobMove, match="SyncRan while start"):
         JobRun.start(IDS, History(), JobPolicy()).on(SyncRan())
+
+
+def test_a_batch_part_that_switched_sends_the_rest_on_the_sync_route_but_not_what_a_batch_still_holds():
+    run = JobRun.start(IDS, History(otpm_read=1_000), JobPolicy())
+    switched = BatchRan(switched=True, live=frozenset({"c3"}))
+    seen = _drive(run, {**ANSWERS, RunBatch: switched})
+    assert [RunBatch(frozenset(IDS))] == [a for a in seen if isinstance(a, RunBatch)]
+    (sync,) = [a for a in seen if isinstance(a, RunSync)]
+    assert frozenset(IDS) - {"c3"} == sync.ids  # still in a live (canceling) batch: never on both routes
+    assert "batch" == next(a.route for a in seen if isinstance(a, RecordRoute)).path  # the job's route stays
+
+
+def test_a_rerun_after_a_switch_resumes_it_on_the_live_batches_then_sends_the_rest_sync():
+    stored = route(len(IDS), policy=RoutePolicy(), otpm=1_000)
+    assert "batch" == stored.path
+    history = History(
+        stored=stored, otpm_read=1_000, any_batch=True, in_flight=frozenset({"c1", "c2"}), switched=True
+    )
+    seen = _drive(JobRun.start(IDS, history, JobPolicy()), {**ANSWERS, RunBatch: BatchRan(switched=True)})
+    (batch,) = [a for a in seen if isinstance(a, RunBatch)]
+    assert (frozenset({"c1", "c2"}), True) == (
+        batch.ids,
+        batch.switched,
+    )  # cancel and harvest, create nothing
+    (sync,) = [a for a in seen if isinstance(a, RunSync)]
+    assert frozenset(IDS) == sync.ids
+
+
+def test_without_a_switch_a_batch_job_has_no_sync_part():
+    run = JobRun.start(IDS, History(otpm_read=1_000), JobPolicy())
+    seen = _drive(run, ANSWERS)
+    assert not [a for a in seen if isinstance(a, RunSync)]
+    assert not [a for a in seen if isinstance(a, RunBatch) and a.switched]
+
+
+def test_the_dry_run_after_a_switch_plans_the_rest_on_the_sync_route():
+    stored = route(len(IDS), policy=RoutePolicy(), otpm=1_000)
+    history = History(stored=stored, otpm_read=1_000, any_batch=True, final=frozenset({"c0"}), switched=True)
+    plan = JobRun.start(IDS, history, JobPolicy()).dry_run()
+    assert ("sync", frozenset(IDS) - {"c0"}) == (plan.route.path, plan.left)

@@ -19,6 +19,13 @@ A crash between 2 and 3 leaves an intent with no batch id: an *orphan*, which th
 by listing recent batches before it ever resubmits those ids. The database file, its WAL and its shared
 memory file are created mode 0600 in a directory of mode 0700; no credential is ever stored.
 
+Modules, one idea each: `schema` (the tables, the in-flight view, migrations), `connection` (opening:
+file modes, journal, lock, read-only), `binding` (the manifest and the items a dir is bound to), `meta`
+(the job's metadata as typed fields: `store.route`, `store.rate_limits`, `store.deadline`, ...),
+`messages` (the items' kept messages), `subbatches` (sub-batch records), `outcomes` (recording outcomes;
+each item's latest), `resume` (what a run resumes from) and `usage` (what the summary and the report
+read: metadata, usage, spend, the timeline).
+
 May import: `adapters.usage`, `judgecore`.
 """
 
@@ -32,12 +39,6 @@ from adapters.checkpoint.store.resume import Resume
 from adapters.checkpoint.store.schema import DB_NAME, SCHEMA_VERSION
 from adapters.checkpoint.store.subbatches import SubBatches, SubBatchRow
 from adapters.checkpoint.store.usage import Usages
-
-# The package's modules, one idea each: `schema` (the tables, the in-flight view, migrations),
-# `connection` (opening: file modes, journal, lock, read-only), `binding` (the manifest and the items a
-# dir is bound to), `messages` (the items' kept messages), `subbatches` (sub-batch records), `outcomes`
-# (recording outcomes; each item's latest), `resume` (what a run resumes from) and `usage` (what the
-# summary and the report read: metadata, usage, spend, the timeline).
 
 __all__ = [
     "DB_NAME",

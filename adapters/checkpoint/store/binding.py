@@ -1,5 +1,5 @@
 """The job a state dir is bound to: its manifest (what changes requests), its items' custom_ids and
-content digests, the job key the ids are derived with, and the meta table that keeps them."""
+content digests and the job key the ids are derived with (kept in the meta table, `meta`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from adapters.checkpoint.store.meta import Meta
 from adapters.checkpoint.store.schema import FINAL_SQL, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -32,23 +33,11 @@ class ContentConflictError(Exception):
         self.item_ids = tuple(item_ids)
 
 
-class Binding:
+class Binding(Meta):
     """The manifest and the bound items (a part of `adapters.checkpoint.store.Store`)."""
 
     _conn: sqlite3.Connection
     path: Path
-
-    def get_meta(self, key: str) -> Any:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return orjson.loads(row[0]) if row else None
-
-    def set_meta(self, key: str, value: Any) -> None:
-        with self._tx() as c:
-            c.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, orjson.dumps(value).decode()),
-            )
 
     def bind_job(
         self,
@@ -141,11 +130,6 @@ class Binding:
         meta = row[1]
         return row[0], meta.encode() if isinstance(meta, str) else meta
 
-    @property
-    def ids_job(self) -> str | None:
-        """The job key this dir's custom_ids are derived with (None: `v1` ids, or no job bound yet)."""
-        return self.get_meta("custom_id_job")
-
     def _check_ids_job(self, ids_job: str | None) -> None:
         """A job's custom_ids must be derived with the key its dir keeps (`ids_job_for` reads it)."""
         kept = self.ids_job
@@ -183,7 +167,7 @@ class Binding:
     def _check_manifest(self, manifest: Mapping[str, Any], *, restart: bool = False) -> Any:
         """The stored manifest (None for a new dir, or for one whose job never received an answer:
         with `restart`, emptied for this job); `StateMismatchError` naming the fields that differ."""
-        old = self.get_meta("manifest")
+        old = self.manifest
         if old is not None and old != dict(manifest) and not self.answered():
             if restart:
                 self._restart()

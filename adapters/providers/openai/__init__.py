@@ -2,6 +2,7 @@
 
 - `translate`, `body`, `schema`: pure (no SDK): OpenAI's answers, errors, headers and batches in the
   core's values; the request body and the batch input line; the strict structured-output schema.
+- `sync_template`: the sync route's request template (what the sync run asks `params` of).
 - `sync`: `OpenAIChatApi`, the sync port; `batch`: `OpenAIBatchApi`, the batch port (its docstring
   proposes the port both providers fit). Only these two import the `openai` SDK, an optional extra:
   `missing_extra()` says what to install when it is absent.

@@ -43,7 +43,9 @@ The parts: `_vocab` (settings, the checkpoint's view, actions and events), `_mac
 building, `advance`, `on`), `_creating` (creates and reconciliation), `_harvesting` (polls and
 harvests), `_sub` (a sub-batch as the run tracks it), `batching` (what to do after a failed
 create; which listed batch is an orphan's), `gate` (which of a batch's lines are ours, and what the
-breaker lets through) and `harvest` (one harvest as a fold over its result lines).
+breaker lets through), `harvest` (one harvest as a fold over its result lines) and `switching` (the
+deadline's switch: when the run switches, and the run once it has: nothing created, live batches
+canceled and harvested).
 
 May import: `judgecore.run.subbatch`, `judgecore.run.vocab`, `judgecore.decide`, `judgecore.results`,
 `judgecore.wire`, `judgecore.job`.

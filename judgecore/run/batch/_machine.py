@@ -103,7 +103,8 @@ class BatchRun:
     adopted: tuple[str, ...] = ()
     sent: int = 0
     budget: Budget = attrs.field(factory=lambda: Budget(cap=None))
-    stop_creating: bool = False  # the budget cannot cover the next sub-batch
+    stop_creating: bool = False  # the budget cannot cover the next sub-batch (or the run switched)
+    switched: bool = False  # the deadline's switch: live batches canceled, the rest for the sync route
     rerun_budget: float | None = None  # then: the `--budget` a rerun needs to send the rest
     cut_said: bool = False  # the run has said how many rounds its budget will take (`cut_line`)
     price: ModelPrice | None = None

@@ -13,8 +13,8 @@ The phases: `MOVES` (a missing key is an illegal move) holds the event that answ
 its diagram in docs/design.md is generated from the table (`bench/state_diagrams.py`). The moves
 `advance` decides on its own: START to PROBING (decided again, no tier known: probe first), to RUNNING
 (kept, or decided from a force, --otpm or a reading) or to OUTPUT (every item final: nothing to send);
-RUNNING to BATCH (the batch route, or live batches) or to SYNC (the sync route, unless the batch part
-stopped); OUTPUT to WRITING.
+RUNNING to BATCH (the batch route, or live batches) or to SYNC (the sync route, or after the deadline's
+switch, unless the batch part stopped); OUTPUT to WRITING.
 
 The decisions it makes, each once for the run and the dry run alike: when to probe (neither a force
 nor `--otpm`, no reading stored, the route decided again); route precedence (force > `--otpm` >
@@ -68,6 +68,8 @@ class History:
     final: frozenset[str] = frozenset()
     in_flight: frozenset[str] = frozenset()
     any_batch: bool = False
+    #: a run made the deadline's switch (`adapters.run.switch`): what is not final goes sync
+    switched: bool = False
 
     @property
     def answered(self) -> bool:
@@ -119,6 +121,10 @@ class JobRun:
     #: the `--budget` a rerun needs to send what the cap left pending (None: no cap stopped a part)
     rerun_budget: float | None = None
     batch_ran: bool = False
+    #: the batch part switched to the sync route (this run, or resumed); `live`: ids it left in a
+    #: live batch (never sent on the sync route while there)
+    switched: bool = False
+    live: frozenset[str] = frozenset()
     #: this run's probe was answered and wrote the prompt cache; the API was contacted; the id whose
     #: per-run send the probe spent (it came back retriable).
     warmed: bool = False
@@ -175,6 +181,10 @@ class JobRun:
                 chosen = kept
             case DecideRoute():
                 chosen = self.route_now(self.history.otpm_read)
+        if self.history.switched:  # an earlier run's deadline switched the rest to the sync route
+            chosen = attrs.evolve(
+                chosen, path="sync", reason="the rest after an earlier run's deadline switch"
+            )
         final, live = self.history.final, self.history.in_flight
         if not final and not live:  # a fresh job: every id is left, and no set of them is built
             every = Picked(self.custom_ids, range(len(self.custom_ids)))
@@ -246,7 +256,8 @@ class JobRun:
         assert self.route is not None
         if self.fatal is not None:
             return attrs.evolve(self, phase=Phase.OUTPUT)._next()
-        sync = self.route.path == "sync"
+        resumed = self.history.switched  # an earlier run switched: its batches are canceled, the rest sync
+        sync = self.route.path == "sync" or resumed
         every = self.custom_ids
         if not self.batch_ran:
             live = self.history.in_flight
@@ -254,19 +265,19 @@ class JobRun:
                 Picked.where(every, (c in live for c in every)) if sync else Picked(every, range(len(every)))
             )
             if ids:
-                return attrs.evolve(self, phase=Phase.BATCH, batch_ran=True), (RunBatch(ids),)
-        if not sync:
+                return attrs.evolve(self, phase=Phase.BATCH, batch_ran=True), (RunBatch(ids, resumed),)
+        if not sync and not self.switched:
             return attrs.evolve(self, phase=Phase.OUTPUT)._next()
-        spent = self.spent
+        spent, held = self.spent, self.live
         ids = (
             Picked(every, range(len(every)))
-            if spent is None
-            else Picked.where(every, (c != spent for c in every))
+            if spent is None and not held
+            else Picked.where(every, (c != spent and c not in held for c in every))
         )
         run_sync = RunSync(
             ids=ids,
             warm_up=not self.warmed,
-            contacted=self.contacted,
+            contacted=self.contacted or self.switched,  # the batch part was answered before it switched
             otpm=self.policy.otpm,
             probed=self.probed,
         )
@@ -282,8 +293,15 @@ class JobRun:
         match event:
             case Probed():
                 return run._probed(event)
-            case BatchRan(fatal=fatal, stuck=stuck, budget=budget):
-                return attrs.evolve(run, fatal=fatal, stuck=stuck, rerun_budget=budget or run.rerun_budget)
+            case BatchRan(fatal=fatal, stuck=stuck, budget=budget, switched=switched, live=live):
+                return attrs.evolve(
+                    run,
+                    fatal=fatal,
+                    stuck=stuck,
+                    rerun_budget=budget or run.rerun_budget,
+                    switched=switched,
+                    live=live if switched else frozenset(),
+                )
             case SyncRan(fatal=fatal, cache_hit_rate=rate, budget=budget):
                 return attrs.evolve(
                     run, fatal=fatal, cache_hit_rate=rate, rerun_budget=budget or run.rerun_budget

@@ -59,9 +59,11 @@ class Probe:
 @attrs.frozen
 class RunBatch:
     """Run the batch machine over these ids (a `Picked` of the job's: their positions too); answer
-    with `BatchRan`."""
+    with `BatchRan`. `switched`: an earlier run made the deadline's switch: create nothing, cancel
+    what is live, harvest it."""
 
     ids: Set[str]
+    switched: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -111,6 +113,10 @@ class BatchRan:
     stuck: tuple[str, ...] = ()
     #: the `--budget` a rerun needs, when the cap stopped the part
     budget: float | None = None
+    #: the part switched to the sync route (the deadline's switch); `live`: ids still in a live batch
+    #: after it (a batch still canceling at the deadline), never sent on the sync route
+    switched: bool = False
+    live: frozenset[str] = frozenset()
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,161 @@
+"""The deadline's switch, performed: the decision is the core's (`judgecore.run.batch.switching`); this
+module records it, says it, and cancels the live batches through the batch port (`BatchApi.cancel`:
+any provider's batch route whose port cancels the way Anthropic's does, keeping what completed).
+
+Order, for a kill anywhere: the switch is written in the checkpoint (`store.switch`) before the first
+cancel; a run that finds it there resumes the switch: it creates nothing, cancels
+what is still live, polls the canceled batches to their end and harvests them, and the job sends the
+rest on the sync route (`History.switched`). What a canceled batch completed is recorded by its harvest, so never resent;
+an item is sent on the sync route only once no live batch holds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from adapters.providers.anthropic.batch_api import BatchApi, BatchApiError
+from adapters.run.events import Emit, Notice
+from judgecore.decide.deadline import Switch, clock_time
+from judgecore.run.batch.switching import (
+    SwitchPlan,
+    cancel_answered,
+    switch_due,
+    switching,
+    to_cancel,
+    wake_by,
+)
+
+if TYPE_CHECKING:
+    from adapters.checkpoint.store import Store
+    from adapters.run.clock import Clock
+    from adapters.run.settings import JobSettings
+    from judgecore.decide.planning import JobPlan
+    from judgecore.run.batch import BatchRun
+
+
+def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan | None:
+    """What the run's switch is measured against (None: no deadline, or a forced route): the OTPM
+    (`--otpm`, else the tier read, else the one assumed) and the RPM read; the concurrency the sync
+    route will run at (`--concurrency`, else the tier's); each request's output tokens as the job's
+    answers so far say (never over `max_tokens`), or `max_tokens` before any answer (the sync route's
+    time is not underestimated on a prior)."""
+    from adapters.run.deadline import sync_pace
+
+    if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
+        return None
+    pace = sync_pace(settings, otpm_read=None, reading=store.rate_limits)
+    return SwitchPlan(
+        deadline=settings.deadline.at,
+        pace=pace,
+        tokens_each=tokens_each(settings, store),
+        sync_usd_each=_sync_usd_each(settings, job),
+    )
+
+
+def tokens_each(settings: JobSettings, store: Store) -> float:
+    """A request's expected output tokens: the mean of the job's answers so far (never over
+    `max_tokens`), or `max_tokens` before any answer."""
+    from adapters.checkpoint.reads import learned_from_store
+
+    most = settings.max_tokens
+    return float(min(most, learned_from_store(store).output_per_answer(most)))
+
+
+def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:
+    """One request's estimated cost at the sync price (None: no price known)."""
+    from adapters.run.planning import plan_of
+    from judgecore.decide.routing import Route
+
+    if not len(job.requests):
+        return None
+    route = Route(
+        path="sync", n=len(job.requests), threshold=0, otpm=0, otpm_source="assumed", forced=True, reason=""
+    )
+    try:
+        plan = plan_of(job, job.requests, route, None, attrs.evolve(settings, budget=None), chunked=False)
+    except (KeyError, ValueError):
+        return None
+    return plan.per_request_usd
+
+
+#: Seconds between two refreshes of the expected output tokens from the answers harvested so far.
+REFRESH_SECONDS = 60.0
+
+
+@attrs.define
+class Switcher:
+    """The switch of one batch part: asked after every move of the run (`step`), and for the latest
+    time the shell may sleep to (`wake`). `resumed`: a recorded switch is resumed from the start.
+    `tokens`: what a request's output is expected to be now (the answers harvested teach it), asked
+    again every `REFRESH_SECONDS` while the run has not switched (None: the plan's figure is kept)."""
+
+    store: Store
+    api: BatchApi
+    clock: Clock
+    emit: Emit
+    plan: SwitchPlan | None
+    tokens: Callable[[], float] | None = None
+    asked: set[int] = attrs.field(factory=set)
+    refreshed: float = attrs.field(default=-math.inf)
+
+    def start(self, run: BatchRun, *, resumed: bool) -> BatchRun:
+        if not resumed:
+            return run
+        self.emit(
+            Notice(
+                level="info", message="deadline: resuming the switch to the sync route an earlier run made"
+            )
+        )
+        return switching(run)
+
+    def wake(self, run: BatchRun) -> float | None:
+        return None if self.plan is None else wake_by(run, self.plan)
+
+    async def step(self, run: BatchRun) -> BatchRun:
+        """Switch when the core says so now; then cancel each live batch once (its answer recorded)."""
+        if not run.switched and self.plan is not None:
+            now = self.clock.now()
+            if self.tokens is not None and now >= self.refreshed + REFRESH_SECONDS:
+                self.plan, self.refreshed = attrs.evolve(self.plan, tokens_each=self.tokens()), now
+            sw = switch_due(run, now, self.plan)
+            if sw is not None:
+                run = self._switch(run, sw)
+        for s in to_cancel(run):
+            if s.sub_id in self.asked:
+                continue
+            self.asked.add(s.sub_id)
+            assert s.snap is not None
+            try:
+                await self.api.cancel(s.snap.id)
+            except BatchApiError as exc:
+                run = cancel_answered(run, s.sub_id, exc.raw, self.clock.now())
+            else:
+                run = cancel_answered(run, s.sub_id, None, self.clock.now())
+        return run
+
+    def _switch(self, run: BatchRun, sw: Switch) -> BatchRun:
+        """Record the switch (before any cancel), say it in one line, and make the run switch."""
+        record: dict[str, Any] = {
+            "at": sw.at,
+            "latest_switch": sw.latest_switch,
+            "reason": sw.reason,
+            "extra_usd": sw.extra_usd,
+        }
+        self.store.switch = record
+        live = len(to_cancel(switching(run)))
+        extra = "unknown (no price known)" if sw.extra_usd is None else f"at most ${sw.extra_usd:,.2f}"
+        self.emit(
+            Notice(
+                level="warning",
+                message=(
+                    f"deadline: switching to the sync route at {clock_time(sw.at)}: canceling {live} live "
+                    f"batch{'es' if live != 1 else ''} ({sw.after_cancel:,} requests; what they completed "
+                    f"is kept) and sending the rest sync; why: {sw.reason}; extra cost {extra}"
+                ),
+            )
+        )
+        return switching(run)
