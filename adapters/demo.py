@@ -3,7 +3,9 @@
 It starts the simulator on a free loopback port, writes a realistic judge job (a rubric and a few
 thousand synthetic completions, some carrying the simulator's fault markers) to a directory, runs it
 through the batch path (a retry round and quarantined items become visible), then a small sync job,
-and prints what happened: counts by status, spend against an all-sync run and the estimate, the cache
+a pairwise job, and a panel of three families (a Claude, an OpenAI and a served vLLM-like judge, the
+GPT judge made to favour GPT-written answers: `panel_report.html` flags its self-preference; skipped,
+saying why, without the `openai` extra), and prints what happened: counts by status, spend against an all-sync run and the estimate, the cache
 hit rate, and where everything went. It ends by writing the judge report (`report.html`: scores by
 topic, failure classes, spend, timeline) and printing its path.
 """
@@ -23,6 +25,7 @@ import orjson
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.files.items_io import load_items
+from adapters.providers.openai import missing_extra
 from adapters.report.job_report import job_report
 from adapters.report.page import write_html_report
 from adapters.run.job import ajudge
@@ -82,6 +85,29 @@ def _items(n: int, prefix: str, faults: bool) -> Iterator[dict[str, Any]]:
             f"Candidate answer: the sum is {i % 97 + i % 89 + (i % 5 == 0)}; I added the two numbers. {marker}"
         )
         yield {"id": f"{prefix}-{i:05d}", "prompt": prompt.strip(), "metadata": {"topic": topic, "row": i}}
+
+
+#: The panel job's answer authors: one of each judge's family, and two families no judge belongs to
+#: (the self-preference baseline: a judge's lean on answers no judge of the panel wrote).
+AUTHORS = ("claude-opus-4-1", "gpt-4.1", "Qwen/Qwen2.5-72B-Instruct", "mistral-large-2", "gemma-3-27b-it")
+#: The panel: a judge from each of three families, the served one from the simulator's vLLM-like mode.
+PANEL_MODELS = ("claude-sonnet-4-6", "openai:gpt-5-mini", "served:Qwen/Qwen3-32B")
+#: The simulator makes the GPT judge give the best score to this share of GPT-written answers
+#: (`--self-preference gpt=0.6`): the panel report's self-preference table flags it.
+SELF_PREFERENCE = 0.6
+
+
+def _authored(n: int) -> Iterator[dict[str, Any]]:
+    """Answers whose metadata names the model that wrote them (`metadata.model`), for a panel to grade."""
+    for i in range(n):
+        author = AUTHORS[i % len(AUTHORS)]
+        a, b = i % 97, i % 89
+        got = a + b + (i % 3 == 0)  # a third of the answers are off by one
+        prompt = (
+            f"Question (#{i}): what is {a} + {b}, and why?\nReference answer: {a + b}.\n"
+            f"Model: {author}\nCandidate answer: the sum is {got}; I added the two numbers."
+        )
+        yield {"id": f"answer-{i:04d}", "prompt": prompt, "metadata": {"model": author, "row": i}}
 
 
 def _write_jsonl(path: Path, rows: Iterator[dict[str, Any]]) -> None:
@@ -175,6 +201,7 @@ async def _run_job(
     emit: Any,
     invocation: dict[str, Any] | None = None,
     rubric: str = RUBRIC,
+    environ: dict[str, str] | None = None,
 ) -> Any:
     import anthropic
 
@@ -189,6 +216,7 @@ async def _run_job(
             out=root / f"{name}_output.jsonl",
             progress=emit,
             invocation=invocation,
+            environ=environ,
         )
 
 
@@ -201,10 +229,12 @@ DEMO_FILES = (
     "pairwise_completions.jsonl",
     "pairwise_rubric.txt",
     "pairwise_template.txt",
-    *(f"{job}_output.jsonl" for job in ("batch", "sync", "pairwise")),
-    *(f"state-{job}" for job in ("batch", "sync", "pairwise")),
+    "panel_items.jsonl",
+    *(f"{job}_output.jsonl" for job in ("batch", "sync", "pairwise", "panel")),
+    *(f"state-{job}" for job in ("batch", "sync", "pairwise", "panel")),
     "report.html",
     "pairwise_report.html",
+    "panel_report.html",
 )
 
 
@@ -240,8 +270,16 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     _write_jsonl(root / "pairwise_completions.jsonl", _pairs(200))
     (root / "pairwise_rubric.txt").write_text(PAIRWISE_RUBRIC)
     (root / "pairwise_template.txt").write_text(PAIRWISE_TEMPLATE)
+    _write_jsonl(root / "panel_items.jsonl", _authored(250))
     model = "claude-sonnet-4-6"
-    scenario = Scenario(seed=7, batch_seconds=1.0, unparseable_rate=0.02, position_bias=POSITION_BIAS)
+    scenario = Scenario(
+        seed=7,
+        batch_seconds=1.0,
+        unparseable_rate=0.02,
+        position_bias=POSITION_BIAS,
+        self_preference=(("gpt", SELF_PREFERENCE),),
+    )
+    panel_hint = missing_extra()  # the panel's OpenAI and served judges go through the openai SDK
     started = time.monotonic()
     print(f"judgecore demo: simulator on loopback, job files in {root}", file=sys.stderr)
     results = {}
@@ -288,15 +326,24 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
                 ),
             ),
         ]
+        panel = (*PANEL_MODELS[:2], f"{PANEL_MODELS[2]}@{server.base_url}/v1")
+        if panel_hint is None:
+            flags["panel"] = {"judge": list(panel), "concurrency": 16}
+            jobs.append(
+                ("panel", "panel_items.jsonl", JobSettings(judges=panel, concurrency=16, verdict=VERDICT))
+            )
+        # The panel's OpenAI judge and served judge reach the simulator through the openai SDK.
+        environ = {"OPENAI_API_KEY": "sk-demo", "OPENAI_BASE_URL": f"{server.base_url}/v1"}
         for name, fname, settings in jobs:
-            items: Any = root / fname if settings.template is not None else load_items(root / fname)
+            plain = settings.template is None and settings.design.single  # a design reads its file itself
+            items: Any = load_items(root / fname) if plain else root / fname
             rubric = PAIRWISE_RUBRIC if settings.pairwise is not None else RUBRIC
             print(f"\n== {name} job: {fname} ==", file=sys.stderr)
             with contextlib.ExitStack() as stack:
                 emit = stderr_progress(stack)
                 invocation = _invocation(root, fname, name, flags[name])
                 result = asyncio.run(
-                    _run_job(server.base_url, items, root, name, settings, emit, invocation, rubric)
+                    _run_job(server.base_url, items, root, name, settings, emit, invocation, rubric, environ)
                 )
             results[name] = result
     elapsed = time.monotonic() - started
@@ -334,6 +381,9 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
         root / "pairwise_report.html"
     )  # the win rate, position consistency and first-position share
     write_html_report(pairwise_report, job_report(root / "state-pairwise"))
+    panel_report = root / "panel_report.html"  # scores by judge, and each judge's self-preference
+    if "panel" in results:
+        write_html_report(panel_report, job_report(root / "state-panel"))
     print(f"done in {elapsed:.1f} s; job files, checkpoints and outputs are in {root}")
     state = str(root / "state-batch")
     print(f"inspect a checkpoint with: {command_line(['status', '--state', state])}")
@@ -342,4 +392,10 @@ def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     print(f"the pairwise job: {command_line(['summary', '--state', pairwise_state])}")
     print(f"the judge report (open it in a browser): {report}")
     print(f"the pairwise job's report: {pairwise_report}")
+    if "panel" in results:
+        panel_state = str(root / "state-panel")
+        print(f"the three-family panel: {command_line(['summary', '--state', panel_state])}")
+        print(f"the panel's report (self-preference by author family): {panel_report}")
+    else:
+        print(f"the three-family panel job was skipped: {panel_hint}")
     return EXIT_OK if ok else 3

@@ -53,6 +53,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
             "deadline": store.deadline,
             "switch": store.switch,
             **_spend_json(store),
+            "judges": _judges_json(store),
             "sub_batches": [
                 {
                     "sub_id": r.sub_id,
@@ -88,6 +89,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
     if ":" in model:  # another provider's judge than Anthropic's: named with its provider
         lines.append(f"  judge: {model} (provider {model.split(':', 1)[0]})")
     lines.append("  " + _spend_line(info["spend_usd"], info["all_sync_usd"], info["estimate_usd"]))
+    lines.extend(_judge_lines(info.get("judges") or {}))
     rl = info["rate_limits"] or {}
     if rl.get("output_tokens_limit"):
         lines.append(f"  tier: {rl['output_tokens_limit']:,} output tokens/min (read from the probe)")
@@ -113,6 +115,40 @@ def cmd_status(ns: argparse.Namespace) -> int:
         lines.append(f"  resume: {PYTHON_RESUME.format(state=shlex.quote(str(ns.state)))}")
     print("\n".join(lines))
     return code
+
+
+def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
+    """A panel across providers: each judge's provider, route and spend (an empty dict for any other
+    job, whose one route and spend are the job's)."""
+    from adapters.checkpoint.reads import spend_by_judge
+    from adapters.providers.registry import provider_of
+    from adapters.run.lanes import lanes
+
+    judges = list((store.get_meta("manifest") or {}).get("judges") or ())
+    if len(lanes(judges)) < 2:
+        return {}
+    path = (store.get_meta("route") or {}).get("path")
+    spent = spend_by_judge(store)
+    out: dict[str, dict[str, Any]] = {}
+    for judge in judges:  # the manifest's names: a served judge's without its URL
+        served = judge.startswith("served:")
+        batch = not served and provider_of(judge).batch
+        spend = spent.get(judge)
+        out[judge] = {
+            "provider": "served" if served else provider_of(judge).name,
+            "route": None if path is None else path if batch else "sync",
+            "spend_usd": None if spend is None else spend.spent,
+            "self_hosted": served,
+        }
+    return out
+
+
+def _judge_lines(judges: dict[str, dict[str, Any]]) -> list[str]:
+    lines = []
+    for judge, j in judges.items():
+        paid = "$0 (self-hosted)" if j["self_hosted"] else f"spend {_usd(j['spend_usd'])}"
+        lines.append(f"  judge {judge}: {j['provider']}, route {j['route'] or 'not decided yet'}, {paid}")
+    return lines
 
 
 def _deadline_line(at: float, now: float) -> str:

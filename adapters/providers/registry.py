@@ -1,5 +1,6 @@
 """The providers a job can judge with, by name: how each builds its client from the environment, its
-sync port, and its sync route's request template. The run asks `provider_of(model)` once, where it
+sync port, and its sync route's request template. A served judge's provider (`served_provider`) is
+built for the URL in its name: the `openai` SDK with that URL as its base, no key required. The run asks `provider_of(model)` once, where it
 connects and where it sends, and never branches on a provider anywhere else.
 
 Each provider's rate-limit reader lives in its port (`AnthropicMessagesApi` reads `anthropic-ratelimit-*`,
@@ -9,6 +10,7 @@ return the core's `RateLimitReading`, so pacing is the same machine on either wi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -74,9 +76,41 @@ def _openai_template(template: RequestTemplate) -> Any:
     return OpenAISyncTemplate(template)
 
 
+def _served_client(url: str, environ: Mapping[str, str]) -> Any:
+    """A served model's client: the `openai` SDK with the judge's URL as its base. A served model needs
+    no key (vLLM's `--api-key` is optional): `SERVED_API_KEY` when set, else a placeholder the server
+    ignores (the SDK refuses an empty one). A plain install was refused before (`judge_problem`)."""
+    import openai
+
+    key = environ.get("SERVED_API_KEY") or SERVED_NO_KEY
+    return openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
+
+
+def _served_sync(client: Any, timeout: float | None) -> Any:
+    from adapters.providers.openai.sync import OpenAIChatApi
+
+    return OpenAIChatApi(client, timeout=timeout, env="the URL of served:MODEL@URL")
+
+
+#: The key a served judge's client sends when `SERVED_API_KEY` is not set (a server without
+#: `--api-key` ignores it).
+SERVED_NO_KEY = "EMPTY"
+
+
+def served_provider(url: str) -> Provider:
+    """The provider of a `served:MODEL@URL` judge: Chat Completions at `url`, sync only."""
+    return Provider(
+        "served", functools.partial(_served_client, url), _served_sync, _openai_template, batch=False
+    )
+
+
 PROVIDERS: Mapping[str, Provider] = {
     "anthropic": Provider("anthropic", _anthropic_client, _anthropic_sync, lambda t: t, batch=True),
     "openai": Provider("openai", _openai_client, _openai_sync, _openai_template, batch=False),
+    # a served judge's provider is built for its URL (`served_provider`); this entry names the provider
+    "served": Provider(
+        "served", functools.partial(_served_client, ""), _served_sync, _openai_template, batch=False
+    ),
 }
 
 
@@ -84,12 +118,15 @@ def provider_of(model: str) -> Provider:
     """The provider of a judge's name (`claude-...` Anthropic's, `openai:...` OpenAI's); `UsageError`
     for one `judgecore run` cannot send to (the settings refuse those first)."""
     try:
-        provider = PROVIDERS.get(parse_judge(model).provider)
+        judge = parse_judge(model)
     except JudgeNameError as exc:
         raise UsageError(str(exc)) from None
+    if judge.provider == "served" and judge.url is not None:
+        return served_provider(judge.url)
+    provider = PROVIDERS.get(judge.provider)
     if provider is None:
         raise UsageError(f"{model!r}: judgecore run sends to {', '.join(f'{p}:' for p in PROVIDERS)}")
     return provider
 
 
-__all__ = ["PROVIDERS", "Provider", "provider_of"]
+__all__ = ["PROVIDERS", "SERVED_NO_KEY", "Provider", "provider_of", "served_provider"]

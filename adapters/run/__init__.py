@@ -5,7 +5,8 @@ events and their progress view, the result a job ends with.
 May import: `adapters.files`, `adapters.providers`, `adapters.checkpoint`, `adapters.usage`,
 `judgecore`.
 
-Modules: `job`, `operations`, `batch`, `sync`, `sync_settings`, `dryrun`, `planning`, `settings`,
+Modules: `job`, `operations`, `panels` (a panel across families: each lane on its own route), `lanes`
+(a judge's lane and its client), `batch`, `sync`, `sync_settings`, `dryrun`, `planning`, `settings`,
 `result`, `clock`, `events`, `progress`, `deadline` (`--deadline`: the all-sync start, the end of
 the wait, the figures a dry run prints, the sync route's pace), `switch` (the deadline's switch).
 """

@@ -29,7 +29,8 @@ from adapters.files.output import write_output
 from adapters.files.paths import kept_path, out_problem, state_problem
 from adapters.run.deadline import all_sync_reason
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
-from adapters.run.operations import Ports, connect, probe_one, run_batch_part, run_sync_part
+from adapters.run.operations import Ports, connect, probe_one
+from adapters.run.panels import batch_part, sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import Fatal, JobSettings, sync_settings_for
@@ -241,10 +242,10 @@ async def _run(
                         run = run.on(await probe_one(ports, cid))
                     case RunBatch(ids=ids, switched=switched):
                         assert ports is not None
-                        run = run.on(await run_batch_part(ports, ids, switched=switched))
+                        run = run.on(await batch_part(ports, ids, switched=switched))
                     case RunSync():
                         assert ports is not None
-                        run = run.on(await run_sync_part(ports, action))
+                        run = run.on(await sync_part(ports, action))
                     case WriteOutput(reuse=reuse):
                         v = settings.verdict
                         written = write_output(

@@ -13,6 +13,7 @@ import attrs
 
 from adapters.checkpoint.store import Store
 from adapters.providers.registry import PROVIDERS, provider_of
+from adapters.run.lanes import clients_for, lane_of
 from adapters.run.planning import expect_now
 from adapters.run.settings import JobSettings, budget_now, price_of, sync_settings_for
 from adapters.usage import UsageError
@@ -47,6 +48,8 @@ class Ports:
     clock: Clock
     emit: Emit
     rng: random.Random
+    #: a client per lane of a panel across families (`adapters.run.panels.lane_of`), `client` among them
+    clients: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 def connect(
@@ -81,6 +84,7 @@ def connect(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     client = client or provider_of(settings.request_model).client(environ)
+    clients = clients_for(settings.models, settings.request_model, client, environ)
     try:
         hand_to_checkpoint(store, job, messages)
     except InputChangedError as exc:
@@ -94,6 +98,7 @@ def connect(
         clock=clock,
         emit=emit,
         rng=rng,
+        clients=clients,
     )
 
 
@@ -103,14 +108,17 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
     from adapters.run.sync import probe
 
     first = p.job.requests.select([custom_id])[0]
-    provider = provider_of(p.settings.request_model)
+    model = first.model or p.settings.request_model
+    provider = provider_of(model)
+    api = provider.sync_api(p.clients.get(lane_of(model), p.client), p.sync_settings.request_timeout)
+    settings = for_provider(p.sync_settings, provider.name)
     result = await probe(
         store=p.store,
-        api=provider.sync_api(p.client, p.sync_settings.request_timeout),
+        api=api,
         request=first,
-        template=provider.sync_template(p.job.sync_template),
+        template=provider.sync_template(p.job.sync_template.with_model(model)),
         clock=p.clock,
-        settings=p.sync_settings,
+        settings=settings,
         emit=p.emit,
         rng=p.rng,
         budget=budget_now(p.store, p.settings),
@@ -128,6 +136,12 @@ async def probe_one(p: Ports, custom_id: str) -> Probed:
         reason=outcome.reason,
         otpm=int(otpm) if otpm else None,
     )
+
+
+def for_provider(settings: SyncSettings, provider: str) -> SyncSettings:
+    """The sync knobs for one provider's judges: a served model publishes no rate limits, so its
+    concurrency adapts (`SyncSettings.adaptive`)."""
+    return attrs.evolve(settings, adaptive=True) if provider == "served" else settings
 
 
 def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
@@ -149,7 +163,7 @@ async def run_batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> 
     from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
-    if not provider_of(s.request_model).batch:
+    if not any(provider_of(m).batch for m in s.models):
         raise UsageError(
             f"--model {s.request_model}: the batch route is not built for this provider yet; "
             "add --force-sync to judge on the sync route"
@@ -209,7 +223,7 @@ async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
         template=provider.sync_template(p.job.sync_template),
         api=provider.sync_api(p.client, p.sync_settings.request_timeout),
         clock=p.clock,
-        settings=p.sync_settings,
+        settings=for_provider(p.sync_settings, provider.name),
         emit=p.emit,
         rng=p.rng,
         reading=reading,

@@ -32,7 +32,7 @@ from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.routing import Route
 from judgecore.decide.spend import Expect
-from judgecore.job.designs import Design
+from judgecore.job.designs import Design, item_of_request
 from judgecore.job.errors import DuplicateIdError, RequestTooLargeError
 from judgecore.job.items import Item, Items, RoutePath
 from judgecore.wire.chunking import chunk
@@ -157,6 +157,17 @@ def _items_of(
         )
     if not isinstance(items, Items) and not plain:
         items = design_objects(settings.design, items)  # type: ignore[arg-type]
+    elif (
+        isinstance(items, Items)
+        and not settings.design.single
+        and len(items)
+        and item_of_request(settings.design, items.ids[0]) is None  # parsed one request an item
+    ):
+        raise UsageError(
+            f"the settings ask {settings.design.per_item} requests an item (a panel, samples or "
+            "pairwise), but these items were parsed one request an item: pass the input's path or "
+            "its rows, or items read with load_design_items(path, settings.design)"
+        )
     if not isinstance(items, Items):  # a tuple may hold dicts as well as `Item`s: each is checked
         items = items_from_objects(items)  # type: ignore[arg-type]
     cols = Items.of(items)
@@ -246,13 +257,17 @@ def plan_of(
             template = job.template(chosen.path)
             cols = Requests.of(requests)
             models = cols.models
+            routes = _judge_routes(design.judges, chosen)
             for judge in design.judges:
                 mine = cols.only(
                     frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
                 )
+                own = (
+                    chosen if chosen.path == "sync" or _batches(judge) else attrs.evolve(chosen, path="sync")
+                )
                 p = plan(
                     mine,
-                    route=chosen,
+                    route=own,
                     sub_batches=(),
                     template=template.with_model(judge),
                     rubric=rubric,
@@ -281,10 +296,36 @@ def plan_of(
             per_item=design.per_item,
             design=_design_words(design),
             cost_by_judge=tuple(by_judge),
+            route_by_judge=routes if design.judges else (),
         )
     return _plan(
         job, requests, chosen, subs, rubric, settings, final=final, live=live, learned=learned, spent=spent
     )
+
+
+def _batches(judge: str) -> bool:
+    """Whether the judge's provider has a batch route built."""
+    from adapters.providers.registry import provider_of
+
+    return provider_of(judge).batch
+
+
+def _judge_routes(judges: Sequence[str], chosen: Route) -> tuple[tuple[str, str], ...]:
+    """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so); empty
+    for a panel of one provider (its route is the job's)."""
+    from adapters.run.lanes import lanes
+
+    if len(lanes(judges)) < 2:
+        return ()
+    out = []
+    for judge in judges:
+        if judge.startswith("served:"):
+            out.append((judge, "sync, self-hosted"))
+        elif _batches(judge):
+            out.append((judge, chosen.path))
+        else:
+            out.append((judge, "sync" if chosen.path == "sync" else "sync (no batch route built)"))
+    return tuple(out)
 
 
 def _design_words(design: Design) -> str:

@@ -14,7 +14,7 @@ from adapters.providers.registry import provider_of
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
 from judgecore.decide.spend import Budget, price_for
-from judgecore.job.designs import Design, DesignError
+from judgecore.job.designs import Design, DesignError, judge_identity
 from judgecore.job.ids import sha256
 from judgecore.job.items import RoutePath
 from judgecore.job.knobs import KNOBS
@@ -160,14 +160,10 @@ class JobSettings:
         for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
             if (problem := judge_problem(model, self.on_date())) is not None:
                 raise ValueError(f"{flag}: {problem} (nothing was sent)")
-        if self.force == "batch" and not provider_of(self.request_model).batch:
+        if self.force == "batch" and not any(provider_of(m).batch for m in self.models):
             raise ValueError(
                 f"--force-batch: the batch route is not built for {self.request_model} yet; "
                 "it judges on the sync route (nothing was sent)"
-            )
-        if len({m.split(":", 1)[0] if ":" in m else "anthropic" for m in self.models}) > 1:
-            raise ValueError(
-                "--judge: a panel's judges must all be one provider's for now (nothing was sent)"
             )
         if not self.allow_unknown_model:  # a typo costs no request (and a new model is said to be one)
             for flag, model in [("--judge", j) for j in self.judges] or [("--model", self.model)]:
@@ -196,14 +192,17 @@ class JobSettings:
     @property
     def route_policy(self) -> RoutePolicy:
         provider = provider_of(self.request_model)
-        only = None if provider.batch else provider.name  # its sync route is the only one built
+        # a judge's provider whose batch route is not built goes sync; a panel with one that has
+        # one (Anthropic's) routes by size, its other judges on their sync routes (`adapters.run.panels`)
+        batch = any(provider_of(m).batch for m in self.models)
+        only = None if batch else provider.name  # its sync route is the only one built
         return RoutePolicy(base_threshold=self.sync_threshold, sync_only=only)
 
     def manifest(self, rubric: str | None) -> dict[str, Any]:
         """What makes two runs the same job: anything that changes what a request asks."""
         digest = sha256(rubric.encode()).hexdigest()[:32] if rubric else None
         manifest: dict[str, Any] = {
-            "model": self.model,
+            "model": judge_identity(self.model),  # a served model's URL is not part of the job
             "max_tokens": self.max_tokens,
             "rubric_sha256": digest,
         }
@@ -241,6 +240,11 @@ class JobSettings:
                     out.append(str(deprecated))
                 case None:
                     pass
+            if model.startswith("served:") and self.budget is not None:
+                out.append(
+                    f"{model} is self-hosted: its spend is $0 and --budget does not cap it "
+                    "(the budget caps the other judges)"
+                )
             room = thinking_room_problem(model, self.thinking, self.max_tokens)
             if room is not None:
                 out.append(room)
@@ -363,7 +367,7 @@ def judge_problem(name: str, today: datetime.date) -> str | None:
     if judge.provider == "anthropic":
         return None
     if judge.provider == "served":
-        return f"{name!r}: served models are not supported by `judgecore run` yet; the providers it runs are anthropic:, openai:"
+        return missing_extra()
     if (problem := openai_model_problem(judge.model, today)) is not None:
         return problem
     return missing_extra()

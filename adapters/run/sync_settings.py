@@ -36,6 +36,10 @@ ENV_VARS: Mapping[str, str] = MappingProxyType(
 )
 
 
+#: Where a served model's concurrency starts without `--concurrency` (the contract's default).
+SERVED_CONCURRENCY = 32
+
+
 @attrs.frozen(kw_only=True)
 class SyncSettings:
     """Knobs of the sync path; each has a default, and all but `max_attempts` a JUDGECORE_* override.
@@ -52,6 +56,9 @@ class SyncSettings:
     progress_interval: float = 0.5
     #: the run's deadline (epoch seconds; None: none), see `SyncPolicy.deadline`
     deadline: float | None = None
+    #: a server without rate limits (a served model): the concurrency adapts, starting at
+    #: `concurrency` or `SERVED_CONCURRENCY` (`SyncPolicy.adaptive`)
+    adaptive: bool = False
 
     def __attrs_post_init__(self) -> None:
         problem = check_knobs({name: getattr(self, name) for name in _FIELDS})
@@ -66,7 +73,9 @@ class SyncSettings:
             max_rate_limited=self.max_rate_limited,
             backoff=BackoffPolicy(base=self.backoff_base, cap=self.backoff_cap),
             pacing=PacingPolicy(headroom=self.pacing_headroom, burst_seconds=self.pacing_burst),
-            concurrency=self.concurrency or concurrency_for(reading),
+            concurrency=self.concurrency
+            or (SERVED_CONCURRENCY if self.adaptive else concurrency_for(reading)),
+            adaptive=self.adaptive,
             warm_up=warm_up,
             deadline=self.deadline,
         )

@@ -251,6 +251,9 @@ class Plan:
     per_item: int = 1
     design: str | None = None
     cost_by_judge: tuple[tuple[str, float | None], ...] = ()
+    #: a panel across providers: each judge's route in words (`batch`, `sync`, `sync (self-hosted)`);
+    #: empty for a job of one provider, whose one route is `route`
+    route_by_judge: tuple[tuple[str, str], ...] = ()
 
     @property
     def output_schema(self) -> dict[str, Any] | None:

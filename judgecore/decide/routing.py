@@ -83,7 +83,12 @@ def route(
         reason = f"--force-{force}; {sized}"
     elif policy.sync_only is not None:
         path = "sync"
-        reason = f"{n:,} request{'' if n == 1 else 's'}; {policy.sync_only}: judges have no batch route yet"
+        why = (
+            "served judges are sync only (a server has no batch API)"
+            if policy.sync_only == "served"
+            else f"{policy.sync_only}: judges have no batch route yet"
+        )
+        reason = f"{n:,} request{'' if n == 1 else 's'}; {why}"
     else:
         path = natural
         cmp = "<" if path == "sync" else ">="

@@ -13,7 +13,16 @@ from typing import Any
 
 import orjson
 
-from judgecore.job.designs import DEFAULT_LABELS, FIRST, SECOND, TAG_SEP, TIE, Design, RequestKey
+from judgecore.job.designs import (
+    DEFAULT_LABELS,
+    FIRST,
+    SECOND,
+    TAG_SEP,
+    TIE,
+    Design,
+    RequestKey,
+    judge_identity,
+)
 
 Scalar = int | float | str | bool
 
@@ -205,10 +214,10 @@ def fold(
             got = [v["winner"] if design.pairwise is not None else v for v in all_votes]
             out["agreement"] = sum(1 for v in got if v == target) / len(got)
     if design.judges:
-        out["judges"] = {str(j): wrap(per_judge[j]) for j in judges}
+        out["judges"] = {judge_identity(str(j)): wrap(per_judge[j]) for j in judges}
         # whose answer the line's `text`, `stop_reason` and `model` are: the first judge's (its first
         # sample, first order), while `verdict` is the panel's and `judges` each judge's
-        out["text_judge"] = str(design.judges[0])
+        out["text_judge"] = judge_identity(str(design.judges[0]))
     return out
 
 

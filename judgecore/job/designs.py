@@ -36,6 +36,15 @@ TIE = "tie"
 FIRST, SECOND = "first", "second"
 
 
+def judge_identity(judge: str) -> str:
+    """A judge's identity in custom_ids, the manifest and the output: its name as given, less a served
+    model's `@URL` (`served:MODEL@URL` is `served:MODEL`: moving the server changes no custom_id and no
+    manifest; `judgecore.wire.providers.Judge.key` says the same)."""
+    if judge.startswith("served:") and "@" in judge:
+        return judge.rpartition("@")[0]
+    return judge
+
+
 class DesignError(ValueError):
     """A design that cannot run (one line, said before anything is sent)."""
 
@@ -81,7 +90,7 @@ class RequestKey:
         """The part of the request id after `TAG_SEP` (empty for a one-request design)."""
         parts = []
         if design.judges:
-            parts.append(str(self.judge))
+            parts.append(judge_identity(str(self.judge)))
         if design.samples > 1:
             parts.append(f"s{self.sample + 1}")
         if design.pairwise is not None:
@@ -116,7 +125,7 @@ def _judges(value: Sequence[str]) -> tuple[str, ...]:
             raise DesignError(f"--judge must be a model id, got {j!r}")
         if any(c.isspace() for c in j):
             raise DesignError(f"--judge {j!r}: a model id has no spaces")
-    if len(set(judges)) != len(judges):
+    if len({judge_identity(j) for j in judges}) != len(judges):
         raise DesignError(f"--judge names a model twice ({', '.join(judges)})")
     return judges
 
@@ -184,7 +193,7 @@ class Design:
         if self.pairwise is not None:
             out["pairwise"] = list(self.pairwise)
         if self.judges:
-            out["judges"] = list(self.judges)
+            out["judges"] = [judge_identity(j) for j in self.judges]
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -363,6 +372,7 @@ __all__ = [
     "expand_item",
     "expand_templated",
     "item_of_request",
+    "judge_identity",
     "metadata_of",
     "render",
     "template_fields",

@@ -69,6 +69,8 @@ def plan_json(p: Plan) -> dict[str, Any]:
         out["design"] = p.design
         if p.cost_by_judge:
             out["estimated_cost_by_judge_usd"] = dict(p.cost_by_judge)
+        if p.route_by_judge:
+            out["route_by_judge"] = dict(p.route_by_judge)
     return out
 
 
@@ -93,12 +95,15 @@ def render_plan(p: Plan) -> str:
         lines[1] = f"  requests     {p.n:,}" + lines[1][len(f"  items        {p.n:,}") :]
         lines.insert(1, f"  items        {p.items or 0:,}, {p.per_item:,} request(s) each: {p.design}")
         if p.cost_by_judge:
-            lines.append(
-                "  judges       "
-                + ", ".join(
-                    f"{m} (est ${c:,.2f})" if c is not None else f"{m} (no price)" for m, c in p.cost_by_judge
-                )
-            )
+            routes = dict(p.route_by_judge)
+
+            def judge_words(m: str, c: float | None) -> str:
+                cost = "no price" if c is None else f"est ${c:,.2f}"
+                if m.startswith("served:"):
+                    cost = "$0"
+                return f"{m} ({routes[m]}, {cost})" if m in routes else f"{m} ({cost})"
+
+            lines.append("  judges       " + ", ".join(judge_words(m, c) for m, c in p.cost_by_judge))
     if p.thinking is not None or p.thinks:
         how = f"--thinking {p.thinking}" if p.thinking is not None else "the model's default"
         state = "on" if p.thinks else "off"

@@ -105,7 +105,8 @@ def design_rows(
             value, ci = score_text(j.score)
             rows.append(("panel", f"score by {j.model}", value, ci))
             if j.model in spent:
-                rows.append(("panel", f"spend by {j.model}", fig.usd(spent[j.model]), f"{j.n:,} verdicts"))
+                paid = "$0 (self-hosted)" if j.model.startswith("served:") else fig.usd(spent[j.model])
+                rows.append(("panel", f"spend by {j.model}", paid, f"{j.n:,} verdicts"))
         name = (
             "Cohen's kappa" + (" (quadratic)" if q.weights else "")
             if q.statistic == "cohen_kappa"

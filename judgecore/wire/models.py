@@ -324,7 +324,10 @@ def output_limit(model: str) -> int | None:
 def price_for(model: str) -> ModelPrice | None:
     """The model's prices, or None where the table has none (a budget then cannot be kept). An
     `openai:MODEL` name is priced from OpenAI's table (`judgecore.wire.providers`): its cached input
-    rate as the `cache_read` multiplier (OpenAI reports no cache writes; the batch half is the same)."""
+    rate as the `cache_read` multiplier (OpenAI reports no cache writes; the batch half is the same).
+    A `served:MODEL@URL` name is self-hosted: $0 for every token."""
+    if model.startswith("served:"):
+        return ModelPrice(0.0, 0.0, cache_read=0.0)
     if model.startswith("openai:"):
         rates = openai_price(model.removeprefix("openai:"), batch=False)
         if rates is None:

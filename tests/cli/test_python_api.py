@@ -403,3 +403,19 @@ def test_two_judge_calls_of_one_process_on_one_state_dir_say_it_is_this_process(
     finally:
         first.close()
     assert not sim.log
+
+
+def test_items_parsed_one_request_an_item_are_refused_by_a_panel_before_anything_is_sent(tmp_path):
+    # Items parsed without the design would be judged by the first judge only, and the output could
+    # not fold them: refused at once, saying what to pass instead; the path itself is taken.
+    from adapters.files.items_io import load_items
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(f'{{"id": "q{i}", "prompt": "grade {i}"}}\n' for i in range(3)))
+    sim = Simulator(Scenario(seed=3))
+    panel = JobSettings(judges=("claude-sonnet-4-6", "claude-haiku-4-5"))
+    with pytest.raises(UsageError, match=r"ask 2 requests an item .* pass the input's path"):
+        judge(load_items(path), rubric="R", state_dir=tmp_path / "s", settings=panel, client=sim_client(sim))
+    assert not sim.log
+    res = judge(path, rubric="R", state_dir=tmp_path / "s", settings=panel, client=sim_client(sim))
+    assert {"claude-sonnet-4-6", "claude-haiku-4-5"} == set(res.records["q0"]["judges"])

@@ -414,7 +414,7 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
 
     from tests.integration.conftest import cli_in_process
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "SERVED_"))}
     res = cli_in_process(["demo", "--n", "600", "--dir", str(tmp_path / "demo")], env=env, timeout=120)
     assert 0 == res.returncode, res.stderr[-3000:]
     assert "== summary ==" in res.stdout
@@ -432,6 +432,16 @@ def test_demo_runs_end_to_end_without_a_key(tmp_path):
     pairwise_page = (tmp_path / "demo" / "pairwise_report.html").read_text()
     assert "position consistency" in pairwise_page.lower()
     assert "No answer to quote yet" not in pairwise_page  # the pairwise report quotes the judge
+    # the three-family panel: every line holds a Claude, an OpenAI and a served judge's answer, and
+    # the report flags the one judge the simulator biased toward its own family (GPT), and only it
+    panel = read_output(tmp_path / "demo" / "panel_output.jsonl")
+    assert 250 == len(panel)
+    judges = {"claude-sonnet-4-6", "openai:gpt-5-mini", "served:Qwen/Qwen3-32B"}
+    assert all(set(line["judges"]) == judges for line in panel)
+    panel_page = (tmp_path / "demo" / "panel_report.html").read_text()
+    assert "Self-preference by author family" in panel_page
+    assert 1 == panel_page.count("<tr class=flagged>")
+    assert "<tr class=flagged><td>openai:gpt-5-mini</td>" in panel_page
     # the demo's own directory is run again: every item is final, nothing to do but the summary
     again = cli_in_process(["demo", "--n", "600", "--dir", str(tmp_path / "demo")], env=env, timeout=120)
     assert 0 == again.returncode, again.stderr[-3000:]

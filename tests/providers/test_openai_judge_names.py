@@ -34,9 +34,13 @@ def test_a_plain_install_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
         JobSettings(model="openai:gpt-5-mini", today=TODAY)
 
 
-def test_a_panel_across_providers_is_refused_for_now() -> None:
-    with pytest.raises(ValueError, match="one provider"):
-        JobSettings(judges=("claude-haiku-4-5", "openai:gpt-5-mini"), today=TODAY)
+def test_a_panel_across_providers_is_taken_and_routed_by_size() -> None:
+    """Anthropic's judge has a batch route, so the panel routes by size (its other judges go sync,
+    `adapters.run.panels`); a panel of OpenAI's judges alone stays sync only."""
+    mixed = JobSettings(judges=("claude-haiku-4-5", "openai:gpt-5-mini"), today=TODAY)
+    assert mixed.route_policy.sync_only is None
+    alone = JobSettings(judges=("openai:gpt-5-mini", "openai:gpt-5-nano"), today=TODAY)
+    assert alone.route_policy.sync_only == "openai"
 
 
 def test_the_manifest_keeps_the_name_as_given() -> None:

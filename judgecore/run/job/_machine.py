@@ -324,6 +324,8 @@ class JobRun:
         )
         otpm = event.otpm or None
         tier = f"output tokens/min limit {otpm:,}" if otpm else "no tier reading, so 400,000 OTPM is assumed"
+        if not otpm and self.policy.route_policy.sync_only == "served":
+            tier = "a served model publishes no rate limits: its concurrency adapts to the server"
         chosen = self.route_now(otpm)
         return attrs.evolve(
             self,

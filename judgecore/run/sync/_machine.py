@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from judgecore.decide import concurrency as adaptive
 from judgecore.decide.backoff import backoff
 from judgecore.decide.breaker import Breaker
 from judgecore.decide.planning import ModelPrice
@@ -48,6 +49,8 @@ class SyncRun:
     pacer: Pacer
     conc: Concurrency
     breaker: Breaker
+    #: a served model's concurrency (`SyncPolicy.adaptive`); None: `conc` holds it
+    adaptive: adaptive.AdaptiveConcurrency | None = None
     budget: Budget
     price: ModelPrice | None = None
     fresh: int = 0  # index of the next never-sent item in `todos`
@@ -108,6 +111,11 @@ class SyncRun:
             todos=todos,
             pacer=Pacer.start(reading, now, policy.pacing),
             conc=Concurrency.start(policy.concurrency),
+            adaptive=adaptive.AdaptiveConcurrency.start(
+                policy.concurrency, max(policy.concurrency, policy.adaptive_maximum)
+            )
+            if policy.adaptive
+            else None,
             breaker=breaker,
             budget=budget or Budget(cap=None),
             price=price,
@@ -124,6 +132,11 @@ class SyncRun:
     @property
     def stopped(self) -> bool:
         return self.stop is not None
+
+    @property
+    def limit(self) -> int:
+        """Requests that may be in flight now."""
+        return self.adaptive.current if self.adaptive is not None else self.conc.limit
 
     @property
     def unsent(self) -> int:
@@ -150,7 +163,7 @@ class SyncRun:
         late = deadline is not None and now >= deadline  # the end: send nothing more
         held_back = self.out_of_budget or late
         candidate, from_retry = (None, False) if held_back else self._candidate(now)
-        if candidate is not None and self._may_launch(candidate):
+        if candidate is not None and self._may_launch(candidate, now):
             bound = candidate.todo.bound
             if stops_for_budget(self.budget, bound, in_flight=bool(self.in_flight)):
                 return self._out_of_budget(bound).step(now)
@@ -162,8 +175,11 @@ class SyncRun:
                 wake = now + max(wait, MIN_WAIT)
         # A candidate held back by the concurrency limit, the warm-up or the budget (until an answer
         # in flight frees its bound) waits for an answer.
-        if self.retries and not held_back and self.retries[0].due > now:
-            wake = self.retries[0].due if wake is None else min(wake, self.retries[0].due)
+        # (the earliest retry not yet due: a due one held back by the limit waits for an answer, or
+        # for a refused request's backoff to end and hand its slot back)
+        later = next((r.due for r in self.retries if r.due > now), None) if not held_back else None
+        if later is not None:
+            wake = later if wake is None else min(wake, later)
         if wake is not None and deadline is not None:
             wake = min(wake, deadline)  # no wait runs past the deadline
         if not self.in_flight and wake is None:
@@ -182,14 +198,17 @@ class SyncRun:
             return _Retry(due=now, seq=self.fresh, todo=todo, tries=Tries()), False
         return None, False
 
-    def _may_launch(self, candidate: _Retry) -> bool:
-        if len(self.in_flight) >= self.conc.limit:
+    def _may_launch(self, candidate: _Retry, now: float) -> bool:
+        busy = len(self.in_flight)
+        if self.adaptive is not None:  # a refused request backing off keeps its slot
+            busy += sum(1 for r in self.retries if r.holds and r.due > now)
+        if busy >= self.limit:
             return False
         # The warm-up item goes alone; nothing else leaves until it is resolved.
         return self.warming is None or (candidate.todo.custom_id == self.warming and not self.in_flight)
 
     def _launch(self, c: _Retry, from_retry: bool, cost: Cost, now: float) -> tuple[SyncRun, Action]:
-        flight = Flight(todo=c.todo, seq=c.seq, tries=c.tries, cost=cost)
+        flight = Flight(todo=c.todo, seq=c.seq, tries=c.tries, cost=cost, sent=now)
         t = self.tally
         run = attrs.evolve(
             self,
@@ -244,6 +263,8 @@ class SyncRun:
             last=outcome,
             reading=self.reading if event.reading.empty else event.reading,
         )
+        if self.adaptive is not None:
+            run = run._adapt(flight, outcome, now, len(self.in_flight))
         match outcome.status:
             case Status.SUCCEEDED | Status.MISS | Status.QUARANTINED:
                 return run._final(flight, tries, outcome)
@@ -255,6 +276,28 @@ class SyncRun:
                 return run
             case Status.RETRY:
                 return run._retry(flight, tries, outcome, event)
+
+    def _adapt(self, flight: Flight, outcome: Outcome, now: float, inflight: int) -> SyncRun:
+        """Tell the adaptive concurrency what came back: an answer (its latency), a refusal (429, a
+        5xx: a full queue's 503), a lost connection; a note when a refusal cuts the limit."""
+        assert self.adaptive is not None
+        event: adaptive.Event
+        if outcome.status is not Status.RETRY:
+            event = adaptive.Answered(now=now, latency=max(now - flight.sent, 1e-6), inflight=inflight)
+        elif outcome.error_type in ("connection_error", CONNECT_FAILED):
+            event = adaptive.Unreachable(now=now)
+        elif outcome.failure is FailureClass.RATE_LIMIT or _refusal(outcome):
+            event = adaptive.Refused(now=now)
+        else:
+            return self
+        after = adaptive.step(self.adaptive, event)
+        run = attrs.evolve(self, adaptive=after)
+        if not isinstance(event, adaptive.Answered) and after.current < self.adaptive.current:
+            note = Say(
+                "info", f"server refused ({outcome.reason}): concurrency {self.limit} -> {after.current}"
+            )
+            run = attrs.evolve(run, outbox=(*run.outbox, note))
+        return run
 
     def _final(self, flight: Flight, tries: Tries, outcome: Outcome) -> SyncRun:
         row = Row(custom_id=flight.todo.custom_id, outcome=outcome, attempts=tries.sends)
@@ -296,9 +339,14 @@ class SyncRun:
             tries = attrs.evolve(tries, rate_limited=tries.rate_limited + 1)
             conc = conc.on_429(now)
             pacer = pacer.on_429(now, outcome.retry_after, event.reading)
-            if conc.limit < self.conc.limit:
+            if conc.limit < self.conc.limit and self.adaptive is None:
                 message = f"rate limited: concurrency {self.conc.limit} -> {conc.limit}"
                 outbox = (*outbox, Say("info", message))
+            exhausted = tries.rate_limited >= p.max_rate_limited
+            attempt = tries.rate_limited - 1
+        elif self.adaptive is not None and _refusal(outcome):
+            # a served model's full queue (503): a refusal to wait out, as a 429 is (`max_rate_limited`)
+            tries = attrs.evolve(tries, rate_limited=tries.rate_limited + 1)
             exhausted = tries.rate_limited >= p.max_rate_limited
             attempt = tries.rate_limited - 1
         else:
@@ -325,7 +373,10 @@ class SyncRun:
         if delay >= NOTE_WAIT:
             message = f"{todo.name}: {outcome.reason}; resending in {delay:.0f} s"
             outbox = (*outbox, Say("info", message))
-        retry = _Retry(due=now + delay, seq=flight.seq, todo=todo, tries=tries)
+        holds = self.adaptive is not None and (
+            outcome.failure is FailureClass.RATE_LIMIT or _refusal(outcome)
+        )
+        retry = _Retry(due=now + delay, seq=flight.seq, todo=todo, tries=tries, holds=holds)
         return attrs.evolve(
             self,
             conc=conc,
@@ -334,6 +385,15 @@ class SyncRun:
             outbox=outbox,
             tally=t,
         )
+
+
+def _refusal(outcome: Outcome) -> bool:
+    """A server's refusal to take more now: a 5xx answer (a served model's full queue is a 503), not a
+    lost connection."""
+    return outcome.failure is FailureClass.INFRA_TRANSIENT and outcome.error_type not in (
+        "connection_error",
+        CONNECT_FAILED,
+    )
 
 
 def _insort(retries: tuple[_Retry, ...], retry: _Retry) -> tuple[_Retry, ...]:

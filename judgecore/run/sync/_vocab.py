@@ -38,6 +38,11 @@ class SyncPolicy:
     pacing: PacingPolicy = attrs.field(factory=PacingPolicy)
     #: Requests in flight at most (the ceiling of the AIMD `Concurrency`).
     concurrency: int = attrs.field(default=16, validator=_at_least_one)
+    #: Find the concurrency a server without rate limits can hold (a served model): start at
+    #: `concurrency` and follow `judgecore.decide.concurrency` (back off on 429/503 and rising latency,
+    #: grow while throughput grows), never above `adaptive_maximum`. False: the AIMD `Concurrency`.
+    adaptive: bool = False
+    adaptive_maximum: int = attrs.field(default=512, validator=_at_least_one)
     #: Send the first item alone and resolve it before any other leaves (the prompt-cache warm-up).
     warm_up: bool = True
     #: The run's deadline (epoch seconds; None: none): no wait reaches past it, and from it nothing
@@ -78,6 +83,8 @@ class Flight:
     seq: int
     tries: Tries
     cost: Cost
+    #: when it was sent (its answer's latency, for the adaptive concurrency)
+    sent: float = 0.0
 
 
 @attrs.frozen(kw_only=True, order=True)
@@ -86,6 +93,9 @@ class _Retry:
     seq: int
     todo: Todo = attrs.field(order=False)
     tries: Tries = attrs.field(order=False)
+    #: a refusal's retry that keeps its place in flight while it waits (adaptive concurrency: the
+    #: slot a full server refused is not handed to a fresh request, which it would refuse too)
+    holds: bool = attrs.field(default=False, order=False)
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,216 @@
+"""Panels across families: `--judge claude-... --judge openai:... --judge served:...@URL` in one job, each
+judge on its own provider's client and route (the real `anthropic` and `openai` SDKs over real HTTP to
+the simulator, which speaks Anthropic's, OpenAI's and a vLLM server's wires on one port). One checkpoint,
+one budget, the spend per judge, the panel's verdict folded from every family's answers."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from adapters.checkpoint.reads import spend_by_judge
+from adapters.checkpoint.store import Store
+from adapters.simulator import OpenAIScenario, Scenario
+
+from .conftest import Served, outcomes_so_far, read_output, write_items
+
+CHAT = "/v1/chat/completions"
+MESSAGES = "/v1/messages"
+SERVED_MODEL = "Qwen/Qwen3-32B"
+TEMPLATE = "Question: {question}\nAnswer: {response}\nGrade the answer from 0 to 3. End with 'Score: N'.\n"
+
+
+def _env(s: Served) -> dict[str, str]:
+    env = s.env()
+    env.update(OPENAI_BASE_URL=f"{s.base_url}/v1", OPENAI_API_KEY="sk-test")
+    env.pop("SERVED_API_KEY", None)
+    return env
+
+
+def _job(tmp_path: Path, n: int, judges: list[str], *extra: str) -> list[str]:
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(n)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(TEMPLATE)
+    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
+    flags = [w for j in judges for w in ("--judge", j)]
+    return [
+        "run",
+        str(items),
+        "--state",
+        str(tmp_path / "state"),
+        "--template",
+        str(tmp_path / "grade.txt"),
+        "--verdict",
+        str(tmp_path / "verdict.json"),
+        *flags,
+        *extra,
+    ]
+
+
+def _cli(s: Served, args: list[str]):
+    from .conftest import cli_in_process
+
+    return cli_in_process(args, env=_env(s))
+
+
+def test_a_three_family_panel_runs_end_to_end(served, tmp_path: Path) -> None:
+    s = served(Scenario(openai=OpenAIScenario(served_latency=0.01)))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
+    keys = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}"]  # a URL is no identity
+    res = _cli(s, _job(tmp_path, 30, judges))
+    assert res.returncode == 0, res.stderr
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 30 and {ln["status"] for ln in lines} == {"succeeded"}
+    for line in lines:  # every family answered every item, and the verdict is the panel's median
+        assert set(line["judges"]) == set(keys)
+        scores = sorted(v["score"] for v in line["judges"].values())
+        assert line["verdict"] == {"score": scores[1]}
+    # each family on its own wire, each request once
+    assert len(s.sim.requests("POST", MESSAGES)) == 30
+    chats = s.sim.requests("POST", CHAT)
+    assert len(chats) == 60
+    assert Counter(m for m, _, _ in s.sim.openai.billed) == Counter({"gpt-5-mini": 30, SERVED_MODEL: 30})
+    store = Store.open_readonly(tmp_path / "state")
+    try:
+        spend = spend_by_judge(store)
+    finally:
+        store.close()
+    assert spend[keys[2]] is not None and spend[keys[2]].spent == 0.0  # self-hosted
+    assert spend[judges[0]].spent > 0 and spend[judges[1]].spent > 0  # type: ignore[union-attr]
+
+
+def test_a_panel_missing_one_familys_key_is_exit_2_before_anything_is_sent(served, tmp_path: Path) -> None:
+    s = served(Scenario())
+    env = _env(s)
+    env.pop("OPENAI_API_KEY")
+    from .conftest import cli_in_process
+
+    res = cli_in_process(_job(tmp_path, 5, ["claude-sonnet-4-6", "openai:gpt-5-mini"]), env=env)
+    assert res.returncode == 2, res.stderr
+    assert "OPENAI_API_KEY" in res.stderr
+    assert s.sim.requests("POST") == ()
+
+
+@pytest.mark.slow
+def test_a_mixed_panel_killed_and_resumed_pays_each_request_once(served, tmp_path: Path) -> None:
+    """`--judge claude-sonnet-4-6 --judge openai:gpt-5-mini`, SIGKILLed mid-run (answers of both
+    families recorded, others in flight), then resumed: each request answered once on each wire (the
+    simulator's logs), and both judges' answers folded into every line."""
+    s = served(Scenario())
+    n = 600
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
+    args = _job(tmp_path, n, judges, "--force-sync", "--concurrency", "4")
+    env = _env(s)
+    from tests import children
+
+    from .conftest import ROOT
+
+    first = children.start("adapters.cli", args, env=env, cwd=ROOT)
+    state = tmp_path / "state"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and outcomes_so_far(state) < 200:
+        time.sleep(0.02)
+    assert first.poll() is None, first.stderr.read() if first.stderr else ""
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    assert 0 < outcomes_so_far(state) < 2 * n
+    sent_before = s.sim.requests("POST", MESSAGES) + s.sim.requests("POST", CHAT)
+    assert {e.path for e in sent_before} == {MESSAGES, CHAT}  # both families answered before the kill
+
+    again = _cli(s, ["run", "--state", str(state)])
+    assert again.returncode == 0, again.stderr
+    lines = read_output(state / "output.jsonl")
+    assert len(lines) == n and {ln["status"] for ln in lines} == {"succeeded"}
+    assert all(set(ln["judges"]) == set(judges) for ln in lines)
+    # Each request (the simulator's digest of what it asks) paid once, but for those in flight when
+    # the child died: sent, answered, never recorded, so sent again (at most each lane's concurrency)
+    # (a request cut off by the kill before its body was read has no digest: never answered, never billed)
+    log = s.sim.requests("POST", MESSAGES) + s.sim.requests("POST", CHAT)
+    sent = Counter(e.digest for e in log if e.digest is not None)
+    assert len(sent) == 2 * n and set(sent.values()) <= {1, 2}
+    assert sum(1 for c in sent.values() if c == 2) <= 2 * 4
+    anthropic = Counter(m for m, _, _ in s.sim.billed_by_model)
+    openai = Counter(m for m, _, _ in s.sim.openai.billed)
+    assert anthropic["claude-sonnet-4-6"] == sum(
+        1 for e in s.sim.requests("POST", MESSAGES) if e.status == 200
+    )
+    assert openai["gpt-5-mini"] == sum(1 for e in s.sim.requests("POST", CHAT) if e.status == 200)
+
+
+def test_anthropics_judge_goes_to_batches_and_the_others_sync_in_one_job(served, tmp_path: Path) -> None:
+    """A job the size sends to batches: Anthropic's requests go on its Message Batches, the OpenAI
+    and served judges' on their sync routes at the same time; one output, every judge in each line."""
+    s = served(Scenario(batch_seconds=0.3))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
+    args = _job(tmp_path, 40, judges, "--force-batch", "--poll-interval", "0.05")
+    res = _cli(s, args)
+    assert res.returncode == 0, res.stderr
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    keys = {"claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}"}
+    assert len(lines) == 40 and all(set(ln["judges"]) == keys for ln in lines)
+    assert len(s.sim.submitted_custom_ids()) == 40  # Anthropic's judge on the batch route
+    assert s.sim.requests("POST", MESSAGES) == ()  # and only there
+    assert Counter(m for m, _, _ in s.sim.openai.billed) == Counter({"gpt-5-mini": 40, SERVED_MODEL: 40})
+
+
+def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, tmp_path: Path) -> None:
+    from .conftest import cli_in_process
+
+    s = served(Scenario())
+    served_judge = f"served:{SERVED_MODEL}@{s.base_url}/v1"
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", served_judge]
+    args = _job(tmp_path, 12, judges, "--force-batch", "--poll-interval", "0.05")
+    dry = cli_in_process([*args, "--dry-run"], env=_env(s))
+    assert dry.returncode == 0, dry.stderr
+    assert "claude-sonnet-4-6 (batch, est $" in dry.stdout
+    assert "openai:gpt-5-mini (sync (no batch route built), est $" in dry.stdout
+    assert f"{served_judge} (sync, self-hosted, $0)" in dry.stdout
+    as_json = cli_in_process([*args, "--dry-run", "--json"], env=_env(s))
+    routes = orjson.loads(as_json.stdout)["route_by_judge"]
+    assert routes == {
+        "claude-sonnet-4-6": "batch",
+        "openai:gpt-5-mini": "sync (no batch route built)",
+        served_judge: "sync, self-hosted",
+    }
+    assert s.sim.requests("POST") == ()
+
+    assert _cli(s, args).returncode == 0
+    state = str(tmp_path / "state")
+    status = cli_in_process(["status", "--state", state], env=_env(s))
+    assert "judge claude-sonnet-4-6: anthropic, route batch, spend $0.0" in status.stdout
+    assert "judge openai:gpt-5-mini: openai, route sync, spend $0.0" in status.stdout
+    key = f"served:{SERVED_MODEL}"  # the served judge's identity: its URL is no part of it
+    assert f"judge {key}: served, route sync, $0 (self-hosted)" in status.stdout
+    info = orjson.loads(cli_in_process(["status", "--state", state, "--json"], env=_env(s)).stdout)
+    assert info["judges"][key]["spend_usd"] == 0.0
+    assert info["judges"]["openai:gpt-5-mini"]["spend_usd"] > 0
+    summary = cli_in_process(["summary", "--state", state], env=_env(s))
+    assert f"spend by {key}: $0 (self-hosted)" in " ".join(summary.stdout.split())
+
+
+def test_a_served_judge_moved_to_another_url_is_the_same_job(served, tmp_path: Path) -> None:
+    """The contract: a served judge's URL is not part of its identity. A job rerun with the server at
+    another address is the same job: same custom_ids, the answers already recorded not asked again,
+    only the new items' sent, to the new address."""
+    from .conftest import cli_in_process
+
+    one, two = served(Scenario()), served(Scenario())
+    judges = ["claude-sonnet-4-6"]
+    first = _job(tmp_path, 12, [*judges, f"served:{SERVED_MODEL}@{one.base_url}/v1"], "--force-sync")
+    assert cli_in_process(first, env=_env(one)).returncode == 0
+    assert len(one.sim.requests("POST", CHAT)) == 12
+    # four more items, and the server now at another address
+    moved = _job(
+        tmp_path, 16, [*judges, f"served:{SERVED_MODEL}@{two.base_url}/v1"], "--force-sync", "--add-items"
+    )
+    res = cli_in_process(moved, env=_env(two))
+    assert res.returncode == 0, res.stderr
+    assert len(two.sim.requests("POST", CHAT)) == 4  # only the new items' served requests
+    assert len(one.sim.requests("POST", CHAT)) == 12  # the old server asked nothing more
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 16 and all(set(ln["judges"]) == {*judges, f"served:{SERVED_MODEL}"} for ln in lines)
