@@ -6,15 +6,18 @@ a no-op rerun of the finished job, and the start-up of the small commands.
     uv run python bench/job.py --root OTHER_CHECKOUT  # the same, for another checkout (its .venv)
     uv run python bench/job.py --prompt-bytes 2000 --sizes 20000 90000 --no-small  # judge-sized prompts
     uv run python bench/job.py --samples 3 --sizes 20000 --no-small  # a --samples 3 job against one sample
+    uv run python bench/job.py --sizes 90000 1000000 --no-small  # issue 42: a million items end to end
+    uv run python bench/job.py --dry-run --sizes 1000000 10000000   # the plan alone, its time and memory
 
 Each job is `judgecore run` (the real SDK over loopback HTTP; one probe on the sync path, the rest in
-sub-batches) with the simulator in this process, fast batches (1 s), polls every 0.2 s; its CPU is the
-child's user + system time, so the simulator's own CPU is not counted. Targets (issue 11): <= 0.25 CPU s
-per 1,000 items and <= 300 MB peak RSS at 90,000 (CPU linear, memory flat past the sub-batches in
-flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `status` and a 10-item
-`--dry-run` <= 0.3 s each. Issue 21: a no-op rerun's wall time flat in N. Once every size's job is
-done, their reruns alternate (`--reruns` rounds), and the largest size's is within 1.2x of the
-smallest's (median of the rounds' ratios).
+sub-batches) against this checkout's simulator in its own process (`bench/simproc.py`, lazy batches),
+fast batches (1 s), polls every 0.2 s; its CPU is the child's user + system time (the simulator's is
+printed apart), and each job's exit status and its items by status are printed. Targets (issue 11):
+<= 0.25 CPU s per 1,000 items and <= 300 MB peak RSS at 90,000 (CPU linear, memory flat past the
+sub-batches in flight); a no-op rerun of the final 90,000-item job <= 1.5 s wall; `--help`, `status`
+and a 10-item `--dry-run` <= 0.3 s each. Issue 21: a no-op rerun's wall time flat in N. Once every
+size's job is done, their reruns alternate (`--reruns` rounds), and the largest size's is within 1.2x
+of the smallest's (median of the rounds' ratios).
 """
 
 from __future__ import annotations
@@ -36,7 +39,18 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+
+from simproc import SimProcess, sim_process  # noqa: E402
+
+#: The simulator every job runs against: its own process (this checkout's), lazy batches, seed 1, 1 s.
+SIM_ARGS = ("--seed", "1", "--batch-seconds", "1")
+
+
+def start_sim(stack: contextlib.ExitStack) -> SimProcess:
+    """This checkout's simulator in its own process, until `stack` closes."""
+    return stack.enter_context(sim_process(str(ROOT / ".venv" / "bin" / "python"), ROOT, *SIM_ARGS))
+
 
 RUBRIC = "Score the answer from 0 to 10 for correctness and clarity.\n" * 40
 
@@ -84,8 +98,12 @@ def report():
     if best["snap"] is not None:
         for st in best["snap"].statistics("lineno")[:15]:
             print(f"TRACE {st.size / 2**20:7.1f} MiB {st.count:>9,} blocks  {st.traceback[0]}", file=out)
-import atexit
-atexit.register(report)
+import os
+_exit = os._exit
+def exit_after_report(code):  # the command ends with os._exit, which runs no atexit hook
+    report()
+    _exit(code)
+os._exit = exit_after_report
 sys.argv = ["judgecore", *sys.argv[1:]]
 runpy.run_module("adapters.cli", run_name="__main__")
 """
@@ -118,7 +136,13 @@ def run(
             raise SystemExit(f"{args[0]} failed ({code}): {err.read_text()[-2000:]}")
         if keep_err:
             err_text = "".join(ln for ln in err.read_text().splitlines(True) if ln.startswith(("TRACE", " ")))
-    return {"wall": float(wall), "cpu": float(cpu), "rss_mb": int(rss) / 1024, "err": err_text}
+    return {
+        "wall": float(wall),
+        "cpu": float(cpu),
+        "rss_mb": int(rss) / 1024,
+        "err": err_text,
+        "code": int(code),
+    }
 
 
 def write_items(path: Path, n: int, prompt_bytes: int = 0) -> None:
@@ -149,7 +173,7 @@ def job(
     with contextlib.ExitStack() as own:
         stack = keep if keep is not None else own
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
-        srv = stack.enter_context(serve(Simulator(Scenario(seed=1, batch_seconds=1.0))))
+        srv = start_sim(stack)
         items, rubric, state = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt", Path(tmp) / "s"
         write_items(items, n, prompt_bytes)
         rubric.write_text(RUBRIC)
@@ -162,18 +186,28 @@ def job(
             traced = run(python, root, ["-c", _TRACE, *args], env, module=None, keep_err=True)
             print(traced["err"], end="")
             return traced
+        sim_cpu = srv.cpu()
         first = run(python, root, args, env)
-        sent = len(srv.sim.log)
+        sim_cpu = srv.cpu() - sim_cpu
+        sent = srv.stats()["requests"]
+        status = subprocess.run(
+            [python, "-m", "adapters.cli", "status", "--state", str(state), "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        counts = orjson.loads(status.stdout).get("counts", {}) if status.stdout else {}
         # The job leaves its checkpoint and output (about 1.1 GB at 720,000 items) in the page cache,
         # dirty: flushed now, the kernel's writeback of them does not fall on the reruns timed next
         # (which read neither).
         os.sync()
         again = [run(python, root, args, env) for _ in range(reruns)]
-        assert sent == len(srv.sim.log), "a rerun of a finished job sent something"
+        assert sent == srv.stats()["requests"], "a rerun of a finished job sent something"
 
         def rerun() -> float:
             wall = run(python, root, args, env)["wall"]
-            assert sent == len(srv.sim.log), "a rerun of a finished job sent something"
+            assert sent == srv.stats()["requests"], "a rerun of a finished job sent something"
             return wall
 
         return {
@@ -182,8 +216,12 @@ def job(
             "wall": first["wall"],
             "rerun_wall": statistics.median(r["wall"] for r in again) if again else float("nan"),
             "rerun_rss_mb": max((r["rss_mb"] for r in again), default=float("nan")),
-            "batches": len(srv.sim.batches),
+            "batches": srv.stats()["batches"],
             "rerun": rerun,
+            "code": first["code"],
+            "counts": counts,
+            "sim_cpu": sim_cpu,
+            "sim_rss_mb": srv.rss_mb(),
         }
 
 
@@ -224,6 +262,31 @@ def small_commands(python: str, root: Path, runs: int = 5) -> dict[str, float]:
         }
 
 
+def dry_runs(root: Path, sizes: list[int], prompt_bytes: int) -> None:
+    """A `judgecore run --dry-run` of each size, as a whole process: its wall, CPU and peak RSS."""
+    python = str(root / ".venv" / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    peaks: list[tuple[int, float]] = []
+    print(f"judgecore --dry-run, whole process, {root}")
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            items, rubric = Path(tmp) / "items.jsonl", Path(tmp) / "rubric.txt"
+            write_items(items, n, prompt_bytes)
+            rubric.write_text(RUBRIC)
+            args = ["run", str(items), "--state", str(Path(tmp) / "s"), "--rubric", str(rubric), "--dry-run"]
+            r = run(python, root, args, env)
+        peaks.append((n, r["rss_mb"]))
+        print(
+            f"  {n:>10,} items: {r['wall']:6.1f} s wall, {r['cpu']:6.1f} CPU s "
+            f"({r['cpu'] / n * 1e6:.1f} us an item), peak RSS {r['rss_mb']:,.0f} MB, exit {r['code']}"
+        )
+    for (n0, m0), (n1, m1) in itertools.pairwise(peaks):
+        print(
+            f"  peak RSS growth {n0:,} -> {n1:,} items: {m1 - m0:+,.0f} MB, "
+            f"{(m1 - m0) * 1024 / (n1 - n0):.4f} KB an item (flat: 0)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 90_000, 180_000])
@@ -241,12 +304,21 @@ def main() -> None:
     )
     ap.add_argument("--repeats", type=int, default=3, help="runs of each job for --samples (median)")
     ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="only a `--dry-run` of each size (no simulator): wall, CPU, peak RSS and its growth per item "
+        "(issue 42: 10,000,000 items planned in flat memory)",
+    )
+    ap.add_argument(
         "--trace",
         action="store_true",
         help="run each size's job once under tracemalloc: where its traced peak is, and the top "
         "allocations (by line) nearest it (slow; no timing, no reruns)",
     )
     ns = ap.parse_args()
+    if ns.dry_run:
+        dry_runs(ns.root.resolve(), ns.sizes, ns.prompt_bytes)
+        return
     if ns.samples > 1:
         root = ns.root.resolve()
         python = str(root / ".venv" / "bin" / "python")
@@ -287,6 +359,11 @@ def main() -> None:
             f"peak RSS {r['rss_mb']:,.0f} MB (target <= 300), wall {r['wall']:.1f} s, "
             f"{r['batches']} sub-batches; no-op rerun {r['rerun_wall']:.2f} s wall "
             f"(median of {ns.reruns}; target <= 1.5 s), {r['rerun_rss_mb']:,.0f} MB"
+        )
+        print(
+            f"           exit {r['code']}, items by status {r['counts']}; {n / r['cpu']:,.0f} items per "
+            f"judgecore CPU s; the simulator (its own process): {r['sim_cpu']:.1f} CPU s over the job, "
+            f"peak RSS {r['sim_rss_mb']:,.0f} MB"
         )
 
     with keep:

@@ -70,6 +70,18 @@ def _hung_up(ttys: Sequence[int]) -> None:
         os.close(null)
 
 
+def _as_rerun_sees(ns: argparse.Namespace, settings: JobSettings, rubric: str | None) -> argparse.Namespace:
+    """`ns` as a rerun of this job will have it: a job started without `--max-tokens` is resumed with
+    the max_tokens its manifest holds (`_remembered`), so its finished record is keyed by that value (or
+    the first rerun after the job would not know it finished, and read every item again)."""
+    if getattr(ns, "max_tokens", 0) is not None:
+        return ns
+    manifest = settings.manifest(rubric)
+    if "max_tokens" not in manifest:
+        return ns
+    return argparse.Namespace(**{**vars(ns), "max_tokens": manifest["max_tokens"]})
+
+
 def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 
     kept = _remembered(ns, argv)
@@ -103,7 +115,9 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
         assert out is not None
         flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
-        done = finished.key(_invocation(ns, out), [ns.input, *finished.files_of(flags)])
+        done = finished.key(
+            _invocation(_as_rerun_sees(ns, settings, rubric), out), [ns.input, *finished.files_of(flags)]
+        )
         if done is not None and (lines := finished.lines_if_finished(ns.state, done, out)) is not None:
             print("every item is final already: nothing to send, nothing read again", file=sys.stderr)
             for line in lines:

@@ -21,6 +21,9 @@ the `openai` field of `Scenario`)::
     client = openai_client(sim)                   # AsyncOpenAI in-process; async_=False for OpenAI
     client = openai.OpenAI(api_key="sk-sim", base_url=server.base_url + "/v1")
 
+For a job of millions, `Scenario(lazy_batches=True)` (`judgecore simulator --lazy-batches`) keeps each
+batch's requests on disk and makes its result lines as they are read (`lazy`): memory flat in the job.
+
 Markers in the text of the last user message force an outcome (batch results and, where it makes sense,
 sync): `[[sim:max_tokens]]`, `[[sim:invalid]]`, `[[sim:context]]` (every attempt); `[[sim:api_error]]`,
 `[[sim:overloaded]]`, `[[sim:rate_limit]]`, `[[sim:expired]]`, `[[sim:canceled]]` (first attempt only;
@@ -34,7 +37,8 @@ headers), `latency` (how long a batch takes), `subset` (the structured-outputs s
 `rubric_format` and `verdict_lines` (the verdict a rubric asks for), `designs` and `selfpref` (the judge
 of a design; a judge biased toward its family). Values: `scenario` and `openai_scenario` (the knobs),
 `schedule` (a fault schedule), `wire` and `openai_wire` (the wire formats, error bodies included),
-`clock` (a manual clock). The shell: `server` (loopback HTTP), `transport` and `openai_transport`
+`clock` (a manual clock). The shell: `lazy` (a lazy batch's requests on disk, its results made as
+read), `server` (loopback HTTP), `transport` and `openai_transport`
 (in-process clients), `cli` and `openai_cli` (`judgecore simulator`'s options).
 """
 

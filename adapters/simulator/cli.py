@@ -175,6 +175,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"pause after every {d.results_chunk_lines} result lines",
     )
+    g.add_argument(
+        "--lazy-batches",
+        action="store_true",
+        help="keep batch requests on disk and make result lines as they are read: memory flat in a "
+        "job of millions (answers drawn per request shape; for benches)",
+    )
     add_openai_arguments(parser)
 
 
@@ -225,6 +231,7 @@ def scenario_from_args(ns: argparse.Namespace) -> Scenario:
         sync_fault_mix=sync_mix,
         batch_mix={k: v for k, v in batch_mix.items() if v > 0} or {"succeeded": 1.0},
         results_line_delay=ns.results_line_delay,
+        lazy_batches=getattr(ns, "lazy_batches", False),
         score_weights=weights,
         unparseable_rate=getattr(ns, "unparseable_rate", 0.0),
         out_of_range_rate=getattr(ns, "out_of_range_rate", 0.0),

@@ -14,6 +14,9 @@ of requests processed by the end is elapsed / latency, in a seeded order; the ot
 validation and model check (async errors, like the real API), a `[[sim:...]]` marker, then the seeded
 `batch_mix` (first submission of that custom_id) or `batch_retry_mix` (later submissions).
 
+With `lazy_batches`, a batch keeps its requests on disk and makes its results as they are fetched
+(lazy.py): the same outcomes, counts and order, answers drawn per request shape.
+
 Ids, answers, shuffles and fault draws are hashes of (seed, content, counters), so the same scenario,
 seed, requests and clock give the same responses.
 """
@@ -26,7 +29,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
@@ -36,6 +39,7 @@ from . import answers, selfpref
 from . import designs as sim_designs
 from .cache import PromptCache
 from .latency import latency_at
+from .lazy import Packed, Spill, pack, result_lines
 from .openai_logic import OpenAISide, is_openai_path
 from .ratelimit import RateLimiter
 from .scenario import ACCOUNT_STATES, MODEL_THINKING, Scenario
@@ -113,8 +117,20 @@ class _Batch:
     counts: dict[str, int] = attrs.field(factory=dict)
     deleted: bool = False
     result_fetches: int = 0
+    #: the request count (a lazy batch keeps no per-request tuple: `Scenario.lazy_batches`)
+    n: int = 0
+    lazy: bool = False
+    #: when and how a lazy batch's unprocessed requests were cut (`expired` or `canceled`)
+    cut: tuple[float, str] = (math.inf, "expired")
 
-    def view(self) -> BatchView:
+    def view(self, spilled: tuple[Any, ...] | None = None) -> BatchView:
+        """A snapshot; a lazy batch's `(custom_ids, params, attempts, results)` come in `spilled`."""
+        custom_ids, params, attempts, results = spilled or (
+            self.custom_ids,
+            self.params,
+            self.attempts,
+            self.results,
+        )
         return BatchView(
             id=self.id,
             processing_status=self.status,
@@ -122,18 +138,18 @@ class _Batch:
             expires_at=self.expires_at,
             ended_at=self.ended_at,
             cancel_initiated_at=self.cancel_initiated_at,
-            custom_ids=self.custom_ids,
-            attempts=self.attempts,
+            custom_ids=custom_ids,
+            attempts=attempts,
             request_counts=dict(self.counts_json()),
             deleted=self.deleted,
-            results=self.results,
-            params=self.params,
+            results=results,
+            params=params,
         )
 
     def counts_json(self) -> dict[str, int]:
         if self.status != "ended":
             return {
-                "processing": len(self.custom_ids),
+                "processing": self.n,
                 "succeeded": 0,
                 "errored": 0,
                 "canceled": 0,
@@ -165,6 +181,8 @@ class Simulator:
         self._billed_models: list[str] = []  # the model of each entry of `_billed`
         #: The OpenAI wire (Chat Completions, Files, Batches, served models) on the same port.
         self.openai = OpenAISide(self)
+        #: Where lazy batches keep their requests (`Scenario.lazy_batches`).
+        self._spill = Spill() if self.scenario.lazy_batches else None
 
     # ------------------------------------------------------------------ queries for tests
     @property
@@ -190,17 +208,35 @@ class Simulator:
         """Every batch ever created (deleted ones included), oldest first."""
         with self._lock:
             self._advance(self.clock())
-            return tuple(b.view() for b in self._batches.values())
+            return tuple(self._view(b) for b in self._batches.values())
 
     def batch(self, batch_id: str) -> BatchView:
         with self._lock:
             self._advance(self.clock())
-            return self._batches[batch_id].view()
+            return self._view(self._batches[batch_id])
 
     def submitted_custom_ids(self) -> tuple[str, ...]:
         """Every custom_id included in a created batch, in submission order, with repeats."""
         with self._lock:
-            return tuple(cid for b in self._batches.values() for cid in b.custom_ids)
+            return tuple(cid for b in self._batches.values() for cid in self._view(b).custom_ids)
+
+    def _view(self, b: _Batch) -> BatchView:
+        if not b.lazy:
+            return b.view()
+        assert self._spill is not None
+        packed = self._spill.get(b.seq)
+        results = None
+        if b.status == "ended":
+            body = b"".join(self._lazy_lines(b))
+            results = tuple(orjson.loads(line) for line in body.splitlines())
+        return b.view(
+            (
+                tuple(r[0] for r in packed.rows),
+                tuple(packed.params(r) for r in packed.rows),
+                tuple(r[1] for r in packed.rows),
+                results,
+            )
+        )
 
     def requests(self, method: str | None = None, path: str | None = None) -> tuple[LogEntry, ...]:
         """Log entries filtered by method and/or exact path."""
@@ -213,6 +249,10 @@ class Simulator:
 
     # ------------------------------------------------------------------ entry point
     def handle(self, request: SimRequest) -> SimResponse:
+        if request.path == "/_sim/stats":  # for a bench whose simulator runs in another process
+            with self._lock:
+                stats = {"requests": self._n_requests, "batches": len(self._batches)}
+            return SimResponse(status=200, headers=(("content-type", "application/json"),), body=dumps(stats))
         with self._lock:
             now = self.clock()
             self._n_requests += 1
@@ -509,6 +549,7 @@ class Simulator:
                 "invalid_request_error",
                 f"requests: List should have at most {s.max_batch_requests} items",
             )
+        n = len(requests)
         seen: set[str] = set()
         for i, item in enumerate(requests):
             if not isinstance(item, dict) or not isinstance(item.get("params"), dict):
@@ -525,20 +566,39 @@ class Simulator:
                     f"requests.{i}.custom_id: duplicate custom_id {cid!r} in this batch",
                 )
             seen.add(cid)
-        custom_ids = tuple(item["custom_id"] for item in requests)
-        attempts = []
-        for cid in custom_ids:
-            self._submissions[cid] += 1
-            attempts.append(self._submissions[cid])
         seq = len(self._batches) + 1
+        batch_id = make_id("msgbatch_01", s.seed, "batch", seq)
+        tally: Counter[str] = Counter()
+        if self._spill is not None:  # kept on disk, not in memory
+            lazy = self._spill.submit([item["custom_id"] for item in requests])
+            packed, tally = pack(
+                requests, lazy, lambda p, cid, attempt: self._outcome(p, cid, attempt, batch_id)
+            )
+            self._spill.put(seq, packed)
+            del packed
+            custom_ids: tuple[str, ...] = ()
+            params: tuple[object, ...] = ()
+            attempts: tuple[int, ...] = ()
+        else:
+            custom_ids = tuple(item["custom_id"] for item in requests)
+            params = tuple(item["params"] for item in requests)
+            counted = []
+            for cid in custom_ids:
+                self._submissions[cid] += 1
+                counted.append(self._submissions[cid])
+            attempts = tuple(counted)
+        del seen, requests, body
         batch = _Batch(
-            id=make_id("msgbatch_01", s.seed, "batch", seq),
+            id=batch_id,
             seq=seq,
             created_at=ctx.now,
             expires_at=ctx.now + s.expires_after,
             custom_ids=custom_ids,
-            params=tuple(item["params"] for item in requests),
-            attempts=tuple(attempts),
+            params=params,
+            attempts=attempts,
+            n=n,
+            lazy=self._spill is not None,
+            counts=dict(tally) if self._spill is not None else {},
         )
         self._batches[batch.id] = batch
         ctx.batch_id, ctx.custom_ids = batch.id, custom_ids
@@ -644,9 +704,22 @@ class Simulator:
         b = self._find(ctx, batch_id)
         if isinstance(b, SimResponse):
             return b
-        if b.status != "ended" or b.results is None:
+        if b.status != "ended" or (b.results is None and not b.lazy):
             return ctx.error("invalid_request_error", f"Message batch {batch_id} has not finished processing")
         b.result_fetches += 1
+        if b.lazy:  # made line by line as the client reads them (a cut: the first lines, then closed)
+            cut_lines = s.results_drop_after_lines if b.result_fetches == 1 else None
+            if cut_lines is not None and cut_lines < b.n:
+                ctx.fault = "results_cut"
+            else:
+                cut_lines = None
+            return SimResponse(
+                status=200,
+                headers=(("content-type", "application/binary"),),
+                chunks=self._lazy_lines(b, cut_lines),
+                cut_after=None if cut_lines is None else 0,
+                pace=(max(1, s.results_chunk_lines), s.results_line_delay),
+            )
         lines = [orjson.dumps(r) + b"\n" for r in b.results]
         body = b"".join(lines)
         cut = None
@@ -688,6 +761,9 @@ class Simulator:
         return latency_at(s.batch_latency, s.batch_seconds, s.batch_latency_shape, u)
 
     def _finish(self, b: _Batch, end: float, cut_at: float, cut_kind: str) -> None:
+        if b.lazy:
+            self._finish_lazy(b, end, cut_at, cut_kind)
+            return
         s = self.scenario
         n, seconds = len(b.custom_ids), self._latency(b)
         if seconds <= 0 or cut_at >= b.created_at + seconds:
@@ -711,12 +787,86 @@ class Simulator:
         b.status = "ended"
         b.ended_at = end
 
-    def _batch_result(self, b: _Batch, i: int, now: float) -> dict[str, Any]:
+    def _finish_lazy(self, b: _Batch, end: float, cut_at: float, cut_kind: str) -> None:
+        """A lazy batch ends: its outcomes were counted at its create; a batch cut short reads its
+        requests back to count those processed before the cut."""
+        b.status, b.ended_at, b.cut = "ended", end, (cut_at, cut_kind)
+        tally = Counter(b.counts)  # as if every request were processed
+        if not self._ran_out(b):
+            assert self._spill is not None
+            packed = self._spill.get(b.seq)
+            processed = self._processed(b, packed)
+            tally = Counter(
+                (("succeeded" if isinstance(r[4], str) else r[4]["type"]) if processed(i) else cut_kind)
+                for i, r in enumerate(packed.rows)
+            )
+        b.counts = {k: tally.get(k, 0) for k in ("succeeded", "errored", "canceled", "expired")}
+
+    def _ran_out(self, b: _Batch) -> bool:
+        """Whether a lazy batch processed every request before its cut."""
+        seconds = self._latency(b)
+        return seconds <= 0 or b.cut[0] >= b.created_at + seconds
+
+    def _processed(self, b: _Batch, packed: Packed) -> Callable[[int], bool]:
+        """Whether each request (by index) was processed before the batch's cut."""
+        if self._ran_out(b):  # compared directly: (c + d) - c can round below d
+            return lambda i: True
         s = self.scenario
-        params, cid, attempt = b.params[i], b.custom_ids[i], b.attempts[i]
-        rid = make_id("req_011", s.seed, "batchreq", b.id, cid)
+        done = min(b.n, math.floor(b.n * (b.cut[0] - b.created_at) / self._latency(b)))
+        rows = packed.rows
+        order = sorted(range(b.n), key=lambda i: digest_int(s.seed, b.id, "order", rows[i][0]))
+        return set(order[:done]).__contains__
+
+    def _lazy_lines(self, b: _Batch, limit: int | None = None) -> Iterator[bytes]:
+        """A lazy batch's results body, made a piece at a time (its first `limit` lines only)."""
+        s = self.scenario
+        assert self._spill is not None and b.ended_at is not None
+        packed = self._spill.get(b.seq)
+        shuffled = list(range(b.n))
+        random.Random(digest_int(s.seed, b.id, "shuffle")).shuffle(shuffled)
+        yield from result_lines(
+            packed,
+            shuffled,
+            self._processed(b, packed),
+            b.cut[1],
+            seed=s.seed,
+            batch_id=b.id,
+            cache=PromptCache(s.min_cacheable_tokens),
+            message=self._message,
+            now=b.ended_at,
+            variants_ok=not (
+                s.position_bias
+                or s.sample_spread
+                or s.self_preference
+                or s.refusal_rate
+                or s.unparseable_rate
+                or s.out_of_range_rate
+            ),
+            limit=limit,
+        )
+
+    def _batch_result(self, b: _Batch, i: int, now: float) -> dict[str, Any]:
+        params, cid = b.params[i], b.custom_ids[i]
+        outcome = self._outcome(params, cid, b.attempts[i], b.id)
+        if isinstance(outcome, dict):
+            return outcome
+        assert isinstance(params, dict)
+        plan = self._cache.plan(params, now)
+        self._cache.commit(plan, now)
+        message = self._message(
+            params, plan.usage(), outcome == "max_tokens", "batch", b.id, cid, refuse=outcome == "refusal"
+        )
+        self._billed.append(("batch", message["usage"]))
+        self._billed_models.append(str(params["model"]))
+        return {"type": "succeeded", "message": message}
+
+    def _outcome(self, params: object, cid: str, attempt: int, batch_id: str) -> str | dict[str, Any]:
+        """A processed batch request's outcome: the kind of message it gets (`succeeded`, `max_tokens`,
+        `refusal`), or its result when it gets none (errored, canceled, expired)."""
+        s = self.scenario
 
         def errored(error_type: str, message: str, code: str | None = None) -> dict[str, Any]:
+            rid = make_id("req_011", s.seed, "batchreq", batch_id, cid)
             return {"type": "errored", "error": error_body(error_type, message, rid, code)}
 
         problem = answers.validate_params(params)
@@ -738,20 +888,7 @@ class Simulator:
             outcome = draw(mix, s.seed, "batch", cid, attempt) or "succeeded"
         match outcome:
             case "succeeded" | "max_tokens" | "refusal":
-                plan = self._cache.plan(params, now)
-                self._cache.commit(plan, now)
-                message = self._message(
-                    params,
-                    plan.usage(),
-                    outcome == "max_tokens",
-                    "batch",
-                    b.id,
-                    cid,
-                    refuse=outcome == "refusal",
-                )
-                self._billed.append(("batch", message["usage"]))
-                self._billed_models.append(str(params["model"]))
-                return {"type": "succeeded", "message": message}
+                return outcome
             case "invalid_request":
                 return errored("invalid_request_error", "messages: simulated invalid request")
             case "context_overflow":

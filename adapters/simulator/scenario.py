@@ -211,6 +211,10 @@ class Scenario:
     #: lines (the HTTP server sleeps; the in-process transport only chunks).
     results_chunk_lines: int = 200
     results_line_delay: float = attrs.field(default=0.0, validator=_non_negative)
+    #: Keep each batch's requests on disk and make its result lines as they are read (lazy.py): memory
+    #: flat in the batch and the job, for benches of large jobs. Its answers are drawn per request shape
+    #: (custom_id and seed pick one of 64), its prompt cache is per fetch, and `billed` lists none of them.
+    lazy_batches: bool = False
 
     # --- synchronous messages -------------------------------------------------------------------
     #: Probability of each fault per `POST /v1/messages` (seeded by the request number).

@@ -82,6 +82,9 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
             self.send_response(response.status)
             for key, value in response.headers:
                 self.send_header(key, value)
+            if response.chunks is not None:
+                self._write_chunked(response)
+                return
             self.send_header("Content-Length", str(len(response.body)))
             self.end_headers()
             body = response.body
@@ -96,6 +99,30 @@ def _make_handler(sim: Simulator, sleep: Callable[[float], None]) -> type[BaseHT
                 self.close_connection = True
                 with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)
+
+        def _write_chunked(self, response: SimResponse) -> None:
+            """A body made as it is sent, in HTTP/1.1 chunks (paced as `_write_paced`); a cut one closes
+            the connection without the last chunk."""
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            assert response.chunks is not None
+            lines, delay = response.pace or (0, 0.0)
+            for n, piece in enumerate(response.chunks):
+                if delay > 0:
+                    for m, part in enumerate(line_chunks(piece, lines)):
+                        if n or m:
+                            sleep(delay)
+                        self.wfile.write(b"%x\r\n%b\r\n" % (len(part), part))
+                elif piece:
+                    self.wfile.write(b"%x\r\n%b\r\n" % (len(piece), piece))
+            if response.cut_after is not None:
+                self.wfile.flush()
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
         def _write_paced(self, body: bytes, lines: int, delay: float) -> None:
             for n, chunk in enumerate(line_chunks(body, lines)):

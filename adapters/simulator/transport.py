@@ -40,6 +40,16 @@ class _SimStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
 
     def _chunks(self) -> Iterator[bytes]:
         r = self._response
+        if r.chunks is not None:  # made as it is read (a lazy batch's results)
+            sent = 0
+            for piece in r.chunks:
+                sent += len(piece)
+                yield piece
+            if r.cut_after is not None:
+                raise httpx2.RemoteProtocolError(
+                    f"peer closed connection without sending complete message body (received {sent} bytes)"
+                )
+            return
         body = r.body if r.cut_after is None else r.body[: r.cut_after]
         yield from line_chunks(body, r.pace[0] if r.pace else 200)
         if r.cut_after is not None:
@@ -68,9 +78,10 @@ class SimTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             raise httpx2.RemoteProtocolError(
                 "Server disconnected without sending a response.", request=request
             )
-        streamed = response.cut_after is not None or response.pace is not None
+        streamed = response.cut_after is not None or response.pace is not None or response.chunks is not None
         headers = list(response.headers)
-        headers.append(("content-length", str(len(response.body))))
+        if response.chunks is None:
+            headers.append(("content-length", str(len(response.body))))
         if streamed:
             return httpx2.Response(
                 response.status, headers=headers, stream=_SimStream(response), request=request

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -101,6 +101,9 @@ class SimResponse:
     #: Seconds the HTTP server holds the connection before it answers (or drops it): a slow answer
     #: the client may be killed in the middle of (the in-process transport does not wait)
     stall: float = 0.0
+    #: A body made as it is sent (`body` is then unused): sent chunked, each piece whole lines; with
+    #: `cut_after` set, the connection closes after the last piece, the body unfinished.
+    chunks: Iterable[bytes] | None = attrs.field(default=None, eq=False)
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -162,6 +165,8 @@ def draw(weights: tuple[tuple[str, float], ...], *key: object) -> str | None:
     """A seeded weighted choice; weights may sum to less than 1 (the rest is None)."""
     if not weights:
         return None
+    if len(weights) == 1 and weights[0][1] >= 1:  # the draw's only answer, without the hash
+        return weights[0][0]
     total = sum(w for _, w in weights)
     scale = max(1.0, total)
     u = unit_float(*key) * scale

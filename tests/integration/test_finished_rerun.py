@@ -80,3 +80,21 @@ def test_a_touched_input_takes_the_whole_path_and_keeps_the_record(served, tmp_p
     _no_reading(monkeypatch)
     third = srv.cli(["run", str(items), "--state", str(state)], key="")
     assert 0 == third.returncode, third.stderr
+
+
+def test_the_first_rerun_of_a_job_started_without_max_tokens_reads_nothing(served, tmp_path, monkeypatch):
+    """A job started without --max-tokens is resumed with the max_tokens its checkpoint holds: its
+    finished record is keyed so, and the very first rerun answers from it."""
+    srv = served(Scenario(seed=31))
+    items = write_items(tmp_path / "in.jsonl", [{"id": f"m{i}", "prompt": f"grade {i}"} for i in range(6)])
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("Score the answer from 0 to 10.\n")
+    state = tmp_path / "s"
+    first = srv.cli(["run", str(items), "--state", str(state), "--rubric", str(rubric)])
+    assert 0 == first.returncode, first.stderr
+    sent = len(srv.sim.log)
+    _no_reading(monkeypatch)
+    again = srv.cli(["run", str(items), "--state", str(state), "--rubric", str(rubric)], key="")
+    assert 0 == again.returncode, again.stderr
+    assert "nothing read again" in again.stderr
+    assert sent == len(srv.sim.log)
