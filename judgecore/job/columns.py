@@ -1,16 +1,18 @@
 """Columns by position: a column mostly None (`Sparse`), and a lazy view of a column at some positions
-(`taken(column, positions)`: a part of a job's requests reads its columns through one), not a copy.
+(`taken(column, positions)`: a part of a job's requests reads its columns through one), not a copy;
+`SparseBuilder` makes a `Sparse` a few values at a time (a parse's).
 
 The integer and text columns themselves are `judgecore.job.ints` and `judgecore.job.texts`.
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import is_not
-from typing import TypeVar, overload
+from typing import Generic, TypeVar, overload
 
 from judgecore.job.ints import Ints
 from judgecore.job.texts import Keyed, Texts
@@ -99,6 +101,44 @@ class Sparse(Sequence[_T | None]):
 
     def __repr__(self) -> str:
         return f"Sparse({self._n} values, {len(self._values)} given)"
+
+
+class SparseBuilder(Generic[_T]):
+    """A `Sparse` column made a few values at a time: the positions and values given, nothing for
+    the others (a parse's max_tokens and metadata, which most items do not give). Private to the
+    call that fills it."""
+
+    __slots__ = ("_at", "_values")
+
+    def __init__(self) -> None:
+        self._at = array("q")
+        self._values: list[_T] = []
+
+    def put(self, k: int, value: _T) -> None:
+        """Value `value` at position `k` (past every position put so far)."""
+        self._at.append(k)
+        self._values.append(value)
+
+    def put_many(self, positions: Iterable[int], values: Iterable[_T]) -> None:
+        """`values` at `positions` (as many, increasing, past every position put so far)."""
+        self._at.extend(positions)
+        self._values += values
+
+    def window(self, start: int, stop: int) -> list[_T | None]:
+        """The values at positions `start` to `stop` (None where none was put)."""
+        out: list[_T | None] = [None] * (stop - start)
+        lo, hi = bisect_left(self._at, start), bisect_left(self._at, stop)
+        for k, v in zip(self._at[lo:hi], self._values[lo:hi], strict=True):
+            out[k - start] = v
+        return out
+
+    def build(self, n: int) -> Sparse[_T]:
+        """The column of `n` values (`Sparse`: equal to one made of them)."""
+        out: Sparse[_T] = Sparse.__new__(Sparse)
+        object.__setattr__(out, "_n", n)
+        object.__setattr__(out, "_at", Ints(self._at) if self._values else Ints())
+        object.__setattr__(out, "_values", tuple(self._values))
+        return out
 
 
 class Taken(Sequence[_T]):

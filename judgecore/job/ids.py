@@ -315,7 +315,7 @@ def assign_custom_ids(
 _HASH_BUCKETS = 64
 
 
-def distinct_hashes(hashes: array[int]) -> bool:
+def distinct_hashes(hashes: Iterable[int]) -> bool:
     """Whether the `hash` of each of a job's custom_ids (`hashes`) is distinct: then so are the ids.
     False may be a collision of hashes only, or of their top 53 bits (the caller checks the ids).
 

@@ -53,6 +53,21 @@ def _narrow4(data: bytes) -> tuple[bytes, str]:
     return data, "i"
 
 
+_NARROW_CODES = frozenset("iHI")
+
+
+def _of_narrow(values: array[int]) -> tuple[bytes, str]:
+    """`_narrow` of a 2-byte unsigned (`"H"`) or 4-byte (`"i"`, `"I"`) array, from its own bytes."""
+    raw = values.tobytes()
+    if values.itemsize == 2:  # unsigned: in [0, 2**15) when no value's top bit is set
+        if not raw[_SIGN16::2].translate(None, _NO_SIGN):
+            return raw, "h"
+        return _narrow4(array("i", values).tobytes())
+    if values.typecode == "I" and raw[_SIGN::4].translate(None, _NO_SIGN):  # some value >= 2**31
+        return array("q", values).tobytes(), "q"
+    return _narrow4(raw)
+
+
 class Ints(Sequence[int]):
     """Signed 64-bit integers, immutable; equal to another `Ints` of the same values (not to a list)."""
 
@@ -65,8 +80,8 @@ class Ints(Sequence[int]):
     def __init__(self, values: Iterable[int] | bytes = ()) -> None:
         """The integers of `values` (`bytes`: their native 8-byte encoding, as `array("q").tobytes`
         gives)."""
-        if isinstance(values, array) and values.typecode == "i" and values.itemsize == 4:
-            data, code = _narrow4(values.tobytes())  # a 4-byte column: no 8-byte copy of it
+        if isinstance(values, array) and values.typecode in _NARROW_CODES and values.itemsize in (2, 4):
+            data, code = _of_narrow(values)  # a 2- or 4-byte column: no 8-byte copy of it
         else:
             if isinstance(values, bytes):
                 wide = array("q")
@@ -164,6 +179,82 @@ def counted(values: Iterable[int]) -> range | Ints:
         if all(map(eq, given, run)):  # compared in C, value by value: no copy of the values or the run
             return run
     return column if column is not None else Ints(values)
+
+
+#: the next wider code of an `IntsBuilder`'s array, when a value does not fit
+_WIDER = {"H": "I", "I": "q"}
+
+
+class IntsBuilder:
+    """An `Ints` made a value (or a few) at a time, kept 2 bytes a value while every one is in
+    [0, 2**16), 4 while in [0, 2**32), else 8 (widened when one does not fit): a parse's sizes are
+    never 8 bytes each on their way to their `Ints`. Private to the call that fills it."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: array[int] = array("H")
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def append(self, value: int) -> None:
+        try:
+            self._values.append(value)
+        except OverflowError:
+            self._widen()
+            self.append(value)
+
+    def extend(self, values: Sequence[int]) -> None:
+        """Add `values` (a sequence: it is read again when a value widens the column)."""
+        n = len(self._values)
+        try:
+            self._values.extend(values)
+        except OverflowError:
+            del self._values[n:]
+            self._widen()
+            self.extend(values)
+
+    def _widen(self) -> None:
+        code = _WIDER.get(self._values.typecode)
+        if code is None:  # 8 bytes already: the value fits no column (as `array("q")` says)
+            raise OverflowError("a value of an integer column is out of the 64-bit range")
+        self._values = array(code, self._values)
+
+    def build(self) -> Ints:
+        return Ints(self._values)
+
+
+class LinesBuilder:
+    """A column of line numbers (`counted`'s) made a run of lines at a time: while they count up by
+    one (no blank line among them) a `range`, no bytes per line; after a gap an `IntsBuilder`."""
+
+    __slots__ = ("_first", "_n", "_rest")
+
+    def __init__(self) -> None:
+        self._first, self._n = 0, 0
+        self._rest: IntsBuilder | None = None
+
+    def append(self, line: int) -> None:
+        self.add_run(line, 1)
+
+    def add_run(self, first: int, count: int) -> None:
+        """Lines `first` to `first + count - 1`."""
+        if self._rest is None:
+            if not self._n:
+                self._first, self._n = first, count
+                return
+            if first == self._first + self._n:
+                self._n += count
+                return
+            self._rest = IntsBuilder()
+            self._rest.extend(range(self._first, self._first + self._n))
+        self._rest.extend(range(first, first + count))
+
+    def build(self) -> range | Ints:
+        if self._rest is None:
+            return range(self._first, self._first + self._n) if self._n else range(0)
+        return counted(self._rest.build())
 
 
 def records(raw: bytes, width: int) -> Iterator[bytes]:

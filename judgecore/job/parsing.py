@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from judgecore.job.columns import SparseBuilder
 from judgecore.job.errors import InputError
 from judgecore.job.ids import (
     ID_DIGEST_BYTES,
@@ -21,10 +22,10 @@ from judgecore.job.ids import (
     digests_for,
     distinct_hashes,
 )
-from judgecore.job.ints import records
+from judgecore.job.ints import IntsBuilder, LinesBuilder, records
 from judgecore.job.items import DIGEST_BYTES, CustomIds, Item, Items, raw_digest
 from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too_deep
-from judgecore.job.texts import TextsBuilder
+from judgecore.job.texts import Keyed, Texts, TextsBuilder
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 _MESSAGE_KEYS = frozenset({"role", "content"})
@@ -169,7 +170,10 @@ CHUNK_IDS = 16_384
 
 
 class _Columns:
-    """The columns `parse_items` fills, a block of lines at a time (private to one call)."""
+    """The columns `parse_items` fills, a block of lines at a time (private to one call), each kept
+    as narrow as it goes (the line numbers a run while they count up by one, the sizes 2 bytes each
+    while they fit, the max_tokens and metadata only where given): a parse's peak is about its
+    result, not a slot of 8 bytes per item per column until the end."""
 
     __slots__ = (
         "digest_bytes",
@@ -180,26 +184,32 @@ class _Columns:
         "max_tokens",
         "messages",
         "metadata",
+        "n",
         "sizes",
     )
 
     def __init__(self, *, hold: bool, digests: bool) -> None:
         self.hold, self.digests = hold, digests and not hold
+        self.n = 0  # the items so far
         self.ids: list[str] = []
-        self.lines = array("q")
+        self.lines = LinesBuilder()
         self.messages: list[bytes] = []
-        self.sizes = array("q")
+        self.sizes = IntsBuilder()
         self.digest_bytes = bytearray()
-        self.max_tokens: list[int | None] = []
-        self.metadata: list[bytes | None] = []
+        self.max_tokens: SparseBuilder[int] = SparseBuilder()
+        self.metadata: SparseBuilder[bytes] = SparseBuilder()
 
     def add(self, f: _Fields) -> None:
         """One item's fields (`_fields_of`)."""
+        n = self.n
         self.ids.append(f[0])
         self.lines.append(f[1])
         self.sizes.append(len(f[2]))
-        self.max_tokens.append(f[3])
-        self.metadata.append(f[4])
+        if f[3] is not None:
+            self.max_tokens.put(n, f[3])
+        if f[4] is not None:
+            self.metadata.put(n, f[4])
+        self.n = n + 1
         if self.hold:
             self.messages.append(f[2])
         elif self.digests:
@@ -238,7 +248,7 @@ def parse_items(
     """
     content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
     cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids))
-    ids, id_digests, hashes, digest_hashes = TextsBuilder(), bytearray(), array("q"), array("q")
+    ids, id_digests, hashes = TextsBuilder(), bytearray(), array("q")
     rows = iter(lines)
     first = 1
 
@@ -246,7 +256,7 @@ def parse_items(
         if not content:
             return None
         if cols.hold:
-            return b"".join(map(raw_digest, cols.messages[start:stop], cols.max_tokens[start:stop]))
+            return b"".join(map(raw_digest, cols.messages[start:stop], cols.max_tokens.window(start, stop)))
         return bytes(cols.digest_bytes[start * DIGEST_BYTES : stop * DIGEST_BYTES]) if cols.digests else None
 
     def flush() -> None:  # a chunk's ids and their custom_ids' digests: no list of all of them
@@ -255,11 +265,7 @@ def parse_items(
         if lazy_ids or content:  # a `v3` id covers its content: equal ids may have distinct digests
             hashes.extend(map(hash, chunk))
         if not lazy_ids:  # equal custom_ids have equal digests: distinct digests, distinct custom_ids
-            raw = digests_for(
-                chunk, job=job, contents=contents(len(cols.lines) - len(chunk), len(cols.lines))
-            )
-            (digest_hashes if content else hashes).extend(map(hash, records(raw, ID_DIGEST_BYTES)))
-            id_digests.extend(raw)
+            id_digests.extend(digests_for(chunk, job=job, contents=contents(cols.n - len(chunk), cols.n)))
         cols.ids = []
 
     while block := list(islice(rows, BLOCK_LINES)):
@@ -269,23 +275,39 @@ def parse_items(
         if len(cols.ids) >= CHUNK_IDS:
             flush()
     flush()
-    item_ids = ids.build()
-    custom_ids = (
-        CustomIds(item_ids, job, contents(0, len(cols.lines)))
-        if lazy_ids
-        else custom_ids_of_digests(item_ids, bytes(id_digests))
-    )
-    if not (distinct_hashes(hashes) and distinct_hashes(digest_hashes)):  # a repeat, or hashes colliding
-        check_unique(item_ids, item_ids if lazy_ids else custom_ids, cols.lines)  # lazy: ids only
+    # each column built and its builder dropped in turn: one column's copy at a time on top
+    n, lines, sizes = cols.n, cols.lines.build(), cols.sizes.build()
+    max_tokens, metadata = cols.max_tokens.build(n), cols.metadata.build(n)
+    item_ids = ids.build()  # (its parts dropped)
+    lazy_contents = contents(0, n) if lazy_ids else None
+    digest_hashes: Iterator[int] = iter(())
+    digests = None
+    if cols.digests:
+        digests = bytes(cols.digest_bytes)
+        cols.digest_bytes.clear()
+    messages = tuple(cols.messages) if hold_messages else None
+    cols.messages.clear()
+    if lazy_ids:
+        custom_ids: Texts | Keyed = CustomIds(item_ids, job, lazy_contents)
+    else:
+        raw = bytes(id_digests)
+        id_digests.clear()
+        custom_ids = custom_ids_of_digests(item_ids, raw)
+        # equal custom_ids have equal digests: distinct digests, distinct custom_ids (their hashes
+        # made now, bucketed as they come: no column of them)
+        digest_hashes = map(hash, records(raw, ID_DIGEST_BYTES))
+    # a `v3` id covers its content: equal ids may have distinct digests, so the ids are looked at too
+    if not (distinct_hashes(hashes) and distinct_hashes(digest_hashes)):
+        check_unique(item_ids, item_ids if lazy_ids else custom_ids, lines)  # a repeat, or hashes colliding
     return Items(
         item_ids,
-        cols.lines,
-        tuple(cols.messages) if hold_messages else None,
-        cols.max_tokens,
-        cols.metadata,
+        lines,
+        messages,
+        max_tokens,
+        metadata,
         custom_ids,
-        message_sizes=cols.sizes,
-        digests=bytes(cols.digest_bytes) if cols.digests else None,
+        message_sizes=sizes,
+        digests=digests,
         job=job,
     )
 
@@ -311,9 +333,8 @@ def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
             if type(item_id) is str and item_id and type(prompt) is str and prompt:
                 cols.ids.append(item_id)
                 cols.lines.append(n)
-                cols.max_tokens.append(None)
-                cols.metadata.append(None)
                 cols.sizes.append(len(dumps(prompt)) + head_tail)
+                cols.n += 1
                 continue
         cols.add(_fields_of(n, raw, obj, hold=cols.hold))
 
@@ -363,7 +384,8 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         if content_blocks is None:
             return False
     max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
-    if max_tokens.count(None) != len(max_tokens):  # some line gives one
+    given_max_tokens = max_tokens.count(None) != len(max_tokens)
+    if given_max_tokens:  # some line gives one
         mt_types = set(map(type, max_tokens))
         if not mt_types <= {_NONE, int} or (int in mt_types and min(filter(_not_none, max_tokens)) < 1):
             return False
@@ -391,13 +413,17 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         deep = bool(dumped) and most_brackets(dumped) + 1 > MAX_DEPTH
     if deep and any(map(too_deep, compress(block, look), compress(objs, look))):
         return False
-    metadata: list[bytes | None] = [None] * len(objs)
-    if dumped:  # (`__setitem__` gives None each time: `any` only runs it)
-        any(map(metadata.__setitem__, compress(range(len(objs)), has_metadata), dumped))
+    at = cols.n
+    if dumped:
+        cols.metadata.put_many(compress(range(at, at + len(objs)), has_metadata), dumped)
+    if given_max_tokens:
+        cols.max_tokens.put_many(
+            compress(range(at, at + len(objs)), map(is_not, max_tokens, repeat(None))),
+            filter(_not_none, max_tokens),
+        )
     cols.ids += ids
-    cols.lines.extend(range(first, first + len(block)))
-    cols.max_tokens += max_tokens
-    cols.metadata += metadata
+    cols.lines.add_run(first, len(block))
+    cols.n = at + len(objs)
     dumps = orjson.dumps
     if not cols.hold and not cols.digests:  # the sizes alone, each a C-level pass
         # a prompt's serialized size is its length and its quotes when none of the block's prompts
@@ -407,19 +433,19 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         else:
             prompt_sizes = map(add, map(len, map(dumps, texts)), repeat(_HEAD_TAIL))
         if not convs:
-            cols.sizes.extend(prompt_sizes)
+            cols.sizes.extend(list(prompt_sizes))
         elif not texts:
-            cols.sizes.extend(map(len, map(dumps, convs)))
+            cols.sizes.extend(list(map(len, map(dumps, convs))))
         else:  # both kinds: each kind's sizes, taken in the lines' order (no `null` serialized)
             messages_sizes = map(len, map(dumps, convs))
-            cols.sizes.extend(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt)))
+            cols.sizes.extend(list(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt))))
         return True
     enc = _dumps if cols.hold else dumps
     head, tail = _PROMPT_HEAD, _PROMPT_TAIL
     mjs = [
         head + dumps(p) + tail if p is not None else enc(m) for p, m in zip(prompts, messages, strict=True)
     ]
-    cols.sizes.extend(map(len, mjs))
+    cols.sizes.extend(list(map(len, mjs)))
     if cols.hold:
         cols.messages += mjs
     elif cols.digests:

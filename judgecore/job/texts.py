@@ -319,7 +319,10 @@ class TextsBuilder:
         self._at += len(part)
 
     def build(self) -> Texts:
+        """The `Texts` of every value added (the builder is emptied: its parts are not held on)."""
         out = Texts.__new__(Texts)
-        object.__setattr__(out, "_text", "".join(self._parts))
-        object.__setattr__(out, "_bounds", Ints(self._bounds))
+        text, self._parts = "".join(self._parts), []
+        bounds, self._bounds, self._at = self._bounds, array("q", [0]), 0
+        object.__setattr__(out, "_text", text)
+        object.__setattr__(out, "_bounds", Ints(bounds))
         return out
