@@ -275,7 +275,10 @@ def parse_items(
         if len(cols.ids) >= CHUNK_IDS:
             flush()
     flush()
-    # each column built and its builder dropped in turn: one column's copy at a time on top
+    # the ids' hashes looked at first, and dropped; then each column built and its builder dropped in
+    # turn: one column's copy at a time on top
+    ids_distinct = distinct_hashes(hashes)
+    del hashes[:]
     n, lines, sizes = cols.n, cols.lines.build(), cols.sizes.build()
     max_tokens, metadata = cols.max_tokens.build(n), cols.metadata.build(n)
     item_ids = ids.build()  # (its parts dropped)
@@ -297,7 +300,7 @@ def parse_items(
         # made now, bucketed as they come: no column of them)
         digest_hashes = map(hash, records(raw, ID_DIGEST_BYTES))
     # a `v3` id covers its content: equal ids may have distinct digests, so the ids are looked at too
-    if not (distinct_hashes(hashes) and distinct_hashes(digest_hashes)):
+    if not (ids_distinct and distinct_hashes(digest_hashes)):
         check_unique(item_ids, item_ids if lazy_ids else custom_ids, lines)  # a repeat, or hashes colliding
     return Items(
         item_ids,

@@ -8,14 +8,13 @@ bytes apiece more. A value is a slice of the one string, made when read.
 
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, chain, repeat
 from operator import add, mul, sub
 from typing import Any, overload
 
-from judgecore.job.ints import Ints, span_of
+from judgecore.job.ints import Ints, IntsBuilder, span_of
 
 
 class Texts(Sequence[str]):
@@ -308,21 +307,25 @@ class TextsBuilder:
 
     def __init__(self) -> None:
         self._parts: list[str] = []
-        self._bounds = array("q", [0])
+        self._bounds = IntsBuilder()  # 2 or 4 bytes a bound (not 8) while they fit
+        self._bounds.append(0)
         self._at = 0
 
     def extend(self, values: Sequence[str]) -> None:
         part = "".join(values)
         self._parts.append(part)
-        self._bounds.extend(accumulate(map(len, values), initial=self._at))
-        del self._bounds[len(self._bounds) - len(values) - 1]  # the `initial`: already the last bound
+        bounds = list(accumulate(map(len, values), initial=self._at))
+        del bounds[0]  # the `initial`: already the last bound
+        self._bounds.extend(bounds)
         self._at += len(part)
 
     def build(self) -> Texts:
         """The `Texts` of every value added (the builder is emptied: its parts are not held on)."""
         out = Texts.__new__(Texts)
         text, self._parts = "".join(self._parts), []
-        bounds, self._bounds, self._at = self._bounds, array("q", [0]), 0
+        bounds, self._at = self._bounds.build(), 0
+        self._bounds = IntsBuilder()
+        self._bounds.append(0)
         object.__setattr__(out, "_text", text)
-        object.__setattr__(out, "_bounds", Ints(bounds))
+        object.__setattr__(out, "_bounds", bounds)
         return out
