@@ -97,6 +97,11 @@ class InputMessages:
 
         return records(d, DIGEST_BYTES)
 
+    @property
+    def held_digests(self) -> bytes | None:
+        """The digests held (one `bytes`, `DIGEST_BYTES` an item), or None (the items' own are read)."""
+        return self._digests
+
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""
         from adapters.files.readers import input_lines
@@ -143,6 +148,15 @@ class JobInput:
         """`(custom_id, id, digest)` of each item, in order: what the checkpoint binds and checks (the
         digests from `messages`, which may hold them for the items)."""
         return self.items.bindings(self.messages.digests(self.items))
+
+
+def joined_digests(source: MessageSource, items: Items) -> bytes:
+    """Each item's digest (`source.digests(items)`) in one `bytes`, `DIGEST_BYTES` apiece: the
+    digests an `InputMessages` holds as they are (a join of its records would make an object and a
+    list slot per item on the way: 73 MB at 1,000,000 items, the peak of a run; issue 42)."""
+    if isinstance(source, InputMessages) and source.held_digests is not None:
+        return source.held_digests
+    return b"".join(source.digests(items))
 
 
 def split_messages(items: Items) -> JobInput:

@@ -103,7 +103,7 @@ def job_of(
         given = items
         items = given.items
         if not items.holds_messages and items.digests is None:  # the source holds them (`load_input`)
-            items = attrs.evolve(items, digests=b"".join(given.messages.digests(items)))
+            items = attrs.evolve(items, digests=messages.joined_digests(given.messages, items))
     return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
 
 
@@ -116,7 +116,7 @@ def run_job_of(
 ) -> tuple[JobPlan, MessageSource]:
     """`job_of` for a run: the plan holds no messages, and the source says where they are until the
     run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
-    from adapters.files.messages import JobInput, split_messages
+    from adapters.files.messages import JobInput, joined_digests, split_messages
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
@@ -127,7 +127,7 @@ def run_job_of(
     if isinstance(items, JobInput):
         cols, source = items.items, items.messages
         if cols.digests is None and not cols.holds_messages:  # the source's digests, lent for the ids
-            lent = attrs.evolve(cols, digests=b"".join(source.digests(cols)))
+            lent = attrs.evolve(cols, digests=joined_digests(source, cols))
             cols = attrs.evolve(_items_of(lent, rubric, settings, state_dir), digests=None)
         else:
             cols = _items_of(cols, rubric, settings, state_dir)

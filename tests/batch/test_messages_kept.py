@@ -265,3 +265,21 @@ def test_a_run_keeps_no_reference_to_the_digests_it_bound_once_the_checkpoint_ke
     )
     assert 0 == result.exit_code and 30 == len(result.records)
     assert others and all(r == [] for r in others), others
+
+
+def test_the_digests_lent_for_a_run_s_custom_ids_are_the_ones_held_not_rebuilt(tmp_path: Path) -> None:
+    """A run of a file lends its source's digests to derive the custom_ids: the very bytes the source
+    holds (a join of their records made an object per item on the way: the peak of a 1,000,000-item
+    run, issue 42); a source that does not hold them as one gives the same bytes, joined."""
+    from adapters.files.items_io import load_input
+    from adapters.files.messages import joined_digests
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"id": f"q{i}", "prompt": f"p {i}"}) + b"\n" for i in range(300)))
+    job_input = load_input(path)
+    held = job_input.messages.held_digests  # type: ignore[attr-defined]
+    assert held is not None and joined_digests(job_input.messages, job_input.items) is held
+    expected = b"".join(parse_items(path.read_bytes().splitlines()).raw_digests())
+    assert held == expected
+    split = split_messages(parse_items(path.read_bytes().splitlines()))
+    assert joined_digests(split.messages, split.items) == expected
