@@ -27,7 +27,7 @@ from adapters.checkpoint.reads import history_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.output import write_output
 from adapters.files.paths import kept_path, out_problem, state_problem
-from adapters.run.deadline import all_sync_reason
+from adapters.run.deadline import all_sync_reason, start_tokens_each
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
 from adapters.run.operations import Ports, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
@@ -221,7 +221,14 @@ async def _run(
         record_for_summary(store, job, settings)
         history = history_from_store(store)
         left = sum(1 for c in job.requests.custom_ids if c not in history.final)
-        why = all_sync_reason(clock.now(), settings, left=left, otpm_read=history.otpm_read)
+        why = all_sync_reason(
+            clock.now(),
+            settings,
+            left=left,
+            otpm_read=history.otpm_read,
+            reading=store.rate_limits,
+            tokens_each=start_tokens_each(settings, job, rubric, store),
+        )
         run = machine_of(job, history, settings, all_sync=why)
         ports: Ports | None = None
         written = None
