@@ -4,10 +4,11 @@ the counts with the kept verdict spec applied, and the history the job's machine
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from adapters.checkpoint.store import Store
 from judgecore.decide.planning import Learned
+from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.spend import Budget, Money, Spend, price_for, spend_of
 from judgecore.results.outcomes import Usage
 from judgecore.results.verdicts import Unscored, parse_verdict, spec_from_json
@@ -97,10 +98,15 @@ def counts_with_verdicts(store: Store, counts: Mapping[str, int]) -> dict[str, i
     return out
 
 
-def history_from_store(store: Store) -> History:
-    """What the checkpoint says about the job before this run acts."""
+def _otpm(reading: RateLimitReading) -> int | None:
+    return reading.otpm
+
+
+def history_from_store(store: Store, limit_of: Callable[[RateLimitReading], int | None] = _otpm) -> History:
+    """What the checkpoint says about the job before this run acts. `limit_of`: the limit the job's
+    provider routes by, from the stored reading (Anthropic's OTPM; OpenAI's TPM: `Provider.route_limit`)."""
     reading = store.rate_limits
-    limit = reading.otpm if reading is not None else None
+    limit = limit_of(reading) if reading is not None else None
     state = store.job_state()
     return History(
         stored=store.route,

@@ -56,6 +56,9 @@ class Provider:
     route_limit: Callable[[RateLimitReading], int | None] = attrs.field(default=lambda r: r.otpm)
     limit_name: str = "OTPM"
     reference_limit: int = 400_000
+    #: whether that limit counts a request's input tokens too (OpenAI's TPM: uncached and cached input
+    #: and output), not its output alone (Anthropic's OTPM): what a deadline's sync-route time counts
+    limit_counts_input: bool = False
     #: the modules its ports live in (they import its SDK): a run imports them once, the collector
     #: paused (`adapters.run.operations.connect`)
     sdk_modules: tuple[str, ...] = ()
@@ -199,6 +202,7 @@ PROVIDERS: Mapping[str, Provider] = {
         route_limit=lambda r: r.tokens.limit,
         limit_name="TPM",
         reference_limit=OPENAI_REFERENCE_TPM,
+        limit_counts_input=True,
         sdk_modules=("adapters.providers.openai.sync", "adapters.providers.openai.batch_port"),
     ),
     # a served judge's provider is built for its URL (`served_provider`); this entry names the provider

@@ -104,11 +104,12 @@ def dry_run_of(
     if holds_checkpoint(state_dir):  # the checkpoint's package (and SQLite) only for one that exists
         from adapters.checkpoint.reads import history_from_store, learned_from_store, spend_from_store
         from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
+        from adapters.providers.registry import provider_of
 
         store = Store.open_readonly(state_dir)
         try:
             store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
-            history = history_from_store(store)
+            history = history_from_store(store, provider_of(settings.request_model).route_limit)
             learned, spent = learned_from_store(store), spend_from_store(store).spend_usd or 0.0
         except ContentConflictError as exc:
             raise UsageError(conflict_message(exc, job.items, source)) from None

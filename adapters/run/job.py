@@ -27,7 +27,8 @@ from adapters.checkpoint.reads import history_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.output import write_output
 from adapters.files.paths import kept_path, out_problem, state_problem
-from adapters.run.deadline import all_sync_reason
+from adapters.providers.registry import provider_of
+from adapters.run.deadline import all_sync_reason, start_tokens_each
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
 from adapters.run.operations import Ports, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
@@ -219,9 +220,16 @@ async def _run(
         store.deadline = settings.deadline.at if settings.deadline is not None else None
         store.rubric = rubric  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
-        history = history_from_store(store)
+        history = history_from_store(store, provider_of(settings.request_model).route_limit)
         left = sum(1 for c in job.requests.custom_ids if c not in history.final)
-        why = all_sync_reason(clock.now(), settings, left=left, otpm_read=history.otpm_read)
+        why = all_sync_reason(
+            clock.now(),
+            settings,
+            left=left,
+            otpm_read=history.otpm_read,
+            reading=store.rate_limits,
+            tokens_each=start_tokens_each(settings, job, rubric, store),
+        )
         run = machine_of(job, history, settings, all_sync=why)
         ports: Ports | None = None
         written = None

@@ -38,11 +38,10 @@ if TYPE_CHECKING:
 
 
 def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan | None:
-    """What the run's switch is measured against (None: no deadline, or a forced route): the OTPM
-    (`--otpm`, else the tier read, else the one assumed) and the RPM read; the concurrency the sync
-    route will run at (`--concurrency`, else the tier's); each request's output tokens as the job's
-    answers so far say (never over `max_tokens`), or `max_tokens` before any answer (the sync route's
-    time is not underestimated on a prior)."""
+    """What the run's switch is measured against (None: no deadline, or a forced route): the token
+    limit (`--otpm`, else the tier read: Anthropic's OTPM, OpenAI's TPM; else the one assumed) and the
+    RPM read; the concurrency the sync route will run at (`--concurrency`, else the tier's); what each
+    request takes of the limit (`tokens_of`)."""
     from adapters.run.deadline import sync_pace
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
@@ -51,18 +50,32 @@ def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan
     return SwitchPlan(
         deadline=settings.deadline.at,
         pace=pace,
-        tokens_each=tokens_each(settings, store),
+        tokens_each=tokens_of(settings, job, store)(),
         sync_usd_each=_sync_usd_each(settings, job),
     )
 
 
-def tokens_each(settings: JobSettings, store: Store) -> float:
+def tokens_of(settings: JobSettings, job: JobPlan, store: Store) -> Callable[[], float]:
+    """What a request is expected to take of the sync route's token limit, asked again as answers come
+    (`tokens_each`); the input estimate before any answer (`input_prior`) is computed once, here."""
+    from adapters.run.deadline import input_prior
+
+    prior = input_prior(settings, job, store.rubric)
+    return lambda: tokens_each(settings, store, input_prior=prior)
+
+
+def tokens_each(settings: JobSettings, store: Store, *, input_prior: float = 0.0) -> float:
     """A request's expected output tokens: the mean of the job's answers so far (never over
-    `max_tokens`), or `max_tokens` before any answer."""
+    `max_tokens`), or `max_tokens` before any answer; plus, for a provider whose limit counts input
+    (OpenAI's TPM), its input tokens: the answers' mean, or `input_prior` before any answer
+    (`adapters.run.deadline.input_each`)."""
     from adapters.checkpoint.reads import learned_from_store
+    from adapters.run.deadline import input_each
 
     most = settings.max_tokens
-    return float(min(most, learned_from_store(store).output_per_answer(most)))
+    learned = learned_from_store(store)
+    output = float(min(most, learned.output_per_answer(most)))
+    return output + input_each(settings, learned, input_prior)
 
 
 def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:

@@ -7,9 +7,10 @@ poll, the time the sync route would need for everything not yet final (`sync_sec
 
     max(T / (headroom x OTPM) minutes,  ceil(N / C) x L,  N / RPM minutes)
 
-for N requests expecting T output tokens in all, at the output-tokens-per-minute limit OTPM (read or
-assumed) paced at `headroom` of it, C requests in flight answering in L seconds each, and the
-requests-per-minute limit RPM when known. To that it adds a margin (`DeadlinePolicy`: 25% of it plus
+for N requests expecting T tokens in all, at the tokens-per-minute limit OTPM (read or assumed: the
+output tokens per minute of Anthropic, for which T counts output alone; OpenAI's TPM, for which T counts
+input and output, as that limit does) paced at `headroom` of it, C requests in flight answering in L
+seconds each, and the requests-per-minute limit RPM when known. To that it adds a margin (`DeadlinePolicy`: 25% of it plus
 60 s, plus 120 s for canceled batches to end while any batch is live). The latest switch time is
 
     deadline - (sync_seconds + margin)
@@ -63,7 +64,9 @@ OtpmSource = Literal["read", "flag", "assumed"]
 
 @attrs.frozen(kw_only=True)
 class Pile:
-    """Some requests not final yet, and the output tokens they are expected to take in all."""
+    """Some requests not final yet, and the tokens they are expected to take in all against the sync
+    route's token limit (`output_tokens`): their output for an OTPM (Anthropic's), their input and
+    output for a TPM (OpenAI's, which counts both). The shell says what a request takes (`of`)."""
 
     requests: int = 0
     output_tokens: float = 0.0
@@ -74,7 +77,7 @@ class Pile:
 
     @classmethod
     def of(cls, requests: int, tokens_each: float) -> Pile:
-        """`requests` requests expecting `tokens_each` output tokens each."""
+        """`requests` requests expecting `tokens_each` tokens each (as the limit counts them)."""
         return cls(requests=requests, output_tokens=requests * tokens_each)
 
     def __add__(self, other: Pile) -> Pile:
@@ -117,9 +120,10 @@ class Unfinished:
 
 @attrs.frozen(kw_only=True)
 class SyncPace:
-    """What the sync route can do: the OTPM limit and where it came from, the RPM limit if known, the
-    requests in flight (concurrency), a typical answer's latency (seconds), and the pacing headroom
-    (`judgecore.decide.ratelimit.PacingPolicy.headroom`: the pacer aims at that share of each limit)."""
+    """What the sync route can do: the token limit per minute (`otpm`) and where it came from, the RPM
+    limit if known, the requests in flight (concurrency), a typical answer's latency (seconds), and the
+    pacing headroom (`judgecore.decide.ratelimit.PacingPolicy.headroom`: the pacer aims at that share of
+    each limit). `limit_name`: what the token limit is, in words (`OTPM`, or OpenAI's `TPM`)."""
 
     otpm: int
     otpm_source: OtpmSource = "assumed"
@@ -127,6 +131,7 @@ class SyncPace:
     concurrency: int = 16
     latency: float = 10.0
     headroom: float = 0.95
+    limit_name: str = "OTPM"
 
     def __attrs_post_init__(self) -> None:
         if self.otpm < 1 or self.concurrency < 1 or (self.rpm is not None and self.rpm < 1):
@@ -204,7 +209,8 @@ class Watch:
         return (
             f"deadline {clock_time(self.deadline)}: the sync route needs about "
             f"{_duration(self.sync_seconds)} (+ margin {_duration(self.needed - self.sync_seconds)}) for "
-            f"{total.requests:,} requests not final at OTPM {self.pace.otpm:,} ({self.pace.otpm_source}){rpm}"
+            f"{total.requests:,} requests not final at {self.pace.limit_name} {self.pace.otpm:,} "
+            f"({self.pace.otpm_source}){rpm}"
             f", concurrency {self.pace.concurrency:,}"
         )
 

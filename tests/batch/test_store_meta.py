@@ -52,3 +52,24 @@ def test_a_state_dir_of_raw_json_reads_the_same(tmp_path):
         assert reopened.route == ROUTE
     finally:
         reopened.close()
+
+
+def test_a_stored_openai_reading_gives_the_rerun_its_tpm_so_it_does_not_probe_again(tmp_path):
+    # OpenAI's headers fill the tokens group (TPM), not the output-tokens one (Anthropic's OTPM): the
+    # rerun's history reads the limit the job's provider routes by.
+    from adapters.checkpoint.reads import history_from_store
+    from adapters.providers.openai.translate import openai_reading
+    from adapters.providers.registry import provider_of
+
+    reading = openai_reading(
+        {"x-ratelimit-limit-tokens": "2000000", "x-ratelimit-limit-requests": "5000"}, 0.0
+    )
+    store = Store.open(tmp_path / "state")
+    try:
+        store.rate_limits = reading
+        assert history_from_store(store, provider_of("openai:gpt-5-mini").route_limit).otpm_read == 2_000_000
+        assert history_from_store(store).otpm_read is None  # read as Anthropic's OTPM: none
+        store.rate_limits = RateLimitReading.for_otpm(90_000)
+        assert history_from_store(store, provider_of("claude-sonnet-4-6").route_limit).otpm_read == 90_000
+    finally:
+        store.close()
