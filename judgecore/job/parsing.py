@@ -170,10 +170,8 @@ CHUNK_IDS = 16_384
 
 
 class _Columns:
-    """The columns `parse_items` fills, a block of lines at a time (private to one call), each kept
-    as narrow as it goes (the line numbers a run while they count up by one, the sizes 2 bytes each
-    while they fit, the max_tokens and metadata only where given): a parse's peak is about its
-    result, not a slot of 8 bytes per item per column until the end."""
+    """The columns `parse_items` fills, a block of lines at a time (private to one call), each as
+    narrow as it goes: a parse's peak is about its result, not 8 bytes per item per column."""
 
     __slots__ = (
         "digest_bytes",
@@ -275,8 +273,7 @@ def parse_items(
         if len(cols.ids) >= CHUNK_IDS:
             flush()
     flush()
-    # the ids' hashes looked at first, and dropped; then each column built and its builder dropped in
-    # turn: one column's copy at a time on top
+    # the ids' hashes looked at and dropped, then each column built in turn: one copy at a time on top
     ids_distinct = distinct_hashes(hashes)
     del hashes[:]
     n, lines, sizes = cols.n, cols.lines.build(), cols.sizes.build()
@@ -296,8 +293,7 @@ def parse_items(
         raw = bytes(id_digests)
         id_digests.clear()
         custom_ids = custom_ids_of_digests(item_ids, raw)
-        # equal custom_ids have equal digests: distinct digests, distinct custom_ids (their hashes
-        # made now, bucketed as they come: no column of them)
+        # equal custom_ids have equal digests: distinct digests, distinct custom_ids (hashed now)
         digest_hashes = map(hash, records(raw, ID_DIGEST_BYTES))
     # a `v3` id covers its content: equal ids may have distinct digests, so the ids are looked at too
     if not (ids_distinct and distinct_hashes(digest_hashes)):
