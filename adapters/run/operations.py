@@ -8,7 +8,7 @@ import contextlib
 import gc
 import importlib
 import sys
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,7 +25,7 @@ from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.job.idsets import Picked
 from judgecore.job.ints import Ints
 from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
-from judgecore.wire.requests import Requests
+from judgecore.wire.requests import Request, Requests
 
 if TYPE_CHECKING:
     import random
@@ -221,31 +221,42 @@ def switcher_of(p: Ports, api: BatchPort) -> Switcher:
     return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan, tokens=tokens)
 
 
-async def run_sync_part(p: Ports, action: RunSync) -> SyncRan:
-    """The sync machine over the action's ids, paced by the stored reading (or `--otpm`)."""
+async def run_sync_part(
+    p: Ports,
+    action: RunSync,
+    *,
+    lane: tuple[Sequence[Request], str, Any] | None = None,
+    probed: bool = True,
+) -> SyncRan:
+    """The sync machine over the action's ids, paced by the stored reading (or `--otpm`). `lane`: a
+    panel lane's (requests, a judge of it, its client) instead of the action's ids on the job's
+    client; `probed`: whether the probe went on this lane (its reading, warm-up and contact count for
+    that lane only; another lane starts cold, paced by its own headers)."""
     from adapters.run.sync import run_sync
 
-    reading = p.store.rate_limits
-    if reading is None and action.otpm is not None:
+    requests, model, client = lane or (requests_of(p.job, action.ids), p.settings.request_model, p.client)
+    reading = p.store.rate_limits if probed else None
+    if probed and reading is None and action.otpm is not None:
         reading = RateLimitReading.for_otpm(action.otpm)
-    provider = provider_of(p.settings.request_model)
+    provider = provider_of(model)
+    single = lane is None and (p.settings.plain or p.settings.design.single)
     res = await run_sync(
         store=p.store,
-        requests=requests_of(p.job, action.ids),
-        template=provider.sync_template(p.job.sync_template),
-        api=provider.sync_api(p.client, p.sync_settings.request_timeout),
+        requests=requests,
+        template=provider.sync_template(p.job.sync_template.with_model(model)),
+        api=provider.sync_api(client, p.sync_settings.request_timeout),
         clock=p.clock,
         settings=for_provider(p.sync_settings, provider.name),
         emit=p.emit,
         rng=p.rng,
         reading=reading,
-        warm_up=action.warm_up,
-        contacted=action.contacted,
-        probed=action.probed,
+        warm_up=action.warm_up if probed else True,
+        contacted=action.contacted if probed else False,
+        probed=action.probed if probed else None,
         budget=budget_now(p.store, p.settings),
         price=price_of(p.settings),
         expect=expect_now(p.store, p.job, p.settings, "sync"),
-        noun="item" if p.settings.plain or p.settings.design.single else "request",
+        noun="item" if single else "request",
     )
     return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate, budget=res.rerun_budget)
 

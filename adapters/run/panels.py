@@ -1,5 +1,5 @@
 """Panels across families: one job whose judges are Anthropic's, OpenAI's and served models, each
-judge's requests sent on its own provider's client and sync port (Anthropic's on its batch route when
+judge's requests sent on its own provider's client and sync port (one lane on its batch route when
 the job's size says batch), into one checkpoint, under one budget.
 
 A job's requests are grouped by *lane*: a provider, and for a served model its server (`lane_of`). A
@@ -9,8 +9,9 @@ job of one lane runs exactly as before (`adapters.run.operations`). A job of sev
   (each provider's own headers; a served model's adaptive concurrency) and warm-up. Without a
   `--budget` the lanes run at once; with one, one after the other, each starting from the spend
   the checkpoint holds (one cap, never overrun by two runs reserving against it at once).
-- `batch_part`: the lanes with a batch route (Anthropic's) go on it, the others on their sync routes,
-  at the same time (a batch's wait is long: the sync lanes are done meanwhile).
+- `batch_part`: one lane takes the batch route (`lanes.batch_lane`: Anthropic's when the panel has
+  Claude judges; one batch machine per checkpoint), the others their sync routes at the same time (a
+  batch's wait is long: the sync lanes are done meanwhile).
 
 Every answer is recorded by custom_id in the one checkpoint, so a run killed anywhere and resumed
 sends only what no lane recorded; the panel's verdict is folded from the checkpoint as for any panel.
@@ -25,19 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from adapters.providers.registry import Provider, provider_of
+from adapters.providers.registry import provider_of
 from adapters.run.events import Notice
 from adapters.run.lanes import batch_lane, lane_of, lanes
 from adapters.run.operations import (
     Ports,
-    for_provider,
     requests_of,
     run_batch_part,
     run_sync_part,
 )
-from adapters.run.planning import expect_now
-from adapters.run.settings import budget_now, price_of
-from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.run.job._vocab import BatchRan, RunSync, SyncRan
 
 if TYPE_CHECKING:
@@ -60,40 +57,16 @@ def mixed(p: Ports) -> bool:
 async def _sync_lane(
     p: Ports, lane: str, requests: list[Request], action: RunSync, probed_lane: str
 ) -> SyncRan:
-    """One lane's sync run over its requests; the probe's reading, warm-up and contact count for the
-    lane the probe went on only."""
-    from adapters.run.sync import run_sync
-
+    """One lane's sync run over its requests (`run_sync_part` on the lane's client)."""
     model = requests[0].model or p.settings.request_model
-    provider: Provider = provider_of(model)
-    mine = lane == probed_lane
     names = ", ".join(sorted({r.model or p.settings.request_model for r in requests}))
-    p.emit(Notice(level="info", message=f"{provider.name} lane ({names}): {len(requests):,} requests, sync"))
-    reading = None
-    if mine:
-        raw = p.store.get_meta("rate_limits")
-        reading = RateLimitReading.from_json(raw) if raw else None
-        if reading is None and action.otpm is not None:
-            reading = RateLimitReading.for_otpm(action.otpm)
-    res = await run_sync(
-        store=p.store,
-        requests=requests,
-        template=provider.sync_template(p.job.sync_template.with_model(model)),
-        api=provider.sync_api(p.clients[lane], p.sync_settings.request_timeout),
-        clock=p.clock,
-        settings=for_provider(p.sync_settings, provider.name),
-        emit=p.emit,
-        rng=p.rng,
-        reading=reading,
-        warm_up=action.warm_up if mine else True,
-        contacted=action.contacted if mine else False,
-        probed=action.probed if mine else None,
-        budget=budget_now(p.store, p.settings),
-        price=price_of(p.settings),
-        expect=expect_now(p.store, p.job, p.settings, "sync"),
-        noun="request",
+    p.emit(
+        Notice(
+            level="info",
+            message=f"{provider_of(model).name} lane ({names}): {len(requests):,} requests, sync",
+        )
     )
-    return SyncRan(fatal=res.fatal or None, cache_hit_rate=res.cache_hit_rate, budget=res.rerun_budget)
+    return await run_sync_part(p, action, lane=(requests, model, p.clients[lane]), probed=lane == probed_lane)
 
 
 async def _all(p: Ports, runs: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
