@@ -216,9 +216,16 @@ def switcher_of(p: Ports, api: BatchPort) -> Switcher:
     """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
     from adapters.run.switch import Switcher, switch_plan, tokens_of
 
-    plan = switch_plan(p.settings, p.job, p.store)
-    tokens = tokens_of(p.settings, p.job, p.store) if plan is not None else None
-    return Switcher(store=p.store, api=api, clock=p.clock, emit=p.emit, plan=plan, tokens=tokens)
+    tokens = tokens_of(p.settings, p.job, p.store)
+    plan = switch_plan(p.settings, p.job, p.store, tokens)
+    return Switcher(
+        store=p.store,
+        api=api,
+        clock=p.clock,
+        emit=p.emit,
+        plan=plan,
+        tokens=tokens if plan is not None else None,
+    )
 
 
 async def run_sync_part(

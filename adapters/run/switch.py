@@ -37,11 +37,14 @@ if TYPE_CHECKING:
     from judgecore.run.batch import BatchRun
 
 
-def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan | None:
+def switch_plan(
+    settings: JobSettings, job: JobPlan, store: Store, tokens: Callable[[], float] | None = None
+) -> SwitchPlan | None:
     """What the run's switch is measured against (None: no deadline, or a forced route): the token
     limit (`--otpm`, else the tier read: Anthropic's OTPM, OpenAI's TPM; else the one assumed) and the
     RPM read; the concurrency the sync route will run at (`--concurrency`, else the tier's); what each
-    request takes of the limit (`tokens_of`)."""
+    request takes of the limit (`tokens`, the run's `tokens_of`, which it asks again as answers come;
+    made here when not given)."""
     from adapters.run.deadline import sync_pace
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
@@ -50,18 +53,25 @@ def switch_plan(settings: JobSettings, job: JobPlan, store: Store) -> SwitchPlan
     return SwitchPlan(
         deadline=settings.deadline.at,
         pace=pace,
-        tokens_each=tokens_of(settings, job, store)(),
+        tokens_each=(tokens or tokens_of(settings, job, store))(),
         sync_usd_each=_sync_usd_each(settings, job),
     )
 
 
 def tokens_of(settings: JobSettings, job: JobPlan, store: Store) -> Callable[[], float]:
     """What a request is expected to take of the sync route's token limit, asked again as answers come
-    (`tokens_each`); the input estimate before any answer (`input_prior`) is computed once, here."""
+    (`tokens_each`); the input estimate before any answer (`input_prior`) is made at the first ask,
+    and once."""
     from adapters.run.deadline import input_prior
 
-    prior = input_prior(settings, job, store.rubric)
-    return lambda: tokens_each(settings, store, input_prior=prior)
+    prior: list[float] = []
+
+    def ask() -> float:
+        if not prior:
+            prior.append(input_prior(settings, job, store.rubric))
+        return tokens_each(settings, store, input_prior=prior[0])
+
+    return ask
 
 
 def tokens_each(settings: JobSettings, store: Store, *, input_prior: float = 0.0) -> float:
