@@ -15,6 +15,7 @@ from adapters.cli.relaunch import command_line
 from adapters.cli.status import _existing_state
 from adapters.providers.registry import Provider, provider_of
 from adapters.run.batch_cancel import CancelReport
+from adapters.run.lanes import batch_lane, lanes
 from adapters.run.progress import PlainProgress, plural
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 from judgecore import RawResult, Status, classify
@@ -57,15 +58,17 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
 
 
 def _provider_of_job(state: Path) -> Provider:
-    """The provider of the job's judges (its manifest's first judge, else its model; Anthropic's for a
-    state dir with no manifest yet)."""
+    """The provider whose batches the job has: its panel's batch lane (`batch_lane`, as the run chose
+    it: Anthropic's when the panel has Claude judges), else its model's; Anthropic's for a state dir
+    with no manifest yet."""
     store = Store.open_readonly(state)
     try:
         manifest = store.manifest or {}
     finally:
         store.close()
-    judges = manifest.get("judges") or [manifest.get("model") or "claude"]
-    return provider_of(str(judges[0]))
+    judges = [str(j) for j in manifest.get("judges") or [manifest.get("model") or "claude"]]
+    lane = batch_lane(judges)
+    return provider_of(lanes(judges)[lane][0] if lane is not None else judges[0])
 
 
 def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]]) -> int:

@@ -124,19 +124,20 @@ def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
     from adapters.providers.registry import provider_of
     from adapters.run.lanes import batch_lane, lane_of, lanes
 
-    judges = list((store.get_meta("manifest") or {}).get("judges") or ())
+    judges = list((store.manifest or {}).get("judges") or ())
     if len(lanes(judges)) < 2:
         return {}
-    path = (store.get_meta("route") or {}).get("path")
+    path = route.path if (route := store.route) is not None else None
     spent = spend_by_judge(store)
-    on_batch = batch_lane([j for j in judges if not j.startswith("served:")])
+    on_batch = batch_lane(judges)
     out: dict[str, dict[str, Any]] = {}
     for judge in judges:  # the manifest's names: a served judge's without its URL
-        served = judge.startswith("served:")
-        batch = not served and lane_of(judge) == on_batch  # the panel's one batch lane
+        provider = provider_of(judge).name
+        served = provider == "served"
+        batch = lane_of(judge) == on_batch  # the panel's one batch lane
         spend = spent.get(judge)
         out[judge] = {
-            "provider": "served" if served else provider_of(judge).name,
+            "provider": provider,
             "route": None if path is None else path if batch else "sync",
             "spend_usd": None if spend is None else spend.spent,
             "self_hosted": served,

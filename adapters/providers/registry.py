@@ -211,8 +211,12 @@ PROVIDERS: Mapping[str, Provider] = {
 
 
 def provider_of(model: str) -> Provider:
-    """The provider of a judge's name (`claude-...` Anthropic's, `openai:...` OpenAI's); `UsageError`
-    for one `judgecore run` cannot send to (the settings refuse those first)."""
+    """The provider of a judge's name (`claude-...` Anthropic's, `openai:...` OpenAI's, `served:M@URL`
+    one for its server; `served:M`, a served judge's identity as a checkpoint keeps it, the served
+    provider's entry); `UsageError` for one `judgecore run` cannot send to (the settings refuse those
+    first)."""
+    if model.startswith("served:") and "@" not in model:  # a served judge's identity, as kept (no URL)
+        return PROVIDERS["served"]
     try:
         judge = parse_judge(model)
     except JudgeNameError as exc:
