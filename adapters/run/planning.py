@@ -26,7 +26,7 @@ from adapters.files.items_io import (
     load_items,
 )
 from adapters.files.messages import JobInput, MessageSource
-from adapters.run.settings import JobSettings, batch_caps
+from adapters.run.settings import BatchCaps, JobSettings, batch_caps
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
 from judgecore.decide.prices import DEFAULT_PRICES
@@ -233,13 +233,23 @@ def plan_of(
     route, unless `chunked` is False), with `final` and `live` items counted, not sent: what the dry
     run prints and a run's estimate. `learned` (the checkpoint's answers, a counted prompt) teaches
     the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
-    caps = batch_caps(settings)
+    design = settings.design
+    panel = not settings.plain and bool(design.judges)
+    on_batch = _batch_judges(design.judges) if panel else frozenset()
+    # a panel's sub-batches hold its batch lane's requests, within that lane's provider's limits
+    caps = batch_caps(settings, min(on_batch) if on_batch else None)
+    batched: Sequence[Request] = requests
+    if panel and on_batch != set(design.judges):
+        cols = Requests.of(requests)
+        batched = cols.only(
+            frozenset(c for c, m in zip(cols.custom_ids, cols.models, strict=True) if m in on_batch)
+        )
     subs = (
-        chunk(requests, max_requests=caps.requests, max_bytes=caps.bytes)
+        chunk(batched, max_requests=caps.requests, max_bytes=caps.bytes)
         if chosen.path == "batch" and chunked
         else ()
     )
-    if not settings.plain and not (design := settings.design).single:
+    if not settings.plain and not design.single:
         whole = _plan(
             job,
             requests,
@@ -251,6 +261,7 @@ def plan_of(
             live=live,
             learned=learned,
             spent=spent,
+            caps=caps,
         )
         by_judge: list[tuple[str, float | None]] = []
         sync_costs: list[float | None] = []
@@ -264,7 +275,9 @@ def plan_of(
                     frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
                 )
                 own = (
-                    chosen if chosen.path == "sync" or _batches(judge) else attrs.evolve(chosen, path="sync")
+                    chosen
+                    if chosen.path == "sync" or judge in on_batch
+                    else attrs.evolve(chosen, path="sync")
                 )
                 p = plan(
                     mine,
@@ -300,32 +313,46 @@ def plan_of(
             route_by_judge=routes if design.judges else (),
         )
     return _plan(
-        job, requests, chosen, subs, rubric, settings, final=final, live=live, learned=learned, spent=spent
+        job,
+        requests,
+        chosen,
+        subs,
+        rubric,
+        settings,
+        final=final,
+        live=live,
+        learned=learned,
+        spent=spent,
+        caps=caps,
     )
 
 
-def _batches(judge: str) -> bool:
-    """Whether the judge's provider has a batch route built."""
-    from adapters.providers.registry import provider_of
+def _batch_judges(judges: Sequence[str]) -> frozenset[str]:
+    """The judges a batch route takes when the job's size says batch: the panel's batch lane's
+    (`lanes.batch_lane`, as `adapters.run.panels` sends them); the others go sync."""
+    from adapters.run.lanes import batch_lane, lanes
 
-    return provider_of(judge).batch
+    lane = batch_lane(judges)
+    return frozenset(lanes(judges)[lane]) if lane is not None else frozenset()
 
 
 def _judge_routes(judges: Sequence[str], chosen: Route) -> tuple[tuple[str, str], ...]:
     """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so); empty
     for a panel of one provider (its route is the job's)."""
-    from adapters.run.lanes import batch_lane, lane_of, lanes
+    from adapters.providers.registry import provider_of
+    from adapters.run.lanes import lanes
 
     if len(lanes(judges)) < 2:
         return ()
     out = []
-    on_batch = batch_lane(judges)
+    on_batch = _batch_judges(judges)
     for judge in judges:
-        if judge.startswith("served:"):
+        provider = provider_of(judge)
+        if provider.name == "served":
             out.append((judge, "sync, self-hosted"))
-        elif lane_of(judge) == on_batch:
+        elif judge in on_batch:
             out.append((judge, chosen.path))
-        elif _batches(judge):  # its provider has a batch route, but another lane has the checkpoint's
+        elif provider.batch:  # its provider has a batch route, but another lane has the checkpoint's
             out.append((judge, "sync" if chosen.path == "sync" else "sync (another judge's batches run)"))
         else:
             out.append((judge, "sync" if chosen.path == "sync" else "sync (no batch route built)"))
@@ -355,15 +382,17 @@ def _plan(
     live: int,
     learned: Learned | None,
     spent: float,
+    caps: BatchCaps | None = None,
 ) -> Plan:
+    caps = caps or batch_caps(settings)
     return plan(
         requests,
         route=chosen,
         sub_batches=subs,
         template=job.template(chosen.path),
         rubric=rubric,
-        max_batch_requests=batch_caps(settings).requests,
-        max_batch_bytes=batch_caps(settings).bytes,
+        max_batch_requests=caps.requests,
+        max_batch_bytes=caps.bytes,
         prices=DEFAULT_PRICES,
         final=final,
         live=live,

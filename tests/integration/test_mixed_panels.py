@@ -214,3 +214,24 @@ def test_a_served_judge_moved_to_another_url_is_the_same_job(served, tmp_path: P
     assert len(one.sim.requests("POST", CHAT)) == 12  # the old server asked nothing more
     lines = read_output(tmp_path / "state" / "output.jsonl")
     assert len(lines) == 16 and all(set(ln["judges"]) == {*judges, f"served:{SERVED_MODEL}"} for ln in lines)
+
+
+def test_a_panels_dry_run_prices_each_judge_on_the_route_it_takes(served, tmp_path: Path) -> None:
+    """OpenAI's judge beside Claude's goes sync while Claude's batches run: its estimate is at the sync
+    price, and the sub-batches hold Claude's requests alone, within Anthropic's limits, whichever judge
+    the panel lists first."""
+    from .conftest import cli_in_process
+
+    s = served(Scenario())
+    judges = ["openai:gpt-5-mini", "claude-sonnet-4-6"]
+    args = _job(tmp_path, 12, judges, "--force-batch")
+    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
+    assert [12] == [sb["requests"] for sb in plan["sub_batches"]]  # Claude's 12 of the 24 requests
+    assert 250_000_000 == plan["max_batch_bytes"]  # Anthropic's cap, not OpenAI's 190,000,000
+    one = [
+        str(tmp_path / "alone") if a == str(tmp_path / "state") else a for a in _job(tmp_path, 12, judges[:1])
+    ]
+    alone = orjson.loads(cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=_env(s)).stdout)
+    cost = plan["estimated_cost_by_judge_usd"]["openai:gpt-5-mini"]
+    assert cost == pytest.approx(alone["estimated_cost_usd"], rel=0.01)  # the sync price, not half of it
+    assert s.sim.requests("POST") == ()
