@@ -42,9 +42,9 @@ from judgecore.decide.polling import (
     Harvest,
     Overdue,
     PollAction,
+    PollIn,
     PollPolicy,
     RequestCounts,
-    Wait,
     next_poll_action,
 )
 from judgecore.decide.prices import DEFAULT_PRICES
@@ -81,6 +81,7 @@ from judgecore.results.verdicts import (
     parse_verdict,
     spec_from_json,
 )
+from judgecore.run.vocab import Wait
 from judgecore.summary.plan_text import plan_json, render_plan
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
 from judgecore.wire.encoding import create_body
@@ -115,6 +116,7 @@ __all__ = [
     "Overdue",
     "Plan",
     "PollAction",
+    "PollIn",
     "PollPolicy",
     "RawResult",
     "Request",

@@ -40,7 +40,7 @@ from judgecore.run.batch import (
     Record,
     Release,
     Say,
-    Sleep,
+    Wait,
 )
 from judgecore.run.subbatch import TERMINAL, Phase
 
@@ -193,7 +193,7 @@ class _Clock:
         return self.life.now
 
     async def sleep(self, seconds: float) -> None:  # pragma: no cover - the test moves time itself
-        raise AssertionError("the machine's shell never sleeps: Sleep is the interpreter's")
+        raise AssertionError("the machine's shell never sleeps: Wait is the interpreter's")
 
 
 class BatchLife(RuleBasedStateMachine):
@@ -265,7 +265,7 @@ class BatchLife(RuleBasedStateMachine):
                     self.shell.effect(action)
                 case Create() | Reconcile() | Poll() | Harvest():
                     self.ops.append((action, self.now))
-                case Sleep(until):
+                case Wait(until):
                     self.sleep = until
                 case Done():
                     assert not self.ops

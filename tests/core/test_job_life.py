@@ -54,9 +54,9 @@ from judgecore.run.batch import (
     Record,
     Release,
     Say,
-    Sleep,
     Snapshot,
     SubView,
+    Wait,
 )
 from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.run.batch.gate import IdSet
@@ -192,8 +192,8 @@ class JobLife(RuleBasedStateMachine):
                     pass
                 case Create() | Reconcile() | Poll() | Harvest():
                     self.ops.append(action)
-                case Sleep(until):
-                    assert until > self.now
+                case Wait(until):
+                    assert until is None or until > self.now
                     self.sleep = until
                 case Done():
                     assert not self.ops

@@ -3,10 +3,11 @@ write the output, done.
 
 Theory of operation. `JobRun.start(custom_ids, history, policy)` takes the job's custom_ids (input
 order), what the checkpoint said before this run acted (`History`) and this run's flags
-(`JobPolicy`). The shell then loops: `advance()` returns the machine and the actions to perform now;
-an operation (`Probe`, `RunBatch`, `RunSync`, `WriteOutput`) is answered with its event through
-`on(event)`; the effects (`RecordRoute`, `Estimate`, `Connect`, `Say`) are performed in the order
-given, before the operation that follows them. The loop ends at `Done`.
+(`JobPolicy`). The shell then loops, as over every machine (`judgecore.run.vocab`): `advance(now)`
+returns the machine and the actions to perform now; an operation (`Probe`, `RunBatch`, `RunSync`,
+`WriteOutput`) is answered with its event through `on(event)`; the effects (`RecordRoute`,
+`Estimate`, `Connect`, `Say`) are performed in the order given, before the operation that follows
+them; the last action is `Wait(None)` (until the operation out answers) or `Done`, which ends the loop.
 
 The phases: `MOVES` (a missing key is an illegal move) holds the event that answers each operation
 (PROBING -Probed-> RUNNING, BATCH -BatchRan-> RUNNING, SYNC -SyncRan-> OUTPUT, WRITING -Wrote-> DONE);
@@ -54,7 +55,7 @@ from judgecore.run.job._vocab import (
     WriteOutput,
     Wrote,
 )
-from judgecore.run.vocab import Done, ExitStatus, Say
+from judgecore.run.vocab import Done, ExitStatus, Say, Wait
 
 
 @attrs.frozen(kw_only=True)
@@ -201,11 +202,15 @@ class JobRun:
     # -- the machine ----------------------------------------------------------------------------
 
     def advance(self, now: float = 0.0) -> tuple[JobRun, tuple[Action, ...]]:
-        """What to do now: the effects queued by the last event, then the next operation (`now` is
-        unused today: no part of the job's own plan waits on the clock)."""
+        """What to do now: the effects queued by the last event, then the next operation, then `Done`,
+        or `Wait(None)`: nothing more until the operation out answers (`now` is unused today: no part
+        of the job's own plan waits on the clock)."""
         del now
         run, actions = attrs.evolve(self, queued=())._next()
-        return run, self.queued + actions
+        actions = self.queued + actions
+        if not actions or not isinstance(actions[-1], Done):
+            actions += (Wait(None),)
+        return run, actions
 
     def _next(self) -> tuple[JobRun, tuple[Action, ...]]:
 
