@@ -31,6 +31,7 @@ from judgecore.run.batch import (
     Record,
     Snapshot,
     SubView,
+    Wait,
 )
 from judgecore.run.batch.batching import Intent, OrphanWindow, orphan_groups
 from judgecore.run.batch.gate import Gate, Held
@@ -103,7 +104,7 @@ def test_a_run_advanced_thousands_of_times_while_a_create_is_in_flight_still_adv
     assert ["Begin", "Create", "Wait"] == kinds(actions)
     for k in range(3_000):
         run, actions = run.advance(T0 + k)
-        assert [] == kinds(actions)  # the create is busy: nothing to start, nothing to wait for
+        assert (Wait(None),) == actions  # the create is busy: nothing to start; wait for its answer
     assert ["Sub"] == [type(s).__name__ for s in run.subs.values()]
 
 
@@ -237,7 +238,7 @@ def test_a_harvested_line_with_an_account_state_stops_the_run_after_the_harvest(
     assert ["Record", "Poll", "Wait"] == kinds(actions)
     run = run.on(Snapshot(1, snap, T0 + 1))
     run, actions = run.advance(T0 + 1)
-    assert ["Harvest"] == kinds(actions)
+    assert ["Harvest", "Wait"] == kinds(actions)
     ids = [r.custom_id for r in reqs]
     on_hold = classify(attrs.evolve(ON_HOLD, kind="errored", status=None))
     harvested = Harvested(

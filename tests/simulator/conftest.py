@@ -7,16 +7,17 @@ from typing import Any
 
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator
+from adapters.run.clock import FakeClock
+from adapters.simulator import Scenario, Simulator
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
-def make_sim(clock: ManualClock) -> Callable[..., Simulator]:
+def make_sim(clock: FakeClock) -> Callable[..., Simulator]:
     def make(**knobs: Any) -> Simulator:
         return Simulator(Scenario(**knobs), clock=clock)
 

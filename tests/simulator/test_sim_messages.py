@@ -8,7 +8,8 @@ import asyncio
 import anthropic
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator, sim_client
+from adapters.run.clock import FakeClock
+from adapters.simulator import Scenario, Simulator, sim_client
 
 from .support import MODEL, RUBRIC, cached_system, params
 
@@ -219,7 +220,7 @@ def test_tiny_max_tokens_truncates_naturally(make_sim):
     assert message.usage.output_tokens == 2
 
 
-def test_rpm_limit_rejects_then_refills_with_the_clock(make_sim, clock: ManualClock):
+def test_rpm_limit_rejects_then_refills_with_the_clock(make_sim, clock: FakeClock):
     sim = make_sim(rpm_limit=2)
     client = sim_client(sim, async_=False, max_retries=0)
     create(client)

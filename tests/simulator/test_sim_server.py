@@ -11,7 +11,8 @@ import httpx2
 import orjson
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator, run_server_forever, serve
+from adapters.run.clock import FakeClock
+from adapters.simulator import Scenario, Simulator, run_server_forever, serve
 
 from .support import batch_requests, params
 
@@ -138,7 +139,7 @@ def test_persist_then_500_over_http_leaves_a_batch_in_list(make_sim):
 
 
 def test_run_server_forever_announces_and_stops():
-    sim = Simulator(Scenario(), clock=ManualClock())
+    sim = Simulator(Scenario(), clock=FakeClock())
     stop = threading.Event()
     ready: list[str] = []
 
