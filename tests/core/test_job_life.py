@@ -172,6 +172,8 @@ class JobLife(RuleBasedStateMachine):
     @rule()
     def advance(self):
         self.run, actions = self.run.advance(self.now)
+        assert isinstance(actions[-1], Wait | Done), "advance ends with one Wait or Done"
+        assert not any(isinstance(a, Wait | Done) for a in actions[:-1])
         self.sleep = None
         for action in actions:
             match action:
