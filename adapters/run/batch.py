@@ -101,6 +101,8 @@ class BatchShell:
     rng: random.Random
     priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
     tag: str = attrs.field(default="", kw_only=True)  # the state dir's (`Store.drawn_batch_tag`)
+    #: the panel lane whose batches these are (`adapters.run.lanes.lane_of`), kept on each intent
+    lane: str | None = attrs.field(default=None, kw_only=True)
     #: batches harvested whole this run, by sub-batch: discarded once recorded `harvested`
     harvested: dict[int, str] = attrs.field(factory=dict, kw_only=True)
     discards: list[str] = attrs.field(factory=list, kw_only=True)
@@ -222,9 +224,12 @@ class BatchShell:
                 custom_ids=custom_ids_of(reqs),
                 n_bytes=body.size,
                 at=action.at,
+                lane=self.lane,
             )
         meta = self.meta(action.sub_id)
         try:
+            # an intent whose upload is recorded (this run's, or one a reconciliation found) is
+            # created from it: nothing is uploaded twice
             upload = self._recorded_upload(action.sub_id)
             if upload is None:
                 upload = await self.api.upload(body, meta)
@@ -242,6 +247,7 @@ class BatchShell:
         """The port's finders first (a batch found by name is adopted; an upload without a batch is
         created from); the intents they cannot tell about are matched against a listing."""
         named: list[tuple[int, BatchSnapshot]] = []
+        uploaded: list[int] = []
         unsure = []
         try:
             for intent in action.intents:
@@ -254,11 +260,13 @@ class BatchShell:
                 elif upload := self._recorded_upload(intent.sub_id) or await self.api.find_upload(
                     meta, since
                 ):
-                    named.append((intent.sub_id, await self._create_found(upload, meta, since)))
+                    if upload.file_id is not None and self.store.upload_of(intent.sub_id) is None:
+                        self.store.record_upload(intent.sub_id, upload.file_id)  # what the create uses
+                    uploaded.append(intent.sub_id)  # the machine creates it from its upload
         except BatchApiError as exc:
             return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
         if not unsure:
-            return br.Listed((), True, self.clock.now(), (), tuple(named))
+            return br.Listed((), True, self.clock.now(), (), tuple(named), tuple(uploaded))
         listed = []
         conclusive = False
         try:
@@ -277,21 +285,9 @@ class BatchShell:
         first_ids = [
             (b.id, cid) for b in listed if action.worth_checking(b) and (cid := await self._first_id(b.id))
         ]
-        return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids), tuple(named))
-
-    async def _create_found(self, upload: Upload, meta: BatchMeta, since: float) -> BatchSnapshot:
-        """The batch of an intent whose upload was found and whose batch was proven absent, created; a
-        create that fails is sent again (at most twice) only once the finder proves it made nothing."""
-        for attempt in range(3):
-            try:
-                return await self.api.create(upload, meta)
-            except BatchApiError:
-                if attempt == 2:
-                    raise
-                found = await self.api.find_batch(meta, since)
-                if found.batch is not None:
-                    return found.batch
-        raise AssertionError("unreachable")  # pragma: no cover
+        return br.Listed(
+            tuple(listed), conclusive, self.clock.now(), tuple(first_ids), tuple(named), tuple(uploaded)
+        )
 
     async def _first_id(self, batch_id: str) -> str | None:
         """The custom_id of an ended batch's first result line (None: no line, or it could not be read):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.checkpoint.store import SCHEMA_VERSION, OutcomeRow, Store
 from judgecore import FailureClass, Outcome, Status
 
 from .fakes import bind, make_requests
@@ -231,7 +231,9 @@ def test_an_older_checkpoint_answers_the_same_read_only_without_a_write_and_once
     assert {"succeeded": 3, "miss": 0, "quarantined": 0, "pending": 1} == counts
     conn = sqlite3.connect(state / DB_NAME)
     try:
-        assert ("3",) == conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        assert (str(SCHEMA_VERSION),) == conn.execute(
+            "SELECT value FROM meta WHERE key = 'schema'"
+        ).fetchone()
     finally:
         conn.close()
 

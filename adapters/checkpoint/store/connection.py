@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Self
 from adapters.checkpoint.store.schema import (
     DB_NAME,
     SCHEMA,
+    add_lane_column,
     add_latest,
     add_outcome_columns,
     create_temp_latest,
@@ -121,6 +122,7 @@ class Connection:
         migrate(conn)
         add_outcome_columns(conn)
         add_latest(conn)
+        add_lane_column(conn)
         create_view(conn)
         return cls(conn, db, mode=mode, lock=lock)
 
