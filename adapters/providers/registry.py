@@ -62,6 +62,9 @@ class Provider:
     #: the modules its ports live in (they import its SDK): a run imports them once, the collector
     #: paused (`adapters.run.operations.connect`)
     sdk_modules: tuple[str, ...] = ()
+    #: whether one batch holds one model's requests only (OpenAI's: its input file names one model),
+    #: so a lane of several judges runs a batch machine per judge (`adapters.run.panels`)
+    batch_one_model: bool = False
 
     def route_policy(self, base_threshold: int) -> RoutePolicy:
         """The job's routing on this provider: `base_threshold` requests at its reference limit."""
@@ -204,6 +207,7 @@ PROVIDERS: Mapping[str, Provider] = {
         reference_limit=OPENAI_REFERENCE_TPM,
         limit_counts_input=True,
         sdk_modules=("adapters.providers.openai.sync", "adapters.providers.openai.batch_port"),
+        batch_one_model=True,
     ),
     # a served judge's provider is built for its URL (`served_provider`); this entry names the provider
     "served": _served(functools.partial(_served_client, "")),

@@ -13,10 +13,10 @@ It talks to one `adapters.providers.port.BatchPort` and never branches on a prov
 port's two steps: the upload (an OpenAI file, its id durable in the checkpoint, `store.record_upload`,
 before the create; Anthropic's hands the body on), then the create, naming the sub-batch (`BatchMeta`:
 the state dir's batch tag and the sub-batch's id). A reconciliation asks the port's finders first: a
-batch found by its name is adopted; an intent with an upload but no batch is created from that upload
-(nothing uploaded twice); where the port cannot tell (Anthropic), it lists and matches as before. Once a
-harvested batch is recorded `harvested`, the port discards what it left on the provider (OpenAI: its
-files, unless `--keep-files`).
+batch found by its name is adopted; an intent with an upload but no batch goes back to the machine
+(`Listed.uploaded`), which creates it from that upload like any create (nothing uploaded twice); where
+the port cannot tell (Anthropic), it lists and matches as before. Once a harvested batch is recorded
+`harvested`, the port discards what it left on the provider (OpenAI: its files, unless `--keep-files`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import assert_never
 
 import attrs
@@ -32,7 +32,7 @@ import attrs
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.messages import CheckpointMessages
 from adapters.providers.port import BatchApiError, BatchMeta, BatchPort, CreateBody, Upload
-from adapters.run.clock import Clock
+from adapters.run.clock import Clock, settle
 from adapters.run.events import (
     BatchCreated,
     BatchHarvested,
@@ -379,6 +379,8 @@ async def run_batch(
     expect: Expect | None = None,
     switcher: Switcher | None = None,
     resumed_switch: bool = False,
+    lane: str | None = None,
+    sub_slot: tuple[int, int] = (0, 1),
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
@@ -387,6 +389,8 @@ async def run_batch(
     model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint;
     `expect` (what one request is expected to cost) is the figure its last line starts from.
     `switcher`: the deadline's switch (`adapters.run.switch`); `resumed_switch`: an earlier run made it.
+    `lane`: the panel lane whose batches these are (None: every sub-batch of the checkpoint is this
+    run's): the run sees, reconciles and records that lane's sub-batches only, numbered in `sub_slot`.
     """
     capped = budget is not None and budget.cap is not None
     if budget is not None and capped:
@@ -394,10 +398,19 @@ async def run_batch(
             raise ValueError("a budget needs the model's price")
         budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
     shell = BatchShell(
-        store, template, api, clock, settings, emit, rng, priced=capped, tag=store.drawn_batch_tag()
+        store,
+        template,
+        api,
+        clock,
+        settings,
+        emit,
+        rng,
+        priced=capped,
+        tag=store.drawn_batch_tag(),
+        lane=lane,
     )
     run = br.BatchRun.start(
-        store.checkpoint(settings.breaker.k),
+        store.checkpoint(settings.breaker.k, lane=lane),
         requests=requests,
         settings=settings,
         now=clock.now(),
@@ -406,6 +419,7 @@ async def run_batch(
         price=price if capped else None,
         cached_bytes=len(template.system_json or b""),
         expect=expect,
+        sub_slot=sub_slot,
     )
     if switcher is not None:
         run = switcher.start(run, resumed=resumed_switch)
@@ -455,7 +469,7 @@ async def run_batch(
         for task in tasks:
             task.cancel()
         if tasks:
-            await _settle(tasks, clock)
+            await settle(tasks, clock)
     counts = store.counts()
     # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
     # follow this one in the same run
@@ -470,23 +484,3 @@ async def run_batch(
         rerun_budget=run.rerun_budget,
         switched=run.switched,
     )
-
-
-#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
-SETTLE_SECONDS = 10.0
-
-
-async def _settle(tasks: Collection[asyncio.Task[br.Event]], clock: Clock) -> None:
-    """Wait until every task has ended, or `SETTLE_SECONDS` have passed; retrieve what each raised
-    (it is not the run's error: that one is already on its way)."""
-    pending = set(tasks)
-    sleeper = asyncio.ensure_future(clock.sleep(SETTLE_SECONDS))
-    try:
-        while pending and not sleeper.done():
-            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-            pending = {t for t in pending if not t.done()}
-    finally:
-        sleeper.cancel()
-    for task in tasks:
-        if task.done() and not task.cancelled():
-            task.exception()

@@ -1,14 +1,21 @@
 """A panel's lanes: a judge's lane is its provider, and for a served model its server (`lane_of`); each
-lane has its own client (`clients_for`), built before anything is sent (`adapters.run.panels` sends
-each lane's requests on its own route)."""
+lane has its own client (`clients_for`), built before anything is sent, and its own route: the batch
+route for each lane whose provider has one and whose own request count says batch (`batch_lanes`),
+the sync route for the others (`adapters.run.panels` sends each lane's requests on its route)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.providers.registry import provider_of
 from judgecore.wire.providers import parse_judge
+from judgecore.wire.requests import Requests
+
+if TYPE_CHECKING:
+    from judgecore.decide.routing import Route
+    from judgecore.wire.requests import Request
 
 
 def lane_of(model: str) -> str:
@@ -27,14 +34,56 @@ def lanes(models: Sequence[str]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def batch_lane(models: Sequence[str]) -> str | None:
-    """The one lane of a panel that takes the batch route when the size says batch (one batch machine
-    per checkpoint): Anthropic's when it has judges, else the first lane whose provider has a batch
-    route; None when no judge's provider has one. The other lanes go on their sync routes meanwhile."""
+def legacy_batch_lane(models: Sequence[str]) -> str | None:
+    """The one lane an earlier version sent a panel's batches on (one batch machine a checkpoint):
+    Anthropic's when it has judges, else the first lane whose provider has a batch route. What the
+    sub-batches of a state dir it wrote belong to (they name no lane: `Store.name_lanes`)."""
     with_batch = [lane for lane, judges in lanes(models).items() if provider_of(judges[0]).batch]
     if not with_batch:
         return None
     return "anthropic" if "anthropic" in with_batch else with_batch[0]
+
+
+def lane_counts(requests: Sequence[Request], default_model: str) -> dict[str, int]:
+    """How many of `requests` each lane sends (a request without its own model asks `default_model`)."""
+    cols = Requests.of(requests)
+    by_model = Counter(m or default_model for m in cols.models)
+    out: Counter[str] = Counter()
+    for model, n in by_model.items():
+        out[lane_of(model)] += n
+    return dict(out)
+
+
+def limits_read(request_model: str, route: Route | None) -> dict[str, int]:
+    """The per-minute limit known for a lane (read by the probe, or `--otpm`): the request model's lane's,
+    from the job's route; every other lane is routed at its provider's reference limit."""
+    if route is None or route.otpm_source == "assumed" or route.otpm < 1:
+        return {}
+    return {lane_of(request_model): route.otpm}
+
+
+def batch_lanes(
+    models: Sequence[str],
+    counts: Mapping[str, int],
+    *,
+    threshold: int,
+    force: str | None = None,
+    limits: Mapping[str, int] | None = None,
+) -> frozenset[str]:
+    """The lanes of a job that take their batch route: each lane whose provider has one and whose own
+    request count (`counts`) is at least its provider's threshold (`threshold` requests at its
+    reference limit, scaled by the limit read for it in `limits`, else its reference), as a job of
+    that provider alone of that size is routed; every such lane with `force` "batch", none with "sync".
+    The other lanes go sync (`adapters.run.panels`)."""
+    out = set()
+    for lane, judges in lanes(models).items():
+        provider = provider_of(judges[0])
+        if not provider.batch or force == "sync":
+            continue
+        limit = (limits or {}).get(lane) or provider.reference_limit
+        if force == "batch" or counts.get(lane, 0) >= provider.route_policy(threshold).threshold(limit):
+            out.add(lane)
+    return frozenset(out)
 
 
 def clients_for(
@@ -50,4 +99,12 @@ def clients_for(
     return out
 
 
-__all__ = ["batch_lane", "clients_for", "lane_of", "lanes"]
+__all__ = [
+    "batch_lanes",
+    "clients_for",
+    "lane_counts",
+    "lane_of",
+    "lanes",
+    "legacy_batch_lane",
+    "limits_read",
+]

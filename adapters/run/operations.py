@@ -163,13 +163,21 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
 
 
 async def run_batch_part(
-    p: Ports, ids: Set[str], *, switched: bool = False, lane_model: str | None = None
+    p: Ports,
+    ids: Set[str],
+    *,
+    switched: bool = False,
+    lane_model: str | None = None,
+    lane: str | None = None,
+    slot: tuple[int, int] = (0, 1),
 ) -> BatchRan:
     """The batch machine over `ids` of the job, through its provider's batch port, its sub-batches
     within the provider's limits (`batch_caps`), with the deadline's switch (`adapters.run.switch`;
     `switched`: an earlier run made it, and this part resumes it). `lane_model`: a judge of the panel
     lane this part runs (its provider's port, with `p.client` that lane's client; default: the job's
-    request model)."""
+    request model); `lane`: what its sub-batches are named in the checkpoint (default: the judge's
+    lane), its batch machine seeing only those, numbered in `slot` (the k-th of m batch machines
+    running at once: `BatchRun.start`'s `sub_slot`)."""
     from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
@@ -181,10 +189,13 @@ async def run_batch_part(
         )
     caps = batch_caps(s, judge)
     api = make_port(p.client, s.keep_files)
+    if lane is None:  # one lane: a state dir an earlier version wrote named none; they are its
+        lane = lane_of(judge)
+        p.store.name_lanes(lane)
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
-        template=p.job.batch_template,
+        template=p.job.batch_template.with_model(judge),
         api=api,
         clock=p.clock,
         settings=BatchSettings(
@@ -202,6 +213,8 @@ async def run_batch_part(
         expect=expect_now(p.store, p.job, s, "batch"),
         switcher=switcher_of(p, api),
         resumed_switch=switched,
+        lane=lane,
+        sub_slot=slot,
     )
     return BatchRan(
         fatal=res.fatal or None,

@@ -235,20 +235,23 @@ def plan_of(
     the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
     design = settings.design
     panel = not settings.plain and bool(design.judges)
-    on_batch = _batch_judges(design.judges) if panel else frozenset()
-    # a panel's sub-batches hold its batch lane's requests, within that lane's provider's limits
+    on_batch = _batch_judges(job, settings, chosen) if panel else frozenset()
     caps = batch_caps(settings, min(on_batch) if on_batch else None)
-    batched: Sequence[Request] = requests
-    if panel and on_batch != set(design.judges):
+    subs: tuple[Any, ...] = ()
+    if chosen.path == "batch" and chunked and not panel:
+        subs = tuple(chunk(requests, max_requests=caps.requests, max_bytes=caps.bytes))
+    elif chosen.path == "batch" and chunked:
+        # each batch lane's sub-batches hold its own requests, within its own provider's limits
+        from adapters.run.lanes import lanes
+
         cols = Requests.of(requests)
-        batched = cols.only(
-            frozenset(c for c, m in zip(cols.custom_ids, cols.models, strict=True) if m in on_batch)
-        )
-    subs = (
-        chunk(batched, max_requests=caps.requests, max_bytes=caps.bytes)
-        if chosen.path == "batch" and chunked
-        else ()
-    )
+        for lane_judges in lanes(sorted(on_batch)).values():
+            mine = frozenset(lane_judges)
+            own = batch_caps(settings, lane_judges[0])
+            batched = cols.only(
+                frozenset(c for c, m in zip(cols.custom_ids, cols.models, strict=True) if m in mine)
+            )
+            subs += tuple(chunk(batched, max_requests=own.requests, max_bytes=own.bytes))
     if not settings.plain and not design.single:
         whole = _plan(
             job,
@@ -269,7 +272,7 @@ def plan_of(
             template = job.template(chosen.path)
             cols = Requests.of(requests)
             models = cols.models
-            routes = _judge_routes(design.judges, chosen)
+            routes = _judge_routes(design.judges, chosen, on_batch)
             for judge in design.judges:
                 mine = cols.only(
                     frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
@@ -327,33 +330,41 @@ def plan_of(
     )
 
 
-def _batch_judges(judges: Sequence[str]) -> frozenset[str]:
-    """The judges a batch route takes when the job's size says batch: the panel's batch lane's
-    (`lanes.batch_lane`, as `adapters.run.panels` sends them); the others go sync."""
-    from adapters.run.lanes import batch_lane, lanes
+def _batch_judges(job: JobPlan, settings: JobSettings, chosen: Route) -> frozenset[str]:
+    """The judges whose lanes take their batch route when the job's route is batch (`lanes.batch_lanes`:
+    each lane by its own request count, as `adapters.run.panels` sends them); the others go sync."""
+    from adapters.run.lanes import batch_lanes, lane_counts, lane_of, limits_read
 
-    lane = batch_lane(judges)
-    return frozenset(lanes(judges)[lane]) if lane is not None else frozenset()
+    judges = settings.design.judges
+    on = batch_lanes(
+        judges,
+        lane_counts(job.requests, settings.request_model),
+        threshold=settings.sync_threshold,
+        force=settings.force,
+        limits=limits_read(settings.request_model, chosen),
+    )
+    return frozenset(j for j in judges if lane_of(j) in on)
 
 
-def _judge_routes(judges: Sequence[str], chosen: Route) -> tuple[tuple[str, str], ...]:
-    """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so); empty
-    for a panel of one provider (its route is the job's)."""
+def _judge_routes(
+    judges: Sequence[str], chosen: Route, on_batch: frozenset[str]
+) -> tuple[tuple[str, str], ...]:
+    """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so:
+    `on_batch`, the judges whose lanes batch); empty for a panel of one provider (its route is the job's)."""
     from adapters.providers.registry import provider_of
     from adapters.run.lanes import lanes
 
     if len(lanes(judges)) < 2:
         return ()
     out = []
-    on_batch = _batch_judges(judges)
     for judge in judges:
         provider = provider_of(judge)
         if provider.name == "served":
             out.append((judge, "sync, self-hosted"))
         elif judge in on_batch:
             out.append((judge, chosen.path))
-        elif provider.batch:  # its provider has a batch route, but another lane has the checkpoint's
-            out.append((judge, "sync" if chosen.path == "sync" else "sync (another judge's batches run)"))
+        elif provider.batch:  # its provider has a batch route, but its lane is too small for it
+            out.append((judge, "sync" if chosen.path == "sync" else "sync (too few requests for a batch)"))
         else:
             out.append((judge, "sync" if chosen.path == "sync" else "sync (no batch route built)"))
     return tuple(out)

@@ -2,6 +2,10 @@
 module records it, says it, and cancels the live batches through the batch port (`BatchPort.cancel`:
 any provider's batch route whose port cancels the way Anthropic's does, keeping what completed).
 
+A panel's batch lanes each have their own switcher (their own port); the first to switch records it,
+and the others follow at their next step, each canceling its own lane's batches through its own
+provider.
+
 Order, for a kill anywhere: the switch is written in the checkpoint (`store.switch`) before the first
 cancel; a run that finds it there resumes the switch: it creates nothing, cancels
 what is still live, polls the canceled batches to their end and harvests them, and the job sends the
@@ -140,6 +144,9 @@ class Switcher:
 
     async def step(self, run: BatchRun) -> BatchRun:
         """Switch when the core says so now; then cancel each live batch once (its answer recorded)."""
+        if not run.switched and self.plan is not None and self.store.switch is not None:
+            # another batch lane of the panel switched (it recorded the switch): this lane follows
+            run = switching(run)
         if not run.switched and self.plan is not None:
             now = self.clock.now()
             if self.tokens is not None and now >= self.refreshed + REFRESH_SECONDS:

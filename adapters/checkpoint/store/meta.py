@@ -104,6 +104,9 @@ class Meta:
     #: the state dir's batch tag, drawn once: what names its files and batches on a provider that
     #: takes names (`adapters.providers.port.BatchMeta.job`)
     batch_tag: Field[str] = Field("batch_tag")
+    #: a panel's lanes that took their batch route (`adapters.run.lanes.batch_lanes`), as the run chose
+    #: them: what `status` says each judge's route is
+    batch_lanes: Field[list[str]] = Field("batch_lanes")
 
     def drawn_batch_tag(self) -> str:
         """The state dir's batch tag, drawn (and kept) the first time it is asked for."""
