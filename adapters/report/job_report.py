@@ -20,6 +20,7 @@ from adapters.checkpoint.records import records_from_store
 from adapters.checkpoint.store import Store, SubBatchRow
 from adapters.files.readers import read_verdict_file
 from adapters.report.gather import Example, Provenance
+from adapters.run.lanes import judge_routes
 from adapters.usage import UsageError
 from judgecore.results.verdicts import spec_from_json
 from judgecore.summary.examples import ExampleGroup
@@ -83,6 +84,7 @@ def job_report(
             reference=reference,
             money=spend_from_store(store),
             spend_by_model=spend_by_model(store),
+            route_by_model=judge_routes(store),
             scale=spec.scale if spec else None,
             top=TOP_GROUPS if top is None else top,
             author=author,

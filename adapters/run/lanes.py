@@ -86,6 +86,36 @@ def batch_lanes(
     return frozenset(out)
 
 
+def judge_routes(store: Any) -> tuple[tuple[str, str], ...]:
+    """A panel across lanes, as its checkpoint holds it: each judge's route in words, as the run chose
+    it, with its lane's sub-batches (`batch, 3 sub-batches on openai`); empty for a job of one lane."""
+    judges = [str(j) for j in (store.manifest or {}).get("judges") or ()]
+    if len(lanes(judges)) < 2 or (route := store.route) is None:
+        return ()
+    legacy = legacy_batch_lane(judges)
+    on_batch = store.batch_lanes
+    if on_batch is None:  # a dir an earlier version wrote: its one batch lane
+        on_batch = [legacy] if legacy is not None and route.path == "batch" else []
+    by_lane = lanes(judges)
+    # a sub-batch's lane is a lane's name, or a judge's where its lane batches per judge (OpenAI's)
+    subs = Counter(
+        unit if unit in by_lane else lane_of(unit)
+        for r in store.sub_batches()
+        if (unit := r.lane or legacy) is not None
+    )
+    out = []
+    for judge in judges:
+        lane, name = lane_of(judge), provider_of(judge).name
+        if name == "served":
+            out.append((judge, "sync, self-hosted"))
+        elif lane in on_batch:
+            k = subs[lane]
+            out.append((judge, f"batch, {k:,} sub-batch{'es' if k != 1 else ''} on {name}"))
+        else:
+            out.append((judge, "sync"))
+    return tuple(out)
+
+
 def clients_for(
     models: Sequence[str], request_model: str, client: Any, environ: Mapping[str, str]
 ) -> dict[str, Any]:
@@ -102,6 +132,7 @@ def clients_for(
 __all__ = [
     "batch_lanes",
     "clients_for",
+    "judge_routes",
     "lane_counts",
     "lane_of",
     "lanes",

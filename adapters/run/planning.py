@@ -238,10 +238,12 @@ def plan_of(
     on_batch = _batch_judges(job, settings, chosen) if panel else frozenset()
     caps = batch_caps(settings, min(on_batch) if on_batch else None)
     subs: tuple[Any, ...] = ()
+    by_provider: list[tuple[str, int, int, int]] = []
     if chosen.path == "batch" and chunked and not panel:
         subs = tuple(chunk(requests, max_requests=caps.requests, max_bytes=caps.bytes))
     elif chosen.path == "batch" and chunked:
         # each batch lane's sub-batches hold its own requests, within its own provider's limits
+        from adapters.providers.registry import provider_of
         from adapters.run.lanes import lanes
 
         cols = Requests.of(requests)
@@ -251,7 +253,10 @@ def plan_of(
             batched = cols.only(
                 frozenset(c for c, m in zip(cols.custom_ids, cols.models, strict=True) if m in mine)
             )
-            subs += tuple(chunk(batched, max_requests=own.requests, max_bytes=own.bytes))
+            made = tuple(chunk(batched, max_requests=own.requests, max_bytes=own.bytes))
+            subs += made
+            name = provider_of(lane_judges[0]).name
+            by_provider.append((name, len(made), own.requests, own.bytes))
     if not settings.plain and not design.single:
         whole = _plan(
             job,
@@ -314,6 +319,7 @@ def plan_of(
             design=_design_words(design),
             cost_by_judge=tuple(by_judge),
             route_by_judge=routes if design.judges else (),
+            sub_batches_by_provider=tuple(by_provider),
         )
     return _plan(
         job,

@@ -254,6 +254,9 @@ class Plan:
     #: a panel across providers: each judge's route in words (`batch`, `sync`, `sync (self-hosted)`);
     #: empty for a job of one provider, whose one route is `route`
     route_by_judge: tuple[tuple[str, str], ...] = ()
+    #: a panel whose lanes batch: each lane's (provider's) sub-batches, in `sub_batches`' order, with
+    #: its own limits: (provider, how many, at most requests, at most bytes)
+    sub_batches_by_provider: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def output_schema(self) -> dict[str, Any] | None:

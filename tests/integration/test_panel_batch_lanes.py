@@ -123,6 +123,10 @@ def test_both_lanes_batch_and_a_kill_between_intent_and_create_on_one_lane_pays_
     # paid once each, at the batch price, on each wire; nothing on either sync route
     assert Counter(route for route, _ in s.sim._billed) == Counter({"batch": n})
     assert Counter((m, route) for m, route, _ in s.sim.openai.billed) == Counter({("gpt-5-mini", "batch"): n})
+    # summary gives each judge's route and its provider's sub-batches
+    summary = " ".join(cli_in_process(["summary", "--state", str(state)], env=_env(s)).stdout.split())
+    assert "spend by openai:gpt-5-mini: $0.0" in summary and "; batch, 1 sub-batch on openai)" in summary
+    assert "; batch, 1 sub-batch on anthropic)" in summary
 
 
 def test_a_mixed_panels_dry_run_prices_both_lanes_at_the_batch_price(served, tmp_path: Path) -> None:
@@ -134,6 +138,17 @@ def test_a_mixed_panels_dry_run_prices_both_lanes_at_the_batch_price(served, tmp
     )
     assert plan["route_by_judge"] == dict.fromkeys(JUDGES, "batch")
     assert [40, 40] == [sb["requests"] for sb in plan["sub_batches"]]
+    by_provider = plan["sub_batches_by_provider"]  # each lane's within its own provider's limits
+    assert by_provider["openai"] == {
+        "sub_batches": 1,
+        "max_batch_requests": 8000,
+        "max_batch_bytes": 190_000_000,
+    }
+    assert by_provider["anthropic"]["sub_batches"] == 1
+    assert by_provider["anthropic"]["max_batch_bytes"] == 250_000_000
+    text = cli_in_process([*_job(tmp_path, 40, JUDGES, *SIZE), "--dry-run"], env=_env(s)).stdout
+    assert "openai 1, at most 8,000 requests and 190,000,000 bytes each" in text
+    assert "openai:gpt-5-mini (batch, est $" in text
     for judge in JUDGES:
         alone = _job(tmp_path, 40, [judge], state=f"alone-{judge.replace(':', '-')}")
         one = orjson.loads(
