@@ -171,9 +171,11 @@ async def batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> Batc
     ran = await _all(p, runs)
     fatal, budget = _merged(ran)
     stuck = tuple(s for r in ran if isinstance(r, BatchRan) for s in r.stuck)
-    swapped = [r for r in ran if isinstance(r, BatchRan) and r.switched]
-    live = frozenset(c for r in swapped for c in r.live)
-    return BatchRan(fatal=fatal, stuck=stuck, budget=budget, switched=bool(swapped), live=live)
+    switched = any(isinstance(r, BatchRan) and r.switched for r in ran)
+    # what is still in a live batch once every lane has ended (a lane's own figure, taken when it
+    # ended, holds another lane's ids it was still harvesting)
+    live = p.store.job_state().in_flight if switched else frozenset()
+    return BatchRan(fatal=fatal, stuck=stuck, budget=budget, switched=switched, live=live)
 
 
 __all__ = ["batch_part", "chosen_lanes", "mixed", "sync_part"]
