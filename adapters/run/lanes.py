@@ -86,6 +86,12 @@ def batch_lanes(
     return frozenset(out)
 
 
+def lane_of_unit(unit: str, models: Sequence[str]) -> str:
+    """The lane of a sub-batch's `lane` as the checkpoint names it: a lane's name, or a judge's where
+    its lane batches per judge (OpenAI's: `adapters.run.panels`)."""
+    return unit if unit in lanes(models) else lane_of(unit)
+
+
 def judge_routes(store: Any) -> tuple[tuple[str, str], ...]:
     """A panel across lanes, as its checkpoint holds it: each judge's route in words, as the run chose
     it, with its lane's sub-batches (`batch, 3 sub-batches on openai`); empty for a job of one lane."""
@@ -99,7 +105,7 @@ def judge_routes(store: Any) -> tuple[tuple[str, str], ...]:
     by_lane = lanes(judges)
     # a sub-batch's lane is a lane's name, or a judge's where its lane batches per judge (OpenAI's)
     subs = Counter(
-        unit if unit in by_lane else lane_of(unit)
+        unit if unit in by_lane else lane_of(unit)  # `lane_of_unit`, the lanes made once
         for r in store.sub_batches()
         if (unit := r.lane or legacy) is not None
     )
@@ -135,6 +141,7 @@ __all__ = [
     "judge_routes",
     "lane_counts",
     "lane_of",
+    "lane_of_unit",
     "lanes",
     "legacy_batch_lane",
     "limits_read",

@@ -31,7 +31,15 @@ import attrs
 
 from adapters.providers.registry import provider_of
 from adapters.run.events import Notice
-from adapters.run.lanes import batch_lanes, lane_counts, lane_of, lanes, legacy_batch_lane, limits_read
+from adapters.run.lanes import (
+    batch_lanes,
+    lane_counts,
+    lane_of,
+    lane_of_unit,
+    lanes,
+    legacy_batch_lane,
+    limits_read,
+)
 from adapters.run.operations import (
     Ports,
     requests_of,
@@ -111,7 +119,9 @@ def chosen_lanes(p: Ports) -> frozenset[str]:
         force=s.force,
         limits=limits_read(s.request_model, p.store.route),
     )
-    live = {r.lane for r in p.store.sub_batches(sorted(IN_FLIGHT)) if r.lane is not None}
+    live = {
+        lane_of_unit(r.lane, s.models) for r in p.store.sub_batches(sorted(IN_FLIGHT)) if r.lane is not None
+    }
     return on_batch | live
 
 

@@ -247,7 +247,15 @@ def plan_of(
         from adapters.run.lanes import lanes
 
         cols = Requests.of(requests)
-        for lane_judges in lanes(sorted(on_batch)).values():
+        units = [
+            group
+            for lane_judges in lanes(sorted(on_batch)).values()
+            # a provider whose batch names one model (OpenAI's) batches each judge on its own
+            for group in (
+                [(j,) for j in lane_judges] if provider_of(lane_judges[0]).batch_one_model else [lane_judges]
+            )
+        ]
+        for lane_judges in units:
             mine = frozenset(lane_judges)
             own = batch_caps(settings, lane_judges[0])
             batched = cols.only(
@@ -256,7 +264,9 @@ def plan_of(
             made = tuple(chunk(batched, max_requests=own.requests, max_bytes=own.bytes))
             subs += made
             name = provider_of(lane_judges[0]).name
-            by_provider.append((name, len(made), own.requests, own.bytes))
+            k = sum(n for p, n, _, _ in by_provider if p == name)  # a provider batching per judge: summed
+            by_provider = [e for e in by_provider if e[0] != name]
+            by_provider.append((name, k + len(made), own.requests, own.bytes))
     if not settings.plain and not design.single:
         whole = _plan(
             job,

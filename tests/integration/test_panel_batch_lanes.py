@@ -184,3 +184,22 @@ def test_cancel_cancels_each_lanes_batches_through_its_own_provider(served, tmp_
     assert res.returncode == 0, res.stderr
     assert "canceled 2 live batches" in res.stderr
     assert _cancels(s) == Counter({"anthropic": 1, "openai": 1})
+
+
+def test_two_openai_judges_batch_as_two_machines_each_file_one_model(served, tmp_path: Path) -> None:
+    """OpenAI's batch file names one model: a lane of two OpenAI judges batches each judge's requests
+    in batches of their own (the simulator fails a file that mixes models), beside Claude's."""
+    s = served(Scenario(batch_seconds=0.3))
+    judges = [*JUDGES, "openai:gpt-5-nano"]
+    args = _job(tmp_path, 30, judges, *SIZE)
+    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
+    assert plan["sub_batches_by_provider"]["openai"]["sub_batches"] == 2  # one file a model
+    assert [30, 30, 30] == [sb["requests"] for sb in plan["sub_batches"]]
+    res = cli_in_process(args, env=_env(s))
+    assert res.returncode == 0, res.stderr
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 30 and all(set(ln["judges"]) == set(judges) for ln in lines)
+    assert len(s.sim.openai.batches()) == 2 and {b.status for b in s.sim.openai.batches()} == {"completed"}
+    billed = Counter((m, route) for m, route, _ in s.sim.openai.billed)
+    assert billed == Counter({("gpt-5-mini", "batch"): 30, ("gpt-5-nano", "batch"): 30})
+    assert len(s.sim.submitted_custom_ids()) == 30
