@@ -203,3 +203,33 @@ def test_two_openai_judges_batch_as_two_machines_each_file_one_model(served, tmp
     billed = Counter((m, route) for m, route, _ in s.sim.openai.billed)
     assert billed == Counter({("gpt-5-mini", "batch"): 30, ("gpt-5-nano", "batch"): 30})
     assert len(s.sim.submitted_custom_ids()) == 30
+
+
+def test_a_kill_between_create_and_record_on_claudes_lane_adopts_its_batch_and_pays_once(
+    served, tmp_path: Path
+) -> None:
+    """Claude's create makes its batch but its answer hangs (the id never recorded); OpenAI's lane has
+    created its own. Killed, then rerun: Claude's lane lists Anthropic's batches alone and adopts its
+    orphan, OpenAI's polls its batch; nothing is created twice on either wire."""
+    from tests import children
+
+    s = served(
+        Scenario(batch_seconds=0.3, create_stall_seconds=60.0, create_faults={1: "persist_then_stall"})
+    )
+    n = 40
+    state = tmp_path / "state"
+    first = children.start("adapters.cli", _job(tmp_path, n, JUDGES, *SIZE), env=_env(s), cwd=ROOT)
+    try:
+        s.wait_for(lambda: len(s.sim.batches) >= 1 and _ok(s, OPENAI_BATCHES) >= 1, timeout=60)
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    again = cli_in_process(["run", "--state", str(state)], env=_env(s))
+    assert again.returncode == 0, again.stderr
+    assert "adopted orphan batch" in again.stderr
+    lines = read_output(state / "output.jsonl")
+    assert len(lines) == n and all(set(ln["judges"]) == set(JUDGES) for ln in lines)
+    assert len(s.sim.batches) == 1 and _ok(s, OPENAI_BATCHES) == 1 and _ok(s, FILES) == 1
+    assert Counter(route for route, _ in s.sim._billed) == Counter({"batch": n})
+    assert Counter((m, route) for m, route, _ in s.sim.openai.billed) == Counter({("gpt-5-mini", "batch"): n})
