@@ -12,6 +12,7 @@ topic, failure classes, spend, timeline) and printing its path.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import tempfile
@@ -31,8 +32,11 @@ from adapters.report.page import write_html_report
 from adapters.run.job import ajudge
 from adapters.run.progress import plural, stderr_progress
 from adapters.run.settings import JobSettings
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from adapters.usage import EXIT_OK
-from judgecore import spec_from_json
+from judgecore.results.verdicts import spec_from_json
 
 #: The rubric asks for "Score: N" first; a judge that concludes last would match the same (the last
 #: match counts).
@@ -254,9 +258,6 @@ def demo_dir_problem(root: Path) -> str | None:
 
 def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
-    import asyncio
-
-    from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
         print("error: --n must be >= 1", file=sys.stderr)

@@ -12,6 +12,10 @@ every other site to none:
 - each provider's SDK: `import anthropic` in `adapters/providers/anthropic/`, `import openai` in
   `adapters/providers/openai/` (an optional extra, and the heaviest import of a run).
 
+An `if TYPE_CHECKING:` block is allowed only where the real import would close an import circle (a
+class and the helpers that take it name each other in annotations): one of the modules it names
+imports, at run time, the module the block stands in (bench/import_cycles.py's graph).
+
 Every other import stands at the top of its module: what a command does not need, its modules do not
 import (the dry run's module graph is kept small by where code lives, not by deferring).
 """
@@ -20,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 
 import attrs
 
@@ -96,10 +102,46 @@ def sites(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> list[Site]:
     return found
 
 
-def allowed(site: Site) -> bool:
-    """A deferred import in one of the two allowed places (module docstring)."""
-    if site.kind != "function":
-        return False
+def _import_cycles() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "import_cycles", Path(__file__).with_name("import_cycles.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def running_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the first-party modules it imports at run time (bench/import_cycles.py)."""
+    cycles = _import_cycles()
+    return cycles.graph(cycles.modules(root))
+
+
+def _module_of(path: str) -> str:
+    parts = path.removesuffix(".py").split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _reaches(edges: Mapping[str, set[str]], start: str, goal: str) -> bool:
+    seen, stack = {start}, [start]
+    while stack:
+        node = stack.pop()
+        if node == goal:
+            return True
+        for child in edges.get(node, ()):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return False
+
+
+def allowed(site: Site, edges: Mapping[str, set[str]] | None = None) -> bool:
+    """A deferred import in one of the two allowed places, or a TYPE_CHECKING block whose real import
+    would close a circle in `edges` (the run-time import graph; None: no circle is known)."""
+    if site.kind == "type-checking":
+        here = _module_of(site.path)
+        return edges is not None and any(_reaches(edges, m, here) for m in site.modules)
     if site.path == DISPATCH:
         return all(m.split(".")[0] == "adapters" for m in site.modules)
     for folder, sdk in SDK_OF.items():
@@ -113,7 +155,8 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help="list the allowed sites too")
     args = parser.parse_args()
     found = sites()
-    outside = [s for s in found if not allowed(s)]
+    edges = running_graph()
+    outside = [s for s in found if not allowed(s, edges)]
     for site in found if args.all else outside:
         print(site)
     functions = sum(s.kind == "function" for s in found)

@@ -38,7 +38,7 @@ from adapters.providers.anthropic.sync_api import Answer, AnthropicMessagesApi, 
 from adapters.run.clock import RealClock  # noqa: E402
 from adapters.run.events import discard  # noqa: E402
 from adapters.run.sync import SyncSettings, probe, run_sync  # noqa: E402
-from judgecore import RawResult, classify  # noqa: E402
+from judgecore.results.outcomes import RawResult, classify  # noqa: E402
 
 
 class Stamped:

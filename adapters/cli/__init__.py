@@ -41,7 +41,9 @@ __all__ = [
 
 
 def cmd_simulator(ns: argparse.Namespace) -> int:
-    from adapters.simulator import Simulator, run_server_forever, scenario_from_args
+    from adapters.simulator.cli import scenario_from_args
+    from adapters.simulator.logic import Simulator
+    from adapters.simulator.server import run_server_forever
 
     if not 0 <= ns.port <= 65_535:
         raise UsageError(f"--port must be in 0..65535 (0: any free port), got {ns.port}")

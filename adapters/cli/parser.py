@@ -4,6 +4,8 @@ parser that reports a usage error on one line (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import platform
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +20,10 @@ from adapters.cli.helptext import (
     STATUS_EPILOG,
     SUMMARY_EPILOG,
 )
+from adapters.simulator.cli import add_arguments
 from adapters.usage import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, EXIT_USAGE, THINKING_MAX_TOKENS
+from judgecore.job.knobs import BY_NAME, KnobError
+from judgecore.job.when import WhenError, parse_when
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +74,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _deadline(text: str) -> Any:
     """`--deadline WHEN` read (`judgecore.job.when`): a bad value is exit 2, naming the flag."""
-    from judgecore.job.when import WhenError, parse_when
 
     try:
         return parse_when(text)
@@ -82,7 +86,6 @@ def _knob(name: str) -> Callable[[str], Any]:
     one table of knobs (`judgecore.job.knobs`, read when a value is given: `--help` loads no core)."""
 
     def parse(text: str) -> Any:
-        from judgecore.job.knobs import BY_NAME, KnobError
 
         try:
             return BY_NAME[name].parse(text)
@@ -99,8 +102,6 @@ class _Version(argparse.Action):
     package metadata only: neither is imported), then exit 0."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        import importlib.metadata
-        import platform
 
         def version(dist: str) -> str:
             try:
@@ -350,9 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _simulator_arguments(parser: argparse.ArgumentParser) -> None:
-    """The simulator's own options (the simulator package loads http.server and ssl)."""
-    from adapters.simulator import add_arguments
-
+    """The simulator's own options (`adapters.simulator.cli`: its scenario's knobs, not its server)."""
     add_arguments(parser)
 
 

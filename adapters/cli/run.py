@@ -4,12 +4,18 @@ its progress, its closing lines, and Ctrl-C and SIGTERM kept safe."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import attrs
+import orjson
 
 from adapters.checkpoint import finished
 from adapters.checkpoint.jobkey import ids_job_for
@@ -17,6 +23,7 @@ from adapters.checkpoint.records import collect_records
 from adapters.checkpoint.store import Store
 from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.cli.flags import _read_rubric, _settings
+from adapters.cli.relaunch import command_line
 from adapters.cli.remembered import (
     _NOT_REMEMBERED,
     _check_manifest,
@@ -25,25 +32,23 @@ from adapters.cli.remembered import (
     _remembered,
     _run_flags_given,
 )
+from adapters.cli.status import _spend_line
 from adapters.files.items_io import load_design_input, load_design_items, load_input, load_items
 from adapters.files.messages import JobInput
 from adapters.files.paths import input_problem, kept_path, out_problem, state_problem
 from adapters.files.readers import input_kind
 from adapters.files.writers import output_problem, write_records
+from adapters.run.deadline import dry_run_deadline, render_deadline
 from adapters.run.dryrun import judge_dry_run
+from adapters.run.job import ajudge
+from adapters.run.progress import plural, stderr_progress
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
 from judgecore.job.items import Items
+from judgecore.results.verdicts import reads_none, spec_from_json
+from judgecore.summary.job_summary import unreadable_warning
 from judgecore.summary.plan_text import plan_json, render_plan
-
-if TYPE_CHECKING:
-    pass
-    pass
-    pass
-    pass
-    pass
-
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -60,7 +65,6 @@ def _hung_up(ttys: Sequence[int]) -> None:
     that were that terminal when the run began (`ttys`, their descriptors: a hung-up terminal no
     longer says it is one) are pointed at /dev/null, so what the run still writes while it stops (the
     live view, the closing lines) cannot fail and leave the output unwritten."""
-    import os
 
     null = os.open(os.devnull, os.O_WRONLY)
     try:
@@ -126,7 +130,6 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
     # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
     # fresh state dir, which keeps nothing: its custom_ids, derived only if read).
-    from adapters.checkpoint.store.schema import holds_checkpoint
 
     fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
@@ -162,8 +165,6 @@ def _verdict_that_reads(
     warning: the job keeps the spec it had (`--replace-verdict` takes the new one anyway)."""
     if settings.verdict is None or not _holds_checkpoint(ns.state):
         return settings
-    from adapters.checkpoint.store import Store
-    from judgecore.results.verdicts import reads_none, spec_from_json
 
     store = Store.open_readonly(ns.state)
     try:
@@ -177,7 +178,6 @@ def _verdict_that_reads(
         store.close()
     if tried is None:
         return settings
-    import attrs
 
     was = (kept or {}).get("flags", {}).get("verdict")
     answers = f"{tried:,} answer" + ("" if tried == 1 else "s")
@@ -205,7 +205,6 @@ def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any
 
     if ns.state is None or not holds_checkpoint(ns.state):
         return
-    from adapters.checkpoint.store import Store
 
     store = Store.open_readonly(ns.state)
     try:
@@ -268,12 +267,9 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
         source=str(ns.input),
     )
     assert result.plan is not None
-    from adapters.run.deadline import dry_run_deadline, render_deadline
 
     deadline = dry_run_deadline(time.time(), settings, result.plan)
     if ns.json:
-        import orjson
-
         shown = plan_json(result.plan) | ({"deadline": deadline} if deadline is not None else {})
         sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -294,15 +290,6 @@ def _run(
     a run that finishes the job keeps the finished-job record `done` (`adapters.checkpoint.finished`).
     The command's dispatch to a real run: what only a run needs (the machines, the ports, asyncio, the
     progress and the summary) is imported here, so that a dry run does not load it."""
-    import asyncio
-    import contextlib
-    import signal
-
-    from adapters.cli.relaunch import command_line
-    from adapters.cli.status import _spend_line
-    from adapters.run.job import ajudge
-    from adapters.run.progress import plural, stderr_progress
-    from judgecore.summary.job_summary import unreadable_warning
 
     resume = command_line(without(argv, "--deadline"))  # a deadline is this run's: never resumed with
     terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status

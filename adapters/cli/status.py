@@ -10,16 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
-from adapters.checkpoint.reads import counts_with_verdicts, spend_from_store
+from adapters.checkpoint.reads import counts_with_verdicts, spend_by_judge, spend_from_store
 from adapters.checkpoint.statelock import running_holder
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.files.inspect_log import export_to_inspect
 from adapters.files.paths import existing_state_problem, kept_path, out_problem
+from adapters.providers.registry import provider_of
 from adapters.report.job_report import job_report, summary_json
 from adapters.report.page import write_html_report
+from adapters.run.lanes import batch_lane, lane_of, lanes
 from adapters.usage import EXIT_OK, EXIT_PENDING, PYTHON_RESUME, UsageError
+from judgecore.decide.deadline import clock_time
 from judgecore.job.designs import Design
 from judgecore.summary.job_summary import render_summary, unreadable_warning
 from judgecore.summary.text import render_markdown
@@ -35,7 +39,6 @@ def _existing_state(state: Path) -> None:
 
 
 def cmd_status(ns: argparse.Namespace) -> int:
-    import orjson
 
     _existing_state(ns.state)
     store = Store.open(ns.state)
@@ -120,9 +123,6 @@ def cmd_status(ns: argparse.Namespace) -> int:
 def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
     """A panel across providers: each judge's provider, route and spend (an empty dict for any other
     job, whose one route and spend are the job's)."""
-    from adapters.checkpoint.reads import spend_by_judge
-    from adapters.providers.registry import provider_of
-    from adapters.run.lanes import batch_lane, lane_of, lanes
 
     judges = list((store.manifest or {}).get("judges") or ())
     if len(lanes(judges)) < 2:
@@ -155,7 +155,6 @@ def _judge_lines(judges: dict[str, dict[str, Any]]) -> list[str]:
 
 def _deadline_line(at: float, now: float) -> str:
     """The last run's deadline, and the time left to it (or that it has passed)."""
-    from judgecore.decide.deadline import clock_time
 
     left = at - now
     if left <= 0:
@@ -165,7 +164,6 @@ def _deadline_line(at: float, now: float) -> str:
 
 def _switch_line(sw: dict[str, Any]) -> str:
     """The deadline's switch a run made: when, and that the rest goes on the sync route."""
-    from judgecore.decide.deadline import clock_time
 
     extra = "" if sw.get("extra_usd") is None else f"; extra cost at most ${sw['extra_usd']:,.2f}"
     return (

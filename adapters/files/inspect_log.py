@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import os
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 from adapters.checkpoint.records import records_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.cells import need, object_line
+from adapters.files.paths import publish
 from adapters.usage import UsageError
 from judgecore.results.verdicts import spec_from_json
 
@@ -190,9 +193,6 @@ def _results(log: Any, values: list[float]) -> Any:
 def _write_atomic(api: Any, log: Any, out: Path) -> None:
     """`write_eval_log` to a temp file beside `out`, then rename over it (never over a checkpoint),
     with the mode the umask gives a new file (`adapters.files.paths.publish`)."""
-    import tempfile
-
-    from adapters.files.paths import publish
 
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=out.suffix, dir=out.parent)
@@ -205,6 +205,4 @@ def _write_atomic(api: Any, log: Any, out: Path) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     finally:
-        import os
-
         os.close(fd)

@@ -31,7 +31,8 @@ from typing import Any, Protocol
 import attrs
 import httpx2
 
-from judgecore import BatchSnapshot, Outcome, RawResult
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.results.outcomes import Outcome, RawResult
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body, create_body_chunks
 from judgecore.wire.requests import Request, RequestTemplate, sizes_of

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.providers.anthropic.batch_api import AnthropicBatchApi
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.providers.openai import missing_extra
+from adapters.providers.openai.batch_port import OpenAIBatchPort
 from adapters.providers.openai.body import MAX_FILE_BYTES, MAX_LINES
+from adapters.providers.openai.sync import OpenAIChatApi
+from adapters.providers.openai.sync_template import OpenAISyncTemplate
+from adapters.providers.port import BatchPort
 from adapters.usage import UsageError
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.routing import RoutePolicy
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.providers import JudgeNameError, parse_judge
 from judgecore.wire.requests import RequestTemplate
-
-if TYPE_CHECKING:
-    from adapters.providers.port import BatchPort
 
 
 @attrs.frozen
@@ -90,19 +94,16 @@ def _anthropic_client(environ: Mapping[str, str]) -> Any:
 
 
 def _anthropic_sync(client: Any, timeout: float | None) -> Any:
-    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
 
     return AnthropicMessagesApi(client, timeout=timeout)
 
 
 def _anthropic_batch(client: Any, keep_files: bool) -> BatchPort:
-    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
 
     return AnthropicBatchApi(client)  # a Message Batch leaves no file behind: nothing to keep
 
 
 def _openai_client(environ: Mapping[str, str]) -> Any:
-    from adapters.providers.openai import missing_extra
 
     if (hint := missing_extra()) is not None:
         raise UsageError(f"{hint} (nothing was sent)")
@@ -116,19 +117,16 @@ def _openai_client(environ: Mapping[str, str]) -> Any:
 
 
 def _openai_sync(client: Any, timeout: float | None) -> Any:
-    from adapters.providers.openai.sync import OpenAIChatApi
 
     return OpenAIChatApi(client, timeout=timeout)
 
 
 def _openai_batch(client: Any, keep_files: bool) -> BatchPort:
-    from adapters.providers.openai.batch_port import OpenAIBatchPort
 
     return OpenAIBatchPort.over(client, keep_files=keep_files)
 
 
 def _openai_template(template: RequestTemplate) -> Any:
-    from adapters.providers.openai.sync_template import OpenAISyncTemplate
 
     return OpenAISyncTemplate(template)
 
@@ -155,7 +153,6 @@ def _served_client(url: str, environ: Mapping[str, str]) -> Any:
 
 
 def _served_sync(client: Any, timeout: float | None) -> Any:
-    from adapters.providers.openai.sync import OpenAIChatApi
 
     return OpenAIChatApi(client, timeout=timeout, env="the URL of served:MODEL@URL")
 

@@ -7,17 +7,27 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import random
 import sys
 from collections.abc import Mapping, Sequence, Set
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+import adapters.run.sync  # noqa: F401
 from adapters.checkpoint.store import Store
+from adapters.files.items_io import bulk_allocation
+from adapters.files.messages import InputChangedError, MessageSource, hand_to_checkpoint
+from adapters.providers.port import BatchPort
 from adapters.providers.registry import PROVIDERS, provider_of
+from adapters.run.batch import BatchSettings, run_batch
+from adapters.run.clock import Clock
+from adapters.run.events import Emit
 from adapters.run.lanes import clients_for, lane_of
 from adapters.run.planning import expect_now
 from adapters.run.settings import JobSettings, batch_caps, budget_now, price_of, sync_settings_for
+from adapters.run.switch import Switcher, switch_plan, tokens_of
+from adapters.run.sync import SyncSettings, probe, run_sync
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan
 from judgecore.decide.polling import PollPolicy
@@ -26,16 +36,6 @@ from judgecore.job.idsets import Picked
 from judgecore.job.ints import Ints
 from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
 from judgecore.wire.requests import Request, Requests
-
-if TYPE_CHECKING:
-    import random
-
-    from adapters.files.messages import MessageSource
-    from adapters.providers.port import BatchPort
-    from adapters.run.clock import Clock
-    from adapters.run.events import Emit
-    from adapters.run.switch import Switcher
-    from adapters.run.sync import SyncSettings
 
 
 @attrs.frozen(kw_only=True)
@@ -67,8 +67,6 @@ def connect(
 ) -> Ports:
     """The run will send: its sync knobs, its client, and the messages handed from `messages` to the
     checkpoint (the run reads back what it sends: none held in memory)."""
-    from adapters.files.items_io import bulk_allocation
-    from adapters.files.messages import InputChangedError, hand_to_checkpoint
 
     provider = provider_of(settings.request_model)
     if not all(m in sys.modules for m in provider.sdk_modules):
@@ -82,7 +80,6 @@ def connect(
             for module in provider.sdk_modules:
                 with contextlib.suppress(ImportError):  # an extra not installed: its client says so
                     importlib.import_module(module)
-            import adapters.run.sync  # noqa: F401
 
             gc.freeze()
     try:
@@ -111,7 +108,6 @@ def connect(
 async def probe_one(p: Ports, custom_id: str) -> Probed:
     """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
     of its rate-limit headers kept."""
-    from adapters.run.sync import probe
 
     first = p.job.requests.select([custom_id])[0]
     model = first.model or p.settings.request_model
@@ -170,7 +166,6 @@ async def run_batch_part(
     `switched`: an earlier run made it, and this part resumes it). `lane_model`: a judge of the panel
     lane this part runs (its provider's port, with `p.client` that lane's client; default: the job's
     request model)."""
-    from adapters.run.batch import BatchSettings, run_batch
 
     s = p.settings
     judge = lane_model or s.request_model
@@ -214,7 +209,6 @@ async def run_batch_part(
 
 def switcher_of(p: Ports, api: BatchPort) -> Switcher:
     """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
-    from adapters.run.switch import Switcher, switch_plan, tokens_of
 
     tokens = tokens_of(p.settings, p.job, p.store)
     plan = switch_plan(p.settings, p.job, p.store, tokens)
@@ -239,7 +233,6 @@ async def run_sync_part(
     panel lane's (requests, a judge of it, its client) instead of the action's ids on the job's
     client; `probed`: whether the probe went on this lane (its reading, warm-up and contact count for
     that lane only; another lane starts cold, paced by its own headers)."""
-    from adapters.run.sync import run_sync
 
     requests, model, client = lane or (requests_of(p.job, action.ids), p.settings.request_model, p.client)
     reading = p.store.rate_limits if probed else None

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from adapters.checkpoint.jobkey import ids_job_for
+from adapters.checkpoint.reads import learned_from_store
 from adapters.checkpoint.store import Store
 from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.files.items_io import (
@@ -25,7 +26,9 @@ from adapters.files.items_io import (
     load_input,
     load_items,
 )
-from adapters.files.messages import JobInput, MessageSource
+from adapters.files.messages import JobInput, MessageSource, joined_digests, split_messages
+from adapters.providers.registry import provider_of
+from adapters.run.lanes import batch_lane, lanes
 from adapters.run.settings import BatchCaps, JobSettings, batch_caps
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
@@ -74,7 +77,7 @@ def check_arguments(
         raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
     if not isinstance(settings, JobSettings):
         raise refuse(
-            "settings", "an adapters.JobSettings", settings, " (JobSettings(**...) takes its fields)"
+            "settings", "an adapters.api.JobSettings", settings, " (JobSettings(**...) takes its fields)"
         )
     if out is not None and not isinstance(out, str | os.PathLike):
         raise refuse("out", "a path (str or os.PathLike) or None", out)
@@ -116,7 +119,6 @@ def run_job_of(
 ) -> tuple[JobPlan, MessageSource]:
     """`job_of` for a run: the plan holds no messages, and the source says where they are until the
     run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
-    from adapters.files.messages import JobInput, joined_digests, split_messages
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
@@ -330,7 +332,6 @@ def plan_of(
 def _batch_judges(judges: Sequence[str]) -> frozenset[str]:
     """The judges a batch route takes when the job's size says batch: the panel's batch lane's
     (`lanes.batch_lane`, as `adapters.run.panels` sends them); the others go sync."""
-    from adapters.run.lanes import batch_lane, lanes
 
     lane = batch_lane(judges)
     return frozenset(lanes(judges)[lane]) if lane is not None else frozenset()
@@ -339,8 +340,6 @@ def _batch_judges(judges: Sequence[str]) -> frozenset[str]:
 def _judge_routes(judges: Sequence[str], chosen: Route) -> tuple[tuple[str, str], ...]:
     """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so); empty
     for a panel of one provider (its route is the job's)."""
-    from adapters.providers.registry import provider_of
-    from adapters.run.lanes import lanes
 
     if len(lanes(judges)) < 2:
         return ()
@@ -422,7 +421,6 @@ def record_estimate(
 ) -> None:
     """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
     was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
-    from adapters.checkpoint.reads import learned_from_store
 
     p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
     store.estimate = {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
@@ -434,7 +432,6 @@ def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePat
     answer of the run then adds its real cost). None without a budget."""
     if settings.budget is None or not len(job.requests):
         return None
-    from adapters.checkpoint.reads import learned_from_store
 
     learned = learned_from_store(store)
     route = Route(

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.checkpoint.reads import budget_from_store
+from adapters.checkpoint.store import Store
 from adapters.providers.openai import missing_extra
 from adapters.providers.registry import provider_of
+from adapters.run.sync_settings import SyncSettings
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
 from judgecore.decide.spend import Budget, price_for
@@ -37,11 +40,6 @@ from judgecore.wire.models import (
 )
 from judgecore.wire.models import price_for as _table_price
 from judgecore.wire.providers import JudgeNameError, openai_model_problem, parse_judge
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.run.sync import SyncSettings
-
 
 #: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
 #: (a choice the default labels know, after "winner" and any punctuation: `Winner: [[B]]`, `**Winner:** tie`,
@@ -294,7 +292,6 @@ def batch_caps(settings: JobSettings, model: str | None = None) -> BatchCaps:
 def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
     """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags; a
     ValueError naming the variable or flag for a value out of its range."""
-    from adapters.run.sync_settings import SyncSettings
 
     overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
     if settings.concurrency:
@@ -309,7 +306,6 @@ def budget_now(store: Store, settings: JobSettings) -> Budget | None:
     this run's earlier phases, the probe included) against the cap; None without a cap."""
     if settings.budget is None:
         return None
-    from adapters.checkpoint.reads import budget_from_store
 
     return budget_from_store(store, settings.budget)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from judgecore import BackoffPolicy
+from judgecore.decide.backoff import BackoffPolicy
 from judgecore.decide.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
 from judgecore.job.knobs import BY_ENV, BY_NAME, env_values
 from judgecore.job.knobs import check as check_knobs

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from judgecore.job.designs import DEFAULT_LABELS
 from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
 #: The `error.class` of a succeeded answer whose verdict cannot be parsed or validated.
@@ -66,7 +67,6 @@ class VerdictSpec:
     @property
     def label_map(self) -> dict[str, str]:
         """The words of each position, the defaults where the spec names none."""
-        from judgecore.job.designs import DEFAULT_LABELS
 
         return {**DEFAULT_LABELS, **dict(self.labels or ())}
 

@@ -10,7 +10,9 @@ from adapters.run.clock import FakeClock
 from adapters.run.dryrun import judge_dry_run
 from adapters.run.job import judge
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 from adapters.usage import UsageError
 
 
@@ -75,7 +77,7 @@ def test_judge_rejects_bad_items_before_sending(tmp_path):
 def test_judge_takes_a_tuple_of_dicts_and_items_alike(tmp_path):
     """A tuple is as good as a list: its dicts are checked like input lines (a tuple of dicts was an
     AttributeError traceback), and parsed `Item`s pass as they are."""
-    from judgecore import parse_item
+    from judgecore.job.parsing import parse_item
 
     sim = Simulator(Scenario(seed=5))
     mixed = ({"id": "a", "prompt": "x"}, parse_item(2, '{"id": "b", "prompt": "y"}'))
@@ -187,7 +189,10 @@ def test_an_item_changed_under_its_id_names_its_row_and_sends_nothing(tmp_path):
         ({"items": {"id": "a", "prompt": "x"}}, "one dict is one item, give a list of them"),
         ({"rubric": "PATH"}, r"rubric must be the rubric's text \(a str\) or None, got PosixPath"),
         ({"state_dir": None}, r"state_dir must be a path \(str or os.PathLike\), got NoneType"),
-        ({"settings": {"model": "claude-sonnet-4-6"}}, "settings must be an adapters.JobSettings, got dict"),
+        (
+            {"settings": {"model": "claude-sonnet-4-6"}},
+            "settings must be an adapters.api.JobSettings, got dict",
+        ),
         ({"out": 3}, "out must be a path .*, got int"),
         ({"progress": 1}, "progress must be a callable taking each event, or None, got int"),
         ({"client": "SYNC"}, "client must be an anthropic.AsyncAnthropic .*, got Anthropic"),

@@ -20,7 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from judgecore.job.knobs import KNOBS, Knob
 from tests.integration.conftest import ROOT, cli_in_process, write_items
 

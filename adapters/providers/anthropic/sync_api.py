@@ -31,8 +31,8 @@ import httpx2
 
 from adapters.providers.anthropic.sdk_results import error_result as _translate
 from adapters.providers.anthropic.sdk_results import message_result
-from judgecore import RawResult
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.results.outcomes import RawResult
 
 Answer = tuple[RawResult, RateLimitReading, str | None]
 
