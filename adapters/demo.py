@@ -26,6 +26,7 @@ import orjson
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.files.items_io import load_items
+from adapters.providers.anthropic import connect as anthropic_connect
 from adapters.providers.openai import missing_extra
 from adapters.report.job_report import job_report
 from adapters.report.page import write_html_report
@@ -207,10 +208,8 @@ async def _run_job(
     rubric: str = RUBRIC,
     environ: dict[str, str] | None = None,
 ) -> Any:
-    import anthropic
-
     # One client per event loop: an async client's connection pool belongs to the loop it ran on.
-    async with anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-demo", max_retries=0) as client:
+    async with anthropic_connect.local_client(base_url, "sk-demo") as client:
         return await ajudge(
             items,
             rubric=rubric,

@@ -148,6 +148,21 @@ def test_imports_stand_at_the_top_outside_the_dispatch_and_the_sdks():
         ("adapters/providers/openai/sync.py", "def client():\n    from openai import AsyncOpenAI\n", True),
         ("adapters/providers/openai/sync.py", "def client():\n    import anthropic\n", False),
         ("adapters/providers/registry.py", "def client():\n    import anthropic\n", False),
+        (
+            "adapters/providers/openai/connect.py",
+            "def port():\n    from adapters.providers.openai.sync import OpenAIChatApi\n",
+            True,
+        ),
+        (
+            "adapters/providers/openai/sync.py",
+            "def port():\n    from adapters.providers.openai.batch import OpenAIBatchApi\n",
+            False,
+        ),
+        (
+            "adapters/providers/openai/connect.py",
+            "def port():\n    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi\n",
+            False,
+        ),
         ("judgecore/job/ids.py", "class A:\n    def f(self):\n        import difflib\n", False),
         (
             "judgecore/job/ids.py",

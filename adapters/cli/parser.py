@@ -20,7 +20,6 @@ from adapters.cli.helptext import (
     STATUS_EPILOG,
     SUMMARY_EPILOG,
 )
-from adapters.simulator.cli import add_arguments
 from adapters.usage import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, EXIT_USAGE, THINKING_MAX_TOKENS
 from judgecore.job.knobs import BY_NAME, KnobError
 from judgecore.job.when import WhenError, parse_when
@@ -351,7 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _simulator_arguments(parser: argparse.ArgumentParser) -> None:
-    """The simulator's own options (`adapters.simulator.cli`: its scenario's knobs, not its server)."""
+    """The simulator's own options, declared when its command is parsed (the command's dispatch: no
+    other command loads the simulator)."""
+    from adapters.simulator.cli import add_arguments
+
     add_arguments(parser)
 
 

@@ -109,7 +109,7 @@ def inspect_lines(path: Path) -> Iterator[bytes]:
 
 def score_of(record: Mapping[str, Any], score_field: str | None) -> Any:
     """The inspect_ai `Score` of one output record (see the module docstring)."""
-    from inspect_ai.scorer import Score
+    Score = need("inspect_ai.scorer", "inspect", path=None, what="an inspect_ai score").Score
 
     verdict = record.get("verdict")
     metadata = {
@@ -172,8 +172,8 @@ def export_to_inspect(state: Path, out: Path, *, log_path: Path | None = None) -
 
 def _results(log: Any, values: list[float]) -> Any:
     """The log's results with the `judgecore` score and its mean (the original scores kept)."""
-    from inspect_ai.log import EvalMetric, EvalResults, EvalScore
-
+    api = _log_api(None)
+    EvalMetric, EvalResults, EvalScore = api.EvalMetric, api.EvalResults, api.EvalScore
     n = len(log.samples or ())
     metrics = {"mean": EvalMetric(name="mean", value=sum(values) / len(values))} if values else {}
     ours = EvalScore(
