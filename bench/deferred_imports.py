@@ -9,8 +9,8 @@ A deferred import is allowed in two places only (issue 38, item 2), and tests/te
 every other site to none:
 
 - the CLI's command dispatch: `adapters/cli/__init__.py` loads the module of the command it runs, and
-  `adapters/cli/parser.py` the options of a command that declares them only when it is used (the
-  simulator's);
+  `adapters/cli/parser.py` the module of an option or a command's options, when it is used (the
+  simulator's options, `--version`'s line);
 - each provider's SDK: `import anthropic` in `adapters/providers/anthropic/`, `import openai` in
   `adapters/providers/openai/` (an optional extra, and the heaviest import of a run), and in the
   provider's `connect` module, which builds its client and ports, the provider's own modules that

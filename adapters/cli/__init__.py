@@ -3,7 +3,7 @@
 The package's modules, one idea each: `parser` (the grammar), `helptext` (the
 description and epilogs `--help` prints), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
-read a checkpoint: status, summary, export), `cancel` and `relaunch` (the words that start judgecore
+read a checkpoint: status, summary, export), `cancel`, `version` (`--version`'s line) and `relaunch` (the words that start judgecore
 again). This module maps each command to its handler and a `UsageError` to exit 2.
 
 May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
@@ -35,9 +35,10 @@ __all__ = [
     "main",
 ]
 
-# Each command's module is imported when it is dispatched (below): `--help` and a dry run load neither
-# `status`, `cancel`, the demo nor the simulator; the SDK is imported only when a run sends
-# (`adapters.run.operations`).
+# Each command's module is imported when it is dispatched (below), the one place a module is imported
+# inside a function besides each provider's SDK (bench/deferred_imports.py): `--help` and a dry run load
+# neither the run that sends (`sending`: the machines, asyncio, the SDK), `status`, `cancel`, the demo
+# nor the simulator.
 
 
 def cmd_simulator(ns: argparse.Namespace) -> int:
@@ -75,8 +76,12 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
 
         check_environment(os.environ, values=ns.command in ("run", "demo"))
         match ns.command:
-            case "run":
+            case "run" if ns.dry_run:
                 return cmd_run(ns, argv)
+            case "run":
+                from adapters.cli.sending import send
+
+                return cmd_run(ns, argv, send)
             case "status":
                 from adapters.cli.status import cmd_status
 

@@ -4,8 +4,6 @@ parser that reports a usage error on one line (exit 2)."""
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import platform
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -97,20 +95,12 @@ def _knob(name: str) -> Callable[[str], Any]:
 
 
 class _Version(argparse.Action):
-    """`--version`: judgecore's version and the SDK's and Python's it runs with, read when asked (the
-    package metadata only: neither is imported), then exit 0."""
+    """`--version`: `adapters.cli.version.version_line`, then exit 0."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from adapters.cli.version import version_line  # the option's own module, loaded when it is given
 
-        def version(dist: str) -> str:
-            try:
-                return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                return "not installed"
-
-        print(
-            f"judgecore {version('judgecore')} (anthropic {version('anthropic')}, Python {platform.python_version()})"
-        )
+        print(version_line())
         parser.exit(0)
 
 

@@ -1,5 +1,5 @@
-"""`judgecore run`: the checks before anything is sent, the dry run's plan, and the run itself with
-its progress, its closing lines, and Ctrl-C and SIGTERM kept safe."""
+"""`judgecore run` without `--dry-run`, once `adapters.cli.run` has checked it: the run itself with its
+progress, its closing lines, and Ctrl-C and SIGTERM kept safe."""
 
 from __future__ import annotations
 
@@ -9,50 +9,76 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
 from adapters.checkpoint import finished
 from adapters.checkpoint.jobkey import ids_job_for
 from adapters.checkpoint.records import collect_records
 from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
-from adapters.cli.flags import _read_rubric, _settings
 from adapters.cli.relaunch import command_line
 from adapters.cli.remembered import (
     _NOT_REMEMBERED,
-    _check_manifest,
     _holds_checkpoint,
     _invocation,
-    _remembered,
-    _run_flags_given,
 )
+from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, _check_overlap
 from adapters.cli.status import _spend_line
-from adapters.files.items_io import load_design_input, load_design_items, load_input, load_items
+from adapters.files.items_io import load_design_input, load_input
 from adapters.files.messages import JobInput
-from adapters.files.paths import input_problem, kept_path, out_problem, state_problem
-from adapters.files.readers import input_kind
-from adapters.files.writers import output_problem, write_records
-from adapters.run.deadline import dry_run_deadline, render_deadline
-from adapters.run.dryrun import judge_dry_run
+from adapters.files.writers import write_records
 from adapters.run.job import ajudge
 from adapters.run.progress import plural, stderr_progress
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
-from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
-from judgecore.job.items import Items
+from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING
 from judgecore.results.verdicts import reads_none, spec_from_json
 from judgecore.summary.job_summary import unreadable_warning
-from judgecore.summary.plan_text import plan_json, render_plan
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
-EXIT_TERMINATED = 143  # 128 + SIGTERM
-EXIT_HUNG_UP = 129  # 128 + SIGHUP
+
+def send(
+    ns: argparse.Namespace,
+    argv: Sequence[str],
+    kept: dict[str, Any] | None,
+    kind: Any,
+    given: Any,
+    settings: JobSettings,
+    rubric: str | None,
+    out: Path | None,
+) -> int:
+    """The run that sends, once `adapters.cli.run.cmd_run` has checked everything: a finished job run
+    again as it was prints its closing lines; else the input is read with its messages and the job
+    run (or resumed) by `_run`."""
+    if "verdict" in given and not ns.replace_verdict:
+        settings = _verdict_that_reads(ns, kept, settings)
+    done = None
+    if kind is None:  # a finished job run again as it was: its closing lines
+        assert out is not None
+        flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
+        done = finished.key(
+            _invocation(_as_rerun_sees(ns, settings, rubric), out), [ns.input, *finished.files_of(flags)]
+        )
+        if done is not None and (lines := finished.lines_if_finished(ns.state, done, out)) is not None:
+            print("every item is final already: nothing to send, nothing read again", file=sys.stderr)
+            for line in lines:
+                print(line, file=sys.stderr)
+            return EXIT_OK
+    ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
+    single = settings.plain  # one request per item: `judgecore.job.designs` is not imported
+    # each row expanded into its requests (judgecore.job.designs): their messages built, held by the shell
+    items = (
+        load_input(ns.input, job=ids_job, kind=kind)
+        if single
+        else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
+    )
+    assert out is not None  # a run has a --state
+    _check_overlap(ns, kept, items.items.ids)
+    if kind == "inspect":
+        _remember_inspect_log(ns.state, ns.input)
+    return _run(ns, argv, items, rubric, settings, out, done)
 
 
 class _Terminated(Exception):
@@ -84,78 +110,6 @@ def _as_rerun_sees(ns: argparse.Namespace, settings: JobSettings, rubric: str | 
     if "max_tokens" not in manifest:
         return ns
     return argparse.Namespace(**{**vars(ns), "max_tokens": manifest["max_tokens"]})
-
-
-def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
-
-    kept = _remembered(ns, argv)
-    kind = _input_of(ns)
-    given = _run_flags_given(argv)
-    if "model" in given and ns.judges and any(j != ns.model for j in ns.judges):
-        raise UsageError(
-            f"--model {ns.model} with --judge: a panel's models are its --judge flags "
-            f"({', '.join(ns.judges)}); leave --model out, or name it with --judge {ns.model} "
-            "(nothing was sent)"
-        )
-    try:
-        settings = _settings(ns)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if ns.json and not ns.dry_run:
-        raise UsageError("--json goes with --dry-run (the output file is JSONL already)")
-    if ns.count_tokens and not ns.dry_run:
-        raise UsageError("--count-tokens goes with --dry-run (a run learns from its answers)")
-    if ns.state is None and not ns.dry_run:
-        raise UsageError("--state DIR is required: it is where the run checkpoints and resumes")
-    out = ns.out or (ns.state / "output.jsonl" if ns.state is not None else None)
-    if out is not None:  # a relative --out is the current directory's: shown, and remembered, whole
-        out = Path(os.path.normpath(out.absolute()))  # `..` folded, symlinks kept (as named)
-    _check_run_paths(ns, out)
-    rubric = _read_rubric(ns.rubric)
-    _check_manifest(ns, kept, settings.manifest(rubric))
-    if "verdict" in given and not ns.dry_run and not ns.replace_verdict:
-        settings = _verdict_that_reads(ns, kept, settings)
-    done = None
-    if not ns.dry_run and kind is None:  # a finished job run again as it was: its closing lines
-        assert out is not None
-        flags = [v for k, v in vars(ns).items() if k not in _NOT_REMEMBERED]  # --rubric, --verdict...
-        done = finished.key(
-            _invocation(_as_rerun_sees(ns, settings, rubric), out), [ns.input, *finished.files_of(flags)]
-        )
-        if done is not None and (lines := finished.lines_if_finished(ns.state, done, out)) is not None:
-            print("every item is final already: nothing to send, nothing read again", file=sys.stderr)
-            for line in lines:
-                print(line, file=sys.stderr)
-            return EXIT_OK
-    # No messages held: a run reads them from the input again to keep them in its checkpoint; a dry
-    # run needs the sizes, and the digests and custom_ids only to check an existing checkpoint (on a
-    # fresh state dir, which keeps nothing: its custom_ids, derived only if read).
-
-    fresh = ns.dry_run and not holds_checkpoint(ns.state or Path())
-    ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    single = settings.plain  # one request per item: `judgecore.job.designs` is not imported
-    if ns.dry_run:  # the messages held only when one prompt is counted (--count-tokens)
-        held = bool(ns.count_tokens)
-        dry = (
-            load_items(
-                ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh
-            )
-            if single
-            else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
-        )
-        _check_overlap(ns, kept, dry.ids)
-        return _dry_run(ns, dry, rubric, settings)
-    # each row expanded into its requests (judgecore.job.designs): their messages built, held by the shell
-    items = (
-        load_input(ns.input, job=ids_job, kind=kind)
-        if single
-        else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
-    )
-    assert out is not None  # a run has a --state
-    _check_overlap(ns, kept, items.items.ids)
-    if kind == "inspect":
-        _remember_inspect_log(ns.state, ns.input)
-    return _run(ns, argv, items, rubric, settings, out, done)
 
 
 def _verdict_that_reads(
@@ -198,53 +152,6 @@ def _verdict_that_reads(
     return attrs.evolve(settings, verdict=spec_from_json(old))
 
 
-def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any) -> None:
-    """An input that shares no item id with the job in `--state` is exit 2 (a new job's input, most
-    likely, given the wrong `--state`), naming both files and the ways out, unless `--add-items`; one
-    that holds only some of the job's items is a warning (the output lists every item of the job)."""
-
-    if ns.state is None or not holds_checkpoint(ns.state):
-        return
-
-    store = Store.open_readonly(ns.state)
-    try:
-        if store.manifest is None:
-            return
-        bound, given, known = store.known_items(ids)
-    finally:
-        store.close()
-    started = (
-        f"started from {kept_path(ns.state, kept['input'])}" if kept and kept.get("input") else "started"
-    )
-    if bound and not known and not ns.add_items:
-        raise UsageError(
-            f"{ns.input}: none of its {given:,} item id(s) is in the job in --state {ns.state} ({started}, "
-            f"{bound:,} items): point --state at a new directory for a new job, or give --add-items to add "
-            "them to this one"
-        )
-    if known < bound and given == known:
-        print(
-            f"warning: {ns.input} holds {known:,} of the {bound:,} items of the job in --state {ns.state} "
-            f"({started}); the output lists all {bound:,}",
-            file=sys.stderr,
-        )
-
-
-def _input_of(ns: argparse.Namespace) -> Any:
-    """The input's format when it is not told by its name (`"inspect"` for `--from-inspect LOG`, which
-    becomes `ns.input`); exit 2 unless exactly one of INPUT and `--from-inspect` is given."""
-    if ns.from_inspect is not None:
-        if ns.input is not None:
-            raise UsageError("give INPUT or --from-inspect LOG, not both (see `judgecore run --help`)")
-        ns.input = ns.from_inspect
-        return "inspect"
-    if ns.input is None:
-        raise UsageError(
-            "the following arguments are required: INPUT (or --from-inspect LOG) (see `judgecore run --help`)"
-        )
-    return None
-
-
 def _remember_inspect_log(state: Path, log: Path) -> None:
     """Keep the log's path in the checkpoint, for `judgecore export --to-inspect` to write it back."""
 
@@ -253,28 +160,6 @@ def _remember_inspect_log(state: Path, log: Path) -> None:
         store.inspect_log = str(log.resolve())
     finally:
         store.close()
-
-
-def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
-    """Print the plan: `judge_dry_run`, with no event loop."""
-
-    result = judge_dry_run(
-        items,
-        rubric=rubric,
-        state_dir=ns.state or Path(),
-        settings=settings,
-        count_tokens=ns.count_tokens,
-        source=str(ns.input),
-    )
-    assert result.plan is not None
-
-    deadline = dry_run_deadline(time.time(), settings, result.plan)
-    if ns.json:
-        shown = plan_json(result.plan) | ({"deadline": deadline} if deadline is not None else {})
-        sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        sys.stdout.write(render_plan(result.plan) + (render_deadline(deadline) if deadline else ""))
-    return EXIT_OK
 
 
 def _run(
@@ -422,26 +307,6 @@ def without(argv: Sequence[str], flag: str) -> list[str]:
         elif not word.startswith(f"{flag}="):
             kept.append(word)
     return [*kept, *tail]
-
-
-def _check_run_paths(ns: argparse.Namespace, out: Path | None) -> None:
-    """Every path `run` will read or write, checked before anything is read, created or sent."""
-    flag = "--from-inspect" if ns.from_inspect is not None else "INPUT"
-    dataset = ns.input.is_dir() and ns.from_inspect is None  # a log is a file, never a directory
-    if dataset:  # a saved dataset, or exit 2 before the state dir is made
-        input_kind(ns.input)
-    problem = None if dataset else input_problem(ns.input, flag)
-    if problem is None and ns.rubric is not None:
-        problem = input_problem(ns.rubric, "--rubric")
-    if problem is None and ns.state is not None:
-        problem = state_problem(ns.state, create=not ns.dry_run)
-    if problem is None and out is not None and not ns.dry_run:
-        read = (ns.input, ns.rubric, ns.template, ns.verdict)  # every file the run reads
-        problem = out_problem(out, inputs=tuple(p for p in read if p is not None), state=ns.state)
-    if problem is None and out is not None and not ns.dry_run:
-        problem = output_problem(out)  # a Parquet output whose extra is missing
-    if problem:
-        raise UsageError(problem)
 
 
 def _write_after_interrupt(

@@ -16,7 +16,7 @@ from adapters.checkpoint.reads import counts_with_verdicts, spend_by_judge, spen
 from adapters.checkpoint.statelock import running_holder
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
-from adapters.files.inspect_log import export_to_inspect
+from adapters.files.inspect_export import export_to_inspect
 from adapters.files.paths import existing_state_problem, kept_path, out_problem
 from adapters.providers.registry import provider_of
 from adapters.report.job_report import job_report, summary_json

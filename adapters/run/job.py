@@ -41,7 +41,8 @@ from adapters.run.operations import Ports, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
 from adapters.run.result import JudgeResult
-from adapters.run.settings import Fatal, JobSettings, sync_settings_for
+from adapters.run.settings import Fatal, JobSettings
+from adapters.run.sync_settings import sync_settings_for
 from adapters.usage import (
     UsageError,
 )

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 import adapters.run.sync  # noqa: F401
+from adapters.checkpoint.reads import budget_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.items_io import bulk_allocation
 from adapters.files.messages import InputChangedError, MessageSource, hand_to_checkpoint
@@ -25,13 +26,15 @@ from adapters.run.clock import Clock
 from adapters.run.events import Emit
 from adapters.run.lanes import clients_for, lane_of
 from adapters.run.planning import expect_now
-from adapters.run.settings import JobSettings, batch_caps, budget_now, price_of, sync_settings_for
+from adapters.run.settings import JobSettings, batch_caps, price_of
 from adapters.run.switch import Switcher, switch_plan, tokens_of
 from adapters.run.sync import SyncSettings, probe, run_sync
+from adapters.run.sync_settings import sync_settings_for
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan
 from judgecore.decide.polling import PollPolicy
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.spend import Budget
 from judgecore.job.idsets import Picked
 from judgecore.job.ints import Ints
 from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
@@ -103,6 +106,15 @@ def connect(
         rng=rng,
         clients=clients,
     )
+
+
+def budget_now(store: Store, settings: JobSettings) -> Budget | None:
+    """The `--budget` cap as it stands now: the job's spend so far in the checkpoint (earlier runs and
+    this run's earlier phases, the probe included) against the cap; None without a cap."""
+    if settings.budget is None:
+        return None
+
+    return budget_from_store(store, settings.budget)
 
 
 async def probe_one(p: Ports, custom_id: str) -> Probed:

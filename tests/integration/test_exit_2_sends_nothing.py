@@ -328,7 +328,7 @@ def _(d, s):
     return ["export", "--state", str(d / "nothing"), "--to-inspect", str(d / "out.eval")], {}
 
 
-@case("export to a file not named .eval or .json", "adapters/files/inspect_log.py::export_to_inspect")
+@case("export to a file not named .eval or .json", "adapters/files/inspect_export.py::export_to_inspect")
 def _(d, s):
     items, state = _answered_job(s, d)
     return [

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.providers.port import BatchPort
 from adapters.usage import UsageError
 
 
@@ -39,7 +38,7 @@ def sync_api(client: Any, timeout: float | None) -> Any:
     return AnthropicMessagesApi(client, timeout=timeout)
 
 
-def batch_port(client: Any, keep_files: bool) -> BatchPort:
+def batch_port(client: Any, keep_files: bool) -> Any:
     """The batch port over `client` (a Message Batch leaves no file behind: nothing to keep)."""
     from adapters.providers.anthropic.batch_api import AnthropicBatchApi
 

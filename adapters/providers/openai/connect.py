@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from adapters.providers.openai import missing_extra
-from adapters.providers.port import BatchPort
 from adapters.usage import UsageError
 
 #: The key a served judge's client sends when `SERVED_API_KEY` is not set (a server without
@@ -56,7 +55,7 @@ def served_sync_api(client: Any, timeout: float | None) -> Any:
     return OpenAIChatApi(client, timeout=timeout, env="the URL of served:MODEL@URL")
 
 
-def batch_port(client: Any, keep_files: bool) -> BatchPort:
+def batch_port(client: Any, keep_files: bool) -> Any:
     """The batch port (Files + Batch API) over `client`."""
     from adapters.providers.openai.batch_port import OpenAIBatchPort
 
