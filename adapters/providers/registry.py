@@ -22,7 +22,6 @@ from adapters.providers.openai import connect as openai_connect
 from adapters.providers.openai.body import MAX_FILE_BYTES, MAX_LINES
 from adapters.providers.openai.connect import SERVED_NO_KEY
 from adapters.providers.openai.sync_template import OpenAISyncTemplate
-from adapters.providers.port import BatchPort
 from adapters.usage import UsageError
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.routing import RoutePolicy
@@ -50,7 +49,7 @@ class Provider:
     client: Callable[[Mapping[str, str]], Any]
     sync_api: Callable[[Any, float | None], Any]
     sync_template: Callable[[RequestTemplate], Any]
-    batch_port: Callable[[Any, bool], BatchPort] | None
+    batch_port: Callable[[Any, bool], Any] | None  # an `adapters.providers.port.BatchPort`
     batch_limits: BatchLimits
     #: the per-minute limit routing scales its threshold by, as read from a probe's headers, its name,
     #: and the figure at which the threshold is `--sync-threshold` (also the one assumed when none is
