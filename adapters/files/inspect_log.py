@@ -21,7 +21,7 @@ The log's results list the `judgecore` score with the mean of the numeric values
 
 from __future__ import annotations
 
-import concurrent.futures
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,9 +39,24 @@ def _log_api(path: Path | str | None) -> Any:
 
 def _off_loop(fn: Callable[[], T]) -> T:
     """`fn()` in a worker thread: inspect_ai's sync log API re-enters a running asyncio loop with
-    nest_asyncio, which a run's own loop (the second read of the input) must not be patched by."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(fn).result()
+    nest_asyncio, which a run's own loop (the second read of the input) must not be patched by. What
+    `fn` raises is raised here. (A thread, not `concurrent.futures`, which loads `logging` for every
+    input read, `--from-inspect` or not.)"""
+    done: list[T] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            done.append(fn())
+        except BaseException as exc:
+            failed.append(exc)
+
+    worker = threading.Thread(target=work, name="inspect-log")
+    worker.start()
+    worker.join()
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 def read_log(path: Path) -> Any:

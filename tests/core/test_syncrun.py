@@ -6,7 +6,8 @@ import pytest
 
 from judgecore.decide.breaker import Breaker
 from judgecore.decide.planning import ModelPrice
-from judgecore.decide.ratelimit import RateLimitReading, retry_after
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.retry_after import retry_after
 from judgecore.decide.spend import Budget
 from judgecore.results.outcomes import FailureClass, RawResult, Status, Usage, classify
 from judgecore.run.sync import (

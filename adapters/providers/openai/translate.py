@@ -39,7 +39,8 @@ from typing import Any, Final
 import attrs
 
 from judgecore.decide.polling import BatchSnapshot, RequestCounts
-from judgecore.decide.ratelimit import LimitGroup, RateLimitReading, retry_after
+from judgecore.decide.ratelimit import LimitGroup, RateLimitReading
+from judgecore.decide.retry_after import retry_after
 from judgecore.results.outcomes import RawResult, StopDetails, Usage
 
 #: The error_code an overflow of the context window is given, whichever words said it.
