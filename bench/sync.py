@@ -33,7 +33,8 @@ from typing import Any
 import orjson
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.sync_api import Answer, AnthropicMessagesApi, MessagesApi
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.providers.port import Answer, MessagesApi
 from adapters.run.clock import Clock, FakeClock, RealClock
 from adapters.run.events import discard
 from adapters.run.sync import SyncRunResult, SyncSettings, probe, run_sync

@@ -4,7 +4,7 @@ The package's modules, one idea each: `parser` (the grammar), `helptext` (the
 description and epilogs `--help` prints), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
 read a checkpoint: status, summary, export), `cancel`, `version` (`--version`'s line) and `relaunch` (the words that start judgecore
-again). This module maps each command to its handler and a `UsageError` to exit 2.
+again), `sending` (`run` without `--dry-run`: the run that sends). This module maps each command to its handler and a `UsageError` to exit 2.
 
 May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
 `adapters.simulator` are imported where their command is dispatched.
@@ -93,7 +93,11 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
             case "summary":
                 from adapters.cli.status import cmd_summary
 
-                return cmd_summary(ns)
+                if ns.html is None:
+                    return cmd_summary(ns)
+                from adapters.report.page import write_html_report  # the page's plots: matplotlib
+
+                return cmd_summary(ns, write_html_report)
             case "export":
                 from adapters.cli.status import cmd_export
 

@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from adapters.files.inspect_export import export_to_inspect
 from adapters.files.paths import existing_state_problem, kept_path, out_problem
 from adapters.providers.registry import provider_of
 from adapters.report.job_report import job_report, summary_json
-from adapters.report.page import write_html_report
 from adapters.run.lanes import batch_lane, lane_of, lanes
 from adapters.usage import EXIT_OK, EXIT_PENDING, PYTHON_RESUME, UsageError
 from judgecore.decide.deadline import clock_time
@@ -224,7 +224,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
     return tuple(kept_path(state, p) for p in named if isinstance(p, str) and p)
 
 
-def cmd_summary(ns: argparse.Namespace) -> int:
+def cmd_summary(ns: argparse.Namespace, write_html: Callable[[Path, Any], Any] | None = None) -> int:
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
@@ -257,7 +257,8 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
     if ns.html is not None:
-        write_html_report(ns.html, report)
+        assert write_html is not None, "--html is dispatched with the page's writer (adapters.report.page)"
+        write_html(ns.html, report)
         sys.stdout.flush()
         print(f"report: {ns.html}", file=sys.stderr)
     return EXIT_OK

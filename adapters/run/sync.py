@@ -19,7 +19,7 @@ from typing import Any, assert_never
 import attrs
 
 from adapters.checkpoint.store import OutcomeRow, Store
-from adapters.providers.anthropic.sync_api import MessagesApi
+from adapters.providers.port import MessagesApi
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice, SyncProgress, discard
 from adapters.run.sync_settings import SyncSettings

@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.sync_api import AnthropicMessagesApi, MessagesApi
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.providers.port import MessagesApi
 from adapters.run.clock import FakeClock
 from adapters.run.events import Event
 from adapters.run.sync import SyncRunResult, SyncSettings, run_sync
