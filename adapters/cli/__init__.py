@@ -76,8 +76,12 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
 
         check_environment(os.environ, values=ns.command in ("run", "demo"))
         match ns.command:
-            case "run" if ns.dry_run:
+            case "run" if ns.dry_run and ns.deadline is None:
                 return cmd_run(ns, argv)
+            case "run" if ns.dry_run:  # the deadline's figures: its rule and the polling it reasons with
+                from adapters.run.deadline import dry_run_deadline, render_deadline
+
+                return cmd_run(ns, argv, deadline=(dry_run_deadline, render_deadline))
             case "run":
                 from adapters.cli.sending import send
 

@@ -27,7 +27,6 @@ from adapters.files.items_io import load_design_items, load_items
 from adapters.files.paths import input_problem, kept_path, out_problem, state_problem
 from adapters.files.readers import input_kind
 from adapters.files.writers import output_problem
-from adapters.run.deadline import dry_run_deadline, render_deadline
 from adapters.run.dryrun import judge_dry_run
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_OK, UsageError
@@ -40,9 +39,15 @@ EXIT_HUNG_UP = 129  # 128 + SIGHUP
 
 #: `adapters.cli.sending.send`: the run that sends, given by the command's dispatch
 Send = Callable[..., int]
+#: `adapters.run.deadline.dry_run_deadline` and `render_deadline`: what a dry run shows of `--deadline`,
+#: given by the command's dispatch when the flag is (a dry run without one loads neither the deadline's
+#: rule nor the polling it reasons with)
+Deadline = tuple[Callable[..., dict[str, Any] | None], Callable[[dict[str, Any]], str]]
 
 
-def cmd_run(ns: argparse.Namespace, argv: Sequence[str], send: Send | None = None) -> int:
+def cmd_run(
+    ns: argparse.Namespace, argv: Sequence[str], send: Send | None = None, deadline: Deadline | None = None
+) -> int:
     """`judgecore run`: every check before anything is read, created or sent, then the dry run's plan,
     or `send` (`adapters.cli.sending.send`, which the command's dispatch gives for a run that sends)."""
     kept = _remembered(ns, argv)
@@ -84,7 +89,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str], send: Send | None = Non
         else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
     )
     _check_overlap(ns, kept, dry.ids)
-    return _dry_run(ns, dry, rubric, settings)
+    return _dry_run(ns, dry, rubric, settings, deadline)
 
 
 def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any) -> None:
@@ -134,7 +139,13 @@ def _input_of(ns: argparse.Namespace) -> Any:
     return None
 
 
-def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings: JobSettings) -> int:
+def _dry_run(
+    ns: argparse.Namespace,
+    items: Items,
+    rubric: str | None,
+    settings: JobSettings,
+    deadline: Deadline | None = None,
+) -> int:
     """Print the plan: `judge_dry_run`, with no event loop."""
 
     result = judge_dry_run(
@@ -146,13 +157,18 @@ def _dry_run(ns: argparse.Namespace, items: Items, rubric: str | None, settings:
         source=str(ns.input),
     )
     assert result.plan is not None
-
-    deadline = dry_run_deadline(time.time(), settings, result.plan)
+    assert deadline is not None or settings.deadline is None, "--deadline is dispatched with its module"
+    shown_deadline = None
+    if deadline is not None:
+        figures, render_deadline = deadline
+        shown_deadline = figures(time.time(), settings, result.plan)
     if ns.json:
-        shown = plan_json(result.plan) | ({"deadline": deadline} if deadline is not None else {})
+        shown = plan_json(result.plan) | ({"deadline": shown_deadline} if shown_deadline is not None else {})
         sys.stdout.write(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        sys.stdout.write(render_plan(result.plan) + (render_deadline(deadline) if deadline else ""))
+        sys.stdout.write(
+            render_plan(result.plan) + (render_deadline(shown_deadline) if shown_deadline else "")
+        )
     return EXIT_OK
 
 
