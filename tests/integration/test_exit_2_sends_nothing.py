@@ -205,12 +205,12 @@ def _(d, s):
     return [*_run(d), "--verdict", str(d / "v.json")], {}
 
 
-@case("no API key", "adapters/providers/registry.py::_anthropic_client")
+@case("no API key", "adapters/providers/anthropic/connect.py::client")
 def _(d, s):
     return [*_run(d), "--otpm", "400000"], {"ANTHROPIC_API_KEY": None}
 
 
-@case("no OpenAI key for an openai: judge", "adapters/providers/registry.py::_openai_client")
+@case("no OpenAI key for an openai: judge", "adapters/providers/openai/connect.py::client")
 def _(d, s):
     return [*_run(d), "--model", "openai:gpt-5-mini", "--force-sync"], {"OPENAI_API_KEY": None}
 
