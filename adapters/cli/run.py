@@ -85,7 +85,7 @@ def cmd_run(
     held = bool(ns.count_tokens)  # the messages held only when one prompt is counted (--count-tokens)
     dry = (
         load_items(ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh)
-        if settings.plain  # one request per item: `judgecore.job.designs` is not imported
+        if settings.plain  # one request per item
         else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
     )
     _check_overlap(ns, kept, dry.ids)

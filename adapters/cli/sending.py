@@ -67,7 +67,7 @@ def send(
                 print(line, file=sys.stderr)
             return EXIT_OK
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
-    single = settings.plain  # one request per item: `judgecore.job.designs` is not imported
+    single = settings.plain  # one request per item
     # each row expanded into its requests (judgecore.job.designs): their messages built, held by the shell
     items = (
         load_input(ns.input, job=ids_job, kind=kind)
@@ -173,8 +173,8 @@ def _run(
 ) -> int:
     """Run (or resume) the job through `ajudge`, with progress on stderr, Ctrl-C and SIGTERM kept safe;
     a run that finishes the job keeps the finished-job record `done` (`adapters.checkpoint.finished`).
-    The command's dispatch to a real run: what only a run needs (the machines, the ports, asyncio, the
-    progress and the summary) is imported here, so that a dry run does not load it."""
+    What only a run needs (the machines, the ports, asyncio, the progress and the summary) is this
+    module's: the command's dispatch loads it for a run that sends, never for a dry run."""
 
     resume = command_line(without(argv, "--deadline"))  # a deadline is this run's: never resumed with
     terminated: list[tuple[str, int]] = []  # how a signal stopped the run: its word, its exit status

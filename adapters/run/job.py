@@ -61,11 +61,6 @@ from judgecore.run.job._vocab import (
     Wrote,
 )
 
-# Only what a dry run needs is imported here. The SDK-facing modules (adapters.run.batch, adapters.run.sync
-# and their API ports; importing the SDK takes about two seconds), the event loop, the run machines
-# and the output's formatting are imported where a run uses them: `--help`, `status` and `--dry-run`
-# skip them.
-
 
 async def ajudge(
     items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
