@@ -17,12 +17,15 @@ by `lint-imports`):
 
 - `api`: the Python API, beside `cli` (each is a way in; neither imports the other)
 
-This module imports nothing of the packages: importing `adapters.cli` for a dry run does not load the
-run (asyncio, the machines, the store), which `adapters.api` does.
+This module imports nothing of the packages at its top: importing `adapters.cli` for a dry run does not
+load the run (asyncio, the machines, the store), which `adapters.api` does. The Python API's names are
+importable from the package too (`from adapters import judge, JobSettings`, as docs/python-api.md
+shows), loaded from `adapters.api` when first asked for (the package's one hook, PEP 562).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -48,3 +51,20 @@ _argv0 = (getattr(sys, "argv", None) or [""])[0]
 if _argv0 == "-m" or Path(_argv0).stem == "judgecore":
     keep_bytecode()
 del _argv0
+
+
+#: The Python API (`adapters.api`), importable from the package itself.
+_API = frozenset({"JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"})
+
+
+def __getattr__(name: str) -> object:
+    if name not in _API:
+        raise AttributeError(f"module 'adapters' has no attribute {name!r}")
+    return getattr(importlib.import_module("adapters.api"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})
+
+
+__all__ = sorted(_API)

@@ -17,8 +17,9 @@ disk or the terminal (that is `adapters`). The packages, by concern, each import
 - `job`: what the user asked: items and their columns, custom_ids and id sets, designs and how an
   item's answers fold back into one verdict (`job.consensus`), the core's errors
 
-This module imports nothing: a program imports each name from the module that defines it
-(`from judgecore.decide.routing import route`), so that importing one module never loads the others.
+This module imports nothing at its top: a program imports each name from the module that defines it
+(`from judgecore.decide.routing import route`), so that importing one module never loads the others;
+the public names are also importable from the package itself (`_PUBLIC`), each loaded when first used.
 
 Glossary (one name per idea, in code, CLI, output and docs):
 
@@ -34,3 +35,101 @@ Glossary (one name per idea, in code, CLI, output and docs):
 - *attempt*: a send that came back with an answer or an error; an output line's `attempts` counts
   them across every run, `--max-attempts` bounds them per item per run.
 """
+
+from __future__ import annotations
+
+import importlib
+
+#: The names a program may import from the package itself (`import judgecore; judgecore.spec_from_json(...)`,
+#: as docs/python-api.md shows), each loaded from the module that defines it when first asked for: the
+#: package's one hook (PEP 562), so that importing one of its modules still loads no other.
+_PUBLIC: dict[str, str] = {
+    "BackoffPolicy": "judgecore.decide.backoff",
+    "BatchSnapshot": "judgecore.decide.polling",
+    "Breaker": "judgecore.decide.breaker",
+    "BreakerPolicy": "judgecore.decide.breaker",
+    "BreakerState": "judgecore.decide.breaker",
+    "CUSTOM_ID_RE": "judgecore.job.ids",
+    "CachePlan": "judgecore.decide.planning",
+    "DEFAULT_PRICES": "judgecore.decide.prices",
+    "DecideRoute": "judgecore.decide.routing",
+    "DuplicateIdError": "judgecore.job.errors",
+    "FINAL_STATUSES": "judgecore.results.outcomes",
+    "FailureClass": "judgecore.results.outcomes",
+    "Harvest": "judgecore.decide.polling",
+    "InputError": "judgecore.job.errors",
+    "Item": "judgecore.job.items",
+    "Items": "judgecore.job.items",
+    "JobPlan": "judgecore.decide.planning",
+    "JobState": "judgecore.decide.resume",
+    "JudgecoreError": "judgecore.job.errors",
+    "KeepRoute": "judgecore.decide.routing",
+    "MAX_BYTES": "judgecore.wire.chunking",
+    "MAX_REQUESTS": "judgecore.wire.chunking",
+    "ModelPrice": "judgecore.decide.planning",
+    "Outcome": "judgecore.results.outcomes",
+    "Overdue": "judgecore.decide.polling",
+    "Plan": "judgecore.decide.planning",
+    "PollAction": "judgecore.decide.polling",
+    "PollPolicy": "judgecore.decide.polling",
+    "RawResult": "judgecore.results.outcomes",
+    "Request": "judgecore.wire.requests",
+    "RequestCounts": "judgecore.decide.polling",
+    "RequestTemplate": "judgecore.wire.requests",
+    "RequestTooLargeError": "judgecore.job.errors",
+    "Requests": "judgecore.wire.requests",
+    "ResumeDiff": "judgecore.decide.resume",
+    "Route": "judgecore.decide.routing",
+    "RouteDecision": "judgecore.decide.routing",
+    "RoutePath": "judgecore.job.items",
+    "RoutePolicy": "judgecore.decide.routing",
+    "Status": "judgecore.results.outcomes",
+    "SubBatch": "judgecore.wire.chunking",
+    "Unscored": "judgecore.results.verdicts",
+    "Usage": "judgecore.results.outcomes",
+    "VERDICT_UNPARSED": "judgecore.results.verdicts",
+    "Verdict": "judgecore.results.verdicts",
+    "VerdictSpec": "judgecore.results.verdicts",
+    "VerdictSpecError": "judgecore.results.verdicts",
+    "Wait": "judgecore.decide.polling",
+    "assign_custom_ids": "judgecore.job.ids",
+    "backoff": "judgecore.decide.backoff",
+    "body_size": "judgecore.wire.chunking",
+    "build_requests": "judgecore.wire.requests",
+    "cache_control_for": "judgecore.wire.requests",
+    "check_unique": "judgecore.job.ids",
+    "chunk": "judgecore.wire.chunking",
+    "classify": "judgecore.results.outcomes",
+    "create_body": "judgecore.wire.encoding",
+    "custom_id_for": "judgecore.job.ids",
+    "custom_ids_for": "judgecore.job.ids",
+    "diff_resume": "judgecore.decide.resume",
+    "estimate_tokens": "judgecore.decide.planning",
+    "keep_or_redecide": "judgecore.decide.routing",
+    "next_poll_action": "judgecore.decide.polling",
+    "output_line": "judgecore.results.output_line",
+    "output_record": "judgecore.results.output_line",
+    "parse_item": "judgecore.job.parsing",
+    "parse_items": "judgecore.job.parsing",
+    "parse_verdict": "judgecore.results.verdicts",
+    "plan": "judgecore.decide.planning",
+    "plan_job": "judgecore.decide.planning",
+    "plan_json": "judgecore.summary.plan_text",
+    "render_plan": "judgecore.summary.plan_text",
+    "route": "judgecore.decide.routing",
+    "spec_from_json": "judgecore.results.verdicts",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'judgecore' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
+
+__all__ = sorted(_PUBLIC)

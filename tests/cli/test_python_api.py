@@ -424,3 +424,24 @@ def test_items_parsed_one_request_an_item_are_refused_by_a_panel_before_anything
     assert not sim.log
     res = judge(path, rubric="R", state_dir=tmp_path / "s", settings=panel, client=sim_client(sim))
     assert {"claude-sonnet-4-6", "claude-haiku-4-5"} == set(res.records["q0"]["judges"])
+
+
+def test_the_documented_imports_work_and_the_command_does_not_load_the_run():
+    # docs/python-api.md: `from adapters import JobSettings, judge`, `judgecore.spec_from_json(...)`;
+    # the `judgecore` command's modules are the same package's, and a dry run must not load the run.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, adapters.cli, judgecore\n"
+        "assert 'adapters.api' not in sys.modules and 'adapters.run.job' not in sys.modules\n"
+        "from adapters import JobSettings, judge, UsageError\n"
+        "from judgecore import *\n"
+        "import judgecore\n"
+        "missing = [n for n in judgecore.__all__ if n not in globals()]\n"
+        "assert not missing, missing\n"
+        "assert judgecore.spec_from_json({'pattern': '^Score: (?P<score>\\\\d+)'}) is not None\n"
+        "print(judge.__module__, JobSettings.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "adapters.run.job adapters.run.settings" == out.strip()
