@@ -29,7 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
+from adapters.simulator.logic import Simulator  # noqa: E402
+from adapters.simulator.scenario import Scenario  # noqa: E402
+from adapters.simulator.server import serve  # noqa: E402
 from bench.job import RUBRIC, run, write_items  # noqa: E402
 
 

@@ -3,32 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from adapters.checkpoint.statelock import StateLockedError
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.cli.status import _existing_state
 from adapters.providers.registry import Provider, provider_of
-from adapters.run.batch_cancel import CancelReport
+from adapters.run.batch_cancel import CancelReport, cancel_job
+from adapters.run.clock import RealClock
 from adapters.run.lanes import lanes, legacy_batch_lane
 from adapters.run.progress import PlainProgress, plural
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
-from judgecore import RawResult, Status, classify
-
-if TYPE_CHECKING:
-    pass
+from judgecore.results.outcomes import RawResult, Status, classify
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
-    import asyncio
-
-    from adapters.run.batch_cancel import cancel_job
-    from adapters.run.clock import RealClock
 
     _existing_state(ns.state)
     judges = _judges_of_job(ns.state)

@@ -6,20 +6,24 @@ import argparse
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
-from adapters.checkpoint.reads import counts_with_verdicts, spend_from_store
+from adapters.checkpoint.reads import counts_with_verdicts, spend_by_judge, spend_from_store
 from adapters.checkpoint.statelock import running_holder
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
-from adapters.files.inspect_log import export_to_inspect
+from adapters.files.inspect_export import export_to_inspect
 from adapters.files.paths import existing_state_problem, kept_path, out_problem
+from adapters.providers.registry import provider_of
 from adapters.report.job_report import job_report, summary_json
-from adapters.report.page import write_html_report
+from adapters.run.lanes import lane_of, lanes, legacy_batch_lane
 from adapters.usage import EXIT_OK, EXIT_PENDING, PYTHON_RESUME, UsageError
+from judgecore.decide.deadline import clock_time
 from judgecore.job.designs import Design
 from judgecore.summary.job_summary import render_summary, unreadable_warning
 from judgecore.summary.text import render_markdown
@@ -35,7 +39,6 @@ def _existing_state(state: Path) -> None:
 
 
 def cmd_status(ns: argparse.Namespace) -> int:
-    import orjson
 
     _existing_state(ns.state)
     store = Store.open(ns.state)
@@ -112,8 +115,6 @@ def cmd_status(ns: argparse.Namespace) -> int:
 
 def _legacy_lane(manifest: dict[str, Any]) -> str | None:
     """The lane of a sub-batch an earlier version recorded without one: its job's one batch lane."""
-    from adapters.run.lanes import legacy_batch_lane
-
     return legacy_batch_lane([str(j) for j in manifest.get("judges") or [manifest.get("model") or "claude"]])
 
 
@@ -146,9 +147,6 @@ def _lane_words(lane: str) -> str:
 def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
     """A panel across providers: each judge's provider, route and spend (an empty dict for any other
     job, whose one route and spend are the job's)."""
-    from adapters.checkpoint.reads import spend_by_judge
-    from adapters.providers.registry import provider_of
-    from adapters.run.lanes import lane_of, lanes, legacy_batch_lane
 
     judges = list((store.manifest or {}).get("judges") or ())
     if len(lanes(judges)) < 2:
@@ -184,7 +182,6 @@ def _judge_lines(judges: dict[str, dict[str, Any]]) -> list[str]:
 
 def _deadline_line(at: float, now: float) -> str:
     """The last run's deadline, and the time left to it (or that it has passed)."""
-    from judgecore.decide.deadline import clock_time
 
     left = at - now
     if left <= 0:
@@ -194,7 +191,6 @@ def _deadline_line(at: float, now: float) -> str:
 
 def _switch_line(sw: dict[str, Any]) -> str:
     """The deadline's switch a run made: when, and that the rest goes on the sync route."""
-    from judgecore.decide.deadline import clock_time
 
     extra = "" if sw.get("extra_usd") is None else f"; extra cost at most ${sw['extra_usd']:,.2f}"
     return (
@@ -255,7 +251,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
     return tuple(kept_path(state, p) for p in named if isinstance(p, str) and p)
 
 
-def cmd_summary(ns: argparse.Namespace) -> int:
+def cmd_summary(ns: argparse.Namespace, write_html: Callable[[Path, Any], Any] | None = None) -> int:
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
@@ -288,7 +284,8 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
     if ns.html is not None:
-        write_html_report(ns.html, report)
+        assert write_html is not None, "--html is dispatched with the page's writer (adapters.report.page)"
+        write_html(ns.html, report)
         sys.stdout.flush()
         print(f"report: {ns.html}", file=sys.stderr)
     return EXIT_OK

@@ -43,7 +43,8 @@ from adapters.run.events import (
     RoundStarted,
 )
 from adapters.run.switch import Switcher
-from judgecore import BatchSnapshot, ModelPrice, RequestTemplate
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.polling import BatchSnapshot
 from judgecore.decide.spend import Budget, Expect
 from judgecore.results.resultlines import ResultLine
 from judgecore.run import batch as br
@@ -53,7 +54,7 @@ from judgecore.run.batch.harvest import HarvestFold
 from judgecore.run.subbatch import SubEvent, SubState
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body
-from judgecore.wire.requests import Request, Requests, custom_ids_of
+from judgecore.wire.requests import Request, Requests, RequestTemplate, custom_ids_of
 
 __all__ = [
     "BatchRunResult",

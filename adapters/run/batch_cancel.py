@@ -9,7 +9,7 @@ from adapters.checkpoint.store import Store
 from adapters.providers.port import BatchApiError, BatchPort
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice
-from judgecore import RawResult
+from judgecore.results.outcomes import RawResult
 from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.subbatch import SubEvent, SubState, next_state
 

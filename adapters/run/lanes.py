@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from adapters.providers.registry import provider_of
+from judgecore.decide.routing import Route
 from judgecore.wire.providers import parse_judge
-from judgecore.wire.requests import Requests
-
-if TYPE_CHECKING:
-    from judgecore.decide.routing import Route
-    from judgecore.wire.requests import Request
+from judgecore.wire.requests import Request, Requests
 
 
 def lane_of(model: str) -> str:

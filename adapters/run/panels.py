@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence, Set
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -48,9 +48,7 @@ from adapters.run.operations import (
 )
 from judgecore.run.job._vocab import BatchRan, RunSync, SyncRan
 from judgecore.run.subbatch import IN_FLIGHT
-
-if TYPE_CHECKING:
-    from judgecore.wire.requests import Request
+from judgecore.wire.requests import Request
 
 
 def _split(p: Ports, ids: Set[str]) -> dict[str, list[Request]]:

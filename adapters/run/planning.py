@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from adapters.checkpoint.jobkey import ids_job_for
+from adapters.checkpoint.reads import learned_from_store
 from adapters.checkpoint.store import Store
 from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.files.items_io import (
@@ -25,7 +26,9 @@ from adapters.files.items_io import (
     load_input,
     load_items,
 )
-from adapters.files.messages import JobInput, MessageSource
+from adapters.files.messages import JobInput, MessageSource, joined_digests, split_messages
+from adapters.providers.registry import provider_of
+from adapters.run.lanes import batch_lanes, lane_counts, lane_of, lanes, limits_read
 from adapters.run.settings import BatchCaps, JobSettings, batch_caps
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
@@ -74,7 +77,7 @@ def check_arguments(
         raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
     if not isinstance(settings, JobSettings):
         raise refuse(
-            "settings", "an adapters.JobSettings", settings, " (JobSettings(**...) takes its fields)"
+            "settings", "an adapters.api.JobSettings", settings, " (JobSettings(**...) takes its fields)"
         )
     if out is not None and not isinstance(out, str | os.PathLike):
         raise refuse("out", "a path (str or os.PathLike) or None", out)
@@ -116,7 +119,6 @@ def run_job_of(
 ) -> tuple[JobPlan, MessageSource]:
     """`job_of` for a run: the plan holds no messages, and the source says where they are until the
     run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
-    from adapters.files.messages import JobInput, joined_digests, split_messages
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
@@ -243,9 +245,6 @@ def plan_of(
         subs = tuple(chunk(requests, max_requests=caps.requests, max_bytes=caps.bytes))
     elif chosen.path == "batch" and chunked:
         # each batch lane's sub-batches hold its own requests, within its own provider's limits
-        from adapters.providers.registry import provider_of
-        from adapters.run.lanes import lanes
-
         cols = Requests.of(requests)
         units = [
             group
@@ -349,7 +348,6 @@ def plan_of(
 def _batch_judges(job: JobPlan, settings: JobSettings, chosen: Route) -> frozenset[str]:
     """The judges whose lanes take their batch route when the job's route is batch (`lanes.batch_lanes`:
     each lane by its own request count, as `adapters.run.panels` sends them); the others go sync."""
-    from adapters.run.lanes import batch_lanes, lane_counts, lane_of, limits_read
 
     judges = settings.design.judges
     on = batch_lanes(
@@ -367,8 +365,6 @@ def _judge_routes(
 ) -> tuple[tuple[str, str], ...]:
     """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so:
     `on_batch`, the judges whose lanes batch); empty for a panel of one provider (its route is the job's)."""
-    from adapters.providers.registry import provider_of
-    from adapters.run.lanes import lanes
 
     if len(lanes(judges)) < 2:
         return ()
@@ -449,7 +445,6 @@ def record_estimate(
 ) -> None:
     """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
     was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
-    from adapters.checkpoint.reads import learned_from_store
 
     p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
     store.estimate = {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
@@ -461,7 +456,6 @@ def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePat
     answer of the run then adds its real cost). None without a budget."""
     if settings.budget is None or not len(job.requests):
         return None
-    from adapters.checkpoint.reads import learned_from_store
 
     learned = learned_from_store(store)
     route = Route(

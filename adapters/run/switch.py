@@ -17,13 +17,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.checkpoint.reads import learned_from_store
+from adapters.checkpoint.store import Store
 from adapters.providers.port import BatchApiError, BatchPort
+from adapters.run.clock import Clock
+from adapters.run.deadline import input_each, input_prior, sync_pace
 from adapters.run.events import Emit, Notice
+from adapters.run.planning import plan_of
+from adapters.run.settings import JobSettings
 from judgecore.decide.deadline import Switch, clock_time
+from judgecore.decide.planning import JobPlan
+from judgecore.decide.routing import Route
+from judgecore.run.batch import BatchRun
 from judgecore.run.batch.switching import (
     SwitchPlan,
     cancel_answered,
@@ -32,13 +41,6 @@ from judgecore.run.batch.switching import (
     to_cancel,
     wake_by,
 )
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.run.clock import Clock
-    from adapters.run.settings import JobSettings
-    from judgecore.decide.planning import JobPlan
-    from judgecore.run.batch import BatchRun
 
 
 def switch_plan(
@@ -49,7 +51,6 @@ def switch_plan(
     RPM read; the concurrency the sync route will run at (`--concurrency`, else the tier's); what each
     request takes of the limit (`tokens`, the run's `tokens_of`, which it asks again as answers come;
     made here when not given)."""
-    from adapters.run.deadline import sync_pace
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
         return None
@@ -66,7 +67,6 @@ def tokens_of(settings: JobSettings, job: JobPlan, store: Store) -> Callable[[],
     """What a request is expected to take of the sync route's token limit, asked again as answers come
     (`tokens_each`); the input estimate before any answer (`input_prior`) is made at the first ask,
     and once."""
-    from adapters.run.deadline import input_prior
 
     prior: list[float] = []
 
@@ -83,8 +83,6 @@ def tokens_each(settings: JobSettings, store: Store, *, input_prior: float = 0.0
     `max_tokens`), or `max_tokens` before any answer; plus, for a provider whose limit counts input
     (OpenAI's TPM), its input tokens: the answers' mean, or `input_prior` before any answer
     (`adapters.run.deadline.input_each`)."""
-    from adapters.checkpoint.reads import learned_from_store
-    from adapters.run.deadline import input_each
 
     most = settings.max_tokens
     learned = learned_from_store(store)
@@ -94,8 +92,6 @@ def tokens_each(settings: JobSettings, store: Store, *, input_prior: float = 0.0
 
 def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:
     """One request's estimated cost at the sync price (None: no price known)."""
-    from adapters.run.planning import plan_of
-    from judgecore.decide.routing import Route
 
     if not len(job.requests):
         return None

@@ -5,7 +5,8 @@ attempts), never a new upload and never a new sub-batch of the same ids."""
 
 from __future__ import annotations
 
-from judgecore import BatchSnapshot, RawResult
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.results.outcomes import RawResult
 from judgecore.run import batch as br
 from judgecore.run.batch import BatchSettings
 from judgecore.run.subbatch import Checkpoint, SubState, SubView

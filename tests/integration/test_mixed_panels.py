@@ -15,7 +15,8 @@ import pytest
 
 from adapters.checkpoint.reads import spend_by_judge
 from adapters.checkpoint.store import Store
-from adapters.simulator import OpenAIScenario, Scenario
+from adapters.simulator.openai_scenario import OpenAIScenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import Served, outcomes_so_far, read_output, write_items
 

@@ -3,15 +3,12 @@ waiting, and the first final outcomes the invalid-request breaker counts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sqlite3
 
 from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
 from judgecore.decide.resume import JobState
 from judgecore.results.outcomes import FailureClass
 from judgecore.run.subbatch import Checkpoint, SubState, SubView
-
-if TYPE_CHECKING:
-    import sqlite3
 
 
 class Resume:

@@ -3,14 +3,11 @@ is brought up to date (idempotently, at every writable open)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from judgecore.results.outcomes import FINAL_STATUSES
 from judgecore.run.subbatch import IN_FLIGHT
-
-if TYPE_CHECKING:
-    import sqlite3
 
 #: The checkpoint's own files in a state dir: the database (`DB_NAME`) and SQLite's companions.
 STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")

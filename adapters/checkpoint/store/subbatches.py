@@ -3,16 +3,14 @@ after it, and each state the sub-batch moves to (decided by `judgecore.run.subba
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from adapters.checkpoint.store.schema import has_lane
 from judgecore.run.subbatch import SubState
-
-if TYPE_CHECKING:
-    import sqlite3
 
 # A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
 # states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
