@@ -14,7 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import OpenAIScenario, Scenario
+from adapters.simulator.openai_scenario import OpenAIScenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import ROOT, Served, cli_in_process, read_output, write_items
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from tests.integration.conftest import read_output, write_items
 from tests.integration.switching import RUBRIC, ScaledClock, settings
 
