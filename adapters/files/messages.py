@@ -15,18 +15,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import attrs
 
+from adapters.checkpoint.store import Store
+from adapters.files.readers import InputKind, input_lines
 from judgecore.decide.planning import JobPlan
 from judgecore.job.ints import records
 from judgecore.job.items import DIGEST_BYTES, Items, raw_digest
 from judgecore.job.parsing import iter_line_messages
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.files.readers import InputKind
 
 
 class MessageSource(Protocol):
@@ -104,7 +102,6 @@ class InputMessages:
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""
-        from adapters.files.readers import input_lines
 
         k = -1
         ids, cids = iter(items.ids), iter(items.custom_ids)  # each read in C, in step with the lines

@@ -17,8 +17,9 @@ differs is passed in, and this is why it differs:
   lines it makes there, at once (`SyncRun.effects`): not when this loop next wakes, which behind a
   burst of answers being read can be a second later. `interrupted`: on an interrupt it waits a while
   for the answers in flight, which were sent, so billed.
-- `settle`: how long a run that stops waits for its cancelled operations (the batch run's: a bound,
-  so none touches the checkpoint after its caller closed it; the sync run's requests end at once).
+- `bounded`: a run that stops waits for its cancelled operations at most `clock.SETTLE_SECONDS`
+  (`clock.settle`: the batch run's, so none touches the checkpoint after its caller closed it; one
+  whose answer was already in, a batch created, records it then); the sync run's requests end at once.
 """
 
 from __future__ import annotations
@@ -29,11 +30,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
-from adapters.run.clock import Clock
+from adapters.run.clock import Clock, settle
 from judgecore.run.vocab import Done, Wait
-
-#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
-SETTLE_SECONDS = 10.0
 
 M = TypeVar("M", bound="Machine")
 
@@ -63,14 +61,14 @@ class Interpreter(Generic[M]):
     #: told before each wait (the progress line)
     waiting: Callable[[M], None] | None = None
     interrupted: Callable[[Collection[asyncio.Future[Any]]], Awaitable[None]] | None = None
-    settle: float | None = SETTLE_SECONDS
+    bounded: bool = True
     #: the operations in flight, by the order they were started
     tasks: dict[asyncio.Future[Any], int] = attrs.field(factory=dict)
     _started: int = 0
 
     async def run(self) -> Done:
         """Advance, perform, wait, until the machine is `Done`; what is still in flight then (a stop, an
-        interrupt, an error) is cancelled and waited for (see `settle`)."""
+        interrupt, an error) is cancelled and waited for (see `bounded`)."""
         try:
             while True:
                 if self.before is not None:
@@ -142,26 +140,10 @@ class Interpreter(Generic[M]):
             task.cancel()
         if not tasks:
             return
-        if self.settle is None:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        if self.bounded:
+            await settle(tasks, self.clock)
         else:
-            await settle(tasks, self.clock, self.settle)
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def settle(tasks: Collection[asyncio.Future[Any]], clock: Clock, seconds: float) -> None:
-    """Wait until every task has ended, or `seconds` have passed; retrieve what each raised (it is not
-    the run's error: that one is already on its way)."""
-    pending = set(tasks)
-    sleeper = asyncio.ensure_future(clock.sleep(seconds))
-    try:
-        while pending and not sleeper.done():
-            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-            pending = {t for t in pending if not t.done()}
-    finally:
-        sleeper.cancel()
-    for task in tasks:
-        if task.done() and not task.cancelled():
-            task.exception()
-
-
-__all__ = ["SETTLE_SECONDS", "Interpreter", "Machine", "settle"]
+__all__ = ["Interpreter", "Machine"]

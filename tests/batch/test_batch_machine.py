@@ -28,8 +28,8 @@ from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, bo
 from adapters.providers.port import BatchMeta, Found, OneCallCreate, Upload
 from adapters.run.batch import BatchSettings, BatchShell
 from adapters.run.clock import FakeClock
-from judgecore import BatchSnapshot, PollPolicy, RawResult, RequestCounts
-from judgecore.results.outcomes import Outcome, classify
+from judgecore.decide.polling import BatchSnapshot, PollPolicy, RequestCounts
+from judgecore.results.outcomes import Outcome, RawResult, classify
 from judgecore.run.batch import (
     BatchRun,
     Begin,

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from adapters.run.clock import FakeClock
-from adapters.simulator import Scenario, Simulator
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
 
 
 @pytest.fixture

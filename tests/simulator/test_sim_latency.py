@@ -11,8 +11,11 @@ import anthropic
 import pytest
 
 from adapters.run.clock import FakeClock
-from adapters.simulator import Scenario, Simulator, add_arguments, scenario_from_args, sim_client
+from adapters.simulator.cli import add_arguments, scenario_from_args
 from adapters.simulator.latency import latency_at
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 from adapters.simulator.wire import unit_float
 
 from .support import batch_requests

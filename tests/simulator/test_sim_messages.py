@@ -9,7 +9,9 @@ import anthropic
 import pytest
 
 from adapters.run.clock import FakeClock
-from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 
 from .support import MODEL, RUBRIC, cached_system, params
 

@@ -11,14 +11,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adapters.run.clock import FakeClock
-from adapters.simulator import (
-    BATCH_OUTCOMES,
-    Scenario,
-    SimRequest,
-    Simulator,
-    add_arguments,
-    scenario_from_args,
-)
+from adapters.simulator.cli import add_arguments, scenario_from_args
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import BATCH_OUTCOMES, Scenario
+from adapters.simulator.wire import SimRequest
 
 from .support import params
 

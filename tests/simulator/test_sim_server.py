@@ -12,7 +12,9 @@ import orjson
 import pytest
 
 from adapters.run.clock import FakeClock
-from adapters.simulator import Scenario, Simulator, run_server_forever, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import run_server_forever, serve
 
 from .support import batch_requests, params
 
