@@ -14,7 +14,7 @@ from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.files.messages import JobInput
 from adapters.providers.anthropic.count_tokens import count_prompt
 from adapters.providers.registry import provider_of
-from adapters.run.lanes import lane_counts, route_lanes_of
+from adapters.run.lanes import lane_counts, lanes, route_lanes_of
 from adapters.run.planning import check_arguments, job_of, plan_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
@@ -50,7 +50,7 @@ def machine_of(
             settings.request_model,
             threshold=settings.sync_threshold,
         )
-        if len(set(models)) > 1
+        if len(lanes(models)) > 1  # a job of one lane is routed by its whole count, its lanes not counted
         else ()
     )
     policy = JobPolicy(
