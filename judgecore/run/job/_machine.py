@@ -33,7 +33,17 @@ from typing import assert_never
 
 import attrs
 
-from judgecore.decide.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
+from judgecore.decide.routing import (
+    DecideRoute,
+    KeepRoute,
+    Lane,
+    Route,
+    RoutePolicy,
+    keep_or_redecide,
+    lanes_say_batch,
+    route,
+    route_lanes,
+)
 from judgecore.job.idsets import Picked
 from judgecore.job.items import RoutePath
 from judgecore.job.texts import Keyed, Texts, texts_of
@@ -85,6 +95,10 @@ class JobPolicy:
     force: RoutePath | None = None
     otpm: int | None = None
     route_policy: RoutePolicy = attrs.Factory(RoutePolicy)
+    #: a panel across providers: its lanes, each with its own count and policy (`Lane`), the route
+    #: decided by them (`route_lanes`: batch when any lane's own count says so); empty (or one lane):
+    #: the job's count against `route_policy`
+    lanes: tuple[Lane, ...] = ()
     #: this run alone goes on the sync route, for this reason (a deadline too close for any batch:
     #: `judgecore.decide.deadline.AllSync`); the route is said, never recorded as the job's
     all_sync: str | None = None
@@ -151,15 +165,23 @@ class JobRun:
         return not h.in_flight and all(c in h.final for c in self.custom_ids)
 
     def _decision(self) -> KeepRoute | DecideRoute:
-        h = self.history
+        h, lanes = self.history, self.policy.lanes
         return keep_or_redecide(
-            h.stored, n=len(self.custom_ids), force=self.policy.force, answered=h.answered
+            h.stored,
+            n=len(self.custom_ids),
+            force=self.policy.force,
+            answered=h.answered,
+            lanes_batch=lanes_say_batch(lanes, h.stored) if len(lanes) > 1 and h.stored else None,
         )
 
     def route_now(self, otpm_read: int | None) -> Route:
         """A route decided in this run: forced, from `--otpm`, or from the tier read; with none of
-        them, on the assumed tier."""
+        them, on the assumed tier. A panel's lanes each by their own count (`route_lanes`)."""
         p, n = self.policy, len(self.custom_ids)
+        if len(p.lanes) > 1:
+            if p.force is not None or p.otpm is not None:
+                return route_lanes(p.lanes, n=n, force=p.force, otpm=p.otpm, otpm_source="flag")
+            return route_lanes(p.lanes, n=n, otpm=otpm_read)
         if p.force is not None:
             return route(n, policy=p.route_policy, force=p.force, otpm=p.otpm, otpm_source="flag")
         if p.otpm is not None:
