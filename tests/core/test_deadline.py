@@ -352,8 +352,13 @@ def test_a_run_whose_sync_route_is_as_estimated_is_final_by_the_deadline_whateve
     if BENCH.PACE.seconds(Pile.of(n, BENCH.TOKENS)) * 1.25 + 60.0 <= job.deadline:
         assert result.final_by_deadline
     assert 0.5 * n <= result.cost <= n
-    if all(lat <= job.deadline - 60.0 for lat in job.latencies) and not result.all_sync:
-        assert 0.5 * n == result.cost  # every batch harvested in time: nothing went sync
+    # every batch ended before the earliest latest switch time (all n unfinished, batches live, the
+    # policy's whole margin: its share, fixed seconds and cancel allowance): nothing went sync
+    earliest_switch = job.deadline - DeadlinePolicy().needed(
+        BENCH.PACE.seconds(Pile.of(n, BENCH.TOKENS)), batches_live=True
+    )
+    if all(lat <= earliest_switch for lat in job.latencies) and not result.all_sync:
+        assert 0.5 * n == result.cost
 
 
 def test_a_switch_time_beyond_the_calendar_is_still_said():
