@@ -25,6 +25,7 @@ from judgecore.decide.planning import JobPlan
 from judgecore.job.ints import records
 from judgecore.job.items import DIGEST_BYTES, Items, raw_digest
 from judgecore.job.parsing import iter_line_messages
+from judgecore.values import frozen
 
 
 class MessageSource(Protocol):
@@ -133,7 +134,7 @@ class InputChangedError(Exception):
         super().__init__(f"{where}: the input changed while the run read it; nothing was sent: run again")
 
 
-@attrs.frozen
+@frozen
 class JobInput:
     """A job's items without their messages, and where the messages are: what the CLI loads for a run
     (`adapters.files.items_io.load_input`), so no copy of the messages outlives their hand-off."""
@@ -175,7 +176,7 @@ def hand_to_checkpoint(store: Store, job: JobPlan, source: MessageSource) -> Non
 HYDRATE_SLICE = 256
 
 
-@attrs.frozen
+@frozen
 class CheckpointMessages:
     """The messages of `custom_ids`, in order, read back from the checkpoint `HYDRATE_SLICE` at a
     time as they are iterated (so creates in flight hold a slice each, not a sub-batch's messages).

@@ -10,17 +10,16 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import TALLY, Store
 from adapters.files.writers import write_records
 from judgecore.job.designs import Design
 from judgecore.job.items import Item, Items
 from judgecore.results.verdicts import VerdictSpec
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Written:
     counts: Mapping[str, int]
     records: Mapping[str, dict[str, Any]]

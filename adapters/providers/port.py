@@ -34,6 +34,7 @@ import httpx2
 from judgecore.decide.polling import BatchSnapshot
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.results.outcomes import Outcome, RawResult
+from judgecore.values import frozen
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body, create_body_chunks
 from judgecore.wire.requests import Request, RequestTemplate, sizes_of
@@ -54,7 +55,7 @@ def _body_size(body: CreateBody) -> int:
     return body_size(sizes_of(body.requests))
 
 
-@attrs.frozen
+@frozen
 class CreateBody:
     """What one sub-batch sends: its requests, the job's template and their messages. As Anthropic's
     create body, `{"requests":[...]}`: `size` bytes, made on demand, never held (OpenAI's upload makes
@@ -82,7 +83,7 @@ class CreateBody:
         return create_body(self.requests, self.template, self.messages)
 
 
-@attrs.frozen
+@frozen
 class BatchMeta:
     """Which job (a state dir's batch tag) and which of its sub-batches a file or a batch is."""
 
@@ -110,7 +111,7 @@ JOB_KEY = "judgecore_job"
 SUB_BATCH_KEY = "judgecore_sub_batch"
 
 
-@attrs.frozen
+@frozen
 class Upload:
     """What a create is made from: an uploaded file (`file_id`, recorded in the checkpoint before the
     create) or, for a provider whose create carries its body, the body itself (`file_id` None)."""
@@ -119,7 +120,7 @@ class Upload:
     body: CreateBody | None = attrs.field(default=None, repr=False)
 
 
-@attrs.frozen
+@frozen
 class Found:
     """A finder's answer: the batch found (None: none), and whether the finder can tell at all (False:
     the provider names no batch; list and match instead)."""

@@ -25,12 +25,13 @@ from adapters.providers.openai.sync_template import OpenAISyncTemplate
 from adapters.usage import UsageError
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.routing import RoutePolicy
+from judgecore.values import frozen
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.providers import JudgeNameError, parse_judge
 from judgecore.wire.requests import RequestTemplate
 
 
-@attrs.frozen
+@frozen
 class BatchLimits:
     """What one sub-batch may hold on a provider's batch route (judgecore's caps, under the API's)."""
 
@@ -38,7 +39,7 @@ class BatchLimits:
     bytes: int
 
 
-@attrs.frozen
+@frozen
 class Provider:
     """One provider's shell: `client(environ)`, `sync_api(client, timeout)` (a `MessagesApi`),
     `sync_template(template)` (what the sync run asks `params` of), `batch_port(client, keep_files)`

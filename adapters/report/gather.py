@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 import orjson
 
 from adapters.checkpoint.store import Store
@@ -25,9 +24,10 @@ from adapters.cli.parser import build_parser
 from adapters.files.paths import kept_path
 from adapters.usage import PYTHON_RESUME
 from judgecore.summary.examples import ExampleGroup, choose_examples, excerpt, prompt_of
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Example:
     custom_id: str
     item_id: str
@@ -40,7 +40,7 @@ class Example:
     answers: int = 1
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Provenance:
     generated: str
     first_answer: str | None

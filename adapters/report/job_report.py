@@ -26,9 +26,10 @@ from adapters.usage import UsageError
 from judgecore.results.verdicts import spec_from_json
 from judgecore.summary.examples import ExampleGroup
 from judgecore.summary.job_summary import TOP_GROUPS, Summary, metadata_key_problem, summarize
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JobReport:
     """What `summary` shows and the HTML report draws: the summary and the run's timeline."""
 

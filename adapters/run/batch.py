@@ -52,6 +52,7 @@ from judgecore.run.batch import BatchSettings
 from judgecore.run.batch.gate import IdSet
 from judgecore.run.batch.harvest import HarvestFold
 from judgecore.run.subbatch import SubEvent, SubState
+from judgecore.values import frozen
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body
 from judgecore.wire.requests import Request, Requests, RequestTemplate, custom_ids_of
@@ -67,7 +68,7 @@ __all__ = [
 _GROUP = 256  # result lines handed to the harvest's fold at a time
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchRunResult:
     """What a run of the batch path did; the outputs themselves are in the store (`Store.latest()`)."""
 

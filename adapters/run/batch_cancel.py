@@ -3,8 +3,6 @@ provider's batch port, and recorded (the next `run` harvests what they completed
 
 from __future__ import annotations
 
-import attrs
-
 from adapters.checkpoint.store import Store
 from adapters.providers.port import BatchApiError, BatchPort
 from adapters.run.clock import Clock
@@ -12,11 +10,12 @@ from adapters.run.events import Emit, Notice
 from judgecore.results.outcomes import RawResult
 from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.subbatch import SubEvent, SubState, next_state
+from judgecore.values import frozen
 
 __all__ = ["CancelReport", "cancel_job"]
 
 
-@attrs.frozen
+@frozen
 class CancelReport:
     """What `cancel_job` did: the batch ids it asked to cancel, and each batch whose cancel failed
     (still live, still billed), with the failure as the core sees it."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RoundStarted:
     """A batch round begins: `n` requests in `sub_batches` sub-batches (round 1 is the first send)."""
 
@@ -20,7 +20,7 @@ class RoundStarted:
     sub_batches: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchCreated:
     sub_id: int
     batch_id: str
@@ -31,7 +31,7 @@ class BatchCreated:
     now: float | None = None  # the run's clock when the create returned
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchPolled:
     sub_id: int
     batch_id: str
@@ -43,14 +43,14 @@ class BatchPolled:
     ended_at: float | None = None  # the batch's own ended_at: how long it ran, whenever it is polled
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchHarvested:
     sub_id: int
     batch_id: str
     counts: dict[str, int]  # outcome status -> count, for this harvest
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchStuck:
     sub_id: int
     batch_id: str
@@ -58,7 +58,7 @@ class BatchStuck:
     deadline: float
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncProgress:
     """Sync path tally so far; `total` is the number of items this run sends (and the probe answered).
 
@@ -83,7 +83,7 @@ class SyncProgress:
     probed: int = 0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Notice:
     """A one-line warning or note for stderr (names the id or batch it is about)."""
 

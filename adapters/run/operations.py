@@ -38,10 +38,11 @@ from judgecore.decide.spend import Budget
 from judgecore.job.idsets import Picked
 from judgecore.job.ints import Ints
 from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
+from judgecore.values import frozen
 from judgecore.wire.requests import Request, Requests
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Ports:
     """What a part of the run needs from the shell, built once the machine says the run will send."""
 

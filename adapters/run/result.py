@@ -12,9 +12,10 @@ from adapters.files.writers import records_frame
 from adapters.run.settings import Fatal
 from judgecore.decide.planning import Plan
 from judgecore.decide.routing import Route
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JudgeResult:
     """What a run ended with. `records` maps item id -> its output object (CONTRACT.md's shape); it is
     empty when the run was asked not to keep them (`keep_records=False`: the output file has them)."""

@@ -21,6 +21,7 @@ from judgecore.job.knobs import check as check_knobs
 from judgecore.job.when import When
 from judgecore.results.status import ACCOUNT_REFUSED
 from judgecore.results.verdicts import VerdictSpec, spec_from_json
+from judgecore.values import frozen
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.models import (
     Deprecated,
@@ -43,7 +44,7 @@ from judgecore.wire.providers import JudgeNameError, openai_model_problem, parse
 PAIRWISE_PATTERN = r"(?i:\bwinner)\W*(?:(?i:assistant)\s*)?(?P<score>A|B|(?i:tie))\b"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JobSettings:
     """Every knob of a run, with the defaults of CONTRACT.md."""
 
@@ -248,7 +249,7 @@ class JobSettings:
         return tuple(out)
 
 
-@attrs.frozen
+@frozen
 class Fatal:
     """Why a run stopped early (exit 4): a fatal API configuration, or an account state (the API
     refused the account: on hold, a spend limit, billing; nothing quarantined). One line for the user."""
@@ -264,7 +265,7 @@ class Fatal:
         return self.reason
 
 
-@attrs.frozen
+@frozen
 class BatchCaps:
     """The most one sub-batch holds: the settings' `max_batch_requests` / `max_batch_bytes`, clamped
     to the provider's limits (`adapters.providers.registry.Provider.batch_limits`)."""

@@ -32,13 +32,14 @@ from judgecore.decide.spend import Budget, Expect, request_bound
 from judgecore.results.outcomes import FailureClass, Outcome, classify
 from judgecore.results.status import Status
 from judgecore.run.sync import Action, Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
+from judgecore.values import frozen
 from judgecore.wire.requests import Request, RequestTemplate
 
 #: How long an interrupted sync run waits for the answers in flight (sent, so billed) to record them.
 DRAIN_SECONDS = 20.0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncRunResult:
     """What one `run_sync` did: this run's `Tally` and how it ended. `fatal` is a one-line reason when
     it stopped early (exit 4); `budget_stopped` when it stopped launching to keep the budget, whose
@@ -72,7 +73,7 @@ class SyncRunResult:
         return None if seen == 0 else self.cache_read_input_tokens / seen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ProbeResult:
     """The probe's item as it last came back (None if nothing did), the tier it read, and a one-line
     reason when the run must stop (exit 4). Its rows are already recorded."""

@@ -14,6 +14,7 @@ from judgecore.decide.ratelimit import PacingPolicy, RateLimitReading, concurren
 from judgecore.job.knobs import BY_ENV, BY_NAME, env_values
 from judgecore.job.knobs import check as check_knobs
 from judgecore.run.sync import SyncPolicy
+from judgecore.values import frozen
 
 #: The sync path's fields that are knobs of the table (each has a range; the flag or variable names it)
 _FIELDS = (
@@ -41,7 +42,7 @@ ENV_VARS: Mapping[str, str] = MappingProxyType(
 SERVED_CONCURRENCY = 32
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncSettings:
     """Knobs of the sync path; each has a default, and all but `max_attempts` a JUDGECORE_* override.
     `concurrency` None means from the tier; `request_timeout` None means the SDK's (600 s read)."""

@@ -21,6 +21,8 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from judgecore.values import frozen
+
 from .rubric_format import judge_format
 from .subset import output_config_problem
 from .verdict_lines import answer_lines, format_lines
@@ -111,7 +113,7 @@ def block_tokens(block: object) -> int:
     return math.ceil(len(orjson.dumps(block)) / 4)
 
 
-@attrs.frozen
+@frozen
 class Block:
     """One cacheable unit of the prompt prefix, in tools -> system -> messages order."""
 
@@ -290,7 +292,7 @@ def thinking_on(params: Mapping[str, Any], by_default: bool) -> bool:
     return by_default
 
 
-@attrs.frozen
+@frozen
 class Answer:
     text: str
     output_tokens: int  # thinking tokens included, as the API counts them

@@ -18,10 +18,12 @@ from typing import Any
 
 import attrs
 
+from judgecore.values import frozen
+
 from .answers import prompt_blocks
 
 
-@attrs.frozen
+@frozen
 class CachePlan:
     input_tokens: int  # tokens after the last cached point (plus framing)
     read_tokens: int

@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
 import orjson
+
+from judgecore.values import frozen
 
 from . import answers
 from .cache import PromptCache
@@ -81,7 +82,7 @@ class Spill:
 Outcome = Callable[[object, str, int], "str | dict[str, Any]"]
 
 
-@attrs.frozen
+@frozen
 class Packed:
     """A batch's requests as kept: each distinct `params` less `messages` once (`shapes`), and a row a
     request, `[custom_id, attempt, shape index, messages, outcome]` (shape -1: the params themselves,

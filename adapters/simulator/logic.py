@@ -35,6 +35,8 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from judgecore.values import frozen
+
 from . import answers, selfpref
 from . import designs as sim_designs
 from .cache import PromptCache
@@ -82,7 +84,7 @@ COUNT_TOKENS_PARAMS = frozenset(
 )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchView:
     """A read-only snapshot of one simulated batch, for tests."""
 

@@ -19,6 +19,8 @@ from typing import Final
 
 import attrs
 
+from judgecore.values import frozen
+
 from .schedule import schedule
 
 #: Chat models the simulated OpenAI API serves: the text models the `openai` SDK (3.60,
@@ -113,7 +115,7 @@ def _non_negative(_inst: object, attribute: attrs.Attribute, value: float | None
         raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value}")
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class OpenAIScenario:
     """How the simulated OpenAI API (and a vLLM-like server) behaves; defaults: healthy, fast, generous."""
 

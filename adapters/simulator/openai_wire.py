@@ -10,8 +10,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import attrs
 import orjson
+
+from judgecore.values import frozen
 
 from .openai_scenario import is_reasoning_model
 
@@ -48,7 +49,7 @@ _UNSUPPORTED: Final = ("allOf", "not", "if", "then", "else", "dependentRequired"
                        "patternProperties", "unevaluatedProperties")  # fmt: skip
 
 
-@attrs.frozen
+@frozen
 class Problem:
     """A 400 (or other status) the request earns: OpenAI's error object fields."""
 
@@ -95,7 +96,7 @@ def go_duration(seconds: float) -> str:
     return text
 
 
-@attrs.frozen
+@frozen
 class Part:
     name: str
     filename: str | None

@@ -7,10 +7,10 @@ import functools
 import re
 from typing import Final
 
-import attrs
+from judgecore.values import frozen
 
 
-@attrs.frozen
+@frozen
 class JudgeFormat:
     """The verdict line a rubric asks for: `FIELD: value`, a number in lo..hi or one of `labels`."""
 

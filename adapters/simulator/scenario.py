@@ -13,6 +13,8 @@ from typing import Final
 
 import attrs
 
+from judgecore.values import frozen
+
 from .latency import LATENCY_KINDS
 from .openai_scenario import OpenAIScenario
 from .schedule import schedule
@@ -163,7 +165,7 @@ def _shares(value: tuple[tuple[str, float], ...]) -> None:
             raise ValueError(f"self_preference: the share of {name!r} must be in 0..1, got {share}")
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Scenario:
     """How the simulated API behaves. Every field has a default; change one with `attrs.evolve`."""
 

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
-import attrs
+from judgecore.values import frozen
 
 from .logic import Simulator
 from .wire import SimRequest, SimResponse, line_chunks
 
 
-@attrs.frozen
+@frozen
 class ServerHandle:
     """A running server: point clients at `base_url`."""
 

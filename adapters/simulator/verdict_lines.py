@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
-import attrs
+from judgecore.values import frozen
 
 from .rubric_format import judge_format
 
@@ -37,7 +37,7 @@ _OUT_OF: Final = re.compile(r"^N\s*/\s*(\d+)$", re.I)
 _LEAD: Final = re.compile(r"^(?:one of|either)\s+", re.I)
 
 
-@attrs.frozen
+@frozen
 class FormatLine:
     """One line of the answer: `field` with a number in lo..hi, one of `labels`, or free text."""
 

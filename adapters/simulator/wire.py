@@ -11,6 +11,8 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from judgecore.values import frozen
+
 #: The status that goes with each error type (anthropic-api-facts.md §4).
 ERROR_STATUS: Final = {
     "invalid_request_error": 400,
@@ -59,7 +61,7 @@ def dumps(obj: object) -> bytes:
     return orjson.dumps(obj)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SimRequest:
     """One HTTP request as the simulator sees it; header names are lower case."""
 
@@ -86,7 +88,7 @@ class SimRequest:
         return None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SimResponse:
     """What to send back. `drop` closes the connection without answering; `cut_after` sends the
     headers and that many body bytes, then closes the connection (a stream cut mid-way)."""
@@ -144,7 +146,7 @@ def error_body(
     return {"type": "error", "error": error, "request_id": request_id}
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class LogEntry:
     """One handled request. `status` is 0 when the connection was dropped without an answer."""
 

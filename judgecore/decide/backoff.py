@@ -7,10 +7,10 @@ delay is then `retry_after + u x base`, so clients told the same instant do not 
 
 from __future__ import annotations
 
-import attrs
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BackoffPolicy:
     """Exponential backoff starting at `base` seconds, capped at `cap`."""
 

@@ -28,9 +28,10 @@ from enum import StrEnum
 import attrs
 
 from judgecore.results.outcomes import FailureClass, Outcome
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BreakerPolicy:
     """Trip when the first `k` final outcomes of a job are all invalid requests."""
 
@@ -47,7 +48,7 @@ class BreakerState(StrEnum):
     TRIPPED = "tripped"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Breaker:
     """The breaker of one job; `observe` returns the next value (see the module docstring)."""
 

@@ -46,6 +46,8 @@ from typing import assert_never
 
 import attrs
 
+from judgecore.values import frozen
+
 #: bounds of one window's change: grow at most x2, shrink at most x0.5
 GROW_AT_MOST = 2.0
 SHRINK_AT_MOST = 0.5
@@ -53,7 +55,7 @@ SHRINK_AT_MOST = 0.5
 BACKOFF = 0.7
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Answered:
     """An answer arrived at `now`, `latency` seconds after it was sent, with `inflight` requests in
     flight when it arrived (itself included)."""
@@ -63,21 +65,21 @@ class Answered:
     inflight: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Refused:
     """A 429 or a 503 (the server's queue is full) at `now`."""
 
     now: float
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Unreachable:
     """A connection refused or reset at `now`."""
 
     now: float
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Tick:
     """Time passed (`now`) without an answer: closes a window that has lasted its length."""
 
@@ -87,7 +89,7 @@ class Tick:
 Event = Answered | Refused | Unreachable | Tick
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Window:
     """The answers of the current window: since `start`, `answers` of them, their latencies and
     throughputs summed, and the most requests seen in flight."""
@@ -109,7 +111,7 @@ class Window:
         )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Probe:
     """A floor probe under way: `windows` left to hold, the limit to resume afterwards, and the floor
     before it (a floor found well below it was stale: the next probe comes soon)."""
@@ -119,7 +121,7 @@ class Probe:
     floor_before: float | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AdaptiveConcurrency:
     """The rule's state. Start with `AdaptiveConcurrency.start(initial, maximum)`."""
 

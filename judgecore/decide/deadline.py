@@ -58,11 +58,12 @@ from judgecore.decide.polling import (
     next_poll_action,
 )
 from judgecore.decide.prices import BATCH_DISCOUNT
+from judgecore.values import frozen
 
 OtpmSource = Literal["read", "flag", "assumed"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Pile:
     """Some requests not final yet, and the tokens they are expected to take in all against the sync
     route's token limit (`output_tokens`): their output for an OTPM (Anthropic's), their input and
@@ -89,7 +90,7 @@ class Pile:
 NONE = Pile()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Unfinished:
     """What is not final: in live batches (`in_progress` or `canceling`), on no route yet, and in
     flight on the sync route. `sync_usd_each`: the estimated cost of one request at the sync price
@@ -118,7 +119,7 @@ class Unfinished:
         return self.movable * self.sync_usd_each * (1.0 - BATCH_DISCOUNT)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncPace:
     """What the sync route can do: the token limit per minute (`otpm`) and where it came from, the RPM
     limit if known, the requests in flight (concurrency), a typical answer's latency (seconds), and the
@@ -149,7 +150,7 @@ class SyncPace:
         return max(by_tokens, by_slots, by_rpm)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class DeadlinePolicy:
     """The margin added to the sync route's time: `share` of it plus `fixed` seconds, plus `cancel`
     seconds for canceled batches to end whenever a batch is live; and the shortest window before the
@@ -171,7 +172,7 @@ class DeadlinePolicy:
         return sync_seconds * (1.0 + self.share) + self.fixed + (self.cancel if batches_live else 0.0)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Watch:
     """A run's deadline (epoch seconds) and what it is measured against, at one poll."""
 
@@ -220,7 +221,7 @@ class Watch:
         return f"{self.needs()}; the latest switch time is {clock_time(self.latest_switch)}{late}"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Switch:
     """Cancel every live batch, harvest what they completed, and send the rest on the sync route:
     `send_now` requests on no route go at once; the `after_cancel` requests of the live batches go once
@@ -235,7 +236,7 @@ class Switch:
     extra_usd: float | None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class End:
     """The deadline has come: stop waiting; what is not final is `pending` (exit 3). Answers already
     in flight on the sync route are recorded as they arrive."""
@@ -244,14 +245,14 @@ class End:
     reason: str
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UseBatches:
     """Send on the batch route; switch no later than `latest_switch`."""
 
     latest_switch: float
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class AllSync:
     """The deadline is too close for any batch: everything goes on the sync route from the start.
     `short_by`: seconds the sync route is expected to lack, with its margin, to finish everything by
@@ -337,7 +338,7 @@ def _wait_until(now: float, seconds: float, until: float) -> PollIn:
     return PollIn(seconds)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class DeadlineFigures:
     """What `--dry-run` shows of a deadline: the latest switch time (epoch seconds; None once all sync
     from the start), the sync route's time for everything with its margin, the all-batch cost, and the

@@ -15,7 +15,7 @@ Both decisions here are pure: `fs_type_of(path, mountinfo)` reads the type from 
 
 from __future__ import annotations
 
-import attrs
+from judgecore.values import frozen
 
 #: filesystem types (as Linux names them in mountinfo) that are shared over a network
 NETWORK_FILESYSTEMS = frozenset(
@@ -53,7 +53,7 @@ NETWORK_FILESYSTEMS = frozenset(
 )
 
 
-@attrs.frozen
+@frozen
 class CheckpointMode:
     """The checkpoint's SQLite journal for a filesystem, and a one-line reason."""
 

@@ -42,12 +42,13 @@ from judgecore.decide.spend import request_bound
 from judgecore.job.errors import RequestTooLargeError
 from judgecore.job.items import Item, Items, RoutePath
 from judgecore.results.status import Usage
+from judgecore.values import frozen
 from judgecore.wire.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.wire.models import ModelPrice, Thinking, alias_of, model_info, price_for, thinks
 from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JobPlan:
     """What a job sends, computed once: its items, one request per item (input order), and the
     template of each route. A request's `size` is its bytes in a batch create body; the sync path
@@ -119,7 +120,7 @@ def plan_job(
 EXPECTED_OUTPUT_TOKENS = 100
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Learned:
     """What the job's answers so far say about the rest: how many billed answers (`answers`) and their
     usage summed; and, from `count_tokens`, one prompt's real input tokens (`counted`) beside the
@@ -154,7 +155,7 @@ class Learned:
         return round(self.usage.output_tokens / self.answers) if self.answers else default
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BudgetFit:
     """`--dry-run --budget`: whether the estimate fits the budget (`spent` so far counted), and how many
     of the requests to send it covers when it does not (the last one must still fit at its bound)."""
@@ -186,7 +187,7 @@ def estimate_tokens(n_bytes: int) -> int:
     return -(-n_bytes // 4)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class CachePlan:
     """Where the cache breakpoint sits, and whether the rubric is long enough to be cached at all."""
 
@@ -197,7 +198,7 @@ class CachePlan:
     cached: bool
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Plan:
     """Everything a dry run reports, as a value. On a state dir with a history, `final` items are
     done and `live` ones sit in batches still live (polled, not resent); the rest are `to_send`,

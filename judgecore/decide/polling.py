@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-import attrs
+from judgecore.values import frozen
 
 BatchStatus = Literal["in_progress", "canceling", "ended"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RequestCounts:
     """A batch's tally; meaningful only once the batch has ended."""
 
@@ -33,7 +33,7 @@ class RequestCounts:
         return self.processing + self.succeeded + self.errored + self.canceled + self.expired
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchSnapshot:
     """What the API said about one batch at one moment; times are epoch seconds."""
 
@@ -53,7 +53,7 @@ class BatchSnapshot:
         return self.status != "ended"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class PollPolicy:
     """Poll every `interval` seconds; give a batch `grace` seconds past its `expires_at`."""
 
@@ -70,7 +70,7 @@ class PollPolicy:
         return batch.expires_at + self.grace
 
 
-@attrs.frozen
+@frozen
 class PollIn:
     """Retrieve the batch again in this many seconds (the batch machine makes the time it is due of
     it; what the machine hands the shell is `judgecore.run.vocab.Wait`)."""
@@ -78,14 +78,14 @@ class PollIn:
     seconds: float
 
 
-@attrs.frozen
+@frozen
 class Harvest:
     """The batch has ended: stream its results."""
 
     batch_id: str
 
 
-@attrs.frozen
+@frozen
 class Overdue:
     """The deadline has passed: retrieve once more, harvest what exists, record the rest as stuck."""
 

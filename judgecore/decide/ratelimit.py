@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from judgecore.results.outcomes import Usage
+from judgecore.values import frozen
 
 _GROUPS = ("requests", "input_tokens", "output_tokens", "tokens")
 _FIELDS = ("limit", "remaining", "reset")
@@ -68,7 +69,7 @@ def _int(value: str | None) -> int | None:
     return n if n >= 0 else None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class LimitGroup:
     """One limit as reported: its size per minute, what remains, and when it is full again (epoch)."""
 
@@ -84,7 +85,7 @@ class LimitGroup:
 _NONE = LimitGroup()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RateLimitReading:
     """The `anthropic-ratelimit-*` headers of one response, as a value (every part optional)."""
 
@@ -173,7 +174,7 @@ def after_429(concurrency: int) -> int:
     return max(1, concurrency // 2)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Concurrency:
     """How many requests may be in flight now (AIMD between 1 and `ceiling`)."""
 
@@ -209,7 +210,7 @@ class Concurrency:
 # --- pacing -----------------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class PacingPolicy:
     """Aim at `headroom` of each per-minute limit; bursts hold at most `burst_seconds` of that rate."""
 
@@ -227,7 +228,7 @@ class PacingPolicy:
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha}")
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Lane:
     """A local token bucket mirroring one per-minute limit: `rate` per second, at most `capacity`."""
 
@@ -262,7 +263,7 @@ class Lane:
         return self if self.level <= ceiling else attrs.evolve(self, level=ceiling)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Cost:
     """What one request is reckoned to take from each limit (reserved before it leaves)."""
 
@@ -286,7 +287,7 @@ def _ewma(old: float | None, new: float, alpha: float) -> float:
     return new if old is None else old + alpha * (new - old)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Pacer:
     """The sync path's model of the org's rate limits (see the module docstring)."""
 

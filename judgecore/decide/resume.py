@@ -14,12 +14,14 @@ from types import MappingProxyType
 
 import attrs
 
+from judgecore.values import frozen
+
 
 def _frozen_map(m: Mapping[str, int]) -> Mapping[str, int]:
     return MappingProxyType(dict(m))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JobState:
     """What the checkpoint says about a job's ids.
 
@@ -32,7 +34,7 @@ class JobState:
     attempts: Mapping[str, int] = attrs.field(factory=dict, converter=_frozen_map, hash=False)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ResumeDiff:
     """A disjoint, complete partition of a job's custom_ids; `submit` keeps input order."""
 

@@ -23,11 +23,12 @@ from typing import Literal, TypeAlias
 import attrs
 
 from judgecore.job.items import RoutePath
+from judgecore.values import frozen
 
 OtpmSource = Literal["read", "flag", "assumed"]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RoutePolicy:
     """2,000 requests at 400,000 output tokens per minute; the OTPM assumed when none is known."""
 
@@ -46,7 +47,7 @@ class RoutePolicy:
         return max(1, self.base_threshold * otpm // self.reference_otpm)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Route:
     """The routing decision, with what it was based on and a one-line reason for the user."""
 
@@ -114,7 +115,7 @@ def route(
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Lane:
     """A lane of a panel as routing sees it, given by the shell: its name (a provider's, a served
     model's with its URL), how many of the job's requests it sends, its provider's routing policy, and
@@ -193,14 +194,14 @@ def lanes_say_batch(lanes: Sequence[Lane], stored: Route) -> bool:
     return route_lanes(lanes, n=n, otpm=otpm, otpm_source=source).path == "batch"
 
 
-@attrs.frozen
+@frozen
 class KeepRoute:
     """Run on the job's stored route (its `n` brought up to date with the input)."""
 
     route: Route
 
 
-@attrs.frozen
+@frozen
 class DecideRoute:
     """Decide the route now (forced, from `--otpm`, or from a probe), and say why."""
 

@@ -38,6 +38,7 @@ import attrs
 
 from judgecore.decide.prices import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost, usd
 from judgecore.results.outcomes import Usage
+from judgecore.values import frozen
 from judgecore.wire.models import ModelPrice
 from judgecore.wire.models import price_for as _table_price
 
@@ -83,7 +84,7 @@ def request_bound(
     return usd * (BATCH_DISCOUNT if path == "batch" else 1.0)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Budget:
     """The hard cap of a run: `spent` (answers so far, earlier runs included) and `reserved` (the upper
     bounds of everything in flight). `cap=None` means no budget: everything is admitted."""
@@ -139,7 +140,7 @@ def stops_for_budget(budget: Budget, next_bound: float, *, in_flight: bool) -> b
     return not budget.admits(next_bound) and not in_flight
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Expect:
     """What one more request is expected to cost, in US dollars: `per_request`, the mean of what `weight`
     answers really cost (0: the plan's prior figure, before any answer). `learn` folds in answers as
@@ -229,7 +230,7 @@ def cut_line(*, fit: int, of: int, room: float, bound: float, expect: Expect) ->
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Spend:
     """What a job's answers cost so far (`spent`), and what the same answers would have cost all-sync."""
 
@@ -238,7 +239,7 @@ class Spend:
     answers: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Money:
     """US dollars: spent so far, the same answers all-sync, and the dry-run's estimate (None: unknown)."""
 

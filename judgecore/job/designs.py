@@ -26,6 +26,7 @@ from judgecore.job.errors import InputError
 from judgecore.job.ids import check_unique, covers_content, job_custom_ids
 from judgecore.job.items import Items, raw_digest
 from judgecore.job.knobs import MAX_SAMPLES  # the one table of knobs holds the range
+from judgecore.values import frozen
 
 #: the separator between an item's id and its request's tag: the tag never holds one
 TAG_SEP = "#"
@@ -77,7 +78,7 @@ def template_fields(template: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-@attrs.frozen(order=True)
+@frozen(order=True)
 class RequestKey:
     """Which request of an item: the judge (None: the job's model), the sample (0-based), and for a
     pairwise item the order (0: the first field shown first, 1: the second field shown first)."""
@@ -130,7 +131,7 @@ def _judges(value: Sequence[str]) -> tuple[str, ...]:
     return judges
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Design:
     """What each item asks (see the module docstring); the defaults are one request per item."""
 
@@ -261,7 +262,7 @@ def metadata_of(design: Design, row: Mapping[str, Any]) -> dict[str, Any] | None
     return meta or None
 
 
-@attrs.frozen
+@frozen
 class ExpandedRow:
     """One item's requests: `(request id, messages_json)` in `Design.request_keys()` order, and its metadata."""
 

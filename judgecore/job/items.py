@@ -26,11 +26,12 @@ from judgecore.job.ids import (
 )
 from judgecore.job.ints import Ints, counted, records
 from judgecore.job.texts import Keyed, LazyTexts, Texts, texts_of
+from judgecore.values import frozen
 
 RoutePath = Literal["sync", "batch"]
 
 
-@attrs.frozen
+@frozen
 class Item:
     """One input line: an id, the conversation to judge, an optional max_tokens and opaque metadata.
 
@@ -139,7 +140,7 @@ def _sizes_of(self: Items) -> Ints:
     return Ints(map(len, self.messages_json))
 
 
-@attrs.frozen(eq=False, repr=False)
+@frozen(eq=False, repr=False)
 class Items(Sequence[Item]):
     """A job's items as columns, in input order: one tuple per field instead of one object per item.
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-import attrs
+from judgecore.values import frozen
 
 #: The prefix of judgecore's environment variables.
 ENV_PREFIX = "JUDGECORE_"
@@ -35,7 +35,7 @@ class KnobError(ValueError):
     """A knob's value that cannot be right: one line naming what was given and what it must be."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Knob:
     """One knob: the setting it sets (`name`), how it is given (`flag`, `env`), its type and range.
 

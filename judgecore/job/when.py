@@ -7,7 +7,7 @@ import math
 import re
 from datetime import datetime
 
-import attrs
+from judgecore.values import frozen
 
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>[smh])")
 _UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -17,7 +17,7 @@ class WhenError(ValueError):
     """A `--deadline` value that is neither a duration nor an ISO 8601 time with its offset."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class When:
     """A deadline as given: `seconds` after the run's start, or the instant `at` (epoch seconds)."""
 

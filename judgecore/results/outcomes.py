@@ -26,11 +26,10 @@ import re
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-import attrs
-
 # the names the plan, the job machine and the settings read live in `judgecore.results.status` (a dry run
 # imports no classification tables); they are this module's too, as they always were
 from judgecore.results.status import ACCOUNT_REFUSED, FINAL_STATUSES, Status, Usage, _new, _setters
+from judgecore.values import frozen
 
 ResultKind = Literal["succeeded", "errored", "canceled", "expired", "http_error", "connection_error"]
 
@@ -59,7 +58,7 @@ CONNECT_FAILED: Final = "connect_failed"
 REQUEST_BODY_TIMEOUT: Final = "request_body_timeout"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class StopDetails:
     """Why the model stopped, as the API says it (`stop_details`; today only refusals carry one)."""
 
@@ -83,7 +82,7 @@ class StopDetails:
         )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RawResult:
     """One answer for one request, with SDK objects already translated away by the shell."""
 
@@ -101,7 +100,7 @@ class RawResult:
     stop_details: StopDetails | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Outcome:
     """The meaning of one result: status, failure class, a human reason, and what the answer held."""
 

@@ -11,6 +11,8 @@ from typing import Any, Final
 
 import attrs
 
+from judgecore.values import frozen
+
 
 class Status(StrEnum):
     """Where an item stands after one outcome. The first three are final."""
@@ -29,7 +31,7 @@ FINAL_STATUSES = frozenset({Status.SUCCEEDED, Status.MISS, Status.QUARANTINED})
 ACCOUNT_REFUSED: Final = "the API refused the account"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Usage:
     """Token counts of one answer (the four the cost and cache reports need)."""
 

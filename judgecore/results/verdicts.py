@@ -32,10 +32,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-import attrs
 import orjson
 
 from judgecore.job.designs import DEFAULT_LABELS
+from judgecore.values import frozen
 from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
 #: The `error.class` of a succeeded answer whose verdict cannot be parsed or validated.
@@ -51,7 +51,7 @@ class VerdictSpecError(ValueError):
     """A verdict spec that cannot be used (one line, said before anything is sent)."""
 
 
-@attrs.frozen
+@frozen
 class VerdictSpec:
     """How to read a verdict from an answer: a JSON Schema or a regex, and the field that is the score.
 
@@ -257,7 +257,7 @@ def _labels(raw: Any) -> tuple[tuple[str, str], ...] | None:
 Scalar = int | float | str | bool
 
 
-@attrs.frozen
+@frozen
 class Verdict:
     """The fields of one verdict, in order, and the score (a number or a label)."""
 
@@ -268,7 +268,7 @@ class Verdict:
         return dict(self.fields)
 
 
-@attrs.frozen
+@frozen
 class Unscored:
     """An answer that holds no verdict the spec accepts, and why."""
 

@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
-import attrs
-
 from judgecore.results.outcomes import FailureClass
+from judgecore.values import frozen
 
 
 class SubState(StrEnum):
@@ -223,7 +222,7 @@ def next_phase(phase: Phase, trigger: Trigger) -> Phase:
 # -- what the checkpoint holds: the view a batch run starts from (a dry run reads it too) -----------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SubView:
     """One sub-batch as the checkpoint holds it. `ids`: its custom_ids with no outcome recorded under
     it (the store fills them for in-flight states only)."""
@@ -240,7 +239,7 @@ class SubView:
     ids: tuple[str, ...] = ()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Checkpoint:
     """The pure view of a job's checkpoint that a run starts from (`adapters.checkpoint.store.Store.checkpoint`)."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Literal
 
-import attrs
+from judgecore.values import frozen
 
 
 class ExitStatus(IntEnum):
@@ -43,7 +43,7 @@ class ExitStatus(IntEnum):
     HUNG_UP = 129
 
 
-@attrs.frozen
+@frozen
 class Say:
     """One line for stderr."""
 
@@ -51,7 +51,7 @@ class Say:
     text: str
 
 
-@attrs.frozen
+@frozen
 class Wait:
     """Nothing more can start now: advance again at `until` (epoch seconds), or as soon as an
     operation in flight answers, whichever comes first (`until` None: only when one answers)."""
@@ -59,7 +59,7 @@ class Wait:
     until: float | None
 
 
-@attrs.frozen
+@frozen
 class Done:
     """The run is over, with this exit status; `reason` says why it stopped early (or None)."""
 

@@ -20,9 +20,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, Final
 
-import attrs
-
 from judgecore.summary.stats import clip, stdev, t_quantile, wilson_ci95
+from judgecore.values import frozen
 
 #: The most groups whose every pair is compared (190 pairs); above it no pair is, in any output.
 COMPARED_GROUPS: Final = 20
@@ -56,7 +55,7 @@ def newcombe_ci95(k1: int, n1: int, k2: int, n2: int) -> tuple[float, float] | N
     return (max(-1.0, lo), min(1.0, hi))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Difference:
     """`second - first` for one pair of groups (and, for labels, one label)."""
 

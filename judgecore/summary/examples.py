@@ -12,14 +12,13 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from judgecore.summary import numfmt as fig
 from judgecore.summary.job_summary import score_of
 from judgecore.summary.stats import _sort_key
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ExampleGroup:
     """The examples of one score value (`kind` "score") or one failure class (`kind` "class")."""
 

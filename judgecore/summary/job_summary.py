@@ -46,6 +46,7 @@ from judgecore.summary.stats import (
     wilson_ci95,
 )
 from judgecore.summary.text import CLIPPED, headline_lines, left_out
+from judgecore.values import frozen
 
 STATUSES = ("succeeded", "miss", "quarantined", "pending")
 _REFUSED = str(FailureClass.MODEL_REFUSAL)
@@ -57,7 +58,7 @@ NO_VALUE = "(none)"
 TOP_GROUPS: Final = 20
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Agreement:
     """The score against a reference label in each item's metadata, over the scored items that have one."""
 
@@ -84,7 +85,7 @@ class Agreement:
         }
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Group:
     """The summary of a set of items (the whole job, or one `--by` group)."""
 
@@ -113,7 +114,7 @@ class Group:
         }
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Summary:
     """The whole summary: the job, its groups, what it cost."""
 

@@ -20,8 +20,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from judgecore.summary.stats import (
     LabelStats,
     NumericStats,
@@ -30,6 +28,7 @@ from judgecore.summary.stats import (
     describe_numeric,
     wilson_ci95,
 )
+from judgecore.values import frozen
 
 
 def _number(v: Any) -> bool:
@@ -91,7 +90,7 @@ def _codes(units: Sequence[Sequence[Any]]) -> tuple[list[list[Any]], str]:
     return [[None if v is None else str(v) for v in u] for u in units], level
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SampleReliability:
     """`--samples K`: how often the samples of an item agree."""
 
@@ -134,7 +133,7 @@ def sample_reliability(records: Sequence[Mapping[str, Any]], field: str | None) 
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class PairwiseReliability:
     """`--pairwise A,B`: who wins, and how much the position decided it."""
 
@@ -235,7 +234,7 @@ def pairwise_reliability(records: Sequence[Mapping[str, Any]]) -> PairwiseReliab
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JudgeScore:
     model: str
     n: int
@@ -245,7 +244,7 @@ class JudgeScore:
         return {"model": self.model, "n": self.n, "score": self.score.to_json() if self.score else None}
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class PanelReliability:
     """`--judge MODEL` (repeated): each judge's score and how much the judges agree."""
 
@@ -307,7 +306,7 @@ def panel_reliability(records: Sequence[Mapping[str, Any]], field: str | None) -
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Designs:
     """What each design the records carry buys (None for a design the job did not use)."""
 

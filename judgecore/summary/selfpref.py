@@ -39,10 +39,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from judgecore.summary import numfmt as fig
 from judgecore.summary.compare import welch_ci95
+from judgecore.values import frozen
 
 DEFAULT_AUTHOR_KEY = "model"
 
@@ -96,7 +95,7 @@ def family_of(name: str) -> str:
     return text
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SelfPreference:
     """One judge's self-preference (see the module's docstring for each figure)."""
 
@@ -133,7 +132,7 @@ class SelfPreference:
         }
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SelfPreferences:
     """Every judge's self-preference, and the metadata key that named the authors."""
 

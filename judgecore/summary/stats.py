@@ -21,6 +21,8 @@ from typing import Any
 
 import attrs
 
+from judgecore.values import frozen
+
 Z95 = statistics.NormalDist().inv_cdf(0.975)
 
 
@@ -130,7 +132,7 @@ def clip(ci: tuple[float, float], bounds: tuple[float, float]) -> tuple[float, f
     return (min(max(ci[0], lo), hi), max(min(ci[1], hi), lo))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Bin:
     lo: float
     hi: float
@@ -153,7 +155,7 @@ def histogram(values: Sequence[float], *, max_distinct: int = 20, bins: int = 10
     return tuple(Bin(lo=lo + i * width, hi=lo + (i + 1) * width, n=c) for i, c in enumerate(out))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class NumericStats:
     """A numeric score over the scored items."""
 
@@ -217,7 +219,7 @@ def describe_numeric(values: Sequence[float]) -> NumericStats | None:
     )
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class LabelStats:
     """A label score over the scored items: counts, shares and the shares' 95% Wilson intervals."""
 

@@ -14,9 +14,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
-import attrs
-
 from judgecore.job.errors import RequestTooLargeError
+from judgecore.values import frozen
 from judgecore.wire.encoding import (  # their old home: re-exported
     CHUNK_BYTES,
     create_body,
@@ -34,7 +33,7 @@ def body_size(sizes: Sequence[int]) -> int:
     return ENVELOPE_BYTES + sum(sizes) + max(0, len(sizes) - 1)
 
 
-@attrs.frozen
+@frozen
 class SubBatch:
     """One Message Batches create call: its position in the job, its requests, and its body's size."""
 

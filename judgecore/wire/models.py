@@ -69,8 +69,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Literal
 
-import attrs
-
+from judgecore.values import frozen
 from judgecore.wire.providers import openai_model, openai_price
 
 ABSURD_MAX_TOKENS = 1_000_000
@@ -87,7 +86,7 @@ MIN_THINKING_BUDGET = 1024
 ThinkingType = Literal["adaptive", "enabled", "disabled", "between_tools"]
 
 
-@attrs.frozen
+@frozen
 class ModelPrice:
     """US dollars per million tokens, standard (non-batch) rates; `cache_read` is the multiplier of the
     input price a cache read costs; `long_prompt` is `(over, input, output)`: the rates of a request
@@ -99,7 +98,7 @@ class ModelPrice:
     long_prompt: tuple[int, float, float] | None = None
 
 
-@attrs.frozen
+@frozen
 class Thinking:
     """A job's `thinking` parameter: `adaptive`, `disabled`, or `enabled` with a `budget_tokens`."""
 
@@ -135,7 +134,7 @@ class Thinking:
         return "off" if self.type == "disabled" else str(self.budget_tokens or self.type)
 
 
-@attrs.frozen
+@frozen
 class ThinkingSupport:
     """How a model thinks: whether it thinks when `thinking` is omitted, and the types it takes."""
 
@@ -149,7 +148,7 @@ class Status(Enum):
     RETIRED = "retired"
 
 
-@attrs.frozen
+@frozen
 class Lifecycle:
     status: Status = Status.CURRENT
     #: The first day requests fail (deprecated: scheduled; retired: when it happened, if known).
@@ -157,7 +156,7 @@ class Lifecycle:
     replacement: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ModelInfo:
     """One row of the table (see the module docstring for where each figure comes from)."""
 
@@ -371,7 +370,7 @@ def unknown_model_problem(model: str) -> str | None:
 # -- lifecycle ---------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class Deprecated:
     """Still answered, until `retires`: a warning before anything is sent."""
 
@@ -384,7 +383,7 @@ class Deprecated:
         return f"{self.model} is deprecated and retires on {self.retires.isoformat()}{move}"
 
 
-@attrs.frozen
+@frozen
 class Retired:
     """No longer answered (the API says 404): exit 2 before anything is sent."""
 

@@ -43,7 +43,7 @@ from datetime import date
 from types import MappingProxyType
 from typing import Final, Literal
 
-import attrs
+from judgecore.values import frozen
 
 Provider = Literal["anthropic", "openai", "served"]
 
@@ -61,7 +61,7 @@ class JudgeNameError(ValueError):
     """A judge's name that names no provider, or names one badly (one line, naming the providers)."""
 
 
-@attrs.frozen
+@frozen
 class Judge:
     """A judge's name, parsed: its provider, its model id and, for a served model, its server's URL."""
 
@@ -128,7 +128,7 @@ def parse_judge(name: str) -> Judge:
 # -- OpenAI's model table ------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class OpenAIPrice:
     """US dollars per million tokens at standard (sync) rates: input, cached input, output."""
 
@@ -154,7 +154,7 @@ class OpenAIPrice:
         ) / 1_000_000
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class OpenAIModel:
     """One row of OpenAI's table (see the module docstring for where each figure comes from)."""
 

@@ -25,6 +25,7 @@ from judgecore.job.columns import taken
 from judgecore.job.ints import Ints, positions_of
 from judgecore.job.items import Item, Items, RoutePath
 from judgecore.job.texts import Texts, texts_of
+from judgecore.values import frozen
 
 
 def cache_control_for(path: RoutePath) -> dict[str, str]:
@@ -36,7 +37,7 @@ def _head(model: str) -> bytes:
     return b'","params":{"model":' + orjson.dumps(model) + b',"max_tokens":'
 
 
-@attrs.frozen
+@frozen
 class RequestTemplate:
     """What every request of a job shares, serialized once: model, default max_tokens, rubric block,
     and the optional `output_config` and `thinking` parameters."""
@@ -113,7 +114,7 @@ class RequestTemplate:
         return params
 
 
-@attrs.frozen
+@frozen
 class Request:
     """One item ready to send, without its messages: custom_id, max_tokens, its exact size on the
     wire, and the size of its serialized messages (the encoder is given the messages themselves)."""
@@ -155,7 +156,7 @@ def _range(self: Requests) -> range:
     return range(len(self._cids))
 
 
-@attrs.frozen(eq=False, repr=False)
+@frozen(eq=False, repr=False)
 class Requests(Sequence[Request]):
     """Requests as columns: a `Sequence[Request]` over the columns of a job's `Items` (shared, not
     copied) and their sizes, in the order of `positions` (a `Request` is built when one is read).
@@ -331,7 +332,7 @@ def build_requests(items: Sequence[Item], template: RequestTemplate) -> Requests
     return Requests(cols.custom_ids, cols.ids, mts, sizes, msg_sizes, models=models)
 
 
-@attrs.frozen(eq=False, repr=False)
+@frozen(eq=False, repr=False)
 class RequestIndex(Mapping[str, Request]):
     """The requests of a run by custom_id, over the columns of a `Requests` with no object per request
     (one is built when read). `select` of ids in column order (a round's, always) walks the columns;

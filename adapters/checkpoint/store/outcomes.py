@@ -6,14 +6,14 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import attrs
 import orjson
 
 from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
 from judgecore.results.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, StopDetails, Usage
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class OutcomeRow:
     """One recorded outcome, ready for the store."""
 

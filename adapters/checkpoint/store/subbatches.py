@@ -7,17 +7,16 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import attrs
-
 from adapters.checkpoint.store.schema import has_lane
 from judgecore.run.subbatch import SubState
+from judgecore.values import frozen
 
 # A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
 # states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
 # ambiguous adoption (see `judgecore.run.batch.batching.Adoption`), None for every other sub-batch.
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SubBatchRow:
     """One sub-batch as the checkpoint knows it."""
 

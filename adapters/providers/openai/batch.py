@@ -48,11 +48,12 @@ from adapters.providers.openai.translate import OpenAIBatch, batch_of, line_resu
 from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchApiError, BatchMeta
 from judgecore.results.outcomes import Outcome, RawResult, classify
 from judgecore.run.batch.batching import CREATE_DEADLINE
+from judgecore.values import frozen
 
 _READ: Final = 1 << 16  # bytes read from a results file at a time
 
 
-@attrs.frozen
+@frozen
 class UploadBody:
     """A sub-batch's input file, `size` bytes, made afresh by `chunks()` on each read, never held."""
 

@@ -28,6 +28,7 @@ import attrs
 import orjson
 
 from adapters.providers.openai.schema import response_format
+from judgecore.values import frozen
 
 #: The endpoint of every line of a sub-batch (the batch's `endpoint`).
 CHAT_COMPLETIONS: Final = "/v1/chat/completions"
@@ -74,7 +75,7 @@ def chat_messages(messages_json: bytes) -> bytes:
     )
 
 
-@attrs.frozen
+@frozen
 class OpenAITemplate:
     """What every request of a job to one OpenAI (or served) model shares, serialized once."""
 

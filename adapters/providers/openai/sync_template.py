@@ -10,6 +10,7 @@ import attrs
 import orjson
 
 from adapters.providers.openai.body import OpenAITemplate
+from judgecore.values import frozen
 from judgecore.wire.providers import parse_judge
 from judgecore.wire.requests import RequestTemplate
 
@@ -40,7 +41,7 @@ def openai_template(template: RequestTemplate) -> OpenAITemplate:
     )
 
 
-@attrs.frozen
+@frozen
 class OpenAISyncTemplate:
     """`RequestTemplate`'s sync interface (`model`, `system_json`, `with_model`, `params`) over
     Chat Completions: the rubric as the system message, `max_completion_tokens`, the verdict schema as a

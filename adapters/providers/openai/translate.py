@@ -42,6 +42,7 @@ from judgecore.decide.polling import BatchSnapshot, RequestCounts
 from judgecore.decide.ratelimit import LimitGroup, RateLimitReading
 from judgecore.decide.retry_after import retry_after
 from judgecore.results.outcomes import RawResult, StopDetails, Usage
+from judgecore.values import frozen
 
 #: The error_code an overflow of the context window is given, whichever words said it.
 CONTEXT_EXCEEDED: Final = "context_length_exceeded"
@@ -295,7 +296,7 @@ CORE_STATUS: Final = {
 }
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchError:
     """One entry of a failed batch's `errors.data`: why its validation failed."""
 
@@ -304,7 +305,7 @@ class BatchError:
     line: int | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class OpenAIBatch:
     """What OpenAI said about one batch at one moment (times epoch seconds): what the batch shell
     keeps, and the core's `BatchSnapshot` of it (`snapshot()`)."""

@@ -57,6 +57,7 @@ from judgecore.run.subbatch import (
     next_state,
 )
 from judgecore.run.vocab import ExitStatus
+from judgecore.values import frozen
 from judgecore.wire.chunking import chunk
 from judgecore.wire.requests import Request, RequestIndex, Requests
 
@@ -71,7 +72,7 @@ def _frozen(m: Mapping[_K, _V]) -> Mapping[_K, _V]:
     return m if isinstance(m, MappingProxyType) else MappingProxyType(dict(m))
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchRun:
     """The batch run of one job (see the package docstring); build it with `BatchRun.start`."""
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import attrs
-
 from judgecore.decide.planning import ModelPrice
 from judgecore.decide.polling import BatchSnapshot
 from judgecore.decide.spend import request_bound
 from judgecore.run.subbatch import Phase, SubState
+from judgecore.values import frozen
 from judgecore.wire.requests import Request, RequestIndex
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Sub:
     sub_id: int
     round: int

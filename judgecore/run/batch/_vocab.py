@@ -15,11 +15,12 @@ from judgecore.run.batch.batching import Intent, OrphanWindow, could_fit
 from judgecore.run.batch.gate import Held
 from judgecore.run.subbatch import SubEvent, SubState
 from judgecore.run.vocab import Done, Say, Wait
+from judgecore.values import frozen
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.requests import Request
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchSettings:
     """Knobs of the batch run; the defaults are the CLI's."""
 
@@ -61,7 +62,7 @@ class BatchSettings:
 # -- actions: effects (performed at once, in order) and operations (each ends in one event) ----------
 
 
-@attrs.frozen
+@frozen
 class Record:
     """Make the sub-batch's move durable (`batch` with CREATED/ADOPTED: its id and times)."""
 
@@ -74,14 +75,14 @@ class Record:
     group: int | None = None
 
 
-@attrs.frozen
+@frozen
 class Release:
     """Record these lines now (held quarantines the breaker let through; a request no batch can hold)."""
 
     held: tuple[Held, ...]
 
 
-@attrs.frozen
+@frozen
 class Begin:
     """Round `number` starts: `n` requests in `sub_batches` sub-batches."""
 
@@ -90,7 +91,7 @@ class Begin:
     sub_batches: int
 
 
-@attrs.frozen
+@frozen
 class Create:
     """Write the intent stamped `at` (re-stamp it when `written`: a resend after a reconciliation proved
     no batch was made), then POST the sub-batch's create once."""
@@ -102,7 +103,7 @@ class Create:
     written: bool = False
 
 
-@attrs.frozen
+@frozen
 class Reconcile:
     """List recent batches, newest first, down to `oldest` (at most `limit`), to adopt these intents.
 
@@ -119,13 +120,13 @@ class Reconcile:
         return not batch.live and any(could_fit(i, batch, self.window) for i in self.intents)
 
 
-@attrs.frozen
+@frozen
 class Poll:
     sub_id: int
     batch_id: str
 
 
-@attrs.frozen
+@frozen
 class Harvest:
     """Stream the results of `batch_id` into the checkpoint, each line through `breaker` (`held`: lines
     it holds so far). `group`: the sub-batches whose ids the batch may answer for (itself alone when
@@ -147,14 +148,14 @@ Action = Effect | Operation | Wait | Done
 # -- events -------------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class Created:
     sub_id: int
     batch: BatchSnapshot
     at: float
 
 
-@attrs.frozen
+@frozen
 class CreateFailed:
     sub_id: int
     error: RawResult
@@ -162,7 +163,7 @@ class CreateFailed:
     u: float  # the jitter draw in [0, 1)
 
 
-@attrs.frozen
+@frozen
 class Listed:
     batches: tuple[BatchSnapshot, ...]
     conclusive: bool  # reached `oldest` or the end of the list
@@ -178,28 +179,28 @@ class Listed:
     uploaded: tuple[int, ...] = ()
 
 
-@attrs.frozen
+@frozen
 class ListFailed:
     error: RawResult
     at: float
     u: float
 
 
-@attrs.frozen
+@frozen
 class Snapshot:
     sub_id: int
     batch: BatchSnapshot
     at: float
 
 
-@attrs.frozen
+@frozen
 class PollFailed:
     sub_id: int
     error: RawResult
     at: float
 
 
-@attrs.frozen
+@frozen
 class Harvested:
     """A harvest's result. `error`: the stream was cut (None when whole). `open`: the ids it recorded as
     not final (retriable, fatal, or with no line at all); every other id of the settled sub-batches was

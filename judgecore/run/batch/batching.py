@@ -33,12 +33,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
-import attrs
-
 from judgecore.decide.backoff import BackoffPolicy, backoff
 from judgecore.decide.polling import BatchSnapshot
 from judgecore.results.outcomes import REQUEST_BODY_TIMEOUT, Outcome, RawResult, Status, classify
 from judgecore.run.subbatch import SubEvent, SubState, next_state
+from judgecore.values import frozen
 
 # -- after a refused cancel --------------------------------------------------------------------
 
@@ -46,7 +45,7 @@ from judgecore.run.subbatch import SubEvent, SubState, next_state
 ALREADY_ENDED_STATUSES = frozenset({400, 409})
 
 
-@attrs.frozen
+@frozen
 class Cancel:
     """What to record after a cancel was refused: the sub-batch's move (None: none) with its note,
     and one line for the user."""
@@ -70,28 +69,28 @@ def after_cancel_error(state: SubState, batch_id: str, status: int | None, error
 # -- after a failed create ---------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class Split:
     """HTTP 413: the body was over the server's limit; send each half as its own sub-batch."""
 
     reason: str
 
 
-@attrs.frozen
+@frozen
 class Reject:
     """HTTP 413 on a one-request sub-batch: that request can never be sent in a batch."""
 
     outcome: Outcome
 
 
-@attrs.frozen
+@frozen
 class Fatal:
     """The run's configuration is wrong (authentication, permission, unknown model): stop."""
 
     outcome: Outcome
 
 
-@attrs.frozen
+@frozen
 class RetryCreate:
     """Transient: wait `delay` seconds, reconcile through the orphan check, then re-send if none matched."""
 
@@ -99,7 +98,7 @@ class RetryCreate:
     reason: str
 
 
-@attrs.frozen
+@frozen
 class GiveUp:
     """Stop trying this sub-batch in this run.
 
@@ -153,7 +152,7 @@ def split_halves(items: Sequence[object]) -> tuple[tuple[object, ...], tuple[obj
 CREATE_DEADLINE = 600.0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Intent:
     """A sub-batch whose create may have made a batch we never heard of."""
 
@@ -162,7 +161,7 @@ class Intent:
     intent_at: float
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class OrphanWindow:
     """A batch matches an intent when created in `[intent_at - skew, intent_at + window]`.
 
@@ -181,7 +180,7 @@ class OrphanWindow:
         return min((i.intent_at for i in intents), default=float("inf")) - self.skew
 
 
-@attrs.frozen
+@frozen
 class Adoption:
     """Intent `sub_id` is batch `batch.id`. `ambiguous`: more than one batch fitted.
 

@@ -16,10 +16,9 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-import attrs
-
 from judgecore.decide.breaker import Breaker
 from judgecore.results.outcomes import FailureClass, Outcome, Status
+from judgecore.values import frozen
 
 MISSING = Outcome(
     status=Status.RETRY,
@@ -70,7 +69,7 @@ class Held(NamedTuple):
     batch_id: str | None
 
 
-@attrs.frozen
+@frozen
 class Gate:
     """The breaker as a harvest's lines pass through it, with the lines it holds."""
 

@@ -33,6 +33,7 @@ from judgecore.results.outcomes import Outcome, RawResult, Status, Usage
 from judgecore.results.resultlines import ResultLine
 from judgecore.run.batch._vocab import Harvested
 from judgecore.run.batch.gate import MISSING, Gate, Held, IdSet
+from judgecore.values import frozen
 
 __all__ = ["SHOWN", "HarvestEnd", "HarvestFold"]
 
@@ -60,7 +61,7 @@ def _priced(usage: Usage, answers: int, rows: Iterable[Held]) -> tuple[Usage, in
     return Usage.of(i, o, w, r), answers
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class HarvestEnd:
     """What a finished fold says: `rows` to record (`MISSING`), lines to `say`, the per-status `counts`
     of the harvest (None when the stream was cut) and the `event` for the machine."""
@@ -71,7 +72,7 @@ class HarvestEnd:
     event: Harvested
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class HarvestFold:
     """The state of one harvest between two groups of lines (see the module docstring)."""
 

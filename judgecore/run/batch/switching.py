@@ -34,9 +34,10 @@ from judgecore.run.batch._sub import Sub
 from judgecore.run.batch._vocab import Record, Say
 from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, next_state
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SwitchPlan:
     """What a run's switch is measured against: the deadline (epoch seconds), the sync route's pace,
     each request's expected output tokens, its cost at the sync price (None: unknown), the margin."""

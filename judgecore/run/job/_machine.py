@@ -66,9 +66,10 @@ from judgecore.run.job._vocab import (
     Wrote,
 )
 from judgecore.run.vocab import Done, ExitStatus, Say, Wait
+from judgecore.values import frozen
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class History:
     """What the checkpoint says about a job before this run acts: its stored route, the tier last
     read (output tokens per minute), the final ids, the ids live in batches, and whether any batch
@@ -88,7 +89,7 @@ class History:
         return bool(self.final) or self.any_batch
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JobPolicy:
     """This run's flags that bear on the route: `--force-*`, `--otpm`, `--sync-threshold`."""
 
@@ -108,7 +109,7 @@ class IllegalJobMove(Exception):
     """An event the machine was not waiting for (a bug of the interpreter)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class DryRunPlan:
     """What the run would do, as the dry run tells it: the route, the ids left to send, and how many
     items are final or live in a batch (counted, not sent)."""
@@ -119,7 +120,7 @@ class DryRunPlan:
     live: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class JobRun:
     """The job's run; see the module docstring."""
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Set
 
-import attrs
-
 from judgecore.decide.routing import Route
 from judgecore.results.status import Status
 from judgecore.run.vocab import Done, Say, Wait
+from judgecore.values import frozen
 
 
 class Phase(enum.StrEnum):
@@ -30,33 +29,33 @@ class Phase(enum.StrEnum):
 # -- actions -----------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@frozen
 class Connect:
     """The run will send: build the client and hand the messages to the checkpoint."""
 
 
-@attrs.frozen
+@frozen
 class RecordRoute:
     """Store the route decided in this run (a kept route is not written again)."""
 
     route: Route
 
 
-@attrs.frozen
+@frozen
 class Estimate:
     """Keep the dry-run's estimate of the whole job on this route."""
 
     route: Route
 
 
-@attrs.frozen
+@frozen
 class Probe:
     """Send this item alone (the sync machine limited to it); answer with `Probed`."""
 
     custom_id: str
 
 
-@attrs.frozen
+@frozen
 class RunBatch:
     """Run the batch machine over these ids (a `Picked` of the job's: their positions too); answer
     with `BatchRan`. `switched`: an earlier run made the deadline's switch: create nothing, cancel
@@ -66,7 +65,7 @@ class RunBatch:
     switched: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RunSync:
     """Run the sync machine over these ids (those final already are skipped by it); answer with
     `SyncRan`. `otpm`: the tier to pace by when no reading is stored (`--otpm`, or None). `ids` is
@@ -80,7 +79,7 @@ class RunSync:
     probed: Status | None = None
 
 
-@attrs.frozen
+@frozen
 class WriteOutput:
     """Write the output from the checkpoint; `reuse`: an output file the last run wrote from this
     same checkpoint may be left as it is. Answer with `Wrote`."""
@@ -96,7 +95,7 @@ Action = Effect | Operation | Wait | Done
 # -- events ------------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Probed:
     """What the probe found: a stop (`fatal`), or its outcome's status, reason and the tier read."""
 
@@ -107,7 +106,7 @@ class Probed:
     fatal: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BatchRan:
     fatal: str | None = None
     stuck: tuple[str, ...] = ()
@@ -119,7 +118,7 @@ class BatchRan:
     live: frozenset[str] = frozenset()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncRan:
     fatal: str | None = None
     cache_hit_rate: float | None = None
@@ -127,7 +126,7 @@ class SyncRan:
     budget: float | None = None
 
 
-@attrs.frozen
+@frozen
 class Wrote:
     """The output was written: this many items are still pending."""
 

@@ -32,6 +32,7 @@ from judgecore.run.sync._vocab import (
     _Retry,
 )
 from judgecore.run.vocab import ExitStatus
+from judgecore.values import frozen
 
 
 def _one_line(text: str) -> str:
@@ -41,7 +42,7 @@ def _one_line(text: str) -> str:
 # --- the machine ---------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncRun:
     """One sync run (see the module docstring). Build it with `SyncRun.start`."""
 

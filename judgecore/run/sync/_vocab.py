@@ -13,6 +13,7 @@ from judgecore.decide.backoff import BackoffPolicy
 from judgecore.decide.ratelimit import Cost, PacingPolicy, RateLimitReading
 from judgecore.results.outcomes import Outcome
 from judgecore.run.vocab import Done, ExitStatus, Say, Wait
+from judgecore.values import frozen
 
 #: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
 #: so a shorter wait could spin without time moving.
@@ -27,7 +28,7 @@ def _at_least_one(_inst: object, attribute: attrs.Attribute, value: int) -> None
         raise ValueError(f"{attribute.name} must be >= 1, got {value}")
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SyncPolicy:
     """The rules of one sync run."""
 
@@ -51,7 +52,7 @@ class SyncPolicy:
     deadline: float | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Todo:
     """An item to send: its custom_id, its `max_tokens` (for the pacer) and the upper bound of its
     cost in US dollars (for the budget; 0 without one)."""
@@ -67,7 +68,7 @@ class Todo:
         return self.item_id or self.custom_id
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Tries:
     """What this run has spent on one item: sends that came back, non-429 failures, 429s."""
 
@@ -76,7 +77,7 @@ class Tries:
     rate_limited: int = 0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Flight:
     """A request in flight: its item, its tries before this send, and what was reserved for it."""
 
@@ -88,7 +89,7 @@ class Flight:
     sent: float = 0.0
 
 
-@attrs.frozen(kw_only=True, order=True)
+@frozen(kw_only=True, order=True)
 class _Retry:
     due: float
     seq: int
@@ -99,7 +100,7 @@ class _Retry:
     holds: bool = attrs.field(default=False, order=False)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Row:
     """One outcome to record durably: final, or the last retriable one of an item left pending.
     `attempts` is this run's sends of the item that came back."""
@@ -109,7 +110,7 @@ class Row:
     attempts: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Tally:
     """Counts of this run so far, for progress and the run's result."""
 
@@ -133,7 +134,7 @@ class Tally:
 # --- actions -------------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Launch:
     """Send this item now; `cost` (pacing) and `bound` (budget) are reserved for it."""
 
@@ -142,7 +143,7 @@ class Launch:
     retry: bool
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Record:
     """Write these rows durably, in this order, before anything else."""
 
@@ -153,7 +154,7 @@ Effect = Record | Say
 Action = Effect | Launch | Wait | Done
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Answered:
     """An answer came back for `custom_id` at `now`; `u` is a uniform draw in [0, 1) for jitter."""
 
