@@ -16,6 +16,8 @@ disk or the terminal (that is `adapters`). The packages, by concern, each import
   output schemas, sub-batch chunks, the model table
 - `job`: what the user asked: items and their columns, custom_ids and id sets, designs and how an
   item's answers fold back into one verdict (`job.consensus`), the core's errors
+- `values`: `frozen`, the decorator of every value above (`attrs.frozen`, its repr, equality and hash
+  shared closures rather than code compiled for each class)
 
 This module imports nothing at its top: a program imports each name from the module that defines it
 (`from judgecore.decide.routing import route`), so that importing one module never loads the others;
