@@ -26,7 +26,6 @@ so it is imported only where a schema is used: the one library deferred by name 
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -35,6 +34,7 @@ from typing import Any, Literal
 import orjson
 
 from judgecore.job.designs import DEFAULT_LABELS
+from judgecore.job.ids import sha256
 from judgecore.values import frozen
 from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
@@ -102,7 +102,7 @@ class VerdictSpec:
         """A digest of the schema (part of the manifest); None for a pattern (not part of it)."""
         if self.kind != "schema":
             return None
-        return hashlib.sha256(self.source.encode()).hexdigest()[:32]
+        return sha256(self.source.encode()).hexdigest()[:32]  # the interpreter's: no OpenSSL at start
 
     @property
     def wire_schema(self) -> dict[str, Any] | None:
