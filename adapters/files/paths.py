@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile  # only a run probes: `--help` and a dry run do not import it
 from pathlib import Path
 
 from adapters.checkpoint.store.schema import STATE_FILES
@@ -43,11 +42,26 @@ def _first_existing(path: Path) -> Path:
     return Path.cwd()
 
 
+def private_file(directory: Path, prefix: str, suffix: str = "") -> tuple[int, str]:
+    """A new file in `directory`, opened read-write, mode 0600, under a name no file had: its
+    descriptor and absolute path. What `tempfile.mkstemp` does, without loading `tempfile` and
+    `random` at every command's start (10 M instructions, a tenth of what a dry run adds to bc825e4's)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    where = Path(directory).absolute()
+    for _ in range(100):
+        name = str(where / f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(17, "no unused name for a temporary file", str(where))  # 17: EEXIST
+
+
 def _can_create_in(directory: Path) -> bool:
     """Whether a file can be created in `directory`, by creating one and removing it."""
 
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".judgecore-probe-", dir=directory)
+        fd, tmp = private_file(directory, ".judgecore-probe-")
     except OSError:
         return False
     os.close(fd)
@@ -163,7 +177,7 @@ def checkpoint_problem(path: Path, flag: str) -> str | None:
 
 def shared_mode() -> int:
     """The mode a new output or report gets: `0o666` less the process's umask, as `open()` would
-    make it (a temp file from `tempfile.mkstemp` is 0600 whatever the umask). The checkpoint and the
+    make it (a temp file from `private_file` is 0600 whatever the umask). The checkpoint and the
     run lock are made 0600 by their own code."""
     try:  # Linux tells the umask without changing it (4.7+)
         with Path("/proc/self/status").open("rb") as f:

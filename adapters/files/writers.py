@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any, Literal
 import orjson
 
 from adapters.files.cells import need
-from adapters.files.paths import publish
+from adapters.files.paths import private_file, publish
 from adapters.usage import UsageError
 from judgecore.results.output_line import output_line
 
@@ -182,7 +181,7 @@ def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
     checkpoint: `adapters.files.paths.publish`), with the mode the umask gives a new file."""
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = private_file(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as f:
             for line in lines:
