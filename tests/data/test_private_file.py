@@ -13,7 +13,7 @@ def test_each_private_file_is_new_0600_and_named_absolutely(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     old = os.umask(0)
     try:
-        made = [private_file(Path("."), ".out.jsonl.", ".tmp") for _ in range(20)]
+        made = [private_file(Path(), ".out.jsonl.", ".tmp") for _ in range(20)]
     finally:
         os.umask(old)
     for fd, _ in made:
