@@ -144,7 +144,7 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         return _dry_run(ns, dry, rubric, settings)
     # each row expanded into its requests (judgecore.job.designs): their messages built, held by the shell
     items = (
-        load_input(ns.input, job=ids_job, kind=kind)
+        load_input(ns.input, job=ids_job, kind=kind, state_dir=ns.state)
         if single
         else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
     )

@@ -2,10 +2,12 @@
 
 The serialized messages are most of a job's bytes (a judge prompt carries the completion it grades).
 The core's values never hold them for a run: the requests carry ids, sizes and max_tokens only, and
-a run's items their digests (`JobPlan.without_messages`). The shell holds a `MessageSource` instead:
-the input file read again (`InputMessages`), or the messages a design built (`HeldMessages`). Once the
-job is bound, `hand_to_checkpoint` keeps them in the checkpoint (`Store.keep_messages`) and empties
-the source; from there on the run reads back those of what it sends: a create body a slice at a time
+a run's items their digests (`JobPlan.without_messages`). A run's input file is read once: its parse
+hands each block's messages to the checkpoint as it reads them (`kept_as_parsed`). The shell holds a
+`MessageSource` for what is not kept that way: the input file read again (`InputMessages`: a state dir
+of ids that do not cover their content, or of another job's), or the messages a design built
+(`HeldMessages`). Once the job is bound, `hand_to_checkpoint` keeps those still missing in the
+checkpoint (`Store.keep_messages`; none, after such a parse) and empties the source; from there on the run reads back those of what it sends: a create body a slice at a time
 as it streams (`CheckpointMessages`), a sync request as it is launched. What a run holds per item is
 then its ids and sizes, whatever its prompts' length.
 """
@@ -19,10 +21,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
+from adapters.checkpoint.statelock import StateLockedError
+from adapters.checkpoint.store.schema import STATE_FILES, holds_checkpoint
 from judgecore.decide.planning import JobPlan
+from judgecore.job.ids import covers_content
 from judgecore.job.ints import records
 from judgecore.job.items import DIGEST_BYTES, Items, raw_digest
-from judgecore.job.parsing import iter_line_messages
+from judgecore.job.parsing import Keep, iter_line_messages
 
 if TYPE_CHECKING:
     from adapters.checkpoint.store import Store
@@ -164,6 +169,43 @@ def split_messages(items: Items) -> JobInput:
     return JobInput(items.without_messages(), HeldMessages(items.messages()))
 
 
+@contextlib.contextmanager
+def kept_as_parsed(state_dir: Path | None, job: str | None) -> Iterator[Keep | None]:
+    """What keeps a new job's messages in the checkpoint of `state_dir` as its input is parsed
+    (`judgecore.job.parsing.parse_items(keep=...)`), so the file is read once: all of them committed
+    in one transaction when the block ends, none when it raises (a bad line: exit 2, and a checkpoint
+    this made is removed again). None when the dir is bound to a job already (a resume: its messages
+    are kept already; `--add-items`' are read again at the hand-off, `hand_to_checkpoint`), when the
+    job's custom_ids (`job`) do not cover their messages, or when another run holds the dir (its
+    error is the run's own lock). A `v3` custom_id covers its messages, so the rows this keeps before
+    the job is bound are the bound job's own whatever comes next (a later bad line, an exit 2)."""
+    if state_dir is None or not covers_content(job):
+        yield None
+        return
+    from adapters.checkpoint.store import Store
+
+    made = not holds_checkpoint(state_dir)
+    try:
+        store = Store.open(state_dir, exclusive="run")
+    except StateLockedError:
+        yield None
+        return
+    try:
+        if store.manifest is not None:
+            store.close()
+            yield None
+            return
+        with store.keeping_messages() as keep:
+            yield keep
+    except BaseException:
+        store.close()
+        if made:  # the parse failed: a new dir is left as it was (no checkpoint of a job never bound)
+            for name in STATE_FILES:
+                (state_dir / name).unlink(missing_ok=True)
+        raise
+    store.close()
+
+
 def hand_to_checkpoint(store: Store, job: JobPlan, source: MessageSource) -> None:
     """Keep the job's messages in `store` (those not kept yet), then empty `source`: from here on the
     run reads back the messages it sends (`CheckpointMessages`, `Store.messages_of`)."""
@@ -205,5 +247,6 @@ __all__ = [
     "JobInput",
     "MessageSource",
     "hand_to_checkpoint",
+    "kept_as_parsed",
     "split_messages",
 ]

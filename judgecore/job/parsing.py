@@ -4,7 +4,7 @@ once, in one pass, so that whatever is accepted can be sent and written out afte
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import chain, compress, islice, repeat
 from operator import add, is_, is_not, or_, truth
@@ -46,6 +46,8 @@ def _fail(line: int, reason: str) -> InputError:
 
 
 _Fields = tuple[str, int, bytes, "int | None", "bytes | None"]
+#: what takes a parsed block's messages (`parse_items(keep=...)`): its custom_ids and messages, in order
+Keep = Callable[[Sequence[str], Sequence[bytes]], None]
 
 
 def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
@@ -184,10 +186,13 @@ class _Columns:
         "metadata",
         "n",
         "sizes",
+        "spool",
     )
 
-    def __init__(self, *, hold: bool, digests: bool) -> None:
+    def __init__(self, *, hold: bool, digests: bool, spool: bool = False) -> None:
         self.hold, self.digests = hold, digests and not hold
+        #: the messages of the ids not flushed yet, for `parse_items`'s `keep` (None: none kept)
+        self.spool: list[bytes] | None = [] if spool else None
         self.n = 0  # the items so far
         self.ids: list[str] = []
         self.lines = LinesBuilder()
@@ -212,6 +217,8 @@ class _Columns:
             self.messages.append(f[2])
         elif self.digests:
             self.digest_bytes += raw_digest(f[2], f[3])
+        if self.spool is not None:
+            self.spool.append(f[2])
 
 
 def parse_items(
@@ -221,6 +228,7 @@ def parse_items(
     digests: bool = True,
     job: str | None = None,
     lazy_ids: bool = False,
+    keep: Keep | None = None,
 ) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
@@ -243,9 +251,16 @@ def parse_items(
     when first read (`judgecore.job.items.CustomIds`), and a repeated id is told by the ids' own hashes.
     Only a custom_id collision of distinct ids (two equal 120-bit digests) goes unlooked-for: nothing
     of the job is ever kept under those custom_ids by a dry run.
+
+    `keep` (a run's, with `hold_messages=False` and a `v3` job key): each block's custom_ids and
+    messages are handed to it as the block is parsed, `(custom_ids, messages_json)` in the items'
+    order, so a run's checkpoint keeps its messages from this one read of its input (the parse holds a
+    block's at a time). A `v3` custom_id covers its messages, so what is kept under one never differs.
     """
     content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
-    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids))
+    if keep is not None and (hold_messages or lazy_ids or not content):
+        raise ValueError("keep= takes the messages of a run's parse: hold_messages=False, a v3 job key")
+    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids), spool=keep is not None)
     ids, id_digests, hashes = TextsBuilder(), bytearray(), array("q")
     rows = iter(lines)
     first = 1
@@ -263,14 +278,18 @@ def parse_items(
         if lazy_ids or content:  # a `v3` id covers its content: equal ids may have distinct digests
             hashes.extend(map(hash, chunk))
         if not lazy_ids:  # equal custom_ids have equal digests: distinct digests, distinct custom_ids
-            id_digests.extend(digests_for(chunk, job=job, contents=contents(cols.n - len(chunk), cols.n)))
+            made = digests_for(chunk, job=job, contents=contents(cols.n - len(chunk), cols.n))
+            id_digests.extend(made)
+            if keep is not None and cols.spool is not None and chunk:
+                keep(custom_ids_of_digests(chunk, made), cols.spool)
+                cols.spool = []
         cols.ids = []
 
     while block := list(islice(rows, BLOCK_LINES)):
         if not _block_columns(cols, block, first):
             _line_by_line(cols, block, first)
         first += len(block)
-        if len(cols.ids) >= CHUNK_IDS:
+        if keep is not None or len(cols.ids) >= CHUNK_IDS:  # kept: a block's messages at a time
             flush()
     flush()
     # the ids' hashes looked at and dropped, then each column built in turn: one copy at a time on top
@@ -335,7 +354,7 @@ def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
                 cols.sizes.append(len(dumps(prompt)) + head_tail)
                 cols.n += 1
                 continue
-        cols.add(_fields_of(n, raw, obj, hold=cols.hold))
+        cols.add(_fields_of(n, raw, obj, hold=cols.hold or cols.spool is not None))
 
 
 _NONE = type(None)
@@ -439,7 +458,7 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
             messages_sizes = map(len, map(dumps, convs))
             cols.sizes.extend(list(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt))))
         return True
-    enc = _dumps if cols.hold else dumps
+    enc = _dumps if cols.hold or cols.spool is not None else dumps
     head, tail = _PROMPT_HEAD, _PROMPT_TAIL
     mjs = [
         head + dumps(p) + tail if p is not None else enc(m) for p, m in zip(prompts, messages, strict=True)
@@ -449,6 +468,8 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         cols.messages += mjs
     elif cols.digests:
         cols.digest_bytes += b"".join(map(raw_digest, mjs, max_tokens))
+    if cols.spool is not None:
+        cols.spool += mjs
     return True
 
 
