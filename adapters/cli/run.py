@@ -26,7 +26,7 @@ from adapters.cli.remembered import (
     _run_flags_given,
 )
 from adapters.files.items_io import load_design_input, load_design_items, load_input, load_items
-from adapters.files.messages import JobInput
+from adapters.files.messages import JobInput, discard_unbound
 from adapters.files.paths import input_problem, kept_path, out_problem, state_problem
 from adapters.files.readers import input_kind
 from adapters.files.writers import output_problem, write_records
@@ -149,10 +149,15 @@ def cmd_run(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
     )
     assert out is not None  # a run has a --state
-    _check_overlap(ns, kept, items.items.ids)
-    if kind == "inspect":
-        _remember_inspect_log(ns.state, ns.input)
-    return _run(ns, argv, items, rubric, settings, out, done)
+    try:
+        _check_overlap(ns, kept, items.items.ids)
+        if kind == "inspect":
+            _remember_inspect_log(ns.state, ns.input)
+        return _run(ns, argv, items, rubric, settings, out, done)
+    except BaseException:  # refused before its job was bound: what the parse kept goes (exit 2 leaves none)
+        made = getattr(items.messages, "made", None)
+        discard_unbound(ns.state, made is not None)
+        raise
 
 
 def _verdict_that_reads(

@@ -93,10 +93,12 @@ def load_input(
     from adapters.files.messages import InputMessages, JobInput, kept_as_parsed
 
     kind = kind or input_kind(path)
+    made = state_dir is not None and not state_dir.exists()
     with kept_as_parsed(state_dir, job) as keep:
         items = load_items(path, hold_messages=False, job=job, kind=kind, keep=keep)
     # the digests held by the source, which drops them once the checkpoint keeps them (not the items)
-    return JobInput(attrs.evolve(items, digests=None), InputMessages(path, kind, digests=items.digests))
+    source = InputMessages(path, kind, digests=items.digests, made=state_dir if made else None)
+    return JobInput(attrs.evolve(items, digests=None), source)
 
 
 def load_design_input(

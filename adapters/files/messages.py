@@ -89,6 +89,9 @@ class InputMessages:
 
     path: Path
     kind: InputKind | None = None  # the input's format (`adapters.files.readers`): read again the same way
+    #: the state dir its parse made to keep the messages in (`kept_as_parsed`): removed again by
+    #: `discard_unbound` if the run is refused before its job is bound
+    made: Path | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
     _digests: bytes | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
     _released: bool = attrs.field(default=False, eq=False, repr=False, init=False)
 
@@ -173,18 +176,18 @@ def split_messages(items: Items) -> JobInput:
 def kept_as_parsed(state_dir: Path | None, job: str | None) -> Iterator[Keep | None]:
     """What keeps a new job's messages in the checkpoint of `state_dir` as its input is parsed
     (`judgecore.job.parsing.parse_items(keep=...)`), so the file is read once: all of them committed
-    in one transaction when the block ends, none when it raises (a bad line: exit 2, and a checkpoint
-    this made is removed again). None when the dir is bound to a job already (a resume: its messages
-    are kept already; `--add-items`' are read again at the hand-off, `hand_to_checkpoint`), when the
-    job's custom_ids (`job`) do not cover their messages, or when another run holds the dir (its
-    error is the run's own lock). A `v3` custom_id covers its messages, so the rows this keeps before
-    the job is bound are the bound job's own whatever comes next (a later bad line, an exit 2)."""
+    in one transaction when the block ends, none when it raises (a bad line: exit 2, and the
+    checkpoint, or the state dir, this made is removed again: `discard_unbound`). None when the dir is
+    bound to a job already (a resume: its messages are kept already; `--add-items`' are read again at
+    the hand-off, `hand_to_checkpoint`), when the job's custom_ids (`job`) do not cover their
+    messages, or when another run holds the dir (its error is the run's own lock). A `v3` custom_id
+    covers its messages, so the rows this keeps before the job is bound are the bound job's own."""
     if state_dir is None or not covers_content(job):
         yield None
         return
     from adapters.checkpoint.store import Store
 
-    made = not holds_checkpoint(state_dir)
+    made = not state_dir.exists()
     try:
         store = Store.open(state_dir, exclusive="run")
     except StateLockedError:
@@ -199,11 +202,32 @@ def kept_as_parsed(state_dir: Path | None, job: str | None) -> Iterator[Keep | N
             yield keep
     except BaseException:
         store.close()
-        if made:  # the parse failed: a new dir is left as it was (no checkpoint of a job never bound)
-            for name in STATE_FILES:
-                (state_dir / name).unlink(missing_ok=True)
+        discard_unbound(state_dir, made)
         raise
     store.close()
+
+
+def discard_unbound(state_dir: Path, made: bool) -> None:
+    """Remove the checkpoint of `state_dir` when no job is bound to it (a new job's input parsed,
+    then refused with exit 2 before its bind): its files, and the dir when the parse `made` it, so a
+    refused run leaves no state dir behind. A dir bound to a job is left as it is."""
+    from adapters.checkpoint.statelock import LOCK_NAME
+    from adapters.checkpoint.store import Store
+
+    if not holds_checkpoint(state_dir):
+        return
+    store = Store.open_readonly(state_dir)
+    try:
+        bound = store.manifest is not None
+    finally:
+        store.close()
+    if bound:
+        return
+    for name in (*STATE_FILES, LOCK_NAME):
+        (state_dir / name).unlink(missing_ok=True)
+    if made:
+        with contextlib.suppress(OSError):  # something else was put there meanwhile: left
+            state_dir.rmdir()
 
 
 def hand_to_checkpoint(store: Store, job: JobPlan, source: MessageSource) -> None:
@@ -246,6 +270,7 @@ __all__ = [
     "InputMessages",
     "JobInput",
     "MessageSource",
+    "discard_unbound",
     "hand_to_checkpoint",
     "kept_as_parsed",
     "split_messages",

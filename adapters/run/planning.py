@@ -123,11 +123,7 @@ def run_job_of(
         # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
         path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
         single = design.single and design.template is None
-        items = (
-            load_input(path, job=job, state_dir=state_dir)
-            if single
-            else load_design_input(path, design, job=job)
-        )
+        items = load_input(path, job=job) if single else load_design_input(path, design, job=job)
     if isinstance(items, JobInput):
         cols, source = items.items, items.messages
         if cols.digests is None and not cols.holds_messages:  # the source's digests, lent for the ids

@@ -201,9 +201,9 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
     assert source == load_input(path).messages
 
 
-def test_a_path_given_to_the_python_api_is_read_once_its_messages_kept_as_parsed(tmp_path: Path) -> None:
-    """`judge(items="in.jsonl")` runs as the CLI does: the plan holds no messages, the parse keeps
-    them in the new job's checkpoint, and the hand-off has none left to read from the file."""
+def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(tmp_path: Path) -> None:
+    """`judge(items="in.jsonl")`: the plan holds no messages and the run reads them from the file
+    again when it hands them to its checkpoint (its state dir is made by the run, not the parse)."""
     from adapters.files.messages import InputMessages
     from adapters.run.planning import run_job_of
     from adapters.run.settings import JobSettings
@@ -332,6 +332,9 @@ def test_a_bad_line_leaves_a_new_state_dir_without_a_checkpoint(tmp_path: Path) 
     with pytest.raises(UsageError, match=r"in.jsonl:501: .*exactly one of 'prompt' or 'messages'"):
         load_input(path, job=job, state_dir=tmp_path / "s")
     assert not holds_checkpoint(tmp_path / "s")
+    with pytest.raises(UsageError, match=r"in.jsonl:501: "):  # a dir the parse made: removed
+        load_input(path, job=job, state_dir=tmp_path / "new")
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_resumed_job_s_input_adds_only_its_new_items_messages_read_again(tmp_path: Path) -> None:
