@@ -9,11 +9,14 @@ slice at a time) and hands them here, one per request, in order. The sizes the c
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain, islice, repeat
 
-from judgecore.wire.requests import Request, RequestTemplate
+from judgecore.wire.requests import Request, Requests, RequestTemplate
 
 #: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
 CHUNK_BYTES = 256 * 1024
+#: Requests a streamed body of one model's requests joins at a time, a column at a time (`_column_chunks`).
+SLICE = 32
 
 
 def create_body(requests: Iterable[Request], template: RequestTemplate, messages: Iterable[bytes]) -> bytes:
@@ -43,7 +46,13 @@ def create_body_chunks(
     Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
     request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
     rubric as they are given). So no piece is a copy of more than twice `chunk_bytes`.
+
+    A `Requests` view of one model's requests (no panel) is encoded from its columns, `SLICE`
+    requests joined at a time in C (`_column_chunks`): the same bytes, no `Request` built per request.
     """
+    if isinstance(requests, Requests) and requests.one_model(template.model):
+        yield from _column_chunks(requests, template, messages, chunk_bytes)
+        return
     parts = [b'{"requests":[']
     held = len(parts[0])
     for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
@@ -60,5 +69,60 @@ def create_body_chunks(
         if held >= chunk_bytes:
             yield b"".join(parts)
             parts, held = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)
+
+
+def _column_chunks(
+    requests: Requests, template: RequestTemplate, messages: Iterable[bytes], chunk_bytes: int
+) -> Iterator[bytes]:
+    """`create_body_chunks` of one model's requests, from their columns: each slice of `SLICE`
+    requests whose bytes stay under `chunk_bytes` is one C-level join of its requests' pieces (the
+    shared ones repeated); a slice holding a bigger one goes request by request, as
+    `create_body_chunks` does."""
+    head, tail, open_ = template._head, template._tail_prefix, b'{"custom_id":"'
+    rows = zip(requests.custom_ids, requests.max_tokens, requests.sizes, messages, strict=True)
+    parts = [b'{"requests":[']
+    held = len(parts[0])
+    sep = b""  # before each request but the first
+    while batch := list(islice(rows, SLICE)):
+        cids, mts, sizes, mjs = zip(*batch, strict=True)
+        size = sum(sizes) + len(sizes)
+        if max(sizes) < chunk_bytes and size <= chunk_bytes:
+            pieces = chain.from_iterable(
+                zip(
+                    repeat(b"," + open_),
+                    map(str.encode, cids),
+                    repeat(head),
+                    map(str.encode, map(str, mts)),
+                    repeat(tail),
+                    mjs,
+                    repeat(b"}}"),
+                )
+            )
+            joined = b"".join(pieces)
+            parts.append(joined if sep else joined[1:])
+            held += size
+            sep = b","
+            if held >= chunk_bytes:
+                yield b"".join(parts)
+                parts, held = [], 0
+            continue
+        for cid, mt, req_size, mj in batch:
+            if sep:
+                parts.append(sep)
+                held += 1
+            sep = b","
+            pieces_ = (open_, cid.encode("ascii"), head, str(mt).encode("ascii"), tail, mj, b"}}")
+            if req_size >= chunk_bytes:
+                yield b"".join(parts)
+                yield from pieces_
+                parts, held = [], 0
+                continue
+            parts.extend(pieces_)
+            held += req_size
+            if held >= chunk_bytes:
+                yield b"".join(parts)
+                parts, held = [], 0
     parts.append(b"]}")
     yield b"".join(parts)
