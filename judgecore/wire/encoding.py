@@ -8,8 +8,9 @@ slice at a time) and hands them here, one per request, in order. The sizes the c
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from itertools import chain, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 
 from judgecore.wire.requests import Request, Requests, RequestTemplate
 
@@ -76,50 +77,61 @@ def create_body_chunks(
 def _column_chunks(
     requests: Requests, template: RequestTemplate, messages: Iterable[bytes], chunk_bytes: int
 ) -> Iterator[bytes]:
-    """`create_body_chunks` of one model's requests, from their columns: each slice of `SLICE`
-    requests whose bytes stay under `chunk_bytes` is one C-level join of its requests' pieces (the
-    shared ones repeated); a slice holding a bigger one goes request by request, as
-    `create_body_chunks` does."""
+    """`create_body_chunks` of one model's requests, from their columns, in the same pieces: a
+    slice of `SLICE` requests is read at a time, and the requests of a piece in it are joined in one
+    C-level pass (the shared pieces repeated), up to the one that brings the piece to `chunk_bytes`
+    (told by the running sum of their sizes); a slice holding a request of `chunk_bytes` or more goes
+    request by request, as `create_body_chunks` does."""
     head, tail, open_ = template._head, template._tail_prefix, b'{"custom_id":"'
+    lead = b"," + open_
     rows = zip(requests.custom_ids, requests.max_tokens, requests.sizes, messages, strict=True)
     parts = [b'{"requests":[']
     held = len(parts[0])
     sep = b""  # before each request but the first
     while batch := list(islice(rows, SLICE)):
         cids, mts, sizes, mjs = zip(*batch, strict=True)
-        size = sum(sizes) + len(sizes)
-        if max(sizes) < chunk_bytes and size <= chunk_bytes:
-            pieces = chain.from_iterable(
-                zip(
-                    repeat(b"," + open_),
-                    map(str.encode, cids),
-                    repeat(head),
-                    map(str.encode, map(str, mts)),
-                    repeat(tail),
-                    mjs,
-                    repeat(b"}}"),
+        if max(sizes) < chunk_bytes:
+            ids, max_tokens = list(map(str.encode, cids)), list(map(str.encode, map(str, mts)))
+            steps = [s + 1 for s in sizes]  # each request and the comma before it
+            if not sep:
+                steps[0] -= 1
+            start, n = 0, len(sizes)
+            while start < n:
+                held_after = list(accumulate(steps[start:], initial=held))
+                stop = min(start + bisect_left(held_after, chunk_bytes, 1), n)  # the piece's last one
+                joined = b"".join(
+                    chain.from_iterable(
+                        zip(
+                            repeat(lead),
+                            ids[start:stop],
+                            repeat(head),
+                            max_tokens[start:stop],
+                            repeat(tail),
+                            mjs[start:stop],
+                            repeat(b"}}"),
+                        )
+                    )
                 )
-            )
-            joined = b"".join(pieces)
-            parts.append(joined if sep else joined[1:])
-            held += size
-            sep = b","
-            if held >= chunk_bytes:
-                yield b"".join(parts)
-                parts, held = [], 0
+                parts.append(joined if sep else joined[1:])
+                sep = b","
+                held = held_after[stop - start]
+                if held >= chunk_bytes:
+                    yield b"".join(parts)
+                    parts, held = [], 0
+                start = stop
             continue
         for cid, mt, req_size, mj in batch:
             if sep:
                 parts.append(sep)
                 held += 1
             sep = b","
-            pieces_ = (open_, cid.encode("ascii"), head, str(mt).encode("ascii"), tail, mj, b"}}")
+            pieces = (open_, cid.encode("ascii"), head, str(mt).encode("ascii"), tail, mj, b"}}")
             if req_size >= chunk_bytes:
                 yield b"".join(parts)
-                yield from pieces_
+                yield from pieces
                 parts, held = [], 0
                 continue
-            parts.extend(pieces_)
+            parts.extend(pieces)
             held += req_size
             if held >= chunk_bytes:
                 yield b"".join(parts)

@@ -239,10 +239,8 @@ def test_sub_batches_cut_short_by_bytes_then_by_count_are_the_greedy_ones(sizes,
 @given(chunk_cases(), st.integers(64, 3000))
 def test_a_view_s_columns_stream_the_bytes_its_requests_stream_one_by_one(case, chunk_bytes):
     """A `Requests` view of one model's requests is encoded from its columns, a slice at a time: the
-    same body as its `Request`s encoded one by one, its joined pieces within twice `chunk_bytes`."""
+    same pieces as its `Request`s encoded one by one."""
     template, reqs, _, _ = case
     one_by_one = list(create_body_chunks(tuple(reqs), template, messages_of(reqs), chunk_bytes))
     columns = list(create_body_chunks(reqs, template, messages_of(reqs), chunk_bytes))
-    assert b"".join(one_by_one) == b"".join(columns)
-    own = {id(m) for m in messages_of(reqs)}
-    assert [] == [p for p in columns if id(p) not in own and len(p) > 2 * chunk_bytes + ENVELOPE_BYTES]
+    assert one_by_one == columns  # the same bytes, in the same pieces
