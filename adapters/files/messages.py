@@ -2,12 +2,13 @@
 
 The serialized messages are most of a job's bytes (a judge prompt carries the completion it grades).
 The core's values never hold them for a run: the requests carry ids, sizes and max_tokens only, and
-a run's items their digests (`JobPlan.without_messages`). A run's input file is read once: its parse
-hands each block's messages to the checkpoint as it reads them (`kept_as_parsed`). The shell holds a
-`MessageSource` for what is not kept that way: the input file read again (`InputMessages`: a state dir
-of ids that do not cover their content, or of another job's), or the messages a design built
-(`HeldMessages`). Once the job is bound, `hand_to_checkpoint` keeps those still missing in the
-checkpoint (`Store.keep_messages`; none, after such a parse) and empties the source; from there on the run reads back those of what it sends: a create body a slice at a time
+a run's items their digests (`JobPlan.without_messages`). A new job's input file is read once: its
+parse hands each block's messages to the checkpoint as it reads them (`kept_as_parsed`). The shell
+holds a `MessageSource` for what is not kept that way: the input file, to be read again
+(`InputMessages`: the items a resume adds, a path given to the Python API), or the messages a
+design built (`HeldMessages`). Once the job is bound, `hand_to_checkpoint` keeps those still
+missing in the checkpoint (`Store.keep_messages`) and empties the source; from there on the run
+reads back those of what it sends: a create body a slice at a time
 as it streams (`CheckpointMessages`), a sync request as it is launched. What a run holds per item is
 then its ids and sizes, whatever its prompts' length.
 """
@@ -210,21 +211,29 @@ def kept_as_parsed(state_dir: Path | None, job: str | None) -> Iterator[Keep | N
 def discard_unbound(state_dir: Path, made: bool) -> None:
     """Remove the checkpoint of `state_dir` when no job is bound to it (a new job's input parsed,
     then refused with exit 2 before its bind): its files, and the dir when the parse `made` it, so a
-    refused run leaves no state dir behind. A dir bound to a job is left as it is."""
-    from adapters.checkpoint.statelock import LOCK_NAME
+    refused run leaves no state dir behind. A dir bound to a job is left as it is, and so is one
+    another process holds (a run of its own, perhaps still parsing: its lock is taken first)."""
+    from adapters.checkpoint.statelock import LOCK_NAME, StateLock
     from adapters.checkpoint.store import Store
 
     if not holds_checkpoint(state_dir):
         return
-    store = Store.open_readonly(state_dir)
     try:
-        bound = store.manifest is not None
-    finally:
-        store.close()
-    if bound:
+        lock = StateLock.take(state_dir, "run")
+    except StateLockedError:
         return
-    for name in (*STATE_FILES, LOCK_NAME):
-        (state_dir / name).unlink(missing_ok=True)
+    try:
+        store = Store.open_readonly(state_dir)
+        try:
+            bound = store.manifest is not None
+        finally:
+            store.close()
+        if bound:
+            return
+        for name in (*STATE_FILES, LOCK_NAME):
+            (state_dir / name).unlink(missing_ok=True)
+    finally:
+        lock.release()
     if made:
         with contextlib.suppress(OSError):  # something else was put there meanwhile: left
             state_dir.rmdir()

@@ -366,3 +366,21 @@ def test_a_resumed_job_s_input_adds_only_its_new_items_messages_read_again(tmp_p
             hand_to_checkpoint(store, _plan(lean.items), lean.messages)
     finally:
         store.close()
+
+
+def test_a_refused_run_leaves_alone_a_new_state_dir_another_run_holds(tmp_path: Path) -> None:
+    """Two runs started on one new state dir: the one refused (the dir is locked) removes nothing of
+    the other's, which may still be parsing its input (no job bound yet); alone, the same dir's
+    unbound checkpoint is removed."""
+    from adapters.checkpoint.store.schema import holds_checkpoint
+    from adapters.files.messages import discard_unbound
+
+    state = tmp_path / "s"
+    holder = Store.open(state, exclusive="run")  # the other run, its job not bound yet
+    try:
+        discard_unbound(state, made=True)
+        assert holds_checkpoint(state)
+    finally:
+        holder.close()
+    discard_unbound(state, made=True)
+    assert not state.exists()
