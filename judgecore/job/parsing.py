@@ -6,13 +6,14 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import chain, compress, islice, repeat
+from itertools import compress, islice, repeat
 from operator import add, is_, is_not, or_, truth
 from typing import Any
 
 import orjson
 
 from judgecore.job.columns import SparseBuilder
+from judgecore.job.conversations import check_messages, message_blocks
 from judgecore.job.errors import InputError
 from judgecore.job.ids import (
     ID_DIGEST_BYTES,
@@ -28,8 +29,6 @@ from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too
 from judgecore.job.texts import Keyed, Texts, TextsBuilder
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
-_MESSAGE_KEYS = frozenset({"role", "content"})
-_ROLES = frozenset({"user", "assistant"})
 
 #: The largest input line: the Messages API takes at most 32 MB per request.
 MAX_LINE_BYTES = 32_000_000
@@ -102,7 +101,7 @@ def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _
             raise _fail(line, f"item {item_id!r}: 'prompt' must be a non-empty string")
         messages_json = _PROMPT_HEAD + orjson.dumps(prompt) + _PROMPT_TAIL
     else:
-        _check_messages(line, item_id, messages)
+        check_messages(line, item_id, messages)
         messages_json = _dumps(messages) if hold else orjson.dumps(messages)
     max_tokens = obj.get("max_tokens")
     if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
@@ -120,48 +119,10 @@ def parse_item(line: int, raw: bytes | str) -> Item | None:
 
     Whatever is accepted can be sent and written to the output: nesting is at most `MAX_DEPTH` levels
     and a line at most `MAX_LINE_BYTES`; `messages` has the shape the Messages API takes (see
-    `_check_messages`).
+    `judgecore.job.conversations.check_messages`).
     """
     fields = _parse_fields(line, raw)
     return None if fields is None else Item(*fields)
-
-
-def _check_messages(line: int, item_id: str, messages: Any) -> None:
-    """Roles `user`/`assistant`; content a non-empty string or a non-empty list of blocks, each an
-    object with a string `type` (a `text` block with a string `text`; block types the API may add
-    later pass through untouched); no other key on a message."""
-    if type(messages) is not list or not messages:
-        raise _fail(line, f"item {item_id!r}: 'messages' must be a non-empty list")
-    for n, msg in enumerate(messages):
-        # the usual message, `{"role": ..., "content": "text"}`, in one test
-        role = msg.get("role") if type(msg) is dict else None
-        if type(role) is str and role in _ROLES and len(msg) == 2:
-            content = msg.get("content")
-            if type(content) is str and content:
-                continue
-        if type(msg) is not dict:
-            raise _bad_message(line, item_id, n, " must be an object")
-        if not msg.keys() <= _MESSAGE_KEYS:
-            extra = ", ".join(sorted(set(msg) - _MESSAGE_KEYS))
-            raise _bad_message(
-                line, item_id, n, f" has unknown key(s) {extra}; a message has only 'role' and 'content'"
-            )
-        if type(role) is not str or role not in _ROLES:
-            raise _bad_message(line, item_id, n, ".role must be 'user' or 'assistant'")
-        content = msg.get("content")
-        if type(content) is str and content:
-            continue
-        if type(content) is not list or not content:
-            raise _bad_message(line, item_id, n, ".content must be a non-empty string or list of blocks")
-        for k, block in enumerate(content):
-            if type(block) is not dict or type(block.get("type")) is not str or not block["type"]:
-                raise _bad_message(line, item_id, n, f".content[{k}] must be an object with a string 'type'")
-            if block["type"] == "text" and type(block.get("text")) is not str:
-                raise _bad_message(line, item_id, n, f".content[{k}] is a text block without a string 'text'")
-
-
-def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
-    return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
 #: Lines validated at a time by `_block_columns`: a block's parsed objects are held together, so
@@ -366,7 +327,7 @@ _ABSENT = object()  # a key not in the line (`"metadata": null` is metadata, kep
 def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool:
     """Validate `block` (the first being line `first`) a column at a time, each check one C-level pass
     over the block (`map` of a builtin), and add its items to `cols`: the same rules as `_fields_of`
-    and `_check_messages` line by line, stated over columns. False (nothing added) when the block
+    and `judgecore.job.conversations.check_messages` line by line, stated over columns. False (nothing added) when the block
     is not plainly valid, for `_line_by_line` to name its first bad line, or skip its blank ones."""
     try:  # the whole block within one line's limit: no line is over it (one copy in C, no pass)
         short = len(b"".join(block) if type(block[0]) is bytes else "".join(block)) <= MAX_LINE_BYTES
@@ -398,7 +359,7 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         return False
     content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
     if convs:
-        content_blocks = _message_blocks(convs)
+        content_blocks = message_blocks(convs)
         if content_blocks is None:
             return False
     max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
@@ -474,40 +435,6 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
 
 
 _not_none = partial(is_not, None)
-
-
-def _message_blocks(convs: list[Any]) -> bool | None:
-    """Whether any of the conversations `convs` (a block's, each a non-empty list) has content
-    blocks, when every one is a conversation `_check_messages` accepts, checked a column of messages
-    (and of content blocks) at a time; None when one is not, or not plainly so. A message's content
-    of a string cannot nest: only content blocks need a look at the depth."""
-    flat = list(chain.from_iterable(convs))
-    try:
-        roles = list(map(dict.get, flat, repeat("role")))  # a message that is no object: TypeError
-        if not set(roles) <= _ROLES or set(map(len, flat)) != {2}:  # an unhashable role: TypeError
-            return None
-    except TypeError:
-        return None
-    # two keys, a role among them: the other is `content`, checked now
-    contents = list(map(dict.get, flat, repeat("content")))
-    if "" in contents:
-        return None
-    try:
-        "".join(contents)  # every content a string (the usual): no blocks
-        return False
-    except TypeError:
-        pass
-    content_types = set(map(type, contents))
-    if not content_types <= {str, list} or [] in contents:
-        return None
-    blocks = list(chain.from_iterable(compress(contents, map(is_, map(type, contents), repeat(list)))))
-    if set(map(type, blocks)) != {dict}:
-        return None
-    block_types = list(map(dict.get, blocks, repeat("type")))
-    if set(map(type, block_types)) != {str} or "" in block_types:
-        return None
-    texts = compress(map(dict.get, blocks, repeat("text")), map("text".__eq__, block_types))
-    return True if set(map(type, texts)) <= {str} else None
 
 
 def iter_line_messages(lines: Iterable[bytes | str]) -> Iterator[tuple[int, str, bytes, int | None]]:
