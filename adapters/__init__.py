@@ -1,6 +1,6 @@
 """The imperative shell: the only code that touches the anthropic SDK, the clock, the disk and the
-terminal. `judge` / `ajudge` run a whole job from Python; the CLI (`adapters.cli`) is a thin layer
-over them. The decisions themselves live in the pure core, `judgecore`.
+terminal. `adapters.api` is the Python API (`judge` / `ajudge` run a whole job, `judge_dry_run` plans
+one); the CLI (`adapters.cli`) is a thin layer over the same functions. The decisions themselves live in the pure core, `judgecore`.
 
 The packages, by concern, each importing only those below it (the contracts in pyproject.toml, checked
 by `lint-imports`):
@@ -15,11 +15,17 @@ by `lint-imports`):
 - `checkpoint`: a state dir: the store, every read of it, the job key, the run lock, the finished record
 - `usage` (exit statuses, defaults, `UsageError`) and `argtypes`: what every layer may import
 
-This module re-exports the Python API (below).
+- `api`: the Python API, beside `cli` (each is a way in; neither imports the other)
+
+This module imports nothing of the packages at its top: importing `adapters.cli` for a dry run does not
+load the run (asyncio, the machines, the store), which `adapters.api` does. The Python API's names are
+importable from the package too (`from adapters import judge, JobSettings`, as docs/python-api.md
+shows), loaded from `adapters.api` when first asked for (the package's one hook, PEP 562).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -46,10 +52,19 @@ if _argv0 == "-m" or Path(_argv0).stem == "judgecore":
     keep_bytecode()
 del _argv0
 
-from adapters.run.dryrun import judge_dry_run  # noqa: E402
-from adapters.run.job import ajudge, judge  # noqa: E402
-from adapters.run.result import JudgeResult  # noqa: E402
-from adapters.run.settings import JobSettings  # noqa: E402
-from adapters.usage import UsageError  # noqa: E402
 
-__all__ = ["JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"]
+#: The Python API (`adapters.api`), importable from the package itself.
+_API = frozenset({"JobSettings", "JudgeResult", "UsageError", "ajudge", "judge", "judge_dry_run"})
+
+
+def __getattr__(name: str) -> object:
+    if name not in _API:
+        raise AttributeError(f"module 'adapters' has no attribute {name!r}")
+    return getattr(importlib.import_module("adapters.api"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})
+
+
+__all__ = sorted(_API)

@@ -12,6 +12,7 @@ topic, failure classes, spend, timeline) and printing its path.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import tempfile
@@ -25,14 +26,18 @@ import orjson
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.files.items_io import load_items
+from adapters.providers.anthropic import connect as anthropic_connect
 from adapters.providers.openai import missing_extra
 from adapters.report.job_report import job_report
 from adapters.report.page import write_html_report
 from adapters.run.job import ajudge
 from adapters.run.progress import plural, stderr_progress
 from adapters.run.settings import JobSettings
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from adapters.usage import EXIT_OK
-from judgecore import spec_from_json
+from judgecore.results.verdicts import spec_from_json
 
 #: The rubric asks for "Score: N" first; a judge that concludes last would match the same (the last
 #: match counts).
@@ -203,10 +208,8 @@ async def _run_job(
     rubric: str = RUBRIC,
     environ: dict[str, str] | None = None,
 ) -> Any:
-    import anthropic
-
     # One client per event loop: an async client's connection pool belongs to the loop it ran on.
-    async with anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-demo", max_retries=0) as client:
+    async with anthropic_connect.local_client(base_url, "sk-demo") as client:
         return await ajudge(
             items,
             rubric=rubric,
@@ -254,9 +257,6 @@ def demo_dir_problem(root: Path) -> str | None:
 
 def run_demo(*, n: int = 3000, directory: Path | None = None) -> int:
     """Run the demo; returns the exit status (0 when both jobs end with every item final)."""
-    import asyncio
-
-    from adapters.simulator import Scenario, Simulator, serve
 
     if n < 1:
         print("error: --n must be >= 1", file=sys.stderr)

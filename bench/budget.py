@@ -34,9 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters.demo import RUBRIC, _items  # noqa: E402
-from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
-from judgecore import Usage  # noqa: E402
+from adapters.simulator.logic import Simulator  # noqa: E402
+from adapters.simulator.scenario import Scenario  # noqa: E402
+from adapters.simulator.server import serve  # noqa: E402
 from judgecore.decide.spend import answer_cost  # noqa: E402
+from judgecore.results.outcomes import Usage  # noqa: E402
 from judgecore.wire.models import price_for  # noqa: E402
 
 MODEL = "claude-sonnet-4-6"

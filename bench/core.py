@@ -25,18 +25,11 @@ from typing import Any
 
 import orjson
 
-from judgecore import (
-    Item,
-    JobState,
-    Request,
-    RequestTemplate,
-    assign_custom_ids,
-    body_size,
-    build_requests,
-    chunk,
-    diff_resume,
-)
-from judgecore.job.ids import custom_ids_for
+from judgecore.decide.resume import JobState, diff_resume
+from judgecore.job.ids import assign_custom_ids, custom_ids_for
+from judgecore.job.items import Item
+from judgecore.wire.chunking import body_size, chunk
+from judgecore.wire.requests import Request, RequestTemplate, build_requests
 
 MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 1024

@@ -41,7 +41,9 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
+from adapters.simulator.logic import Simulator  # noqa: E402
+from adapters.simulator.scenario import Scenario  # noqa: E402
+from adapters.simulator.server import serve  # noqa: E402
 
 CHECKS = ("exit", "traceback", "one-line", "where", "sent")
 

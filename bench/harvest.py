@@ -76,8 +76,9 @@ def measure(state: Path, n: int) -> dict[str, float]:
     from adapters.providers.anthropic.sdk_results import result_line
     from adapters.run.batch import BatchSettings, BatchShell
     from adapters.run.clock import RealClock
-    from judgecore import Breaker, RequestTemplate
+    from judgecore.decide.breaker import Breaker
     from judgecore.run.batch import Harvest, Harvested
+    from judgecore.wire.requests import RequestTemplate
 
     result = orjson.dumps(
         {
@@ -148,7 +149,7 @@ def naive_rate(n: int = 2_000) -> float:
     """The baseline, in this process: one fsynced commit per result line (what a harvest that makes
     each line durable on its own would do), through the same store and rows."""
     from adapters.checkpoint.store import OutcomeRow, Store
-    from judgecore import RawResult, Usage, classify
+    from judgecore.results.outcomes import RawResult, Usage, classify
 
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"

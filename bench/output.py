@@ -47,7 +47,7 @@ def cid(i): return f"item-{i:07d}-bench"
 
 def build():
     from adapters.checkpoint.store import OutcomeRow
-    from judgecore import FailureClass, Outcome, Status, Usage
+    from judgecore.results.outcomes import FailureClass, Outcome, Status, Usage
     store = Store.open(state)
     store.bind_job({"bench": True}, ((cid(i), f"item{i}", "d") for i in range(n)))
     text = '{"score": 7, "reason": "' + "The answer is correct and clearly argued. " * 4 + '"}'

@@ -24,7 +24,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from job import run as measure  # noqa: E402
 
-from adapters.simulator import Scenario, Simulator, serve  # noqa: E402
+from adapters.simulator.logic import Simulator  # noqa: E402
+from adapters.simulator.scenario import Scenario  # noqa: E402
+from adapters.simulator.server import serve  # noqa: E402
 
 
 def one_run(n: int) -> dict[str, float]:

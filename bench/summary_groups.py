@@ -41,7 +41,7 @@ root, state, n, g = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 sys.path.insert(0, root)
 import orjson
 from adapters.checkpoint.store import OutcomeRow, Store
-from judgecore import FailureClass, Outcome, Status, Usage
+from judgecore.results.outcomes import FailureClass, Outcome, Status, Usage
 
 def cid(i): return f"item-{i:07d}-bench"
 

@@ -33,12 +33,17 @@ from typing import Any
 import orjson
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.sync_api import Answer, AnthropicMessagesApi, MessagesApi
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.providers.port import Answer, MessagesApi
 from adapters.run.clock import Clock, FakeClock, RealClock
 from adapters.run.events import discard
 from adapters.run.sync import SyncRunResult, SyncSettings, probe, run_sync
-from adapters.simulator import Scenario, Simulator, serve, sim_client
-from judgecore import Request, RequestTemplate, build_requests, parse_items
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
+from adapters.simulator.transport import sim_client
+from judgecore.job.parsing import parse_items
+from judgecore.wire.requests import Request, RequestTemplate, build_requests
 
 MODEL = "claude-sonnet-4-6"
 RUBRIC = "".join(

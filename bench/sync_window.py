@@ -34,11 +34,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from sync import MESSAGES, LatencyApi, job  # noqa: E402
 
 from adapters.checkpoint.store import OutcomeRow, Store  # noqa: E402
-from adapters.providers.anthropic.sync_api import Answer, AnthropicMessagesApi, MessagesApi  # noqa: E402
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi  # noqa: E402
+from adapters.providers.port import Answer, MessagesApi  # noqa: E402
 from adapters.run.clock import RealClock  # noqa: E402
 from adapters.run.events import discard  # noqa: E402
 from adapters.run.sync import SyncSettings, probe, run_sync  # noqa: E402
-from judgecore import RawResult, classify  # noqa: E402
+from judgecore.results.outcomes import RawResult, classify  # noqa: E402
 
 
 class Stamped:

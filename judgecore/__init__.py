@@ -17,7 +17,9 @@ disk or the terminal (that is `adapters`). The packages, by concern, each import
 - `job`: what the user asked: items and their columns, custom_ids and id sets, designs and how an
   item's answers fold back into one verdict (`job.consensus`), the core's errors
 
-This module re-exports the names a program uses (below); each lives in the module named by its import.
+This module imports nothing at its top: a program imports each name from the module that defines it
+(`from judgecore.decide.routing import route`), so that importing one module never loads the others;
+the public names are also importable from the package itself (`_PUBLIC`), each loaded when first used.
 
 Glossary (one name per idea, in code, CLI, output and docs):
 
@@ -34,131 +36,100 @@ Glossary (one name per idea, in code, CLI, output and docs):
   them across every run, `--max-attempts` bounds them per item per run.
 """
 
-from judgecore.decide.backoff import BackoffPolicy, backoff
-from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState
-from judgecore.decide.planning import CachePlan, JobPlan, ModelPrice, Plan, estimate_tokens, plan, plan_job
-from judgecore.decide.polling import (
-    BatchSnapshot,
-    Harvest,
-    Overdue,
-    PollAction,
-    PollPolicy,
-    RequestCounts,
-    Wait,
-    next_poll_action,
-)
-from judgecore.decide.prices import DEFAULT_PRICES
-from judgecore.decide.resume import JobState, ResumeDiff, diff_resume
-from judgecore.decide.routing import (
-    DecideRoute,
-    KeepRoute,
-    Route,
-    RouteDecision,
-    RoutePolicy,
-    keep_or_redecide,
-    route,
-)
-from judgecore.job.errors import DuplicateIdError, InputError, JudgecoreError, RequestTooLargeError
-from judgecore.job.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
-from judgecore.job.items import Item, Items, RoutePath
-from judgecore.job.parsing import parse_item, parse_items
-from judgecore.results.outcomes import (
-    FINAL_STATUSES,
-    FailureClass,
-    Outcome,
-    RawResult,
-    Status,
-    Usage,
-    classify,
-)
-from judgecore.results.output_line import output_line, output_record
-from judgecore.results.verdicts import (
-    VERDICT_UNPARSED,
-    Unscored,
-    Verdict,
-    VerdictSpec,
-    VerdictSpecError,
-    parse_verdict,
-    spec_from_json,
-)
-from judgecore.summary.plan_text import plan_json, render_plan
-from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS, SubBatch, body_size, chunk
-from judgecore.wire.encoding import create_body
-from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests, cache_control_for
+from __future__ import annotations
 
-__all__ = [
-    "CUSTOM_ID_RE",
-    "DEFAULT_PRICES",
-    "FINAL_STATUSES",
-    "MAX_BYTES",
-    "MAX_REQUESTS",
-    "VERDICT_UNPARSED",
-    "BackoffPolicy",
-    "BatchSnapshot",
-    "Breaker",
-    "BreakerPolicy",
-    "BreakerState",
-    "CachePlan",
-    "DecideRoute",
-    "DuplicateIdError",
-    "FailureClass",
-    "Harvest",
-    "InputError",
-    "Item",
-    "Items",
-    "JobPlan",
-    "JobState",
-    "JudgecoreError",
-    "KeepRoute",
-    "ModelPrice",
-    "Outcome",
-    "Overdue",
-    "Plan",
-    "PollAction",
-    "PollPolicy",
-    "RawResult",
-    "Request",
-    "RequestCounts",
-    "RequestTemplate",
-    "RequestTooLargeError",
-    "Requests",
-    "ResumeDiff",
-    "Route",
-    "RouteDecision",
-    "RoutePath",
-    "RoutePolicy",
-    "Status",
-    "SubBatch",
-    "Unscored",
-    "Usage",
-    "Verdict",
-    "VerdictSpec",
-    "VerdictSpecError",
-    "Wait",
-    "assign_custom_ids",
-    "backoff",
-    "body_size",
-    "build_requests",
-    "cache_control_for",
-    "check_unique",
-    "chunk",
-    "classify",
-    "create_body",
-    "custom_id_for",
-    "custom_ids_for",
-    "diff_resume",
-    "estimate_tokens",
-    "keep_or_redecide",
-    "next_poll_action",
-    "output_line",
-    "output_record",
-    "parse_item",
-    "parse_items",
-    "parse_verdict",
-    "plan",
-    "plan_job",
-    "plan_json",
-    "render_plan",
-    "route",
-    "spec_from_json",
-]
+import importlib
+
+#: The names a program may import from the package itself (`import judgecore; judgecore.spec_from_json(...)`,
+#: as docs/python-api.md shows), each loaded from the module that defines it when first asked for: the
+#: package's one hook (PEP 562), so that importing one of its modules still loads no other.
+_PUBLIC: dict[str, str] = {
+    "BackoffPolicy": "judgecore.decide.backoff",
+    "BatchSnapshot": "judgecore.decide.polling",
+    "Breaker": "judgecore.decide.breaker",
+    "BreakerPolicy": "judgecore.decide.breaker",
+    "BreakerState": "judgecore.decide.breaker",
+    "CUSTOM_ID_RE": "judgecore.job.ids",
+    "CachePlan": "judgecore.decide.planning",
+    "DEFAULT_PRICES": "judgecore.decide.prices",
+    "DecideRoute": "judgecore.decide.routing",
+    "DuplicateIdError": "judgecore.job.errors",
+    "FINAL_STATUSES": "judgecore.results.outcomes",
+    "FailureClass": "judgecore.results.outcomes",
+    "Harvest": "judgecore.decide.polling",
+    "InputError": "judgecore.job.errors",
+    "Item": "judgecore.job.items",
+    "Items": "judgecore.job.items",
+    "JobPlan": "judgecore.decide.planning",
+    "JobState": "judgecore.decide.resume",
+    "JudgecoreError": "judgecore.job.errors",
+    "KeepRoute": "judgecore.decide.routing",
+    "MAX_BYTES": "judgecore.wire.chunking",
+    "MAX_REQUESTS": "judgecore.wire.chunking",
+    "ModelPrice": "judgecore.decide.planning",
+    "Outcome": "judgecore.results.outcomes",
+    "Overdue": "judgecore.decide.polling",
+    "Plan": "judgecore.decide.planning",
+    "PollAction": "judgecore.decide.polling",
+    "PollPolicy": "judgecore.decide.polling",
+    "RawResult": "judgecore.results.outcomes",
+    "Request": "judgecore.wire.requests",
+    "RequestCounts": "judgecore.decide.polling",
+    "RequestTemplate": "judgecore.wire.requests",
+    "RequestTooLargeError": "judgecore.job.errors",
+    "Requests": "judgecore.wire.requests",
+    "ResumeDiff": "judgecore.decide.resume",
+    "Route": "judgecore.decide.routing",
+    "RouteDecision": "judgecore.decide.routing",
+    "RoutePath": "judgecore.job.items",
+    "RoutePolicy": "judgecore.decide.routing",
+    "Status": "judgecore.results.outcomes",
+    "SubBatch": "judgecore.wire.chunking",
+    "Unscored": "judgecore.results.verdicts",
+    "Usage": "judgecore.results.outcomes",
+    "VERDICT_UNPARSED": "judgecore.results.verdicts",
+    "Verdict": "judgecore.results.verdicts",
+    "VerdictSpec": "judgecore.results.verdicts",
+    "VerdictSpecError": "judgecore.results.verdicts",
+    "Wait": "judgecore.decide.polling",
+    "assign_custom_ids": "judgecore.job.ids",
+    "backoff": "judgecore.decide.backoff",
+    "body_size": "judgecore.wire.chunking",
+    "build_requests": "judgecore.wire.requests",
+    "cache_control_for": "judgecore.wire.requests",
+    "check_unique": "judgecore.job.ids",
+    "chunk": "judgecore.wire.chunking",
+    "classify": "judgecore.results.outcomes",
+    "create_body": "judgecore.wire.encoding",
+    "custom_id_for": "judgecore.job.ids",
+    "custom_ids_for": "judgecore.job.ids",
+    "diff_resume": "judgecore.decide.resume",
+    "estimate_tokens": "judgecore.decide.planning",
+    "keep_or_redecide": "judgecore.decide.routing",
+    "next_poll_action": "judgecore.decide.polling",
+    "output_line": "judgecore.results.output_line",
+    "output_record": "judgecore.results.output_line",
+    "parse_item": "judgecore.job.parsing",
+    "parse_items": "judgecore.job.parsing",
+    "parse_verdict": "judgecore.results.verdicts",
+    "plan": "judgecore.decide.planning",
+    "plan_job": "judgecore.decide.planning",
+    "plan_json": "judgecore.summary.plan_text",
+    "render_plan": "judgecore.summary.plan_text",
+    "route": "judgecore.decide.routing",
+    "spec_from_json": "judgecore.results.verdicts",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'judgecore' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
+
+__all__ = sorted(_PUBLIC)

@@ -8,20 +8,13 @@ from typing import TYPE_CHECKING
 import orjson
 from hypothesis import strategies as st
 
-from judgecore import (
-    BackoffPolicy,
-    BatchSnapshot,
-    FailureClass,
-    Item,
-    JobState,
-    PollPolicy,
-    RawResult,
-    RequestCounts,
-    RequestTemplate,
-    RoutePolicy,
-    Usage,
-)
-from judgecore.results.outcomes import StopDetails
+from judgecore.decide.backoff import BackoffPolicy
+from judgecore.decide.polling import BatchSnapshot, PollPolicy, RequestCounts
+from judgecore.decide.resume import JobState
+from judgecore.decide.routing import RoutePolicy
+from judgecore.job.items import Item
+from judgecore.results.outcomes import FailureClass, RawResult, StopDetails, Usage
+from judgecore.wire.requests import RequestTemplate
 
 if TYPE_CHECKING:
     from judgecore.job.designs import Design

@@ -118,3 +118,71 @@ def test_an_unnamed_module_is_found(tmp_path):
     (tmp_path / "kept.py").write_text("")
     (tmp_path / "added.py").write_text("")
     assert ["added"] == _unlisted_modules(tmp_path)
+
+
+def _deferred_imports():
+    spec = importlib.util.spec_from_file_location("deferred_imports", ROOT / "bench" / "deferred_imports.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["deferred_imports"] = module  # attrs resolves the module of the class it makes
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_imports_stand_at_the_top_outside_the_dispatch_and_the_sdks():
+    """An import inside a function (or under `if TYPE_CHECKING:`) anywhere but the CLI's command dispatch
+    and each provider's SDK import fails, named by file:line."""
+    deferred = _deferred_imports()
+    edges = deferred.running_graph()
+    outside = [str(site) for site in deferred.sites() if not deferred.allowed(site, edges)]
+    assert [] == outside
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "ok"),
+    [
+        ("adapters/cli/__init__.py", "def main():\n    from adapters.cli.status import cmd_status\n", True),
+        ("adapters/cli/__init__.py", "def main():\n    import json\n", False),
+        ("adapters/cli/run.py", "def cmd_run():\n    from adapters.run.job import ajudge\n", False),
+        ("adapters/providers/anthropic/batch_api.py", "def client():\n    import anthropic\n", True),
+        ("adapters/providers/openai/sync.py", "def client():\n    from openai import AsyncOpenAI\n", True),
+        ("adapters/providers/openai/sync.py", "def client():\n    import anthropic\n", False),
+        ("adapters/providers/registry.py", "def client():\n    import anthropic\n", False),
+        (
+            "adapters/providers/openai/connect.py",
+            "def port():\n    from adapters.providers.openai.sync import OpenAIChatApi\n",
+            True,
+        ),
+        (
+            "adapters/providers/openai/sync.py",
+            "def port():\n    from adapters.providers.openai.batch import OpenAIBatchApi\n",
+            False,
+        ),
+        (
+            "adapters/providers/openai/connect.py",
+            "def port():\n    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi\n",
+            False,
+        ),
+        ("judgecore/job/ids.py", "class A:\n    def f(self):\n        import difflib\n", False),
+        (
+            "judgecore/job/ids.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\n",
+            False,
+        ),
+        ("judgecore/job/ids.py", "import difflib\n\ndef f():\n    return difflib\n", True),
+    ],
+)
+def test_a_deferred_import_is_found_where_it_stands(path, source, ok):
+    deferred = _deferred_imports()
+    found = list(deferred.sites_in(source, path))
+    assert ok == all(deferred.allowed(site) for site in found)
+    assert all(f"{path}:" in str(site) for site in found)
+
+
+def test_a_type_checking_block_stands_only_where_its_import_would_close_a_circle():
+    deferred = _deferred_imports()
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from judgecore.run.batch._machine import BatchRun\n"
+    (site,) = deferred.sites_in(source, "judgecore/run/batch/_creating.py")
+    circle = {"judgecore.run.batch._machine": {"judgecore.run.batch._creating"}}
+    assert deferred.allowed(site, circle)
+    assert not deferred.allowed(site, {"judgecore.run.batch._machine": set()})

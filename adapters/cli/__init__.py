@@ -3,8 +3,8 @@
 The package's modules, one idea each: `parser` (the grammar), `helptext` (the
 description and epilogs `--help` prints), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
-read a checkpoint: status, summary, export), `cancel` and `relaunch` (the words that start judgecore
-again). This module maps each command to its handler and a `UsageError` to exit 2.
+read a checkpoint: status, summary, export), `cancel`, `version` (`--version`'s line) and `relaunch` (the words that start judgecore
+again), `sending` (`run` without `--dry-run`: the run that sends). This module maps each command to its handler and a `UsageError` to exit 2.
 
 May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
 `adapters.simulator` are imported where their command is dispatched.
@@ -35,13 +35,16 @@ __all__ = [
     "main",
 ]
 
-# Each command's module is imported when it is dispatched (below): `--help` and a dry run load neither
-# `status`, `cancel`, the demo nor the simulator; the SDK is imported only when a run sends
-# (`adapters.run.operations`).
+# Each command's module is imported when it is dispatched (below), the one place a module is imported
+# inside a function besides each provider's SDK (bench/deferred_imports.py): `--help` and a dry run load
+# neither the run that sends (`sending`: the machines, asyncio, the SDK), `status`, `cancel`, the demo
+# nor the simulator.
 
 
 def cmd_simulator(ns: argparse.Namespace) -> int:
-    from adapters.simulator import Simulator, run_server_forever, scenario_from_args
+    from adapters.simulator.cli import scenario_from_args
+    from adapters.simulator.logic import Simulator
+    from adapters.simulator.server import run_server_forever
 
     if not 0 <= ns.port <= 65_535:
         raise UsageError(f"--port must be in 0..65535 (0: any free port), got {ns.port}")
@@ -73,8 +76,16 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
 
         check_environment(os.environ, values=ns.command in ("run", "demo"))
         match ns.command:
-            case "run":
+            case "run" if ns.dry_run and ns.deadline is None:
                 return cmd_run(ns, argv)
+            case "run" if ns.dry_run:  # the deadline's figures: its rule and the polling it reasons with
+                from adapters.run.deadline import dry_run_deadline, render_deadline
+
+                return cmd_run(ns, argv, deadline=(dry_run_deadline, render_deadline))
+            case "run":
+                from adapters.cli.sending import send
+
+                return cmd_run(ns, argv, send)
             case "status":
                 from adapters.cli.status import cmd_status
 
@@ -86,7 +97,11 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
             case "summary":
                 from adapters.cli.status import cmd_summary
 
-                return cmd_summary(ns)
+                if ns.html is None:
+                    return cmd_summary(ns)
+                from adapters.report.page import write_html_report  # the page's plots: matplotlib
+
+                return cmd_summary(ns, write_html_report)
             case "export":
                 from adapters.cli.status import cmd_export
 

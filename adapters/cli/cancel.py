@@ -3,48 +3,49 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from adapters.checkpoint.statelock import StateLockedError
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
 from adapters.cli.status import _existing_state
 from adapters.providers.registry import Provider, provider_of
-from adapters.run.batch_cancel import CancelReport
-from adapters.run.lanes import batch_lane, lanes
+from adapters.run.batch_cancel import CancelReport, cancel_job
+from adapters.run.clock import RealClock
+from adapters.run.lanes import lanes, legacy_batch_lane
 from adapters.run.progress import PlainProgress, plural
 from adapters.usage import EXIT_FATAL, EXIT_OK, EXIT_PENDING, UsageError
-from judgecore import RawResult, Status, classify
-
-if TYPE_CHECKING:
-    pass
+from judgecore.results.outcomes import RawResult, Status, classify
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
-    import asyncio
-
-    from adapters.run.batch_cancel import cancel_job
-    from adapters.run.clock import RealClock
 
     _existing_state(ns.state)
-    provider = _provider_of_job(ns.state)
-    client = provider.client(os.environ)
-    port = provider.batch_port
+    judges = _judges_of_job(ns.state)
     try:
         store = Store.open(ns.state, exclusive="cancel")  # not while a run uses the state dir
     except StateLockedError as exc:
         raise UsageError(str(exc)) from None
     try:
-        if port is None:  # no batch route: nothing of the job can be in a batch
-            report = CancelReport(())
-        else:
-            report = asyncio.run(
-                cancel_job(store=store, api=port(client, True), clock=RealClock(), emit=PlainProgress())
+        if (legacy := legacy_batch_lane(judges)) is not None:  # a dir an earlier version wrote
+            store.name_lanes(legacy)
+        # each lane's batches are canceled through that lane's own provider (its key, its port)
+        held = {r.lane for r in store.sub_batches(LIVE_STATES) if r.lane is not None}
+        ports = []
+        for lane in sorted(held):
+            provider = _provider_of_lane(judges, lane)
+            if provider.batch_port is not None:  # no batch route: nothing of its can be in a batch
+                ports.append((lane, provider.batch_port(provider.client(os.environ), True)))
+        report = CancelReport(())
+        for lane, api in ports:
+            got = asyncio.run(
+                cancel_job(store=store, api=api, clock=RealClock(), emit=PlainProgress(), lane=lane)
             )
+            report = CancelReport(report.canceled + got.canceled, report.failed + got.failed)
     finally:
         store.close()
     n = len(report.canceled)
@@ -57,18 +58,24 @@ def cmd_cancel(ns: argparse.Namespace) -> int:
     return _not_canceled(ns, report.failed)
 
 
-def _provider_of_job(state: Path) -> Provider:
-    """The provider whose batches the job has: its panel's batch lane (`batch_lane`, as the run chose
-    it: Anthropic's when the panel has Claude judges), else its model's; Anthropic's for a state dir
-    with no manifest yet."""
+#: The sub-batch states `cancel_job` acts on.
+LIVE_STATES = ("live", "stuck", "intent")
+
+
+def _judges_of_job(state: Path) -> list[str]:
+    """The job's judges as its manifest names them (its model, for a job of one judge; Anthropic's
+    for a state dir with no manifest yet)."""
     store = Store.open_readonly(state)
     try:
         manifest = store.manifest or {}
     finally:
         store.close()
-    judges = [str(j) for j in manifest.get("judges") or [manifest.get("model") or "claude"]]
-    lane = batch_lane(judges)
-    return provider_of(lanes(judges)[lane][0] if lane is not None else judges[0])
+    return [str(j) for j in manifest.get("judges") or [manifest.get("model") or "claude"]]
+
+
+def _provider_of_lane(judges: Sequence[str], lane: str) -> Provider:
+    """The provider of a lane of the job (a lane no judge names: the provider it is named for)."""
+    return provider_of(lanes(judges).get(lane, (lane,))[0])
 
 
 def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]]) -> int:
@@ -81,7 +88,7 @@ def _not_canceled(ns: argparse.Namespace, failed: Sequence[tuple[str, RawResult]
         f" and {len(failed) - 3:,} more" if len(failed) > 3 else ""
     )
     keeps = "keeps" if len(failed) == 1 else "keep"
-    fix = "fix the key or the endpoint (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), then " if fatal else ""
+    fix = "fix the key or the endpoint (its provider's API key and base URL), then " if fatal else ""
     print(
         f"error: {plural(len(failed), 'live batch', 'live batches')} could not be canceled and {keeps} "
         f"running, billed as {'it finishes' if len(failed) == 1 else 'they finish'} ({ids}); "

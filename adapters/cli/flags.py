@@ -7,15 +7,13 @@ import argparse
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from adapters.files.readers import read_verdict_file
 from adapters.run.settings import JobSettings
 from adapters.usage import UsageError
 from judgecore.job.designs import FIRST, SECOND, DesignError, template_fields
-
-if TYPE_CHECKING:
-    pass
+from judgecore.job.knobs import KnobError, env_values, unknown_env
 
 
 def _settings(ns: argparse.Namespace) -> JobSettings:
@@ -54,7 +52,6 @@ def check_environment(environ: Mapping[str, str], *, values: bool) -> None:
     knobs, `judgecore.job.knobs`). Nothing is loaded when no such variable is set."""
     if not any(name.startswith("JUDGECORE_") for name in environ):
         return
-    from judgecore.job.knobs import KnobError, env_values, unknown_env
 
     for line in unknown_env(environ):
         print(f"warning: {line}", file=sys.stderr)

@@ -19,6 +19,8 @@ from adapters.cli.helptext import (
     SUMMARY_EPILOG,
 )
 from adapters.usage import DEFAULT_MAX_TOKENS, DEFAULT_MODEL, EXIT_USAGE, THINKING_MAX_TOKENS
+from judgecore.job.knobs import BY_NAME, KnobError
+from judgecore.job.when import WhenError, parse_when
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +71,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _deadline(text: str) -> Any:
     """`--deadline WHEN` read (`judgecore.job.when`): a bad value is exit 2, naming the flag."""
-    from judgecore.job.when import WhenError, parse_when
 
     try:
         return parse_when(text)
@@ -82,7 +83,6 @@ def _knob(name: str) -> Callable[[str], Any]:
     one table of knobs (`judgecore.job.knobs`, read when a value is given: `--help` loads no core)."""
 
     def parse(text: str) -> Any:
-        from judgecore.job.knobs import BY_NAME, KnobError
 
         try:
             return BY_NAME[name].parse(text)
@@ -95,22 +95,12 @@ def _knob(name: str) -> Callable[[str], Any]:
 
 
 class _Version(argparse.Action):
-    """`--version`: judgecore's version and the SDK's and Python's it runs with, read when asked (the
-    package metadata only: neither is imported), then exit 0."""
+    """`--version`: `adapters.cli.version.version_line`, then exit 0."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        import importlib.metadata
-        import platform
+        from adapters.cli.version import version_line  # the option's own module, loaded when it is given
 
-        def version(dist: str) -> str:
-            try:
-                return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                return "not installed"
-
-        print(
-            f"judgecore {version('judgecore')} (anthropic {version('anthropic')}, Python {platform.python_version()})"
-        )
+        print(version_line())
         parser.exit(0)
 
 
@@ -350,8 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _simulator_arguments(parser: argparse.ArgumentParser) -> None:
-    """The simulator's own options (the simulator package loads http.server and ssl)."""
-    from adapters.simulator import add_arguments
+    """The simulator's own options, declared when its command is parsed (the command's dispatch: no
+    other command loads the simulator)."""
+    from adapters.simulator.cli import add_arguments
 
     add_arguments(parser)
 

@@ -120,7 +120,6 @@ def _remembered_out(state: Path, kept: dict[str, Any]) -> Path:
     out = kept_path(state, kept["out"])
     if "state" in kept or not Path(kept["out"]).is_absolute():
         return out
-    from adapters.checkpoint.store.schema import holds_checkpoint
 
     old = out.parent
     if old != state.resolve() and (not old.exists() or holds_checkpoint(old)):

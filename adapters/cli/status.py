@@ -6,20 +6,24 @@ import argparse
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
-from adapters.checkpoint.reads import counts_with_verdicts, spend_from_store
+from adapters.checkpoint.reads import counts_with_verdicts, spend_by_judge, spend_from_store
 from adapters.checkpoint.statelock import running_holder
 from adapters.checkpoint.store import Store
 from adapters.cli.relaunch import command_line
-from adapters.files.inspect_log import export_to_inspect
+from adapters.files.inspect_export import export_to_inspect
 from adapters.files.paths import existing_state_problem, kept_path, out_problem
+from adapters.providers.registry import provider_of
 from adapters.report.job_report import job_report, summary_json
-from adapters.report.page import write_html_report
+from adapters.run.lanes import lane_of, lanes, legacy_batch_lane
 from adapters.usage import EXIT_OK, EXIT_PENDING, PYTHON_RESUME, UsageError
+from judgecore.decide.deadline import clock_time
 from judgecore.job.designs import Design
 from judgecore.summary.job_summary import render_summary, unreadable_warning
 from judgecore.summary.text import render_markdown
@@ -35,12 +39,12 @@ def _existing_state(state: Path) -> None:
 
 
 def cmd_status(ns: argparse.Namespace) -> int:
-    import orjson
 
     _existing_state(ns.state)
     store = Store.open(ns.state)
     try:
         subs = store.sub_batches()
+        legacy = _legacy_lane(store.manifest or {})
         info = {
             "state": str(ns.state),
             "manifest": store.manifest,
@@ -64,6 +68,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
                     "state": r.state,
                     "expires_at": r.expires_at,
                     "note": r.note,
+                    "lane": r.lane or legacy,
                 }
                 for r in subs
             ],
@@ -93,16 +98,7 @@ def cmd_status(ns: argparse.Namespace) -> int:
     rl = info["rate_limits"] or {}
     if rl.get("output_tokens_limit"):
         lines.append(f"  tier: {rl['output_tokens_limit']:,} output tokens/min (read from the probe)")
-    by_state: dict[str, int] = {}
-    for r in subs:
-        by_state[r.state] = by_state.get(r.state, 0) + 1
-    if subs:
-        lines.append("  sub-batches: " + ", ".join(f"{k} {v}" for k, v in sorted(by_state.items())))
-        for r in subs:
-            if r.state in ("intent", "live", "ended", "stuck", "canceled"):
-                lines.append(
-                    f"    #{r.sub_id} {r.batch_id or '(create unconfirmed)'} {r.n:,} requests: {r.state}"
-                )
+    lines.extend(_sub_batch_lines(info["sub_batches"]))
     if (sw := info["switch"]) is not None:
         lines.append("  " + _switch_line(sw))
     if info["deadline"] is not None and c.get("pending"):
@@ -117,24 +113,55 @@ def cmd_status(ns: argparse.Namespace) -> int:
     return code
 
 
+def _legacy_lane(manifest: dict[str, Any]) -> str | None:
+    """The lane of a sub-batch an earlier version recorded without one: its job's one batch lane."""
+    return legacy_batch_lane([str(j) for j in manifest.get("judges") or [manifest.get("model") or "claude"]])
+
+
+def _sub_batch_lines(subs: list[dict[str, Any]]) -> list[str]:
+    """The sub-batches by state; with several lanes, each lane's (its provider's) on its own line. The
+    ones still holding requests, one a line (named by lane when there are several)."""
+    by_lane: dict[str, dict[str, int]] = {}
+    for r in subs:
+        states = by_lane.setdefault(r["lane"] or "", {})
+        states[r["state"]] = states.get(r["state"], 0) + 1
+    several = len(by_lane) > 1
+    lines = []
+    for lane, states in by_lane.items():
+        head = f"  sub-batches on {_lane_words(lane)}: " if several else "  sub-batches: "
+        lines.append(head + ", ".join(f"{k} {v}" for k, v in sorted(states.items())))
+    for r in subs:
+        if r["state"] in ("intent", "live", "ended", "stuck", "canceled"):
+            where = f" ({_lane_words(r['lane'] or '')})" if several else ""
+            lines.append(
+                f"    #{r['sub_id']}{where} {r['batch_id'] or '(create unconfirmed)'} "
+                f"{r['requests']:,} requests: {r['state']}"
+            )
+    return lines
+
+
+def _lane_words(lane: str) -> str:
+    return {"anthropic": "Anthropic", "openai": "OpenAI"}.get(lane, lane or "unknown")
+
+
 def _judges_json(store: Any) -> dict[str, dict[str, Any]]:
     """A panel across providers: each judge's provider, route and spend (an empty dict for any other
     job, whose one route and spend are the job's)."""
-    from adapters.checkpoint.reads import spend_by_judge
-    from adapters.providers.registry import provider_of
-    from adapters.run.lanes import batch_lane, lane_of, lanes
 
     judges = list((store.manifest or {}).get("judges") or ())
     if len(lanes(judges)) < 2:
         return {}
     path = route.path if (route := store.route) is not None else None
     spent = spend_by_judge(store)
-    on_batch = batch_lane(judges)
+    # the lanes the run sent on their batch route (a dir an earlier version wrote: its one batch lane)
+    on_batch = store.batch_lanes
+    if on_batch is None:
+        on_batch = [lane] if (lane := legacy_batch_lane(judges)) is not None else []
     out: dict[str, dict[str, Any]] = {}
     for judge in judges:  # the manifest's names: a served judge's without its URL
         provider = provider_of(judge).name
         served = provider == "served"
-        batch = lane_of(judge) == on_batch  # the panel's one batch lane
+        batch = lane_of(judge) in on_batch
         spend = spent.get(judge)
         out[judge] = {
             "provider": provider,
@@ -155,7 +182,6 @@ def _judge_lines(judges: dict[str, dict[str, Any]]) -> list[str]:
 
 def _deadline_line(at: float, now: float) -> str:
     """The last run's deadline, and the time left to it (or that it has passed)."""
-    from judgecore.decide.deadline import clock_time
 
     left = at - now
     if left <= 0:
@@ -165,7 +191,6 @@ def _deadline_line(at: float, now: float) -> str:
 
 def _switch_line(sw: dict[str, Any]) -> str:
     """The deadline's switch a run made: when, and that the rest goes on the sync route."""
-    from judgecore.decide.deadline import clock_time
 
     extra = "" if sw.get("extra_usd") is None else f"; extra cost at most ${sw['extra_usd']:,.2f}"
     return (
@@ -226,7 +251,7 @@ def _job_files(state: Path, *, inputs: bool = True) -> tuple[Path, ...]:
     return tuple(kept_path(state, p) for p in named if isinstance(p, str) and p)
 
 
-def cmd_summary(ns: argparse.Namespace) -> int:
+def cmd_summary(ns: argparse.Namespace, write_html: Callable[[Path, Any], Any] | None = None) -> int:
 
     if ns.json and ns.markdown:
         raise UsageError("--json and --markdown: choose one")
@@ -259,7 +284,8 @@ def cmd_summary(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(report.summary, title=f"job in {ns.state}"))
     if ns.html is not None:
-        write_html_report(ns.html, report)
+        assert write_html is not None, "--html is dispatched with the page's writer (adapters.report.page)"
+        write_html(ns.html, report)
         sys.stdout.flush()
         print(f"report: {ns.html}", file=sys.stderr)
     return EXIT_OK

@@ -3,6 +3,7 @@ and handed to the checkpoint, the output written, and every path checked before 
 
 May import: `adapters.checkpoint`, `adapters.usage`, `judgecore`.
 
-Modules: `readers`, `cells` (a table cell as JSON; the optional extras), `inspect_log`, `items_io`,
+Modules: `readers`, `cells` (a table cell as JSON; the optional extras), `inspect_log` (reads a log),
+`inspect_export` (writes the verdicts back into one), `items_io`,
 `messages`, `writers`, `output`, `paths`.
 """

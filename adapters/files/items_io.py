@@ -7,23 +7,28 @@ import contextlib
 import gc
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
 
 from adapters.files.cells import dated
-from adapters.files.readers import frame_lines, input_kind, input_lines, is_frame, native, templated_rows
+from adapters.files.messages import InputMessages, JobInput, kept_as_parsed, split_messages
+from adapters.files.readers import (
+    InputKind,
+    frame_lines,
+    input_kind,
+    input_lines,
+    is_frame,
+    native,
+    templated_rows,
+)
 from adapters.usage import UsageError
 from judgecore.job.designs import Design, design_items, expand_item, expand_templated
 from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
 from judgecore.job.items import Item, Items
 from judgecore.job.parsing import Keep, parse_item, parse_items
-
-if TYPE_CHECKING:
-    from adapters.files.messages import JobInput
-    from adapters.files.readers import InputKind
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -90,7 +95,6 @@ def load_input(
     the parse keeps the messages in that checkpoint as it reads them: the file is read once
     (`adapters.files.messages.kept_as_parsed`); else (or where that keeps none) the run reads them from
     `path` again to keep them (`adapters.files.messages.InputMessages`)."""
-    from adapters.files.messages import InputMessages, JobInput, kept_as_parsed
 
     kind = kind or input_kind(path)
     made = state_dir is not None and not state_dir.exists()
@@ -106,7 +110,6 @@ def load_design_input(
 ) -> JobInput:
     """`load_design_items` for a run: the requests' messages are built, so they are held, by the
     shell alone (`adapters.files.messages.HeldMessages`), until the run's checkpoint keeps them."""
-    from adapters.files.messages import split_messages
 
     return split_messages(load_design_items(path, design, job=job, kind=kind))
 

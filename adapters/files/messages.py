@@ -18,21 +18,19 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import attrs
 
-from adapters.checkpoint.statelock import StateLockedError
+from adapters.checkpoint.statelock import LOCK_NAME, StateLock, StateLockedError
+from adapters.checkpoint.store import Store
 from adapters.checkpoint.store.schema import STATE_FILES, holds_checkpoint
+from adapters.files.readers import InputKind, input_lines
 from judgecore.decide.planning import JobPlan
 from judgecore.job.ids import covers_content
 from judgecore.job.ints import records
 from judgecore.job.items import DIGEST_BYTES, Items, raw_digest
 from judgecore.job.parsing import Keep, iter_line_messages
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.files.readers import InputKind
 
 
 class MessageSource(Protocol):
@@ -113,7 +111,6 @@ class InputMessages:
 
     def pairs(self, items: Items, want: frozenset[str] | None) -> Iterator[tuple[str, bytes]]:
         """`InputChangedError` at the first line that no longer holds the item parsed from it."""
-        from adapters.files.readers import input_lines
 
         k = -1
         ids, cids = iter(items.ids), iter(items.custom_ids)  # each read in C, in step with the lines
@@ -186,8 +183,6 @@ def kept_as_parsed(state_dir: Path | None, job: str | None) -> Iterator[Keep | N
     if state_dir is None or not covers_content(job):
         yield None
         return
-    from adapters.checkpoint.store import Store
-
     made = not state_dir.exists()
     try:
         store = Store.open(state_dir, exclusive="run")
@@ -213,9 +208,6 @@ def discard_unbound(state_dir: Path, made: bool) -> None:
     then refused with exit 2 before its bind): its files, and the dir when the parse `made` it, so a
     refused run leaves no state dir behind. A dir bound to a job is left as it is, and so is one
     another process holds (a run of its own, perhaps still parsing: its lock is taken first)."""
-    from adapters.checkpoint.statelock import LOCK_NAME, StateLock
-    from adapters.checkpoint.store import Store
-
     if not holds_checkpoint(state_dir):
         return
     try:

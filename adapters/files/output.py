@@ -8,19 +8,16 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import TALLY, Store
+from adapters.files.writers import write_records
 from judgecore.job.designs import Design
 from judgecore.job.items import Item, Items
 from judgecore.results.verdicts import VerdictSpec
-
-if TYPE_CHECKING:
-    pass
-    pass
 
 
 @attrs.frozen(kw_only=True)
@@ -67,8 +64,6 @@ def write_output(
             yield r
 
     if out is not None:
-        from adapters.files.writers import write_records
-
         write_records(out, rows())  # in the format of its extension
         stamp = _output_stamp(store, items, out, verdict)
         store.output = {"stamp": stamp, "counts": counts, "unparsed": unparsed}

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile  # only a run probes: `--help` and a dry run do not import it
 from pathlib import Path
 
 from adapters.checkpoint.store.schema import STATE_FILES
+from adapters.usage import UsageError
 
 #: every file judgecore keeps in a state dir besides its outputs (the checkpoint's and the run lock)
 _KEPT_NAMES = frozenset((*STATE_FILES, "judgecore.lock"))
@@ -43,7 +45,6 @@ def _first_existing(path: Path) -> Path:
 
 def _can_create_in(directory: Path) -> bool:
     """Whether a file can be created in `directory`, by creating one and removing it."""
-    import tempfile  # only a run probes: `--help` and a dry run do not import it
 
     try:
         fd, tmp = tempfile.mkstemp(prefix=".judgecore-probe-", dir=directory)
@@ -181,8 +182,6 @@ def publish(tmp: Path | str, path: Path, flag: str = "--out") -> None:
     refused (`UsageError`, the temp file removed) when `path` is a checkpoint (`checkpoint_problem`),
     checked again here for a file that became one after the command's first checks."""
     if problem := checkpoint_problem(path, flag):
-        from adapters.usage import UsageError
-
         Path(tmp).unlink(missing_ok=True)
         raise UsageError(problem)
     Path(tmp).chmod(shared_mode())

@@ -25,7 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import csv
+import gzip
 import math
+import sys
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -33,6 +37,7 @@ from typing import IO, Any, Literal
 import orjson
 
 from adapters.files.cells import need, object_line
+from adapters.files.inspect_log import inspect_lines
 from adapters.usage import UsageError
 from judgecore.job.errors import InputError
 from judgecore.job.parsing import MAX_LINE_BYTES
@@ -100,9 +105,6 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
     """`input_lines` of every format but JSONL."""
     match kind:
         case "jsonl.gz":
-            import gzip
-            import zlib
-
             with gzip.open(path, "rb") as f:
                 try:
                     yield from _past_bom(f)
@@ -117,8 +119,6 @@ def _format_lines(path: Path, kind: InputKind) -> Iterator[bytes]:
         case "dataset":
             yield from _dataset_lines(path)
         case "inspect":
-            from adapters.files.inspect_log import inspect_lines
-
             yield from inspect_lines(path)
 
 
@@ -209,7 +209,6 @@ def _csv_lines(path: Path) -> Iterator[bytes]:
     """A CSV file (header row, UTF-8, a byte order mark and CRLF accepted; every cell text). Bytes
     that are not UTF-8 are read as lone surrogates (`surrogateescape`), so the row that holds them is
     the one named; a csv error names the row it happened in (where an unclosed quote opened)."""
-    import csv
 
     # a cell may be as long as a JSON line (the csv module refuses one over 131,072 characters); only
     # ever raised, so that a read still under way elsewhere in the process never sees it lowered
@@ -337,7 +336,6 @@ def native(value: Any) -> Any:
 
 def is_frame(obj: object) -> bool:
     """Whether `obj` is a pandas DataFrame (without importing pandas when it is not loaded)."""
-    import sys
 
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)

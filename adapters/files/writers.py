@@ -19,6 +19,8 @@ from __future__ import annotations
 import csv
 import io
 import os
+import tempfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +28,7 @@ from typing import Any, Literal
 import orjson
 
 from adapters.files.cells import need
+from adapters.files.paths import publish
 from adapters.usage import UsageError
 from judgecore.results.output_line import output_line
 
@@ -78,7 +81,6 @@ def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
 
 def gzipped(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """`chunks` as one gzip stream, compressed as they come."""
-    import zlib
 
     z = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
     for chunk in chunks:
@@ -178,9 +180,6 @@ def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
 def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:
     """Write JSONL to a temp file in the same directory, fsync, then rename over `path` (never over a
     checkpoint: `adapters.files.paths.publish`), with the mode the umask gives a new file."""
-    import tempfile
-
-    from adapters.files.paths import publish
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

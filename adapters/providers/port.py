@@ -31,7 +31,9 @@ from typing import Any, Protocol
 import attrs
 import httpx2
 
-from judgecore import BatchSnapshot, Outcome, RawResult
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.results.outcomes import Outcome, RawResult
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body, create_body_chunks
 from judgecore.wire.requests import Request, RequestTemplate, sizes_of
@@ -169,15 +171,27 @@ class OneCallCreate:
         return None
 
 
+#: A sync answer: the result, the rate-limit headers read with it, and the request id (if any).
+Answer = tuple[RawResult, RateLimitReading, str | None]
+
+
+class MessagesApi(Protocol):
+    """What the sync path needs of a provider's sync API (`AnthropicMessagesApi`, `OpenAIChatApi`)."""
+
+    async def create(self, params: dict[str, Any]) -> Answer: ...
+
+
 __all__ = [
     "JOB_KEY",
     "NEVER_CONNECTED",
     "SUB_BATCH_KEY",
+    "Answer",
     "BatchApiError",
     "BatchMeta",
     "BatchPort",
     "CreateBody",
     "Found",
+    "MessagesApi",
     "OneCallCreate",
     "Upload",
 ]

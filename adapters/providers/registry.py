@@ -13,20 +13,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.providers.anthropic import connect as anthropic_connect
+from adapters.providers.openai import connect as openai_connect
 from adapters.providers.openai.body import MAX_FILE_BYTES, MAX_LINES
+from adapters.providers.openai.connect import SERVED_NO_KEY
+from adapters.providers.openai.sync_template import OpenAISyncTemplate
 from adapters.usage import UsageError
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.routing import RoutePolicy
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.providers import JudgeNameError, parse_judge
 from judgecore.wire.requests import RequestTemplate
-
-if TYPE_CHECKING:
-    from adapters.providers.port import BatchPort
 
 
 @attrs.frozen
@@ -48,7 +49,7 @@ class Provider:
     client: Callable[[Mapping[str, str]], Any]
     sync_api: Callable[[Any, float | None], Any]
     sync_template: Callable[[RequestTemplate], Any]
-    batch_port: Callable[[Any, bool], BatchPort] | None
+    batch_port: Callable[[Any, bool], Any] | None  # an `adapters.providers.port.BatchPort`
     batch_limits: BatchLimits
     #: the per-minute limit routing scales its threshold by, as read from a probe's headers, its name,
     #: and the figure at which the threshold is `--sync-threshold` (also the one assumed when none is
@@ -62,6 +63,9 @@ class Provider:
     #: the modules its ports live in (they import its SDK): a run imports them once, the collector
     #: paused (`adapters.run.operations.connect`)
     sdk_modules: tuple[str, ...] = ()
+    #: whether one batch holds one model's requests only (OpenAI's: its input file names one model),
+    #: so a lane of several judges runs a batch machine per judge (`adapters.run.panels`)
+    batch_one_model: bool = False
 
     def route_policy(self, base_threshold: int) -> RoutePolicy:
         """The job's routing on this provider: `base_threshold` requests at its reference limit."""
@@ -79,57 +83,7 @@ class Provider:
         return self.batch_port is not None
 
 
-def _anthropic_client(environ: Mapping[str, str]) -> Any:
-    import anthropic
-
-    if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
-        raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
-    # Our own loops own every retry (adapters/providers/anthropic/sync_api.py, batch_api.py); the SDK's
-    # retries are set per call there, so the client default does not matter for correctness.
-    return anthropic.AsyncAnthropic(max_retries=0)
-
-
-def _anthropic_sync(client: Any, timeout: float | None) -> Any:
-    from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
-
-    return AnthropicMessagesApi(client, timeout=timeout)
-
-
-def _anthropic_batch(client: Any, keep_files: bool) -> BatchPort:
-    from adapters.providers.anthropic.batch_api import AnthropicBatchApi
-
-    return AnthropicBatchApi(client)  # a Message Batch leaves no file behind: nothing to keep
-
-
-def _openai_client(environ: Mapping[str, str]) -> Any:
-    from adapters.providers.openai import missing_extra
-
-    if (hint := missing_extra()) is not None:
-        raise UsageError(f"{hint} (nothing was sent)")
-    if not environ.get("OPENAI_API_KEY"):
-        raise UsageError("OPENAI_API_KEY is not set (nothing was sent); an openai: judge needs it")
-    import openai
-
-    return openai.AsyncOpenAI(
-        api_key=environ["OPENAI_API_KEY"], base_url=environ.get("OPENAI_BASE_URL") or None, max_retries=0
-    )
-
-
-def _openai_sync(client: Any, timeout: float | None) -> Any:
-    from adapters.providers.openai.sync import OpenAIChatApi
-
-    return OpenAIChatApi(client, timeout=timeout)
-
-
-def _openai_batch(client: Any, keep_files: bool) -> BatchPort:
-    from adapters.providers.openai.batch_port import OpenAIBatchPort
-
-    return OpenAIBatchPort.over(client, keep_files=keep_files)
-
-
 def _openai_template(template: RequestTemplate) -> Any:
-    from adapters.providers.openai.sync_template import OpenAISyncTemplate
-
     return OpenAISyncTemplate(template)
 
 
@@ -144,37 +98,16 @@ OPENAI_BATCH = BatchLimits(requests=MAX_LINES, bytes=MAX_FILE_BYTES)
 OPENAI_REFERENCE_TPM = 4_000_000
 
 
-def _served_client(url: str, environ: Mapping[str, str]) -> Any:
-    """A served model's client: the `openai` SDK with the judge's URL as its base. A served model needs
-    no key (vLLM's `--api-key` is optional): `SERVED_API_KEY` when set, else a placeholder the server
-    ignores (the SDK refuses an empty one). A plain install was refused before (`judge_problem`)."""
-    import openai
-
-    key = environ.get("SERVED_API_KEY") or SERVED_NO_KEY
-    return openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
-
-
-def _served_sync(client: Any, timeout: float | None) -> Any:
-    from adapters.providers.openai.sync import OpenAIChatApi
-
-    return OpenAIChatApi(client, timeout=timeout, env="the URL of served:MODEL@URL")
-
-
-#: The key a served judge's client sends when `SERVED_API_KEY` is not set (a server without
-#: `--api-key` ignores it).
-SERVED_NO_KEY = "EMPTY"
-
-
 def served_provider(url: str) -> Provider:
     """The provider of a `served:MODEL@URL` judge: Chat Completions at `url`, sync only."""
-    return _served(functools.partial(_served_client, url))
+    return _served(functools.partial(openai_connect.served_client, url))
 
 
 def _served(client: Callable[[Mapping[str, str]], Any]) -> Provider:
     return Provider(
         "served",
         client,
-        _served_sync,
+        openai_connect.served_sync_api,
         _openai_template,
         None,  # no batch route
         OPENAI_BATCH,
@@ -185,28 +118,29 @@ def _served(client: Callable[[Mapping[str, str]], Any]) -> Provider:
 PROVIDERS: Mapping[str, Provider] = {
     "anthropic": Provider(
         "anthropic",
-        _anthropic_client,
-        _anthropic_sync,
+        anthropic_connect.client,
+        anthropic_connect.sync_api,
         lambda t: t,
-        _anthropic_batch,
+        anthropic_connect.batch_port,
         ANTHROPIC_BATCH,
         sdk_modules=("adapters.providers.anthropic.sync_api", "adapters.providers.anthropic.batch_api"),
     ),
     "openai": Provider(
         "openai",
-        _openai_client,
-        _openai_sync,
+        openai_connect.client,
+        openai_connect.sync_api,
         _openai_template,
-        _openai_batch,
+        openai_connect.batch_port,
         OPENAI_BATCH,
         route_limit=lambda r: r.tokens.limit,
         limit_name="TPM",
         reference_limit=OPENAI_REFERENCE_TPM,
         limit_counts_input=True,
         sdk_modules=("adapters.providers.openai.sync", "adapters.providers.openai.batch_port"),
+        batch_one_model=True,
     ),
     # a served judge's provider is built for its URL (`served_provider`); this entry names the provider
-    "served": _served(functools.partial(_served_client, "")),
+    "served": _served(functools.partial(openai_connect.served_client, "")),
 }
 
 

@@ -9,8 +9,7 @@
 May import: `adapters.run`, `adapters.files`,
 `adapters.checkpoint`, `adapters.usage`, `judgecore` (and `adapters.cli.parser`, for the command lines
 it prints).
+
+This module imports nothing: `page` (and `plots`, matplotlib) is loaded only for an HTML report, by the
+command's dispatch (`judgecore summary --html`) or the demo.
 """
-
-from adapters.report.page import render_html, write_html_report
-
-__all__ = ["render_html", "write_html_report"]

@@ -8,6 +8,7 @@ checkpoint, so it cannot reach the report.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import hashlib
 import importlib.metadata
@@ -124,7 +125,6 @@ def _reproduce(invocation: Mapping[str, Any] | None, state: Path) -> str | None:
 
 def _run_options() -> dict[str, tuple[str, bool]]:
     """`run`'s options by dest: the long option string, and whether the flag is repeated per value."""
-    import argparse
 
     parser = build_parser()
     run = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]  # type: ignore[union-attr]

@@ -8,6 +8,7 @@ the core's (`judgecore.summary.job_summary`); this module only reads and assembl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from adapters.checkpoint.reads import spend_by_model, spend_from_store
 from adapters.checkpoint.records import records_from_store
 from adapters.checkpoint.store import Store, SubBatchRow
 from adapters.files.readers import read_verdict_file
-from adapters.report.gather import Example, Provenance
+from adapters.report.gather import Example, Provenance, answers_of, examples, provenance
+from adapters.run.lanes import judge_routes
 from adapters.usage import UsageError
 from judgecore.results.verdicts import spec_from_json
 from judgecore.summary.examples import ExampleGroup
@@ -59,9 +61,6 @@ def job_report(
     """Read a checkpoint and build its report; `UsageError` for no checkpoint or a bad verdict spec.
     `full`: also what only the HTML report shows (provenance, examples); `now`: the report's date
     (default: the clock now); `top`: the most groups shown (default `judgecore.summary.job_summary.TOP_GROUPS`)."""
-    import time
-
-    from adapters.report.gather import answers_of, examples, provenance
 
     spec = read_verdict_file(verdict_path) if verdict_path is not None else None
     if not Store.exists(state_dir):
@@ -83,6 +82,7 @@ def job_report(
             reference=reference,
             money=spend_from_store(store),
             spend_by_model=spend_by_model(store),
+            route_by_model=judge_routes(store),
             scale=spec.scale if spec else None,
             top=TOP_GROUPS if top is None else top,
             author=author,

@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from adapters.files.paths import publish
 from adapters.report import sections
 from adapters.report.job_report import JobReport
 from judgecore.summary.health import timeline_says_something
@@ -109,7 +110,6 @@ def render_html(report: JobReport) -> str:
 def write_html_report(path: Path, report: JobReport) -> None:
     """Write the report to `path` atomically (a temp file in the same directory, then a rename; never
     over a checkpoint), with the mode the umask gives a new file (`adapters.files.paths.publish`)."""
-    from adapters.files.paths import publish
 
     text = render_html(report)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,9 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib
+import matplotlib.pyplot as plt
+
 from judgecore.summary import numfmt as fig
 from judgecore.summary.compare import Difference
 from judgecore.summary.job_summary import Agreement, Group
@@ -32,10 +35,8 @@ def colours(groups: Sequence[Any]) -> dict[str, str]:
 
 
 def _plt() -> Any:
-    import matplotlib
 
     matplotlib.use("svg", force=True)
-    import matplotlib.pyplot as plt
 
     plt.rcParams.update(
         {

@@ -264,7 +264,7 @@ def results_more(report: JobReport) -> str:
 
 
 def designs(report: JobReport) -> str | None:
-    rows = design_rows(report.summary.designs, report.summary.spend_by_model)
+    rows = design_rows(report.summary.designs, report.summary.spend_by_model, report.summary.route_by_model)
     if not rows:
         return None
     out = [table(["design", "figure", "value", "95% CI / n"], [list(r) for r in rows])]

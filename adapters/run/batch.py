@@ -13,10 +13,10 @@ It talks to one `adapters.providers.port.BatchPort` and never branches on a prov
 port's two steps: the upload (an OpenAI file, its id durable in the checkpoint, `store.record_upload`,
 before the create; Anthropic's hands the body on), then the create, naming the sub-batch (`BatchMeta`:
 the state dir's batch tag and the sub-batch's id). A reconciliation asks the port's finders first: a
-batch found by its name is adopted; an intent with an upload but no batch is created from that upload
-(nothing uploaded twice); where the port cannot tell (Anthropic), it lists and matches as before. Once a
-harvested batch is recorded `harvested`, the port discards what it left on the provider (OpenAI: its
-files, unless `--keep-files`).
+batch found by its name is adopted; an intent with an upload but no batch goes back to the machine
+(`Listed.uploaded`), which creates it from that upload like any create (nothing uploaded twice); where
+the port cannot tell (Anthropic), it lists and matches as before. Once a harvested batch is recorded
+`harvested`, the port discards what it left on the provider (OpenAI: its files, unless `--keep-files`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import assert_never
 
 import attrs
@@ -32,7 +32,7 @@ import attrs
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.messages import CheckpointMessages
 from adapters.providers.port import BatchApiError, BatchMeta, BatchPort, CreateBody, Upload
-from adapters.run.clock import Clock
+from adapters.run.clock import Clock, settle
 from adapters.run.events import (
     BatchCreated,
     BatchHarvested,
@@ -43,7 +43,8 @@ from adapters.run.events import (
     RoundStarted,
 )
 from adapters.run.switch import Switcher
-from judgecore import BatchSnapshot, ModelPrice, RequestTemplate
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.polling import BatchSnapshot
 from judgecore.decide.spend import Budget, Expect
 from judgecore.results.resultlines import ResultLine
 from judgecore.run import batch as br
@@ -53,7 +54,7 @@ from judgecore.run.batch.harvest import HarvestFold
 from judgecore.run.subbatch import SubEvent, SubState
 from judgecore.wire.chunking import body_size
 from judgecore.wire.encoding import create_body
-from judgecore.wire.requests import Request, Requests, custom_ids_of
+from judgecore.wire.requests import Request, Requests, RequestTemplate, custom_ids_of
 
 __all__ = [
     "BatchRunResult",
@@ -101,6 +102,8 @@ class BatchShell:
     rng: random.Random
     priced: bool = attrs.field(default=False, kw_only=True)  # sum each harvest's usage (a budget is kept)
     tag: str = attrs.field(default="", kw_only=True)  # the state dir's (`Store.drawn_batch_tag`)
+    #: the panel lane whose batches these are (`adapters.run.lanes.lane_of`), kept on each intent
+    lane: str | None = attrs.field(default=None, kw_only=True)
     #: batches harvested whole this run, by sub-batch: discarded once recorded `harvested`
     harvested: dict[int, str] = attrs.field(factory=dict, kw_only=True)
     discards: list[str] = attrs.field(factory=list, kw_only=True)
@@ -222,9 +225,12 @@ class BatchShell:
                 custom_ids=custom_ids_of(reqs),
                 n_bytes=body.size,
                 at=action.at,
+                lane=self.lane,
             )
         meta = self.meta(action.sub_id)
         try:
+            # an intent whose upload is recorded (this run's, or one a reconciliation found) is
+            # created from it: nothing is uploaded twice
             upload = self._recorded_upload(action.sub_id)
             if upload is None:
                 upload = await self.api.upload(body, meta)
@@ -242,6 +248,7 @@ class BatchShell:
         """The port's finders first (a batch found by name is adopted; an upload without a batch is
         created from); the intents they cannot tell about are matched against a listing."""
         named: list[tuple[int, BatchSnapshot]] = []
+        uploaded: list[int] = []
         unsure = []
         try:
             for intent in action.intents:
@@ -254,11 +261,13 @@ class BatchShell:
                 elif upload := self._recorded_upload(intent.sub_id) or await self.api.find_upload(
                     meta, since
                 ):
-                    named.append((intent.sub_id, await self._create_found(upload, meta, since)))
+                    if upload.file_id is not None and self.store.upload_of(intent.sub_id) is None:
+                        self.store.record_upload(intent.sub_id, upload.file_id)  # what the create uses
+                    uploaded.append(intent.sub_id)  # the machine creates it from its upload
         except BatchApiError as exc:
             return br.ListFailed(exc.raw, self.clock.now(), self.rng.random())
         if not unsure:
-            return br.Listed((), True, self.clock.now(), (), tuple(named))
+            return br.Listed((), True, self.clock.now(), (), tuple(named), tuple(uploaded))
         listed = []
         conclusive = False
         try:
@@ -277,21 +286,9 @@ class BatchShell:
         first_ids = [
             (b.id, cid) for b in listed if action.worth_checking(b) and (cid := await self._first_id(b.id))
         ]
-        return br.Listed(tuple(listed), conclusive, self.clock.now(), tuple(first_ids), tuple(named))
-
-    async def _create_found(self, upload: Upload, meta: BatchMeta, since: float) -> BatchSnapshot:
-        """The batch of an intent whose upload was found and whose batch was proven absent, created; a
-        create that fails is sent again (at most twice) only once the finder proves it made nothing."""
-        for attempt in range(3):
-            try:
-                return await self.api.create(upload, meta)
-            except BatchApiError:
-                if attempt == 2:
-                    raise
-                found = await self.api.find_batch(meta, since)
-                if found.batch is not None:
-                    return found.batch
-        raise AssertionError("unreachable")  # pragma: no cover
+        return br.Listed(
+            tuple(listed), conclusive, self.clock.now(), tuple(first_ids), tuple(named), tuple(uploaded)
+        )
 
     async def _first_id(self, batch_id: str) -> str | None:
         """The custom_id of an ended batch's first result line (None: no line, or it could not be read):
@@ -383,6 +380,8 @@ async def run_batch(
     expect: Expect | None = None,
     switcher: Switcher | None = None,
     resumed_switch: bool = False,
+    lane: str | None = None,
+    sub_slot: tuple[int, int] = (0, 1),
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
@@ -391,6 +390,8 @@ async def run_batch(
     model's `price`) is the hard cap: its `spent` is raised to the job's spend so far in the checkpoint;
     `expect` (what one request is expected to cost) is the figure its last line starts from.
     `switcher`: the deadline's switch (`adapters.run.switch`); `resumed_switch`: an earlier run made it.
+    `lane`: the panel lane whose batches these are (None: every sub-batch of the checkpoint is this
+    run's): the run sees, reconciles and records that lane's sub-batches only, numbered in `sub_slot`.
     """
     capped = budget is not None and budget.cap is not None
     if budget is not None and capped:
@@ -398,10 +399,19 @@ async def run_batch(
             raise ValueError("a budget needs the model's price")
         budget = attrs.evolve(budget, spent=max(budget.spent, store.spent_usd(price)))
     shell = BatchShell(
-        store, template, api, clock, settings, emit, rng, priced=capped, tag=store.drawn_batch_tag()
+        store,
+        template,
+        api,
+        clock,
+        settings,
+        emit,
+        rng,
+        priced=capped,
+        tag=store.drawn_batch_tag(),
+        lane=lane,
     )
     run = br.BatchRun.start(
-        store.checkpoint(settings.breaker.k),
+        store.checkpoint(settings.breaker.k, lane=lane),
         requests=requests,
         settings=settings,
         now=clock.now(),
@@ -410,6 +420,7 @@ async def run_batch(
         price=price if capped else None,
         cached_bytes=len(template.system_json or b""),
         expect=expect,
+        sub_slot=sub_slot,
     )
     if switcher is not None:
         run = switcher.start(run, resumed=resumed_switch)
@@ -459,7 +470,7 @@ async def run_batch(
         for task in tasks:
             task.cancel()
         if tasks:
-            await _settle(tasks, clock)
+            await settle(tasks, clock)
     counts = store.counts()
     # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
     # follow this one in the same run
@@ -474,23 +485,3 @@ async def run_batch(
         rerun_budget=run.rerun_budget,
         switched=run.switched,
     )
-
-
-#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
-SETTLE_SECONDS = 10.0
-
-
-async def _settle(tasks: Collection[asyncio.Task[br.Event]], clock: Clock) -> None:
-    """Wait until every task has ended, or `SETTLE_SECONDS` have passed; retrieve what each raised
-    (it is not the run's error: that one is already on its way)."""
-    pending = set(tasks)
-    sleeper = asyncio.ensure_future(clock.sleep(SETTLE_SECONDS))
-    try:
-        while pending and not sleeper.done():
-            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-            pending = {t for t in pending if not t.done()}
-    finally:
-        sleeper.cancel()
-    for task in tasks:
-        if task.done() and not task.cancelled():
-            task.exception()

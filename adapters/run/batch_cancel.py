@@ -1,5 +1,5 @@
-"""`judgecore cancel`'s work: every live batch of a job canceled through the provider's batch port, and
-recorded (the next `run` harvests what they completed and resends the rest)."""
+"""`judgecore cancel`'s work: every live batch of a job (of one lane of a panel) canceled through its
+provider's batch port, and recorded (the next `run` harvests what they completed and resends the rest)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from adapters.checkpoint.store import Store
 from adapters.providers.port import BatchApiError, BatchPort
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice
-from judgecore import RawResult
+from judgecore.results.outcomes import RawResult
 from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.subbatch import SubEvent, SubState, next_state
 
@@ -25,9 +25,11 @@ class CancelReport:
     failed: tuple[tuple[str, RawResult], ...] = ()
 
 
-async def cancel_job(*, store: Store, api: BatchPort, clock: Clock, emit: Emit) -> CancelReport:
-    """Cancel every live (or stuck) batch of the job and record it; returns the batch ids canceled,
-    and those whose cancel failed.
+async def cancel_job(
+    *, store: Store, api: BatchPort, clock: Clock, emit: Emit, lane: str | None = None
+) -> CancelReport:
+    """Cancel every live (or stuck) batch of the job (of `lane` only, when given: `api` is that lane's
+    provider's port) and record it; returns the batch ids canceled, and those whose cancel failed.
 
     A batch that has already ended is marked for harvest instead; the next `run` harvests, polls the
     canceling batches to their end, and resends whatever was not processed.
@@ -38,7 +40,7 @@ async def cancel_job(*, store: Store, api: BatchPort, clock: Clock, emit: Emit) 
     def say(level: str, message: str) -> None:
         emit(Notice(level=level, message=message))
 
-    for r in store.sub_batches((SubState.LIVE, SubState.STUCK, SubState.INTENT)):
+    for r in store.sub_batches((SubState.LIVE, SubState.STUCK, SubState.INTENT), lane=lane):
         state = SubState(r.state)
         if r.batch_id is None:
             say(

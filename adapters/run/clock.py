@@ -1,11 +1,13 @@
-"""The clock: the only place the shell reads time or sleeps, so tests can swap in a fake one."""
+"""The clock: the only place the shell reads time or sleeps, so tests can swap in a fake one; and
+`settle`, the bounded wait for a stopping run's cancelled operations (on that clock)."""
 
 from __future__ import annotations
 
 import asyncio
 import heapq
 import time
-from typing import Protocol
+from collections.abc import Collection
+from typing import Any, Protocol
 
 
 class Clock(Protocol):
@@ -82,3 +84,23 @@ class FakeClock:
         if self._waiters:
             self._jump_scheduled = True
             loop.call_soon(self._settle, loop, self._SETTLE_TURNS)
+
+
+#: How long a run that stops (an error, an interrupt) waits for its cancelled operations to end.
+SETTLE_SECONDS = 10.0
+
+
+async def settle(tasks: Collection[asyncio.Task[Any]], clock: Clock) -> None:
+    """Wait until every task has ended, or `SETTLE_SECONDS` have passed; retrieve what each raised
+    (it is not the run's error: that one is already on its way)."""
+    pending = set(tasks)
+    sleeper = asyncio.ensure_future(clock.sleep(SETTLE_SECONDS))
+    try:
+        while pending and not sleeper.done():
+            await asyncio.wait({*pending, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            pending = {t for t in pending if not t.done()}
+    finally:
+        sleeper.cancel()
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()

@@ -4,10 +4,16 @@ the settings and the checkpoint, and the start's decision (batches, or this run 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from itertools import repeat
+from operator import add, floordiv
+from typing import Any
 
 import attrs
 
+from adapters.checkpoint.reads import learned_from_store
+from adapters.checkpoint.store import Store
+from adapters.providers.registry import provider_of
+from adapters.run.settings import JobSettings
 from judgecore.decide.deadline import (
     AllSync,
     Pile,
@@ -18,13 +24,9 @@ from judgecore.decide.deadline import (
     deadline_figures,
     deadline_start,
 )
-from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.planning import JobPlan, Learned, Plan, estimate_tokens
+from judgecore.decide.ratelimit import RateLimitReading, concurrency_for
 from judgecore.job.when import When
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.run.settings import JobSettings
-    from judgecore.decide.planning import JobPlan, Learned, Plan
 
 
 def sync_pace(
@@ -34,8 +36,6 @@ def sync_pace(
     (`--otpm`, else the tier read: Anthropic's OTPM, OpenAI's TPM, as `Provider.route_limit` reads it;
     else the one assumed), the RPM when read, and the concurrency it runs at (`--concurrency`, else the
     tier's: `concurrency_for` the stored reading, else for the limit alone, as the sync part does)."""
-    from adapters.providers.registry import provider_of
-    from judgecore.decide.ratelimit import concurrency_for
 
     provider = provider_of(settings.request_model)
     read = (
@@ -63,7 +63,6 @@ def sync_pace(
 
 def counts_input(settings: JobSettings) -> bool:
     """Whether the job's provider's token limit counts a request's input tokens too (OpenAI's TPM)."""
-    from adapters.providers.registry import provider_of
 
     return provider_of(settings.request_model).limit_counts_input
 
@@ -76,10 +75,6 @@ def input_prior(settings: JobSettings, job: JobPlan, rubric: str | None) -> floa
     n = len(job.requests)
     if not n or not counts_input(settings):
         return 0.0
-    from itertools import repeat
-    from operator import add, floordiv
-
-    from judgecore.decide.planning import estimate_tokens
 
     messages = sum(map(floordiv, map(add, job.requests.message_sizes, repeat(3)), repeat(4)))
     return (estimate_tokens(len(rubric.encode())) if rubric else 0) + messages / n
@@ -104,7 +99,6 @@ def start_tokens_each(settings: JobSettings, job: JobPlan, rubric: str | None, s
     most = float(settings.max_tokens)
     if settings.deadline is None or not counts_input(settings):
         return most
-    from adapters.checkpoint.reads import learned_from_store
 
     return most + input_each(settings, learned_from_store(store), input_prior(settings, job, rubric))
 

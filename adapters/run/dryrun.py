@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from adapters.checkpoint.reads import history_from_store, learned_from_store, spend_from_store
+from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
 from adapters.checkpoint.store.schema import holds_checkpoint
+from adapters.files.messages import JobInput
+from adapters.providers.anthropic.count_tokens import count_prompt
+from adapters.providers.registry import provider_of
 from adapters.run.planning import check_arguments, job_of, plan_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
@@ -16,9 +21,6 @@ from adapters.usage import EXIT_OK, UsageError
 from judgecore.decide.planning import JobPlan, Learned
 from judgecore.job.items import Item, Items
 from judgecore.run.job._machine import History, JobPolicy, JobRun
-
-if TYPE_CHECKING:
-    from adapters.files.messages import JobInput
 
 
 def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
@@ -102,10 +104,6 @@ def dry_run_of(
     history = History()
     learned, spent = Learned(), 0.0
     if holds_checkpoint(state_dir):  # the checkpoint's package (and SQLite) only for one that exists
-        from adapters.checkpoint.reads import history_from_store, learned_from_store, spend_from_store
-        from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
-        from adapters.providers.registry import provider_of
-
         store = Store.open_readonly(state_dir)
         try:
             store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
@@ -120,8 +118,6 @@ def dry_run_of(
     dry = machine_of(job, history, settings).dry_run()
     left = job.requests if len(dry.left) == len(job.requests) else job.requests.only(dry.left)
     if count_tokens and not learned.answers and len(left):
-        from adapters.providers.anthropic.count_tokens import count_prompt
-
         learned = count_prompt(job, left, dry.route.path, client=client, environ=environ)
     p = plan_of(
         job, left, dry.route, rubric, settings, final=dry.final, live=dry.live, learned=learned, spent=spent

@@ -15,31 +15,40 @@ The settings, the items' loading, the output, the dry run and the result live in
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 import attrs
 
-from adapters.checkpoint.reads import history_from_store
-from adapters.checkpoint.store import Store
+from adapters.checkpoint.reads import history_from_store, spend_from_store
+from adapters.checkpoint.statelock import StateLockedError
+from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
+from adapters.files.messages import JobInput, MessageSource
 from adapters.files.output import write_output
 from adapters.files.paths import kept_path, out_problem, state_problem
+from adapters.files.writers import output_problem
 from adapters.providers.registry import provider_of
+from adapters.run.clock import Clock, RealClock
 from adapters.run.deadline import all_sync_reason, start_tokens_each
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
+from adapters.run.events import Emit, Event, Notice, discard
 from adapters.run.operations import Ports, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
 from adapters.run.result import JudgeResult
-from adapters.run.settings import Fatal, JobSettings, sync_settings_for
+from adapters.run.settings import Fatal, JobSettings
+from adapters.run.sync_settings import sync_settings_for
 from adapters.usage import (
     UsageError,
 )
 from judgecore.decide.planning import JobPlan
 from judgecore.job.items import Item
+from judgecore.job.when import When
 from judgecore.run.job._machine import Done, Say
 from judgecore.run.job._vocab import (
     Connect,
@@ -51,18 +60,6 @@ from judgecore.run.job._vocab import (
     WriteOutput,
     Wrote,
 )
-
-if TYPE_CHECKING:
-    import asyncio
-
-    from adapters.files.messages import JobInput, MessageSource
-    from adapters.run.clock import Clock
-    from adapters.run.events import Emit, Event
-
-# Only what a dry run needs is imported here. The SDK-facing modules (adapters.run.batch, adapters.run.sync
-# and their API ports; importing the SDK takes about two seconds), the event loop, the run machines
-# and the output's formatting are imported where a run uses them: `--help`, `status` and `--dry-run`
-# skip them.
 
 
 async def ajudge(
@@ -95,9 +92,6 @@ async def ajudge(
     if dry_run:
         job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
         return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
-    import asyncio
-
-    from adapters.run.events import discard
 
     job, messages = run_job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
 
@@ -163,11 +157,6 @@ async def _run(
 ) -> JudgeResult:
     """The run itself: bind the job, then perform what the job's machine asks until it is done.
     `reads`: the input file(s) the items were read from, which `out` must not overwrite."""
-    import random
-
-    from adapters.run.clock import RealClock
-    from adapters.run.events import Notice
-    from judgecore.job.when import When
 
     clock = clock or RealClock()
     environ = os.environ if environ is None else environ
@@ -183,8 +172,6 @@ async def _run(
     emit = _keeping_warnings(emit, warnings)
     rng = random.Random(settings.seed)
     out_path = Path(out) if out is not None else None
-    from adapters.checkpoint.statelock import StateLockedError
-    from adapters.files.writers import output_problem
 
     problem = state_problem(state_dir, create=True) or (
         (out_problem(out_path, inputs=reads, state=state_dir) or output_problem(out_path))
@@ -198,8 +185,6 @@ async def _run(
     except StateLockedError as exc:
         raise UsageError(str(exc)) from None
     try:
-        from adapters.checkpoint.store import ContentConflictError, StateMismatchError
-
         try:
             # no name keeps the bindings' iterator: spent, it still refers to the digests the source
             # may hold (11.5 MB at 720,000 items), which the source drops at the hand-off
@@ -268,7 +253,6 @@ async def _run(
                         run = run.on(Wrote(pending=written.counts.get("pending", 0)))
                     case Done(exit_status=status, reason=reason):
                         assert written is not None
-                        from adapters.checkpoint.reads import spend_from_store
 
                         money = spend_from_store(store)
                         return JudgeResult(
@@ -315,7 +299,6 @@ class _Guarded:
 
 def _cancelled_here() -> bool:
     """The task running `ajudge` was itself cancelled (a Ctrl-C, SIGTERM), not only the run's."""
-    import asyncio
 
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
@@ -323,7 +306,6 @@ def _cancelled_here() -> bool:
 
 def _keeping_warnings(emit: Emit, warnings: list[str]) -> Emit:
     """`emit`, keeping the message of each warning `Notice` in `warnings` as it passes."""
-    from adapters.run.events import Notice
 
     def keeping(event: Event) -> None:
         if isinstance(event, Notice) and event.level == "warning":
@@ -356,7 +338,6 @@ def judge(
     Raises `UsageError` on bad input or a state dir of another job, before anything is sent; inside
     a running event loop (a notebook, an async app), use `await ajudge(...)` instead.
     """
-    import asyncio
 
     try:
         asyncio.get_running_loop()

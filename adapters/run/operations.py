@@ -7,35 +7,38 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import random
 import sys
 from collections.abc import Mapping, Sequence, Set
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+import adapters.run.sync  # noqa: F401
+from adapters.checkpoint.reads import budget_from_store
 from adapters.checkpoint.store import Store
+from adapters.files.items_io import bulk_allocation
+from adapters.files.messages import InputChangedError, MessageSource, hand_to_checkpoint
+from adapters.providers.port import BatchPort
 from adapters.providers.registry import PROVIDERS, provider_of
+from adapters.run.batch import BatchSettings, run_batch
+from adapters.run.clock import Clock
+from adapters.run.events import Emit
 from adapters.run.lanes import clients_for, lane_of
 from adapters.run.planning import expect_now
-from adapters.run.settings import JobSettings, batch_caps, budget_now, price_of, sync_settings_for
+from adapters.run.settings import JobSettings, batch_caps, price_of
+from adapters.run.switch import Switcher, switch_plan, tokens_of
+from adapters.run.sync import SyncSettings, probe, run_sync
+from adapters.run.sync_settings import sync_settings_for
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan
 from judgecore.decide.polling import PollPolicy
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.spend import Budget
 from judgecore.job.idsets import Picked
 from judgecore.job.ints import Ints
 from judgecore.run.job._vocab import BatchRan, Probed, RunSync, SyncRan
 from judgecore.wire.requests import Request, Requests
-
-if TYPE_CHECKING:
-    import random
-
-    from adapters.files.messages import MessageSource
-    from adapters.providers.port import BatchPort
-    from adapters.run.clock import Clock
-    from adapters.run.events import Emit
-    from adapters.run.switch import Switcher
-    from adapters.run.sync import SyncSettings
 
 
 @attrs.frozen(kw_only=True)
@@ -67,8 +70,6 @@ def connect(
 ) -> Ports:
     """The run will send: its sync knobs, its client, and the messages handed from `messages` to the
     checkpoint (the run reads back what it sends: none held in memory)."""
-    from adapters.files.items_io import bulk_allocation
-    from adapters.files.messages import InputChangedError, hand_to_checkpoint
 
     provider = provider_of(settings.request_model)
     if not all(m in sys.modules for m in provider.sdk_modules):
@@ -82,7 +83,6 @@ def connect(
             for module in provider.sdk_modules:
                 with contextlib.suppress(ImportError):  # an extra not installed: its client says so
                     importlib.import_module(module)
-            import adapters.run.sync  # noqa: F401
 
             gc.freeze()
     try:
@@ -108,10 +108,18 @@ def connect(
     )
 
 
+def budget_now(store: Store, settings: JobSettings) -> Budget | None:
+    """The `--budget` cap as it stands now: the job's spend so far in the checkpoint (earlier runs and
+    this run's earlier phases, the probe included) against the cap; None without a cap."""
+    if settings.budget is None:
+        return None
+
+    return budget_from_store(store, settings.budget)
+
+
 async def probe_one(p: Ports, custom_id: str) -> Probed:
     """Send one item alone: the sync run machine limited to it, its answer recorded, and the reading
     of its rate-limit headers kept."""
-    from adapters.run.sync import probe
 
     first = p.job.requests.select([custom_id])[0]
     model = first.model or p.settings.request_model
@@ -163,14 +171,21 @@ def requests_of(job: JobPlan, ids: Set[str]) -> Requests:
 
 
 async def run_batch_part(
-    p: Ports, ids: Set[str], *, switched: bool = False, lane_model: str | None = None
+    p: Ports,
+    ids: Set[str],
+    *,
+    switched: bool = False,
+    lane_model: str | None = None,
+    lane: str | None = None,
+    slot: tuple[int, int] = (0, 1),
 ) -> BatchRan:
     """The batch machine over `ids` of the job, through its provider's batch port, its sub-batches
     within the provider's limits (`batch_caps`), with the deadline's switch (`adapters.run.switch`;
     `switched`: an earlier run made it, and this part resumes it). `lane_model`: a judge of the panel
     lane this part runs (its provider's port, with `p.client` that lane's client; default: the job's
-    request model)."""
-    from adapters.run.batch import BatchSettings, run_batch
+    request model); `lane`: what its sub-batches are named in the checkpoint (default: the judge's
+    lane), its batch machine seeing only those, numbered in `slot` (the k-th of m batch machines
+    running at once: `BatchRun.start`'s `sub_slot`)."""
 
     s = p.settings
     judge = lane_model or s.request_model
@@ -181,10 +196,13 @@ async def run_batch_part(
         )
     caps = batch_caps(s, judge)
     api = make_port(p.client, s.keep_files)
+    if lane is None:  # one lane: a state dir an earlier version wrote named none; they are its
+        lane = lane_of(judge)
+        p.store.name_lanes(lane)
     res = await run_batch(
         store=p.store,
         requests=requests_of(p.job, ids),
-        template=p.job.batch_template,
+        template=p.job.batch_template.with_model(judge),
         api=api,
         clock=p.clock,
         settings=BatchSettings(
@@ -202,6 +220,8 @@ async def run_batch_part(
         expect=expect_now(p.store, p.job, s, "batch"),
         switcher=switcher_of(p, api),
         resumed_switch=switched,
+        lane=lane,
+        sub_slot=slot,
     )
     return BatchRan(
         fatal=res.fatal or None,
@@ -214,7 +234,6 @@ async def run_batch_part(
 
 def switcher_of(p: Ports, api: BatchPort) -> Switcher:
     """The batch part's switch, measured against the run's deadline (none: it only resumes one)."""
-    from adapters.run.switch import Switcher, switch_plan, tokens_of
 
     tokens = tokens_of(p.settings, p.job, p.store)
     plan = switch_plan(p.settings, p.job, p.store, tokens)
@@ -239,7 +258,6 @@ async def run_sync_part(
     panel lane's (requests, a judge of it, its client) instead of the action's ids on the job's
     client; `probed`: whether the probe went on this lane (its reading, warm-up and contact count for
     that lane only; another lane starts cold, paced by its own headers)."""
-    from adapters.run.sync import run_sync
 
     requests, model, client = lane or (requests_of(p.job, action.ids), p.settings.request_model, p.client)
     reading = p.store.rate_limits if probed else None

@@ -1,6 +1,6 @@
 """Panels across families: one job whose judges are Anthropic's, OpenAI's and served models, each
-judge's requests sent on its own provider's client and sync port (one lane on its batch route when
-the job's size says batch), into one checkpoint, under one budget.
+judge's requests sent on its own provider's client, on its sync route or (each lane whose own size
+says batch) its batch route, into one checkpoint, under one budget.
 
 A job's requests are grouped by *lane*: a provider, and for a served model its server (`lane_of`). A
 job of one lane runs exactly as before (`adapters.run.operations`). A job of several:
@@ -9,9 +9,12 @@ job of one lane runs exactly as before (`adapters.run.operations`). A job of sev
   (each provider's own headers; a served model's adaptive concurrency) and warm-up. Without a
   `--budget` the lanes run at once; with one, one after the other, each starting from the spend
   the checkpoint holds (one cap, never overrun by two runs reserving against it at once).
-- `batch_part`: one lane takes the batch route (`lanes.batch_lane`: Anthropic's when the panel has
-  Claude judges; one batch machine per checkpoint), the others their sync routes at the same time (a
-  batch's wait is long: the sync lanes are done meanwhile).
+- `batch_part`: each lane whose provider has a batch route and whose own request count says batch
+  (`lanes.batch_lanes`, as a job of that provider alone of that size is routed) runs its own batch
+  machine, with its client, port, sub-batch caps, and its sub-batches named by lane in the checkpoint
+  (numbered apart: `BatchRun.start`'s `sub_slot`), so a resume reconciles each lane's intents on
+  its own provider only; the other lanes (too small, served) go on their sync routes at the same
+  time (a batch's wait is long: the sync lanes are done meanwhile).
 
 Every answer is recorded by custom_id in the one checkpoint, so a run killed anywhere and resumed
 sends only what no lane recorded; the panel's verdict is folded from the checkpoint as for any panel.
@@ -22,13 +25,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence, Set
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from adapters.providers.registry import provider_of
 from adapters.run.events import Notice
-from adapters.run.lanes import batch_lane, lane_of, lanes
+from adapters.run.lanes import (
+    batch_lanes,
+    lane_counts,
+    lane_of,
+    lane_of_unit,
+    lanes,
+    legacy_batch_lane,
+    limits_read,
+)
 from adapters.run.operations import (
     Ports,
     requests_of,
@@ -36,9 +47,8 @@ from adapters.run.operations import (
     run_sync_part,
 )
 from judgecore.run.job._vocab import BatchRan, RunSync, SyncRan
-
-if TYPE_CHECKING:
-    from judgecore.wire.requests import Request
+from judgecore.run.subbatch import IN_FLIGHT
+from judgecore.wire.requests import Request
 
 
 def _split(p: Ports, ids: Set[str]) -> dict[str, list[Request]]:
@@ -95,31 +105,85 @@ async def sync_part(p: Ports, action: RunSync) -> SyncRan:
     return SyncRan(fatal=fatal, cache_hit_rate=rate, budget=budget)
 
 
+def chosen_lanes(p: Ports) -> frozenset[str]:
+    """The lanes that take their batch route (`lanes.batch_lanes`: each by its own request count and its
+    provider's threshold), and any lane whose batches the checkpoint still holds in flight (harvested,
+    never left behind)."""
+    s = p.settings
+    on_batch = batch_lanes(
+        s.models,
+        lane_counts(p.job.requests, s.request_model),
+        threshold=s.sync_threshold,
+        force=s.force,
+        limits=limits_read(s.request_model, p.store.route),
+    )
+    live = {
+        lane_of_unit(r.lane, s.models) for r in p.store.sub_batches(sorted(IN_FLIGHT)) if r.lane is not None
+    }
+    return on_batch | live
+
+
+def _units(lane: str, reqs: list[Request], default: str) -> list[tuple[str, list[Request]]]:
+    """A batch lane's batch machines: one for the lane, or one per judge where a provider's batch holds
+    one model only (OpenAI's), each named by the judge (what its sub-batches' `lane` says)."""
+    by_model: dict[str, list[Request]] = {}
+    for r in reqs:
+        by_model.setdefault(r.model or default, []).append(r)
+    if len(by_model) < 2 or not provider_of(next(iter(by_model))).batch_one_model:
+        return [(lane, reqs)]
+    return sorted(by_model.items())
+
+
 async def batch_part(p: Ports, ids: Set[str], *, switched: bool = False) -> BatchRan:
-    """The batch route over `ids`: the lanes with a batch route on it, the others on their sync
-    routes, at the same time."""
-    if not mixed(p):
-        return await run_batch_part(p, ids, switched=switched)
-    by_lane = _split(p, ids)
+    """The batch route over `ids`: each lane that takes it runs its own batch machine (its client, port,
+    sub-batch caps, and its own sub-batches in the checkpoint), the others their sync routes, all at
+    the same time."""
     default = p.settings.request_model
-    chosen = batch_lane(p.settings.models)  # one batch machine per checkpoint: the others go sync meanwhile
-    batched = {chosen} & set(by_lane)
+    if not mixed(p) and (len(set(p.settings.models)) < 2 or not provider_of(default).batch_one_model):
+        return await run_batch_part(p, ids, switched=switched)  # one lane, one machine
+    by_lane = _split(p, ids)
+    chosen = chosen_lanes(p) if mixed(p) else frozenset(by_lane)
+    units = [u for lane in sorted(chosen & set(by_lane)) for u in _units(lane, by_lane[lane], default)]
+    legacy = legacy_batch_lane(p.settings.models)
+    if legacy is not None:  # a state dir an earlier version wrote: its sub-batches were that lane's
+        p.store.name_lanes(legacy)
+    p.store.batch_lanes = sorted({lane_of(reqs[0].model or default) for _, reqs in units})
     runs: list[Callable[[], Awaitable[Any]]] = []
-    if batched:
-        (lane,) = batched
-        batch_ids = frozenset(r.custom_id for r in by_lane[lane])
-        on_batch = attrs.evolve(p, client=p.clients[lane])
-        model = by_lane[lane][0].model or default
-        runs.append(partial(run_batch_part, on_batch, batch_ids, switched=switched, lane_model=model))
+    for k, (unit, reqs) in enumerate(units):
+        model = reqs[0].model or default
+        names = ", ".join(sorted({r.model or default for r in reqs}))
+        p.emit(
+            Notice(
+                level="info",
+                message=f"{provider_of(model).name} lane ({names}): {len(reqs):,} requests, batch",
+            )
+        )
+        on_batch = attrs.evolve(p, client=p.clients[lane_of(model)])
+        batch_ids = frozenset(r.custom_id for r in reqs)
+        runs.append(
+            partial(
+                run_batch_part,
+                on_batch,
+                batch_ids,
+                switched=switched,
+                lane_model=model,
+                lane=unit,
+                slot=(k, len(units)),
+            )
+        )
     action = RunSync(ids=frozenset(), warm_up=True, contacted=False, otpm=None)
     probed_lane = lane_of(p.settings.request_model)
     for lane, reqs in by_lane.items():
-        if lane not in batched:
+        if lane not in chosen:
             runs.append(partial(_sync_lane, p, lane, reqs, action, probed_lane))
     ran = await _all(p, runs)
     fatal, budget = _merged(ran)
     stuck = tuple(s for r in ran if isinstance(r, BatchRan) for s in r.stuck)
-    return BatchRan(fatal=fatal, stuck=stuck, budget=budget)
+    switched = any(isinstance(r, BatchRan) and r.switched for r in ran)
+    # what is still in a live batch once every lane has ended (a lane's own figure, taken when it
+    # ended, holds another lane's ids it was still harvesting)
+    live = p.store.job_state().in_flight if switched else frozenset()
+    return BatchRan(fatal=fatal, stuck=stuck, budget=budget, switched=switched, live=live)
 
 
-__all__ = ["batch_part", "mixed", "sync_part"]
+__all__ = ["batch_part", "chosen_lanes", "mixed", "sync_part"]

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from adapters.checkpoint.jobkey import ids_job_for
+from adapters.checkpoint.reads import learned_from_store
 from adapters.checkpoint.store import Store
 from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.files.items_io import (
@@ -25,7 +26,9 @@ from adapters.files.items_io import (
     load_input,
     load_items,
 )
-from adapters.files.messages import JobInput, MessageSource
+from adapters.files.messages import JobInput, MessageSource, joined_digests, split_messages
+from adapters.providers.registry import provider_of
+from adapters.run.lanes import batch_lanes, lane_counts, lane_of, lanes, limits_read
 from adapters.run.settings import BatchCaps, JobSettings, batch_caps
 from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
@@ -74,7 +77,7 @@ def check_arguments(
         raise refuse("state_dir", "a path (str or os.PathLike)", state_dir)
     if not isinstance(settings, JobSettings):
         raise refuse(
-            "settings", "an adapters.JobSettings", settings, " (JobSettings(**...) takes its fields)"
+            "settings", "an adapters.api.JobSettings", settings, " (JobSettings(**...) takes its fields)"
         )
     if out is not None and not isinstance(out, str | os.PathLike):
         raise refuse("out", "a path (str or os.PathLike) or None", out)
@@ -116,7 +119,6 @@ def run_job_of(
 ) -> tuple[JobPlan, MessageSource]:
     """`job_of` for a run: the plan holds no messages, and the source says where they are until the
     run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
-    from adapters.files.messages import JobInput, joined_digests, split_messages
 
     design = settings.design
     if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
@@ -235,20 +237,35 @@ def plan_of(
     the estimate; `settings.budget` is checked against it, with the job's `spent` so far."""
     design = settings.design
     panel = not settings.plain and bool(design.judges)
-    on_batch = _batch_judges(design.judges) if panel else frozenset()
-    # a panel's sub-batches hold its batch lane's requests, within that lane's provider's limits
+    on_batch = _batch_judges(job, settings, chosen) if panel else frozenset()
     caps = batch_caps(settings, min(on_batch) if on_batch else None)
-    batched: Sequence[Request] = requests
-    if panel and on_batch != set(design.judges):
+    subs: tuple[Any, ...] = ()
+    by_provider: list[tuple[str, int, int, int]] = []
+    if chosen.path == "batch" and chunked and not panel:
+        subs = tuple(chunk(requests, max_requests=caps.requests, max_bytes=caps.bytes))
+    elif chosen.path == "batch" and chunked:
+        # each batch lane's sub-batches hold its own requests, within its own provider's limits
         cols = Requests.of(requests)
-        batched = cols.only(
-            frozenset(c for c, m in zip(cols.custom_ids, cols.models, strict=True) if m in on_batch)
-        )
-    subs = (
-        chunk(batched, max_requests=caps.requests, max_bytes=caps.bytes)
-        if chosen.path == "batch" and chunked
-        else ()
-    )
+        units = [
+            group
+            for lane_judges in lanes(sorted(on_batch)).values()
+            # a provider whose batch names one model (OpenAI's) batches each judge on its own
+            for group in (
+                [(j,) for j in lane_judges] if provider_of(lane_judges[0]).batch_one_model else [lane_judges]
+            )
+        ]
+        for lane_judges in units:
+            mine = frozenset(lane_judges)
+            own = batch_caps(settings, lane_judges[0])
+            batched = cols.only(
+                frozenset(c for c, m in zip(cols.custom_ids, cols.models, strict=True) if m in mine)
+            )
+            made = tuple(chunk(batched, max_requests=own.requests, max_bytes=own.bytes))
+            subs += made
+            name = provider_of(lane_judges[0]).name
+            k = sum(n for p, n, _, _ in by_provider if p == name)  # a provider batching per judge: summed
+            by_provider = [e for e in by_provider if e[0] != name]
+            by_provider.append((name, k + len(made), own.requests, own.bytes))
     if not settings.plain and not design.single:
         whole = _plan(
             job,
@@ -269,7 +286,7 @@ def plan_of(
             template = job.template(chosen.path)
             cols = Requests.of(requests)
             models = cols.models
-            routes = _judge_routes(design.judges, chosen)
+            routes = _judge_routes(design.judges, chosen, on_batch)
             for judge in design.judges:
                 mine = cols.only(
                     frozenset(c for c, m in zip(cols.custom_ids, models, strict=True) if m == judge)
@@ -311,6 +328,7 @@ def plan_of(
             design=_design_words(design),
             cost_by_judge=tuple(by_judge),
             route_by_judge=routes if design.judges else (),
+            sub_batches_by_provider=tuple(by_provider),
         )
     return _plan(
         job,
@@ -327,33 +345,38 @@ def plan_of(
     )
 
 
-def _batch_judges(judges: Sequence[str]) -> frozenset[str]:
-    """The judges a batch route takes when the job's size says batch: the panel's batch lane's
-    (`lanes.batch_lane`, as `adapters.run.panels` sends them); the others go sync."""
-    from adapters.run.lanes import batch_lane, lanes
+def _batch_judges(job: JobPlan, settings: JobSettings, chosen: Route) -> frozenset[str]:
+    """The judges whose lanes take their batch route when the job's route is batch (`lanes.batch_lanes`:
+    each lane by its own request count, as `adapters.run.panels` sends them); the others go sync."""
 
-    lane = batch_lane(judges)
-    return frozenset(lanes(judges)[lane]) if lane is not None else frozenset()
+    judges = settings.design.judges
+    on = batch_lanes(
+        judges,
+        lane_counts(job.requests, settings.request_model),
+        threshold=settings.sync_threshold,
+        force=settings.force,
+        limits=limits_read(settings.request_model, chosen),
+    )
+    return frozenset(j for j in judges if lane_of(j) in on)
 
 
-def _judge_routes(judges: Sequence[str], chosen: Route) -> tuple[tuple[str, str], ...]:
-    """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so); empty
-    for a panel of one provider (its route is the job's)."""
-    from adapters.providers.registry import provider_of
-    from adapters.run.lanes import lanes
+def _judge_routes(
+    judges: Sequence[str], chosen: Route, on_batch: frozenset[str]
+) -> tuple[tuple[str, str], ...]:
+    """A panel across providers: each judge's route in words (`adapters.run.panels` sends them so:
+    `on_batch`, the judges whose lanes batch); empty for a panel of one provider (its route is the job's)."""
 
     if len(lanes(judges)) < 2:
         return ()
     out = []
-    on_batch = _batch_judges(judges)
     for judge in judges:
         provider = provider_of(judge)
         if provider.name == "served":
             out.append((judge, "sync, self-hosted"))
         elif judge in on_batch:
             out.append((judge, chosen.path))
-        elif provider.batch:  # its provider has a batch route, but another lane has the checkpoint's
-            out.append((judge, "sync" if chosen.path == "sync" else "sync (another judge's batches run)"))
+        elif provider.batch:  # its provider has a batch route, but its lane is too small for it
+            out.append((judge, "sync" if chosen.path == "sync" else "sync (too few requests for a batch)"))
         else:
             out.append((judge, "sync" if chosen.path == "sync" else "sync (no batch route built)"))
     return tuple(out)
@@ -422,7 +445,6 @@ def record_estimate(
 ) -> None:
     """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
     was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
-    from adapters.checkpoint.reads import learned_from_store
 
     p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
     store.estimate = {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
@@ -434,7 +456,6 @@ def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePat
     answer of the run then adds its real cost). None without a budget."""
     if settings.budget is None or not len(job.requests):
         return None
-    from adapters.checkpoint.reads import learned_from_store
 
     learned = learned_from_store(store)
     route = Route(

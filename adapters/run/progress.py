@@ -12,6 +12,12 @@ import sys
 import time
 from typing import IO, Any
 
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
 from adapters.run.events import (
     BatchCreated,
     BatchHarvested,
@@ -143,8 +149,6 @@ class LiveProgress:
     """A rich live view: a table of sub-batches with time left to each deadline, and a sync bar."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.live import Live
 
         self._console = Console(stderr=True)
         self._rows: dict[int, dict[str, Any]] = {}
@@ -163,10 +167,6 @@ class LiveProgress:
         self._live.__exit__(None, None, None)
 
     def _render(self) -> Any:
-        from rich.console import Group
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
-        from rich.text import Text
 
         parts: list[Any] = []
         if self._rows:

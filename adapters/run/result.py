@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.files.writers import records_frame
+from adapters.run.settings import Fatal
 from judgecore.decide.planning import Plan
 from judgecore.decide.routing import Route
-
-if TYPE_CHECKING:
-    from adapters.run.settings import Fatal
 
 
 @attrs.frozen(kw_only=True)
@@ -46,6 +45,5 @@ class JudgeResult:
 
     def to_pandas(self) -> Any:
         """The records as a pandas DataFrame, one row per item in input order (the `data` extra)."""
-        from adapters.files.writers import records_frame
 
         return records_frame(self.records.values())

@@ -4,8 +4,7 @@ settings drawn from it and the environment, and the budget as it stands in the c
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -13,7 +12,7 @@ from adapters.providers.openai import missing_extra
 from adapters.providers.registry import provider_of
 from adapters.usage import DEFAULT_MODEL, UsageError
 from judgecore.decide.routing import RoutePolicy
-from judgecore.decide.spend import Budget, price_for
+from judgecore.decide.spend import price_for
 from judgecore.job.designs import Design, DesignError, judge_identity
 from judgecore.job.ids import sha256
 from judgecore.job.items import RoutePath
@@ -37,11 +36,6 @@ from judgecore.wire.models import (
 )
 from judgecore.wire.models import price_for as _table_price
 from judgecore.wire.providers import JudgeNameError, openai_model_problem, parse_judge
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.run.sync import SyncSettings
-
 
 #: how a pairwise job reads the judge's choice when it has no `--verdict` (the last `Winner: X`)
 #: (a choice the default labels know, after "winner" and any punctuation: `Winner: [[B]]`, `**Winner:** tie`,
@@ -291,29 +285,6 @@ def batch_caps(settings: JobSettings, model: str | None = None) -> BatchCaps:
     )
 
 
-def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
-    """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags; a
-    ValueError naming the variable or flag for a value out of its range."""
-    from adapters.run.sync_settings import SyncSettings
-
-    overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
-    if settings.concurrency:
-        overrides["concurrency"] = settings.concurrency
-    if settings.deadline is not None and settings.deadline.at is not None:
-        overrides["deadline"] = settings.deadline.at
-    return SyncSettings.from_env(environ, **overrides)
-
-
-def budget_now(store: Store, settings: JobSettings) -> Budget | None:
-    """The `--budget` cap as it stands now: the job's spend so far in the checkpoint (earlier runs and
-    this run's earlier phases, the probe included) against the cap; None without a cap."""
-    if settings.budget is None:
-        return None
-    from adapters.checkpoint.reads import budget_from_store
-
-    return budget_from_store(store, settings.budget)
-
-
 def price_of(settings: JobSettings) -> ModelPrice | None:
     """The model's prices when a budget needs them (`JobSettings` refuses a budget without them); for
     a panel, the dearest judge's rates (an upper bound of every request's cost, so the cap holds)."""
@@ -423,4 +394,4 @@ def _pair(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-__all__ = ["BatchCaps", "Fatal", "JobSettings", "batch_caps", "budget_now", "price_of", "sync_settings_for"]
+__all__ = ["BatchCaps", "Fatal", "JobSettings", "batch_caps", "price_of"]

@@ -2,6 +2,10 @@
 module records it, says it, and cancels the live batches through the batch port (`BatchPort.cancel`:
 any provider's batch route whose port cancels the way Anthropic's does, keeping what completed).
 
+A panel's batch lanes each have their own switcher (their own port); the first to switch records it,
+and the others follow at their next step, each canceling its own lane's batches through its own
+provider.
+
 Order, for a kill anywhere: the switch is written in the checkpoint (`store.switch`) before the first
 cancel; a run that finds it there resumes the switch: it creates nothing, cancels
 what is still live, polls the canceled batches to their end and harvests them, and the job sends the
@@ -13,13 +17,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.checkpoint.reads import learned_from_store
+from adapters.checkpoint.store import Store
 from adapters.providers.port import BatchApiError, BatchPort
+from adapters.run.clock import Clock
+from adapters.run.deadline import input_each, input_prior, sync_pace
 from adapters.run.events import Emit, Notice
+from adapters.run.planning import plan_of
+from adapters.run.settings import JobSettings
 from judgecore.decide.deadline import Switch, clock_time
+from judgecore.decide.planning import JobPlan
+from judgecore.decide.routing import Route
+from judgecore.run.batch import BatchRun
 from judgecore.run.batch.switching import (
     SwitchPlan,
     cancel_answered,
@@ -28,13 +41,6 @@ from judgecore.run.batch.switching import (
     to_cancel,
     wake_by,
 )
-
-if TYPE_CHECKING:
-    from adapters.checkpoint.store import Store
-    from adapters.run.clock import Clock
-    from adapters.run.settings import JobSettings
-    from judgecore.decide.planning import JobPlan
-    from judgecore.run.batch import BatchRun
 
 
 def switch_plan(
@@ -45,7 +51,6 @@ def switch_plan(
     RPM read; the concurrency the sync route will run at (`--concurrency`, else the tier's); what each
     request takes of the limit (`tokens`, the run's `tokens_of`, which it asks again as answers come;
     made here when not given)."""
-    from adapters.run.deadline import sync_pace
 
     if settings.deadline is None or settings.deadline.at is None or settings.force is not None:
         return None
@@ -62,7 +67,6 @@ def tokens_of(settings: JobSettings, job: JobPlan, store: Store) -> Callable[[],
     """What a request is expected to take of the sync route's token limit, asked again as answers come
     (`tokens_each`); the input estimate before any answer (`input_prior`) is made at the first ask,
     and once."""
-    from adapters.run.deadline import input_prior
 
     prior: list[float] = []
 
@@ -79,8 +83,6 @@ def tokens_each(settings: JobSettings, store: Store, *, input_prior: float = 0.0
     `max_tokens`), or `max_tokens` before any answer; plus, for a provider whose limit counts input
     (OpenAI's TPM), its input tokens: the answers' mean, or `input_prior` before any answer
     (`adapters.run.deadline.input_each`)."""
-    from adapters.checkpoint.reads import learned_from_store
-    from adapters.run.deadline import input_each
 
     most = settings.max_tokens
     learned = learned_from_store(store)
@@ -90,8 +92,6 @@ def tokens_each(settings: JobSettings, store: Store, *, input_prior: float = 0.0
 
 def _sync_usd_each(settings: JobSettings, job: JobPlan) -> float | None:
     """One request's estimated cost at the sync price (None: no price known)."""
-    from adapters.run.planning import plan_of
-    from judgecore.decide.routing import Route
 
     if not len(job.requests):
         return None
@@ -140,6 +140,9 @@ class Switcher:
 
     async def step(self, run: BatchRun) -> BatchRun:
         """Switch when the core says so now; then cancel each live batch once (its answer recorded)."""
+        if not run.switched and self.plan is not None and self.store.switch is not None:
+            # another batch lane of the panel switched (it recorded the switch): this lane follows
+            run = switching(run)
         if not run.switched and self.plan is not None:
             now = self.clock.now()
             if self.tokens is not None and now >= self.refreshed + REFRESH_SECONDS:

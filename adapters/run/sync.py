@@ -14,31 +14,23 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 import attrs
 
 from adapters.checkpoint.store import OutcomeRow, Store
+from adapters.providers.port import MessagesApi
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice, SyncProgress, discard
 from adapters.run.sync_settings import SyncSettings
-from judgecore import (
-    Breaker,
-    BreakerPolicy,
-    FailureClass,
-    Outcome,
-    Request,
-    RequestTemplate,
-    classify,
-)
+from judgecore.decide.breaker import Breaker, BreakerPolicy
 from judgecore.decide.planning import ModelPrice
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.spend import Budget, Expect, request_bound
+from judgecore.results.outcomes import FailureClass, Outcome, classify
 from judgecore.results.status import Status
 from judgecore.run.sync import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
-
-if TYPE_CHECKING:
-    from adapters.providers.anthropic.sync_api import MessagesApi
+from judgecore.wire.requests import Request, RequestTemplate
 
 #: How long an interrupted sync run waits for the answers in flight (sent, so billed) to record them.
 DRAIN_SECONDS = 20.0

@@ -8,7 +8,8 @@ from typing import Any
 
 import attrs
 
-from judgecore import BackoffPolicy
+from adapters.run.settings import JobSettings
+from judgecore.decide.backoff import BackoffPolicy
 from judgecore.decide.ratelimit import PacingPolicy, RateLimitReading, concurrency_for
 from judgecore.job.knobs import BY_ENV, BY_NAME, env_values
 from judgecore.job.knobs import check as check_knobs
@@ -90,3 +91,15 @@ class SyncSettings:
             return cls(**values)
         except ValueError as exc:
             raise ValueError(f"sync settings: {exc}") from None
+
+
+def sync_settings_for(settings: JobSettings, environ: Mapping[str, str]) -> SyncSettings:
+    """The sync path's knobs: defaults, then JUDGECORE_* variables, then the job's own flags; a
+    ValueError naming the variable or flag for a value out of its range."""
+
+    overrides: dict[str, Any] = {"max_attempts": settings.max_attempts}
+    if settings.concurrency:
+        overrides["concurrency"] = settings.concurrency
+    if settings.deadline is not None and settings.deadline.at is not None:
+        overrides["deadline"] = settings.deadline.at
+    return SyncSettings.from_env(environ, **overrides)

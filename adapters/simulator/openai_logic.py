@@ -44,11 +44,11 @@ from .openai_wire import (
     vllm_error_body,
 )
 from .ratelimit import Bucket
+from .scenario import Scenario
 from .wire import LogEntry, RequestCtx, SimRequest, SimResponse, digest_int, draw, dumps, unit_float
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a circle: the Anthropic side's simulator holds this one
     from .logic import Simulator
-    from .scenario import Scenario
 
 _FILE: Final = re.compile(r"^/v1/files/([^/]+)$")
 _FILE_CONTENT: Final = re.compile(r"^/v1/files/([^/]+)/content$")

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from .openai_scenario import is_reasoning_model
 
@@ -331,7 +332,6 @@ def answer_params(body: Mapping[str, Any]) -> dict[str, Any]:
 def prompt_units(body: Mapping[str, Any]) -> list[tuple[bytes, int]]:
     """The prompt as (canonical bytes, tokens) per message, in order: each message's text at
     ceil(bytes / 4) tokens plus 3 of framing (as `answers` counts the Anthropic wire)."""
-    import orjson
 
     out = []
     for m in body["messages"]:

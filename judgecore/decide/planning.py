@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import add, floordiv
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
@@ -36,6 +36,7 @@ from judgecore.decide.prices import (
     MIN_CACHEABLE_TOKENS,
     TTL,
 )
+from judgecore.decide.resume import JobState
 from judgecore.decide.routing import Route
 from judgecore.decide.spend import request_bound
 from judgecore.job.errors import RequestTooLargeError
@@ -44,9 +45,6 @@ from judgecore.results.status import Usage
 from judgecore.wire.chunking import ENVELOPE_BYTES, SubBatch
 from judgecore.wire.models import ModelPrice, Thinking, alias_of, model_info, price_for, thinks
 from judgecore.wire.requests import Request, Requests, RequestTemplate, build_requests
-
-if TYPE_CHECKING:
-    from judgecore.decide.resume import JobState
 
 
 @attrs.frozen(kw_only=True)
@@ -254,6 +252,9 @@ class Plan:
     #: a panel across providers: each judge's route in words (`batch`, `sync`, `sync (self-hosted)`);
     #: empty for a job of one provider, whose one route is `route`
     route_by_judge: tuple[tuple[str, str], ...] = ()
+    #: a panel whose lanes batch: each lane's (provider's) sub-batches, in `sub_batches`' order, with
+    #: its own limits: (provider, how many, at most requests, at most bytes)
+    sub_batches_by_provider: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def output_schema(self) -> dict[str, Any] | None:

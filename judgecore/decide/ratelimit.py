@@ -12,7 +12,7 @@ Before a request leaves, the pacer reserves its *estimated* cost (output: a runn
 output tokens; before any observation, the request's max_tokens); when its answer arrives the
 reservation is replaced by the actual usage. Each reading clamps a lane down to what the server says
 remains, less what is still in flight, so other consumers of the same limit slow us too. A 429 blocks
-every send until its `retry-after` has passed.
+every send until its `retry-after` has passed (read by `judgecore.decide.retry_after`).
 
 `Concurrency` bounds requests in flight: its ceiling comes from the tier (`concurrency_for`), a 429
 halves it (once per cooldown: the 429s of one burst arrive together), successes win it back one slot
@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import attrs
@@ -57,38 +56,6 @@ def parse_rfc3339(value: str) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
-
-
-def retry_after(headers: Mapping[str, str], now: float) -> float | None:
-    """Seconds to wait that a response's headers ask for, or None: `retry-after-ms` (milliseconds)
-    first, then `retry-after` as seconds, then as an HTTP date (read against `now`, epoch seconds).
-
-    The one rule of both routes, the SDK's own order; only a wait above zero counts (a zero or a date
-    in the past is no hint). Header names are matched case-insensitively.
-    """
-    lower = {str(k).lower(): str(v).strip() for k, v in headers.items()}
-    ms = lower.get("retry-after-ms")
-    if ms:
-        try:
-            seconds = float(ms) / 1000.0
-        except ValueError:
-            seconds = math.nan
-        if math.isfinite(seconds) and seconds > 0:
-            return seconds
-    value = lower.get("retry-after")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = when.timestamp() - now
-    return seconds if math.isfinite(seconds) and seconds > 0 else None
 
 
 def _int(value: str | None) -> int | None:

@@ -25,12 +25,9 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice, repeat
 from operator import add, eq, sub
-from typing import TYPE_CHECKING
 
 from judgecore.job.errors import DuplicateIdError
-
-if TYPE_CHECKING:
-    from judgecore.job.texts import Keyed, Texts
+from judgecore.job.texts import Keyed, Texts
 
 CUSTOM_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _DOMAIN = b"judgecore/custom_id/v1\x00"
@@ -210,7 +207,6 @@ def own_prefixes(item_ids: Sequence[str]) -> bool:
     """Whether each of `item_ids` is its custom_id's prefix as it is: every id of `[a-zA-Z0-9_-]`
     alone, none empty nor longer than `_MAX_PREFIX`, none with a `_` at either end (the usual ids).
     Then a custom_id is its id, `-` and its digest's base32 (`Keyed` keeps them so). Checked in C."""
-    from judgecore.job.texts import Texts  # `custom_id_for` alone loads no columns
 
     return _own_lengths(Texts.of(item_ids)) is not None
 
@@ -242,7 +238,6 @@ def custom_ids_of_digests(item_ids: Sequence[str], digests: bytes) -> Texts | Ke
     n = len(item_ids)
     if len(digests) != n * _DIGEST_BYTES:
         raise ValueError(f"{n} ids but {len(digests)} digest bytes")
-    from judgecore.job.texts import Keyed, Texts
 
     if own_prefixes(item_ids):
         return Keyed(Texts.of(item_ids), digests, _DIGEST_BYTES, dashed_base32)

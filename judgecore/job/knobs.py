@@ -16,6 +16,7 @@ Decisions, all pure (the environment is an argument, a mapping of names to text)
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -316,7 +317,6 @@ def env_values(environ: Mapping[str, str]) -> dict[str, Any]:
 def unknown_env(environ: Mapping[str, str]) -> tuple[str, ...]:
     """One warning for each `JUDGECORE_*` name in `environ` that judgecore does not read, naming the
     closest name it does read when there is one."""
-    import difflib
 
     known = (*BY_ENV, *sorted(OTHER_ENV))
     out = []

@@ -19,7 +19,8 @@ Theory of operation. A `VerdictSpec` is one of two kinds:
 when the output is built from the checkpoint: the stored outcome stays `succeeded` (final, never resent),
 and the output line becomes a `miss` of class `VERDICT_UNPARSED`, text kept.
 
-`jsonschema` takes half a second to import, so it is imported only where a schema is used.
+`jsonschema` takes half a second to import (355 M instructions, as much as a whole dry run at bc825e4),
+so it is imported only where a schema is used: the one library deferred by name (bench/deferred_imports.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from judgecore.job.designs import DEFAULT_LABELS
 from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
 #: The `error.class` of a succeeded answer whose verdict cannot be parsed or validated.
@@ -66,7 +68,6 @@ class VerdictSpec:
     @property
     def label_map(self) -> dict[str, str]:
         """The words of each position, the defaults where the spec names none."""
-        from judgecore.job.designs import DEFAULT_LABELS
 
         return {**DEFAULT_LABELS, **dict(self.labels or ())}
 

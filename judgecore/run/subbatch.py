@@ -248,3 +248,5 @@ class Checkpoint:
     final: frozenset[str] = frozenset()
     #: failure classes (None: none) of the job's earliest final outcomes, in arrival order
     first_final: tuple[FailureClass | None, ...] = ()
+    #: the highest sub_id the checkpoint holds, of any lane (`subs` may be one lane's)
+    top_sub: int = 0

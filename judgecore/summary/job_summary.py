@@ -130,6 +130,8 @@ class Summary:
     designs: Designs = attrs.field(factory=Designs)
     #: US dollars per answering model (None: no price), as the checkpoint bills them: a panel's spend per judge
     spend_by_model: tuple[tuple[str, float | None], ...] = ()
+    #: a panel across providers: each judge's route in words, with its lane's sub-batches
+    route_by_model: tuple[tuple[str, str], ...] = ()
     #: the score's scale as the verdict spec declares it (`VerdictSpec.scale`); None: not declared
     scale: tuple[float, float] | None = None
     #: the most groups the text, `--markdown` and the report show
@@ -321,6 +323,7 @@ def summarize(
     scale: tuple[float, float] | None = None,
     top: int = TOP_GROUPS,
     author: str | None = None,
+    route_by_model: Iterable[tuple[str, str]] = (),
 ) -> Summary:
     """The summary of a job from its output records (`score_field` None: no verdict spec, nothing scored).
     `scale`: the score's declared scale (intervals are cut to it); `top`: the most groups shown;
@@ -361,6 +364,7 @@ def summarize(
         else (),
         designs=designs_of(rows, score_field),
         spend_by_model=tuple(spend_by_model),
+        route_by_model=tuple(route_by_model),
         scale=scale,
         top=top,
         pairs_not_compared=0 if compared else len(scored_by) * (len(scored_by) - 1) // 2,

@@ -71,6 +71,11 @@ def plan_json(p: Plan) -> dict[str, Any]:
             out["estimated_cost_by_judge_usd"] = dict(p.cost_by_judge)
         if p.route_by_judge:
             out["route_by_judge"] = dict(p.route_by_judge)
+        if p.sub_batches_by_provider:
+            out["sub_batches_by_provider"] = {
+                name: {"sub_batches": k, "max_batch_requests": most, "max_batch_bytes": size}
+                for name, k, most, size in p.sub_batches_by_provider
+            }
     return out
 
 
@@ -109,10 +114,17 @@ def render_plan(p: Plan) -> str:
         state = "on" if p.thinks else "off"
         lines.append(f"  thinking     {state} ({how}); thinking tokens are output tokens, out of max_tokens")
     if p.route.path == "batch":
-        lines.append(
-            f"  sub-batches  {len(p.sub_batches):,} (at most {p.max_batch_requests:,} requests "
-            f"and {p.max_batch_bytes:,} bytes each)"
-        )
+        if len(p.sub_batches_by_provider) > 1:  # each batch lane's, within its own provider's limits
+            each = "; ".join(
+                f"{name} {k:,}, at most {most:,} requests and {size:,} bytes each"
+                for name, k, most, size in p.sub_batches_by_provider
+            )
+            lines.append(f"  sub-batches  {len(p.sub_batches):,} ({each})")
+        else:
+            lines.append(
+                f"  sub-batches  {len(p.sub_batches):,} (at most {p.max_batch_requests:,} requests "
+                f"and {p.max_batch_bytes:,} bytes each)"
+            )
         for i, (reqs, size) in enumerate(p.sub_batches[:_MAX_LISTED]):
             lines.append(f"    #{i:<4} {reqs:>7,} requests {size:>15,} bytes")
         if len(p.sub_batches) > _MAX_LISTED:

@@ -52,7 +52,9 @@ def _of(some: int, every: int, what: str) -> str:
 
 
 def design_rows(
-    d: Designs, spend: Sequence[tuple[str, float | None]] = ()
+    d: Designs,
+    spend: Sequence[tuple[str, float | None]] = (),
+    routes: Sequence[tuple[str, str]] = (),
 ) -> list[tuple[str, str, str, str]]:
     """(design, figure, value, 95% interval or detail) for every design the records carry; `spend`:
     US dollars per model, shown per judge of a panel."""
@@ -100,13 +102,14 @@ def design_rows(
             )
         )
     if (q := d.panel) is not None:
-        spent = dict(spend)
+        spent, route = dict(spend), dict(routes)
         for j in q.judges:
             value, ci = score_text(j.score)
             rows.append(("panel", f"score by {j.model}", value, ci))
             if j.model in spent:
                 paid = "$0 (self-hosted)" if j.model.startswith("served:") else fig.usd(spent[j.model])
-                rows.append(("panel", f"spend by {j.model}", paid, f"{j.n:,} verdicts"))
+                how = f"; {route[j.model]}" if j.model in route else ""
+                rows.append(("panel", f"spend by {j.model}", paid, f"{j.n:,} verdicts{how}"))
         name = (
             "Cohen's kappa" + (" (quadratic)" if q.weights else "")
             if q.statistic == "cohen_kappa"
@@ -162,7 +165,7 @@ def headline_lines(s: Summary) -> list[str]:
                 f"    {name[:20]:<20} agreement {fig.share(r.agreement)} "
                 f"(95% CI {fig.interval(r.agreement_ci95, 'share')}), kappa {fig.coefficient(r.kappa)}, n {r.n:,}"
             )
-    for design, what, value, detail in design_rows(s.designs, s.spend_by_model):
+    for design, what, value, detail in design_rows(s.designs, s.spend_by_model, s.route_by_model):
         lines.append(f"  {design:<12} {what}: {value} ({detail})")
     return lines
 
@@ -220,7 +223,7 @@ def render_markdown(s: Summary, *, title: str = "judgecore summary") -> str:
                 ]
             )
         out += _md_table(["group", "pairs", "agreement", "95% CI", "kappa"], body)
-    if design := design_rows(s.designs, s.spend_by_model):
+    if design := design_rows(s.designs, s.spend_by_model, s.route_by_model):
         out += ["", "Judge designs:", ""]
         out += _md_table(["design", "figure", "value", "95% CI / n"], [list(r) for r in design])
     if s.self_preference is not None:

@@ -61,6 +61,7 @@ Where each figure comes from (stored copies of platform.claude.com read on 2026-
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from datetime import date
@@ -357,7 +358,6 @@ def unknown_model_problem(model: str) -> str | None:
     and an exit 4; a model newer than the table is sent only when the user says so."""
     if model_info(model) is not None:
         return None
-    import difflib
 
     near = difflib.get_close_matches(model, list(MODELS), n=1, cutoff=0.75)
     if near:

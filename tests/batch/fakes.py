@@ -18,17 +18,10 @@ from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
 from adapters.providers.port import BatchMeta, OneCallCreate, Upload
 from adapters.run.clock import FakeClock
-from judgecore import (
-    BatchSnapshot,
-    RawResult,
-    Request,
-    RequestCounts,
-    RequestTemplate,
-    Usage,
-    build_requests,
-    parse_items,
-)
-from judgecore.results.outcomes import Outcome, classify
+from judgecore.decide.polling import BatchSnapshot, RequestCounts
+from judgecore.job.parsing import parse_items
+from judgecore.results.outcomes import Outcome, RawResult, Usage, classify
+from judgecore.wire.requests import Request, RequestTemplate, build_requests
 
 # result kind for a (custom_id, attempt) -> RawResult
 Outcomer = Callable[[str, int], RawResult]

@@ -16,7 +16,7 @@ from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import AnthropicBatchApi
 from adapters.run.batch import BatchSettings, run_batch
 from adapters.run.clock import RealClock
-from judgecore import PollPolicy
+from judgecore.decide.polling import PollPolicy
 from tests.batch.fakes import TEMPLATE, bind, make_requests
 
 

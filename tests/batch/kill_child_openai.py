@@ -19,7 +19,9 @@ from adapters.checkpoint.store import Store
 from adapters.providers.openai.batch_port import OpenAIBatchPort
 from adapters.run.batch import BatchSettings, run_batch
 from adapters.run.clock import RealClock
-from judgecore import PollPolicy, RequestTemplate, build_requests, parse_items
+from judgecore.decide.polling import PollPolicy
+from judgecore.job.parsing import parse_items
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 TEMPLATE = RequestTemplate.build(
     model="openai:gpt-5-mini", max_tokens=256, rubric="Grade 1-10.", path="batch"

@@ -27,8 +27,8 @@ from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
 from adapters.providers.port import BatchMeta, Found, OneCallCreate, Upload
 from adapters.run.batch import BatchSettings, BatchShell
-from judgecore import BatchSnapshot, PollPolicy, RawResult, RequestCounts
-from judgecore.results.outcomes import Outcome, classify
+from judgecore.decide.polling import BatchSnapshot, PollPolicy, RequestCounts
+from judgecore.results.outcomes import Outcome, RawResult, classify
 from judgecore.run.batch import (
     BatchRun,
     Begin,

@@ -25,20 +25,14 @@ from adapters.run.batch import (
 from adapters.run.batch_cancel import cancel_job
 from adapters.run.clock import FakeClock
 from adapters.run.events import BatchCreated, BatchStuck, Event, Notice, RoundStarted
-from judgecore import (
-    DEFAULT_PRICES,
-    BatchSnapshot,
-    PollPolicy,
-    RawResult,
-    Request,
-    RequestCounts,
-    RequestTemplate,
-    Usage,
-    custom_id_for,
-)
+from judgecore.decide.polling import BatchSnapshot, PollPolicy, RequestCounts
+from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.spend import Budget, request_bound
+from judgecore.job.ids import custom_id_for
+from judgecore.results.outcomes import RawResult, Usage
 from judgecore.run import batch as br
 from judgecore.wire.encoding import CHUNK_BYTES
+from judgecore.wire.requests import Request, RequestTemplate
 
 from .fakes import RESULTS, TEMPLATE, Crash, FakeBatchApi, bind, by_kind, make_requests, messages_of, ok
 

@@ -16,8 +16,11 @@ from adapters.providers.anthropic.batch_api import AnthropicBatchApi, BatchApiEr
 from adapters.run.batch import BatchRunResult, BatchSettings, run_batch
 from adapters.run.clock import FakeClock
 from adapters.run.events import BatchCreated, Event
-from adapters.simulator import Scenario, Simulator, sim_client
-from judgecore import PollPolicy, Status, classify
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
+from judgecore.decide.polling import PollPolicy
+from judgecore.results.outcomes import Status, classify
 
 from .fakes import TEMPLATE, bind, make_requests, messages_of
 

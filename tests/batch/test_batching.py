@@ -7,7 +7,9 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import BackoffPolicy, BatchSnapshot, RawResult, RequestCounts, Status
+from judgecore.decide.backoff import BackoffPolicy
+from judgecore.decide.polling import BatchSnapshot, RequestCounts
+from judgecore.results.outcomes import RawResult, Status
 from judgecore.run.batch.batching import (
     Fatal,
     GiveUp,

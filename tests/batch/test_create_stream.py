@@ -20,11 +20,14 @@ from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import AnthropicBatchApi, BatchApiError, CreateBody
 from adapters.run.batch import BatchSettings, run_batch
 from adapters.run.clock import FakeClock
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from adapters.simulator.transport import DEFAULT_BASE_URL, SimTransport
-from judgecore import RequestTemplate, Status, classify
+from judgecore.results.outcomes import Status, classify
 from judgecore.run.batch import CONNECT_FAILED
 from judgecore.wire.encoding import create_body
+from judgecore.wire.requests import RequestTemplate
 
 from .fakes import bind, make_requests, messages_of
 

@@ -23,11 +23,11 @@ from adapters.run.deadline import (
 from adapters.run.planning import plan_of, plan_the_job
 from adapters.run.settings import JobSettings
 from adapters.run.switch import switch_plan, tokens_of
-from judgecore import Item
 from judgecore.decide.deadline import UseBatches, deadline_start
 from judgecore.decide.planning import JobPlan, Learned
 from judgecore.decide.ratelimit import LimitGroup, RateLimitReading
 from judgecore.decide.routing import Route
+from judgecore.job.items import Item
 from judgecore.job.when import When
 from judgecore.results.outcomes import Usage
 

@@ -19,7 +19,7 @@ from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import body_of
 from adapters.run.batch import BatchSettings
-from judgecore import PollPolicy
+from judgecore.decide.polling import PollPolicy
 from judgecore.job.designs import Design, design_items, expand_item
 from judgecore.job.items import Items
 from judgecore.job.parsing import parse_items

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from adapters.checkpoint.store import Store
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from tests import children
 from tests.children import Child
 from tests.integration.conftest import outcomes_so_far

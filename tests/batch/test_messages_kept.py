@@ -15,9 +15,9 @@ from adapters.files.messages import (
     hand_to_checkpoint,
     split_messages,
 )
-from judgecore import parse_items
 from judgecore.decide.planning import JobPlan, plan_job
 from judgecore.job.items import Items, MessagesNotHeldError
+from judgecore.job.parsing import parse_items
 
 
 def _items(n: int, *, long: bool = False) -> Items:
@@ -238,7 +238,9 @@ def test_a_run_keeps_no_reference_to_the_digests_it_bound_once_the_checkpoint_ke
     from adapters.run.events import BatchHarvested
     from adapters.run.job import judge
     from adapters.run.settings import JobSettings
-    from adapters.simulator import Scenario, Simulator, sim_client
+    from adapters.simulator.logic import Simulator
+    from adapters.simulator.scenario import Scenario
+    from adapters.simulator.transport import sim_client
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(30)])
     items = load_items(path, hold_messages=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.checkpoint.store import OutcomeRow, Store
-from judgecore import FailureClass, Outcome, Status
+from adapters.checkpoint.store import SCHEMA_VERSION, OutcomeRow, Store
+from judgecore.results.outcomes import FailureClass, Outcome, Status
 
 from .fakes import bind, make_requests
 
@@ -89,8 +89,7 @@ def test_a_run_with_no_metadata_writes_none_and_clears_what_an_earlier_run_kept(
 
 
 def test_a_refusal_keeps_its_stop_details_and_an_error_its_code_in_the_checkpoint(tmp_path: Path) -> None:
-    from judgecore import RawResult, Usage, classify
-    from judgecore.results.outcomes import StopDetails
+    from judgecore.results.outcomes import RawResult, StopDetails, Usage, classify
 
     requests = make_requests(2)
     a, b = (r.custom_id for r in requests)
@@ -231,7 +230,9 @@ def test_an_older_checkpoint_answers_the_same_read_only_without_a_write_and_once
     assert {"succeeded": 3, "miss": 0, "quarantined": 0, "pending": 1} == counts
     conn = sqlite3.connect(state / DB_NAME)
     try:
-        assert ("3",) == conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        assert (str(SCHEMA_VERSION),) == conn.execute(
+            "SELECT value FROM meta WHERE key = 'schema'"
+        ).fetchone()
     finally:
         conn.close()
 

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from adapters.checkpoint.store import DB_NAME, OutcomeRow, Store
-from judgecore import Outcome, Status
+from judgecore.results.outcomes import Outcome, Status
 
 from .fakes import bind, make_requests
 

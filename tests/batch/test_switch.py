@@ -18,8 +18,9 @@ from adapters.run.batch import BatchRunResult, BatchSettings, run_batch
 from adapters.run.clock import FakeClock
 from adapters.run.events import Event, Notice
 from adapters.run.switch import Switcher
-from judgecore import PollPolicy, RawResult
 from judgecore.decide.deadline import SyncPace
+from judgecore.decide.polling import PollPolicy
+from judgecore.results.outcomes import RawResult
 from judgecore.run.batch.switching import SwitchPlan
 
 from .fakes import TEMPLATE, FakeBatchApi, bind, make_requests

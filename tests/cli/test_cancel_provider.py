@@ -1,30 +1,43 @@
-"""`judgecore cancel` cancels through the provider whose batches the job has: a panel's batch lane as
-the run chose it, not whichever judge its manifest lists first."""
+"""`judgecore cancel` cancels each lane's batches through that lane's provider: a sub-batch names its
+lane in the checkpoint; one an earlier version recorded (no lane) is its job's one batch lane's."""
 
 from __future__ import annotations
 
 import pytest
 
 from adapters.checkpoint.store import Store
-from adapters.cli.cancel import _provider_of_job
+from adapters.cli.cancel import _judges_of_job, _provider_of_lane
+from adapters.run.lanes import legacy_batch_lane
 
 
 @pytest.mark.parametrize(
-    ("manifest", "provider"),
+    ("manifest", "lane", "provider"),
     [
-        ({"model": "openai:gpt-5-mini"}, "openai"),
-        ({"model": "claude-sonnet-4-6"}, "anthropic"),
-        # the run batches Claude's judges when the panel has any, whatever their place in the list
-        ({"judges": ["openai:gpt-5-mini", "claude-sonnet-4-6"]}, "anthropic"),
-        ({"judges": ["served:Qwen/Qwen3-32B", "openai:gpt-5-mini"]}, "openai"),
-        ({}, "anthropic"),
+        ({"model": "openai:gpt-5-mini"}, "openai", "openai"),
+        ({"model": "claude-sonnet-4-6"}, "anthropic", "anthropic"),
+        ({"judges": ["openai:gpt-5-mini", "claude-sonnet-4-6"]}, "openai", "openai"),
+        ({"judges": ["openai:gpt-5-mini", "claude-sonnet-4-6"]}, "anthropic", "anthropic"),
+        ({}, "anthropic", "anthropic"),
     ],
 )
-def test_cancel_goes_to_the_provider_whose_batches_the_job_has(tmp_path, manifest, provider):
+def test_a_lanes_batches_are_canceled_through_its_own_provider(tmp_path, manifest, lane, provider):
     store = Store.open(tmp_path / "s")
     try:
         if manifest:
             store.manifest = manifest
     finally:
         store.close()
-    assert provider == _provider_of_job(tmp_path / "s").name
+    assert provider == _provider_of_lane(_judges_of_job(tmp_path / "s"), lane).name
+
+
+@pytest.mark.parametrize(
+    ("judges", "lane"),
+    [
+        # the earlier version batched Claude's judges when the panel had any, whatever their place
+        (["openai:gpt-5-mini", "claude-sonnet-4-6"], "anthropic"),
+        (["served:Qwen/Qwen3-32B", "openai:gpt-5-mini"], "openai"),
+        (["served:Qwen/Qwen3-32B"], None),
+    ],
+)
+def test_an_older_dirs_sub_batches_are_its_one_batch_lanes(judges, lane):
+    assert lane == legacy_batch_lane(judges)

@@ -13,7 +13,9 @@ from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.cli import main
 from adapters.files.items_io import load_items
 from adapters.run.settings import JobSettings
-from judgecore import Outcome, RoutePolicy, Status, custom_id_for, route
+from judgecore.decide.routing import RoutePolicy, route
+from judgecore.job.ids import custom_id_for
+from judgecore.results.outcomes import Outcome, Status
 
 
 def _write(path: Path, rows: list[dict | str]) -> Path:

@@ -14,7 +14,9 @@ from adapters.cli import main
 from adapters.run.job import judge
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 from adapters.usage import UsageError
 from judgecore.results.verdicts import spec_from_json
 

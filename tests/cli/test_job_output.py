@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from adapters.checkpoint.records import iter_records
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.writers import write_output_atomic
-from judgecore import Outcome, Status, output_line, parse_item
+from judgecore.job.parsing import parse_item
+from judgecore.results.outcomes import Outcome, Status
+from judgecore.results.output_line import output_line
 
 DONE = Outcome(status=Status.SUCCEEDED, failure=None, reason="ok", text="Score: 3")
 
@@ -73,7 +75,7 @@ def test_a_rerun_of_a_finished_job_leaves_the_output_it_wrote_and_rewrites_any_o
     """A no-op rerun keeps an output file that is exactly the one the last run wrote from this
     checkpoint; an edited file, another item order, a new outcome or another verdict spec rewrite it."""
     from adapters.files.output import write_output as _write_output
-    from judgecore import spec_from_json
+    from judgecore.results.verdicts import spec_from_json
 
     store, items = _finished(tmp_path, ["a", "b", "c"])
     out = tmp_path / "out.jsonl"

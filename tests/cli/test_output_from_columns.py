@@ -13,9 +13,10 @@ from strategies import items, raw_results
 
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.output import write_output
-from judgecore import classify, spec_from_json
 from judgecore.job.items import Items
+from judgecore.results.outcomes import classify
 from judgecore.results.output_line import output_line, record_for
+from judgecore.results.verdicts import spec_from_json
 
 PATTERN = spec_from_json({"pattern": r"^Score: (?P<score>\d+)"})
 

@@ -10,7 +10,9 @@ from adapters.run.clock import FakeClock
 from adapters.run.dryrun import judge_dry_run
 from adapters.run.job import judge
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 from adapters.usage import UsageError
 
 
@@ -75,7 +77,7 @@ def test_judge_rejects_bad_items_before_sending(tmp_path):
 def test_judge_takes_a_tuple_of_dicts_and_items_alike(tmp_path):
     """A tuple is as good as a list: its dicts are checked like input lines (a tuple of dicts was an
     AttributeError traceback), and parsed `Item`s pass as they are."""
-    from judgecore import parse_item
+    from judgecore.job.parsing import parse_item
 
     sim = Simulator(Scenario(seed=5))
     mixed = ({"id": "a", "prompt": "x"}, parse_item(2, '{"id": "b", "prompt": "y"}'))
@@ -187,7 +189,10 @@ def test_an_item_changed_under_its_id_names_its_row_and_sends_nothing(tmp_path):
         ({"items": {"id": "a", "prompt": "x"}}, "one dict is one item, give a list of them"),
         ({"rubric": "PATH"}, r"rubric must be the rubric's text \(a str\) or None, got PosixPath"),
         ({"state_dir": None}, r"state_dir must be a path \(str or os.PathLike\), got NoneType"),
-        ({"settings": {"model": "claude-sonnet-4-6"}}, "settings must be an adapters.JobSettings, got dict"),
+        (
+            {"settings": {"model": "claude-sonnet-4-6"}},
+            "settings must be an adapters.api.JobSettings, got dict",
+        ),
         ({"out": 3}, "out must be a path .*, got int"),
         ({"progress": 1}, "progress must be a callable taking each event, or None, got int"),
         ({"client": "SYNC"}, "client must be an anthropic.AsyncAnthropic .*, got Anthropic"),
@@ -419,3 +424,24 @@ def test_items_parsed_one_request_an_item_are_refused_by_a_panel_before_anything
     assert not sim.log
     res = judge(path, rubric="R", state_dir=tmp_path / "s", settings=panel, client=sim_client(sim))
     assert {"claude-sonnet-4-6", "claude-haiku-4-5"} == set(res.records["q0"]["judges"])
+
+
+def test_the_documented_imports_work_and_the_command_does_not_load_the_run():
+    # docs/python-api.md: `from adapters import JobSettings, judge`, `judgecore.spec_from_json(...)`;
+    # the `judgecore` command's modules are the same package's, and a dry run must not load the run.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, adapters.cli, judgecore\n"
+        "assert 'adapters.api' not in sys.modules and 'adapters.run.job' not in sys.modules\n"
+        "from adapters import JobSettings, judge, UsageError\n"
+        "from judgecore import *\n"
+        "import judgecore\n"
+        "missing = [n for n in judgecore.__all__ if n not in globals()]\n"
+        "assert not missing, missing\n"
+        "assert judgecore.spec_from_json({'pattern': '^Score: (?P<score>\\\\d+)'}) is not None\n"
+        "print(judge.__module__, JobSettings.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "adapters.run.job adapters.run.settings" == out.strip()

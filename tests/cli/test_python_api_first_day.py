@@ -7,10 +7,12 @@ import warnings
 
 import pytest
 
-from adapters import UsageError, ajudge, judge
+from adapters.api import UsageError, ajudge, judge
 from adapters.run.events import Notice, SyncProgress
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 
 
 def _items(n: int) -> list[dict]:

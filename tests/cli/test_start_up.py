@@ -209,3 +209,15 @@ def test_a_dry_run_ends_without_the_collector_and_every_other_command_turns_it_o
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert "False True" == res.stdout.strip().splitlines()[-1]
+
+
+def test_a_dry_run_loads_the_deadlines_rule_only_with_deadline(job):
+    """Without `--deadline` the dry run's dispatch leaves the deadline's rule (and the polling it
+    reasons with) unloaded, and the run's event loop and progress view always."""
+    items, rubric = job
+    watched = ("judgecore.decide.deadline", "judgecore.decide.polling", "asyncio", "rich")
+    plain = ["run", str(items), "--rubric", str(rubric), "--dry-run"]
+    assert [] == loaded(plain, watched)
+    assert ["judgecore.decide.deadline", "judgecore.decide.polling"] == loaded(
+        [*plain, "--deadline", "2h"], watched
+    )

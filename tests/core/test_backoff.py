@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import backoff_policies, unit_draws
 
-from judgecore import BackoffPolicy, backoff
+from judgecore.decide.backoff import BackoffPolicy, backoff
 
 attempts = st.integers(-3, 10_000)
 

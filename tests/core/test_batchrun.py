@@ -5,16 +5,10 @@ from __future__ import annotations
 import attrs
 import orjson
 
-from judgecore import (
-    BatchSnapshot,
-    Breaker,
-    BreakerPolicy,
-    Item,
-    RawResult,
-    RequestTemplate,
-    build_requests,
-    classify,
-)
+from judgecore.decide.breaker import Breaker, BreakerPolicy
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.job.items import Item
+from judgecore.results.outcomes import RawResult, classify
 from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
@@ -35,6 +29,7 @@ from judgecore.run.batch import (
 from judgecore.run.batch.batching import Intent, OrphanWindow, orphan_groups
 from judgecore.run.batch.gate import Gate, Held
 from judgecore.run.subbatch import SubEvent, SubState
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 T0 = 1_800_000_000.0
 TEMPLATE = RequestTemplate.build(model="claude-sonnet-4-6", max_tokens=64, rubric="Rate.", path="batch")
@@ -148,7 +143,7 @@ def test_a_run_with_nothing_to_do_is_done_with_exit_0() -> None:
 
 
 def test_orphan_groups_join_intents_that_one_batch_could_belong_to() -> None:
-    from judgecore import RequestCounts
+    from judgecore.decide.polling import RequestCounts
 
     a, b = Intent(sub_id=1, n=5, intent_at=T0), Intent(sub_id=2, n=5, intent_at=T0 + 1)
     batch = BatchSnapshot(

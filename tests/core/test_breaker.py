@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import Breaker, BreakerPolicy, BreakerState, FailureClass, Outcome, Status
+from judgecore.decide.breaker import Breaker, BreakerPolicy, BreakerState
+from judgecore.results.outcomes import FailureClass, Outcome, Status
 
 INVALID = Outcome(status=Status.QUARANTINED, failure=FailureClass.INVALID_REQUEST, reason="invalid")
 OK = Outcome(status=Status.SUCCEEDED, failure=None, reason="ok")

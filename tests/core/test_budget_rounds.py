@@ -10,18 +10,13 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgecore import (
-    BatchSnapshot,
-    Breaker,
-    Item,
-    ModelPrice,
-    RawResult,
-    RequestTemplate,
-    Usage,
-    build_requests,
-)
+from judgecore.decide.breaker import Breaker
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.polling import BatchSnapshot
 from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.spend import Budget, Expect, answer_cost, budget_line, stops_for_budget
+from judgecore.job.items import Item
+from judgecore.results.outcomes import RawResult, Usage
 from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
@@ -37,6 +32,7 @@ from judgecore.run.batch import (
     Snapshot,
 )
 from judgecore.run.sync import Answered, Launch, SyncPolicy, SyncRun, Todo, Wait
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 T0 = 1_800_000_000.0
 PRICE = ModelPrice(3.0, 15.0)
@@ -151,7 +147,7 @@ def test_the_sync_machine_never_commits_past_the_cap_and_stops_only_when_the_nex
 
 
 def _classify(raw: RawResult):  # type: ignore[no-untyped-def]
-    from judgecore import classify
+    from judgecore.results.outcomes import classify
 
     return classify(raw)
 

@@ -9,19 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import item_lists, templates
 
-import judgecore
-from judgecore import (
-    MAX_BYTES,
-    Request,
-    RequestTemplate,
-    RequestTooLargeError,
-    body_size,
-    build_requests,
-    chunk,
-    parse_items,
-)
-from judgecore.wire.chunking import ENVELOPE_BYTES
+from judgecore.job.errors import RequestTooLargeError
+from judgecore.job.parsing import parse_items
+from judgecore.wire import encoding
+from judgecore.wire.chunking import ENVELOPE_BYTES, MAX_BYTES, body_size, chunk
 from judgecore.wire.encoding import create_body_chunks
+from judgecore.wire.requests import Request, RequestTemplate, build_requests
 
 #: each request's messages by custom_id: the requests hold none, the encoder is given them
 MESSAGES: dict[str, bytes] = {}
@@ -43,7 +36,7 @@ def create_body(requests, template: RequestTemplate) -> bytes:
 
 
 def judgecore_body(requests, template: RequestTemplate) -> bytes:
-    return judgecore.create_body(requests, template, messages_of(requests))
+    return encoding.create_body(requests, template, messages_of(requests))
 
 
 @st.composite

@@ -8,9 +8,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import Breaker, RawResult, Status
-from judgecore.decide.breaker import BreakerPolicy
-from judgecore.results.outcomes import classify
+from judgecore.decide.breaker import Breaker, BreakerPolicy
+from judgecore.results.outcomes import RawResult, Status, classify
 from judgecore.run.batch.gate import MISSING, IdSet
 from judgecore.run.batch.harvest import SHOWN, HarvestFold
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from strategies import any_item_ids, item_ids, realistic_item_ids
 
 import judgecore.job.ids
-from judgecore import CUSTOM_ID_RE, DuplicateIdError, assign_custom_ids, custom_id_for
-from judgecore.job.ids import check_unique, custom_ids_for
+from judgecore.job.errors import DuplicateIdError
+from judgecore.job.ids import CUSTOM_ID_RE, assign_custom_ids, check_unique, custom_id_for, custom_ids_for
 from judgecore.job.items import CustomIds
 
 # A change of algorithm changes these and must be a deliberate, CHANGELOG-noted break: a checkpoint
@@ -62,7 +62,7 @@ def test_custom_id_is_identical_in_another_process_with_another_hash_seed():
     ids = [*GOLDEN, "q1", "ü/ß/中文", "a b", "a_b", "emoji 🎉"]
     code = (
         "import json, sys\n"
-        "from judgecore import custom_id_for\n"
+        "from judgecore.job.ids import custom_id_for\n"
         "print(json.dumps([custom_id_for(i) for i in json.loads(sys.stdin.read())]))\n"
     )
     outputs = []

@@ -8,21 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import item_lists, items, json_values, messages, templates
 
-from judgecore import (
-    DuplicateIdError,
-    InputError,
-    Item,
-    RequestTemplate,
-    build_requests,
-    custom_id_for,
-    output_line,
-    output_record,
-    parse_item,
-    parse_items,
-)
-from judgecore.job.ids import custom_ids_for
+from judgecore.job.errors import DuplicateIdError, InputError
+from judgecore.job.ids import custom_id_for, custom_ids_for
+from judgecore.job.items import Item
 from judgecore.job.nesting import MAX_DEPTH
-from judgecore.job.parsing import MAX_LINE_BYTES
+from judgecore.job.parsing import MAX_LINE_BYTES, parse_item, parse_items
+from judgecore.results.output_line import output_line, output_record
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 
 @given(item_lists(max_size=20), templates)

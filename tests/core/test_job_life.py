@@ -23,19 +23,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from strategies import non_fatal_results
 
-from judgecore import (
-    BatchSnapshot,
-    Item,
-    JobState,
-    PollPolicy,
-    RawResult,
-    RequestCounts,
-    RequestTemplate,
-    Status,
-    build_requests,
-    diff_resume,
-)
-from judgecore.results.outcomes import FINAL_STATUSES, Outcome, classify
+from judgecore.decide.polling import BatchSnapshot, PollPolicy, RequestCounts
+from judgecore.decide.resume import JobState, diff_resume
+from judgecore.job.items import Item
+from judgecore.results.outcomes import FINAL_STATUSES, Outcome, RawResult, Status, classify
 from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
@@ -62,6 +53,7 @@ from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.run.batch.gate import IdSet
 from judgecore.run.batch.harvest import HarvestFold
 from judgecore.run.subbatch import IN_FLIGHT, TERMINAL, Phase, SubEvent, SubState
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 
 @attrs.define

@@ -8,9 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import raw_results, succeeded_results, usages
 
-from judgecore import FailureClass, Outcome, RawResult, Status, Usage, classify
 from judgecore.decide.backoff import BackoffPolicy
-from judgecore.results.outcomes import ACCOUNT_REFUSED, StopDetails, stop_line
+from judgecore.results.outcomes import (
+    ACCOUNT_REFUSED,
+    FailureClass,
+    Outcome,
+    RawResult,
+    Status,
+    StopDetails,
+    Usage,
+    classify,
+    stop_line,
+)
 from judgecore.run.batch.batching import Fatal, RetryCreate, Split, after_create_error
 
 F = FailureClass

@@ -8,22 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import item_lists
 
-from judgecore import (
-    Item,
-    JobState,
-    RequestTemplate,
-    RequestTooLargeError,
-    RoutePolicy,
-    build_requests,
-    chunk,
-    estimate_tokens,
-    parse_item,
-    plan,
-    plan_json,
-    render_plan,
-    route,
-)
-from judgecore.decide.planning import plan_job
+from judgecore.decide.planning import estimate_tokens, plan, plan_job
+from judgecore.decide.resume import JobState
+from judgecore.decide.routing import RoutePolicy, route
+from judgecore.job.errors import RequestTooLargeError
+from judgecore.job.items import Item
+from judgecore.job.parsing import parse_item
+from judgecore.summary.plan_text import plan_json, render_plan
+from judgecore.wire.chunking import chunk
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 MODEL = "claude-sonnet-4-6"
 # A fixed rubric of a few thousand characters (about 1,400 tokens: long enough to be cached).
@@ -190,7 +183,7 @@ def test_plan_of_what_is_left_counts_final_and_live_items_and_costs_only_the_res
 def test_a_schema_verdict_plan_shows_the_schema_as_sent(snapshot):
     """The plan carries the verdict schema as every request carries it (bounds moved into the
     description, the object closed), in its text as one line and in its JSON as `output_schema`."""
-    from judgecore import spec_from_json
+    from judgecore.results.verdicts import spec_from_json
 
     spec = spec_from_json(
         {
@@ -332,8 +325,8 @@ def _sync_plan(n: int, **kw):  # type: ignore[no-untyped-def]
 
 
 def test_a_plan_learns_output_and_input_per_request_from_the_answers_in_the_checkpoint():
-    from judgecore import Usage
     from judgecore.decide.planning import EXPECTED_OUTPUT_TOKENS, Learned
+    from judgecore.results.outcomes import Usage
 
     fresh = _sync_plan(50)
     assert EXPECTED_OUTPUT_TOKENS * 50 == fresh.output_tokens and "assumed" == fresh.basis

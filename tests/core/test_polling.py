@@ -8,14 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import batch_snapshots, epoch_times, poll_policies, request_counts
 
-from judgecore import (
-    BatchSnapshot,
-    Harvest,
-    Overdue,
-    PollPolicy,
-    Wait,
-    next_poll_action,
-)
+from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait, next_poll_action
 
 live = st.sampled_from(["in_progress", "canceling"])
 # `now` anywhere from well before the batch was created to well after its deadline

@@ -192,8 +192,8 @@ def test_the_value_checker_catches_an_attrs_class_that_is_not_frozen():
 
 
 def _plain_plan() -> JobPlan:
-    from judgecore import parse_items
     from judgecore.decide.planning import plan_job
+    from judgecore.job.parsing import parse_items
 
     lines = [b'{"id": "a", "prompt": "hi"}', b'{"id": "b", "messages": [{"role": "user", "content": "yo"}]}']
     return plan_job(

@@ -7,16 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import items, raw_results
 
-from judgecore import (
-    RawResult,
-    Usage,
-    classify,
-    custom_id_for,
-    output_line,
-    output_record,
-    parse_item,
-    spec_from_json,
-)
+from judgecore.job.ids import custom_id_for
+from judgecore.job.parsing import parse_item
+from judgecore.results.outcomes import RawResult, Usage, classify
+from judgecore.results.output_line import output_line, output_record
+from judgecore.results.verdicts import spec_from_json
 
 KEYS = [
     "id",

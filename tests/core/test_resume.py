@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from strategies import jobs_and_states
 
-from judgecore import FailureClass, JobState, diff_resume
+from judgecore.decide.resume import JobState, diff_resume
+from judgecore.results.outcomes import FailureClass
 
 INVALID = FailureClass.INVALID_REQUEST
 

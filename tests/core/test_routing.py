@@ -8,8 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import otpms, route_policies
 
-from judgecore import RoutePolicy, route
-from judgecore.decide.routing import DecideRoute, KeepRoute, keep_or_redecide
+from judgecore.decide.routing import DecideRoute, KeepRoute, RoutePolicy, keep_or_redecide, route
 
 counts = st.integers(0, 10**7)
 

@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import Usage
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.spend import Budget, all_sync_cost, answer_cost, request_bound
+from judgecore.results.outcomes import Usage
 from judgecore.wire.models import price_for
 
 SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
 
 
 def test_batch_answers_cost_half_and_cache_tiers_are_priced():
-    from judgecore import Usage
+    from judgecore.results.outcomes import Usage
 
     u = Usage(input_tokens=1_000_000, output_tokens=0)
     assert 3.0 == answer_cost(u, SONNET, "sync")

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import property_schemas, verdict_schemas
 
-from judgecore import VerdictSpecError, spec_from_json
+from judgecore.results.verdicts import VerdictSpecError, spec_from_json
 from judgecore.wire.structured import UnsendableSchemaError, wire_schema
 
 
@@ -112,7 +112,8 @@ def test_the_manifest_digest_is_still_the_users_schema(schema):
 
 @given(verdict_schemas(), st.sampled_from(["sync", "batch"]))
 def test_every_request_carries_the_schema_as_sent(schema, path):
-    from judgecore import RequestTemplate, build_requests, parse_item
+    from judgecore.job.parsing import parse_item
+    from judgecore.wire.requests import RequestTemplate, build_requests
 
     spec = spec_from_json({"schema": schema})
     template = RequestTemplate.build(

@@ -10,8 +10,9 @@ from typing import TypeVar
 import orjson
 import pytest
 
-from judgecore import Item, RawResult, RequestTemplate, build_requests
 from judgecore.decide.polling import BatchSnapshot
+from judgecore.job.items import Item
+from judgecore.results.outcomes import RawResult
 from judgecore.run.batch import (
     BatchRun,
     BatchSettings,
@@ -36,6 +37,7 @@ from judgecore.run.subbatch import (
     next_state,
     no_create_while_listing,
 )
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 S, E, P, T = SubState, SubEvent, Phase, Trigger
 T0 = 1_800_000_000.0

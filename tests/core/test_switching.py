@@ -9,8 +9,9 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import Item, RawResult, RequestTemplate, build_requests
 from judgecore.decide.deadline import SyncPace
+from judgecore.job.items import Item
+from judgecore.results.outcomes import RawResult
 from judgecore.run.batch import BatchRun, BatchSettings, Checkpoint, Create, Record, SubView
 from judgecore.run.batch.switching import (
     SwitchPlan,
@@ -22,6 +23,7 @@ from judgecore.run.batch.switching import (
     watch_of,
 )
 from judgecore.run.subbatch import SubState
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 T0 = 1_800_000_000.0
 TEMPLATE = RequestTemplate.build(model="claude-sonnet-4-6", max_tokens=64, rubric="Rate.", path="batch")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from judgecore import Breaker, FailureClass, ModelPrice, RawResult, Status, Usage, classify
-from judgecore.decide.ratelimit import RateLimitReading, retry_after
+from judgecore.decide.breaker import Breaker
+from judgecore.decide.planning import ModelPrice
+from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.decide.retry_after import retry_after
 from judgecore.decide.spend import Budget
+from judgecore.results.outcomes import FailureClass, RawResult, Status, Usage, classify
 from judgecore.run.sync import (
     CONNECT_FAILED,
     Answered,

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import heapq
 
-from judgecore import Breaker, RawResult, Usage, classify
+from judgecore.decide.breaker import Breaker
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.results.outcomes import RawResult, Usage, classify
 from judgecore.run.sync import Answered, Done, Launch, Say, SyncPolicy, SyncRun, Todo, Wait
 
 T0 = 1_800_000_000.0

@@ -15,8 +15,10 @@ from collections import Counter
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from judgecore import BackoffPolicy, Breaker, BreakerPolicy, FailureClass, RawResult, Status, classify
+from judgecore.decide.backoff import BackoffPolicy
+from judgecore.decide.breaker import Breaker, BreakerPolicy
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.results.outcomes import FailureClass, RawResult, Status, classify
 from judgecore.run.sync import (
     CONNECT_FAILED,
     Answered,

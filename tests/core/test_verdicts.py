@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import Unscored, Verdict, VerdictSpecError, parse_verdict, spec_from_json
+from judgecore.results.verdicts import Unscored, Verdict, VerdictSpecError, parse_verdict, spec_from_json
 
 SCHEMA = {
     "type": "object",
@@ -98,7 +98,8 @@ def test_whatever_precedes_it_the_last_score_line_wins(scores, noise):
 @given(st.sampled_from(["sync", "batch"]), st.one_of(st.none(), st.text(min_size=1, max_size=40)))
 def test_a_schema_rides_every_request_byte_for_byte(path, rubric):
     """The pre-serialized output_config piece: body == the params dict serialized, size exact."""
-    from judgecore import RequestTemplate, build_requests, parse_item
+    from judgecore.job.parsing import parse_item
+    from judgecore.wire.requests import RequestTemplate, build_requests
 
     spec = spec_from_json({"schema": SCHEMA})
     template = RequestTemplate.build(

@@ -16,7 +16,9 @@ from adapters.files.writers import csv_lines, output_kind, parquet_bytes, record
 from adapters.run.dryrun import judge_dry_run
 from adapters.run.job import judge
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario, Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 from adapters.usage import UsageError
 from tests.data.tables import flat, rows
 

@@ -20,7 +20,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from tests import children
 from tests.children import Child
 

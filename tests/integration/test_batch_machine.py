@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import read_output, write_items
 
 pytestmark = pytest.mark.integration

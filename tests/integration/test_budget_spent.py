@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
-from judgecore import Usage
+from adapters.simulator.scenario import Scenario
 from judgecore.decide.spend import answer_cost
+from judgecore.results.outcomes import Usage
 from judgecore.wire.models import price_for
 from tests.integration.conftest import write_items
 

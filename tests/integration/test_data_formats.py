@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.data.tables import FORMATS, rows, write
 from tests.integration.conftest import read_output
 

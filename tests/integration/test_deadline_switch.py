@@ -19,8 +19,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import Scenario, Simulator, serve
 from adapters.simulator.answers import content_digest
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from tests import children
 from tests.integration.conftest import cli_in_process, read_output, write_items
 from tests.integration.switching import BASE, SPEED, ScaledClock, run_job

@@ -16,7 +16,7 @@ import pytest
 
 from adapters.checkpoint.reads import spend_by_judge, spend_from_store
 from adapters.checkpoint.store import Store
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from judgecore.decide.spend import answer_cost, price_for
 from judgecore.results.outcomes import Usage
 

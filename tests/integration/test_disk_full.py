@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from adapters.checkpoint.store.outcomes import OutcomeWriter
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from adapters.usage import disk_fault
 from tests.integration.conftest import write_items
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import ROOT, RUBRIC, kept_ids_job, read_output, write_items
 
 pytestmark = pytest.mark.integration
@@ -468,7 +468,7 @@ def test_state_files_are_private_and_never_hold_the_key(served, tmp_path):
 
 def _custom_ids_of(items: Path, job: str | None) -> dict[str, str]:
     """Each item id's custom_id in job `job` (which covers what each item asks: its messages)."""
-    from judgecore import parse_items
+    from judgecore.job.parsing import parse_items
 
     parsed = parse_items(items.read_bytes().splitlines(), job=job)
     return dict(zip(parsed.ids, parsed.custom_ids, strict=True))

@@ -20,7 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from judgecore.job.knobs import KNOBS, Knob
 from tests.integration.conftest import ROOT, cli_in_process, write_items
 
@@ -203,12 +205,12 @@ def _(d, s):
     return [*_run(d), "--verdict", str(d / "v.json")], {}
 
 
-@case("no API key", "adapters/providers/registry.py::_anthropic_client")
+@case("no API key", "adapters/providers/anthropic/connect.py::client")
 def _(d, s):
     return [*_run(d), "--otpm", "400000"], {"ANTHROPIC_API_KEY": None}
 
 
-@case("no OpenAI key for an openai: judge", "adapters/providers/registry.py::_openai_client")
+@case("no OpenAI key for an openai: judge", "adapters/providers/openai/connect.py::client")
 def _(d, s):
     return [*_run(d), "--model", "openai:gpt-5-mini", "--force-sync"], {"OPENAI_API_KEY": None}
 
@@ -326,7 +328,7 @@ def _(d, s):
     return ["export", "--state", str(d / "nothing"), "--to-inspect", str(d / "out.eval")], {}
 
 
-@case("export to a file not named .eval or .json", "adapters/files/inspect_log.py::export_to_inspect")
+@case("export to a file not named .eval or .json", "adapters/files/inspect_export.py::export_to_inspect")
 def _(d, s):
     items, state = _answered_job(s, d)
     return [

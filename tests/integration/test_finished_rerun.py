@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import adapters.run.planning
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import read_output, write_items
 

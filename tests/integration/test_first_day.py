@@ -28,7 +28,10 @@ from adapters.run.clock import FakeClock
 from adapters.run.job import judge
 from adapters.run.progress import PlainProgress
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario, Simulator, serve, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
+from adapters.simulator.transport import sim_client
 from tests import children
 from tests.integration.conftest import ROOT, Served, read_output, write_items
 

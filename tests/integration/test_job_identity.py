@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.data.tables import rows, write
 from tests.integration.conftest import read_output, write_items
 
@@ -50,7 +50,8 @@ def test_the_same_rows_in_any_file_format_or_a_dataframe_get_the_same_custom_ids
     same rows are the same requests, so the same custom_ids."""
     pd = pytest.importorskip("pandas")
     from adapters.run.job import judge
-    from adapters.simulator import Simulator, sim_client
+    from adapters.simulator.logic import Simulator
+    from adapters.simulator.transport import sim_client
     from tests.data.tables import flat
 
     data = rows(12)

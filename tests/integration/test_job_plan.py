@@ -11,7 +11,7 @@ import collections
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import read_output, write_items
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import ROOT, Served
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import write_items
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,8 @@ import pytest
 
 from adapters.checkpoint.reads import spend_by_judge
 from adapters.checkpoint.store import Store
-from adapters.simulator import OpenAIScenario, Scenario
+from adapters.simulator.openai_scenario import OpenAIScenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import Served, outcomes_so_far, read_output, write_items
 
@@ -142,9 +143,10 @@ def test_a_mixed_panel_killed_and_resumed_pays_each_request_once(served, tmp_pat
     assert openai["gpt-5-mini"] == sum(1 for e in s.sim.requests("POST", CHAT) if e.status == 200)
 
 
-def test_anthropics_judge_goes_to_batches_and_the_others_sync_in_one_job(served, tmp_path: Path) -> None:
-    """A job the size sends to batches: Anthropic's requests go on its Message Batches, the OpenAI
-    and served judges' on their sync routes at the same time; one output, every judge in each line."""
+def test_each_lane_with_a_batch_route_batches_and_a_served_judge_goes_sync(served, tmp_path: Path) -> None:
+    """A job the size sends to batches: Anthropic's requests go on its Message Batches and OpenAI's on
+    its Batch API at the same time, the served judge's on its sync route; one output, every judge in
+    each line."""
     s = served(Scenario(batch_seconds=0.3))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
     args = _job(tmp_path, 40, judges, "--force-batch", "--poll-interval", "0.05")
@@ -153,9 +155,13 @@ def test_anthropics_judge_goes_to_batches_and_the_others_sync_in_one_job(served,
     lines = read_output(tmp_path / "state" / "output.jsonl")
     keys = {"claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}"}
     assert len(lines) == 40 and all(set(ln["judges"]) == keys for ln in lines)
-    assert len(s.sim.submitted_custom_ids()) == 40  # Anthropic's judge on the batch route
+    assert len(s.sim.submitted_custom_ids()) == 40  # Anthropic's judge on its batch route
     assert s.sim.requests("POST", MESSAGES) == ()  # and only there
-    assert Counter(m for m, _, _ in s.sim.openai.billed) == Counter({"gpt-5-mini": 40, SERVED_MODEL: 40})
+    openai_batched = [c for b in s.sim.openai.batches() for c in b.custom_ids]
+    assert len(openai_batched) == len(set(openai_batched)) == 40  # OpenAI's judge on its batch route
+    # OpenAI's judge billed at its batch price alone, the served judge on its sync route
+    billed = Counter((m, route) for m, route, _ in s.sim.openai.billed)
+    assert billed == Counter({("gpt-5-mini", "batch"): 40, (SERVED_MODEL, "served"): 40})
 
 
 def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, tmp_path: Path) -> None:
@@ -168,13 +174,13 @@ def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, 
     dry = cli_in_process([*args, "--dry-run"], env=_env(s))
     assert dry.returncode == 0, dry.stderr
     assert "claude-sonnet-4-6 (batch, est $" in dry.stdout
-    assert "openai:gpt-5-mini (sync (another judge's batches run), est $" in dry.stdout
+    assert "openai:gpt-5-mini (batch, est $" in dry.stdout
     assert f"{served_judge} (sync, self-hosted, $0)" in dry.stdout
     as_json = cli_in_process([*args, "--dry-run", "--json"], env=_env(s))
     routes = orjson.loads(as_json.stdout)["route_by_judge"]
     assert routes == {
         "claude-sonnet-4-6": "batch",
-        "openai:gpt-5-mini": "sync (another judge's batches run)",
+        "openai:gpt-5-mini": "batch",
         served_judge: "sync, self-hosted",
     }
     assert s.sim.requests("POST") == ()
@@ -183,7 +189,7 @@ def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, 
     state = str(tmp_path / "state")
     status = cli_in_process(["status", "--state", state], env=_env(s))
     assert "judge claude-sonnet-4-6: anthropic, route batch, spend $0.0" in status.stdout
-    assert "judge openai:gpt-5-mini: openai, route sync, spend $0.0" in status.stdout
+    assert "judge openai:gpt-5-mini: openai, route batch, spend $0.0" in status.stdout
     key = f"served:{SERVED_MODEL}"  # the served judge's identity: its URL is no part of it
     assert f"judge {key}: served, route sync, $0 (self-hosted)" in status.stdout
     info = orjson.loads(cli_in_process(["status", "--state", state, "--json"], env=_env(s)).stdout)
@@ -216,22 +222,36 @@ def test_a_served_judge_moved_to_another_url_is_the_same_job(served, tmp_path: P
     assert len(lines) == 16 and all(set(ln["judges"]) == {*judges, f"served:{SERVED_MODEL}"} for ln in lines)
 
 
-def test_a_panels_dry_run_prices_each_judge_on_the_route_it_takes(served, tmp_path: Path) -> None:
-    """OpenAI's judge beside Claude's goes sync while Claude's batches run: its estimate is at the sync
-    price, and the sub-batches hold Claude's requests alone, within Anthropic's limits, whichever judge
-    the panel lists first."""
+def test_a_panels_small_openai_lane_goes_sync_and_is_priced_so(served, tmp_path: Path) -> None:
+    """Two Claude judges and one OpenAI judge, 15 items, `--sync-threshold 20`: Anthropic's lane (30
+    requests) batches, OpenAI's (15) is too small for a batch and goes sync, its estimate at the sync
+    price; the sub-batches hold Claude's requests alone, within Anthropic's limits. The run sends them so."""
     from .conftest import cli_in_process
 
-    s = served(Scenario())
-    judges = ["openai:gpt-5-mini", "claude-sonnet-4-6"]
-    args = _job(tmp_path, 12, judges, "--force-batch")
+    s = served(Scenario(batch_seconds=0.3))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", "claude-haiku-4-5"]  # `--otpm`: the first's
+    args = _job(tmp_path, 15, judges, "--sync-threshold", "20", "--otpm", "400000", "--poll-interval", "0.05")
     plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
-    assert [12] == [sb["requests"] for sb in plan["sub_batches"]]  # Claude's 12 of the 24 requests
+    assert plan["route_by_judge"] == {
+        "claude-sonnet-4-6": "batch",
+        "openai:gpt-5-mini": "sync (too few requests for a batch)",
+        "claude-haiku-4-5": "batch",
+    }
+    assert [30] == [sb["requests"] for sb in plan["sub_batches"]]  # Claude's 30 of the 45 requests
     assert 250_000_000 == plan["max_batch_bytes"]  # Anthropic's cap, not OpenAI's 190,000,000
     one = [
-        str(tmp_path / "alone") if a == str(tmp_path / "state") else a for a in _job(tmp_path, 12, judges[:1])
+        str(tmp_path / "alone") if a == str(tmp_path / "state") else a
+        for a in _job(tmp_path, 15, judges[1:2])
     ]
     alone = orjson.loads(cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=_env(s)).stdout)
     cost = plan["estimated_cost_by_judge_usd"]["openai:gpt-5-mini"]
     assert cost == pytest.approx(alone["estimated_cost_usd"], rel=0.01)  # the sync price, not half of it
     assert s.sim.requests("POST") == ()
+
+    res = _cli(s, args)
+    assert res.returncode == 0, res.stderr
+    assert len(s.sim.submitted_custom_ids()) == 30  # both Claude judges batched
+    assert list(s.sim.openai.batches()) == []  # no OpenAI batch
+    assert Counter(route for _, route, _ in s.sim.openai.billed) == Counter({"sync": 15})  # its sync route
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 15 and all(set(ln["judges"]) == set(judges) for ln in lines)

@@ -17,8 +17,7 @@ from adapters.cli import main
 from adapters.run.dryrun import judge_dry_run
 from adapters.run.job import judge
 from adapters.run.settings import JobSettings
-from adapters.simulator import Scenario
-from adapters.simulator.scenario import DEFAULT_MODELS
+from adapters.simulator.scenario import DEFAULT_MODELS, Scenario
 from adapters.usage import UsageError
 from judgecore.wire.models import MODELS, Retired, standing
 from tests.integration.conftest import Served, read_output, write_items

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.checkpoint.statelock import StateLockedError
 from adapters.checkpoint.store import Store
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import read_output, write_items
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
 from adapters.simulator.openai_scenario import OpenAIScenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import Served, read_output, write_items
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import python_c, write_items
 
 pytestmark = pytest.mark.integration

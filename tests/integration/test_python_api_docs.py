@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import ROOT
 
 pytestmark = pytest.mark.integration

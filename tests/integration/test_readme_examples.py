@@ -10,7 +10,9 @@ import shlex
 import orjson
 import pytest
 
-from adapters.simulator import Simulator, add_arguments, scenario_from_args, serve
+from adapters.simulator.cli import add_arguments, scenario_from_args
+from adapters.simulator.logic import Simulator
+from adapters.simulator.server import serve
 from tests.integration.conftest import ROOT, cli_in_process, read_output
 
 pytestmark = pytest.mark.integration

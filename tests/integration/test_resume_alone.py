@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import read_output, write_items
 
 pytestmark = pytest.mark.integration

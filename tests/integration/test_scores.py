@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
 from adapters.simulator.answers import NO_VERDICT
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import ROOT, read_output, write_items
 
 pytestmark = pytest.mark.integration
@@ -226,9 +226,9 @@ def test_a_budget_that_cannot_be_kept_is_exit_2(served, tmp_path, args, says):
 
 def _billed_usd(sim: Any) -> float:
     """What the simulated API billed, from its own ledger of answers (not judgecore's records)."""
-    from judgecore import Usage
     from judgecore.decide.prices import DEFAULT_PRICES
     from judgecore.decide.spend import spend_of
+    from judgecore.results.outcomes import Usage
 
     usages = [
         (route, Usage(**{k: int(usage.get(k) or 0) for k in Usage.__annotations__}))

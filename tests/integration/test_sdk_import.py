@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import python_c, write_items
 
 pytestmark = pytest.mark.integration

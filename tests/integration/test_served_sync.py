@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import OpenAIScenario, Scenario
+from adapters.simulator.openai_scenario import OpenAIScenario
+from adapters.simulator.scenario import Scenario
 
 from .conftest import Served, cli_in_process, read_output, write_items
 

@@ -13,7 +13,7 @@ import anthropic
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import ROOT, read_output, write_items
 
 pytestmark = pytest.mark.integration

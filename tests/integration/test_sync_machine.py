@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import RUBRIC, cli_in_process, read_output, write_items
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import attrs
 import orjson
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import RUBRIC, read_output, write_items
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.simulator import Scenario
+from adapters.simulator.scenario import Scenario
 from tests.integration.conftest import kept_ids_job, read_output, write_items
 
 pytestmark = pytest.mark.integration
@@ -83,7 +83,8 @@ def test_a_state_dir_made_before_job_keys_keeps_its_custom_ids(served, tmp_path:
     started by an older release neither resends nor loses what it holds."""
     from adapters.checkpoint.store import Store
     from adapters.run.settings import JobSettings
-    from judgecore import custom_id_for, parse_items
+    from judgecore.job.ids import custom_id_for
+    from judgecore.job.parsing import parse_items
 
     srv = served(Scenario(seed=22, batch_seconds=0.2))
     items = write_items(tmp_path / "in.jsonl", ROWS)

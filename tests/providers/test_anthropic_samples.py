@@ -15,8 +15,8 @@ from anthropic.types.messages import MessageBatch, MessageBatchIndividualRespons
 
 from adapters.providers.anthropic.batch_api import snapshot_from_sdk
 from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
-from judgecore import FailureClass, Status, Usage, classify
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.results.outcomes import FailureClass, Status, Usage, classify
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "anthropic"
 LINES = (SAMPLES / "results.jsonl").read_bytes().splitlines()

@@ -15,8 +15,7 @@ from adapters.providers.anthropic.batch_api import BatchApiError
 from adapters.providers.openai.batch import BatchMeta, OpenAIBatchApi, UploadBody, _BodyReader
 from adapters.providers.openai.body import OpenAITemplate
 from adapters.providers.openai.sync import OpenAIChatApi
-from judgecore import FailureClass, Status, classify
-from judgecore.results.outcomes import CONNECT_FAILED
+from judgecore.results.outcomes import CONNECT_FAILED, FailureClass, Status, classify
 from tests.providers.fake_openai import BASE_URL, FakeOpenAI
 from tests.providers.test_openai_translate import ANSWERS, ERRORS, HEADERS, completion, error
 

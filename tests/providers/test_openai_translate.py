@@ -23,8 +23,9 @@ from adapters.providers.openai.translate import (
     retry_delay,
     usage_of,
 )
-from judgecore import FailureClass, RequestCounts, Status, Usage, classify
+from judgecore.decide.polling import RequestCounts
 from judgecore.decide.ratelimit import LimitGroup
+from judgecore.results.outcomes import FailureClass, Status, Usage, classify
 
 NOW = 1_800_000_000.0
 

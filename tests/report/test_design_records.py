@@ -14,10 +14,10 @@ from adapters.checkpoint.records import iter_records, records_from_store
 from adapters.checkpoint.store import Store
 from adapters.run.planning import record_for_summary
 from adapters.run.settings import JobSettings
-from judgecore import RawResult, Usage, classify
 from judgecore.decide.planning import JobPlan
 from judgecore.job.designs import design_items, expand_item
 from judgecore.job.parsing import parse_items
+from judgecore.results.outcomes import RawResult, Usage, classify
 from judgecore.results.verdicts import spec_from_json
 from judgecore.wire.requests import RequestTemplate, build_requests
 

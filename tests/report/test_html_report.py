@@ -13,7 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 from tests.integration.conftest import ROOT, cli_in_process
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -77,7 +79,7 @@ def job(tmp_path_factory) -> Path:
     from adapters.files.items_io import items_from_objects
     from adapters.run.job import ajudge
     from adapters.run.settings import JobSettings
-    from judgecore import spec_from_json
+    from judgecore.results.verdicts import spec_from_json
 
     root = tmp_path_factory.mktemp("job")
     rows = [
@@ -266,7 +268,7 @@ def test_examples_are_the_same_for_the_same_checkpoint_and_quote_only_the_checkp
     from adapters.checkpoint.records import records_from_store
     from adapters.checkpoint.store import Store
     from adapters.report.job_report import job_report
-    from judgecore import spec_from_json
+    from judgecore.results.verdicts import spec_from_json
 
     first, second = job_report(job, by="model"), job_report(job, by="model")
     assert first.examples == second.examples

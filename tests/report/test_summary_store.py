@@ -13,9 +13,10 @@ from adapters.checkpoint.reads import budget_from_store, counts_with_verdicts, s
 from adapters.checkpoint.records import records_from_store
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.report.job_report import job_report
-from judgecore import Outcome, Status, Usage, VerdictSpecError, spec_from_json
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.spend import spend_of
+from judgecore.results.outcomes import Outcome, Status, Usage
+from judgecore.results.verdicts import VerdictSpecError, spec_from_json
 
 SONNET = DEFAULT_PRICES["claude-sonnet-4-6"]
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator
+from adapters.simulator.clock import ManualClock
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
 
 
 @pytest.fixture

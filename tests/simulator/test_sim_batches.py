@@ -10,7 +10,8 @@ import anthropic
 import httpx2
 import pytest
 
-from adapters.simulator import Simulator, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.transport import sim_client
 
 from .support import batch_requests, cached_system, params
 
@@ -335,7 +336,7 @@ def test_batch_cache_reads_what_the_first_request_wrote(make_sim, clock):
 
 
 def test_same_seed_same_batch_results(clock):
-    from adapters.simulator import Scenario
+    from adapters.simulator.scenario import Scenario
 
     def run() -> list[tuple[str, str]]:
         sim = Simulator(Scenario(seed=11, batch_mix={"succeeded": 0.7, "api_error": 0.3}), clock=clock)

@@ -75,7 +75,9 @@ def test_the_unparseable_rate_is_a_seeded_share_of_requests():
 def test_a_pairwise_prompt_under_a_schema_is_answered_in_the_schemas_json():
     """Structured outputs constrain the answer to the schema: a pairwise prompt's `Winner: A` line
     must not be written before (or instead of) the JSON object, whatever the design knobs."""
-    from adapters.simulator import Scenario, Simulator, sim_client
+    from adapters.simulator.logic import Simulator
+    from adapters.simulator.scenario import Scenario
+    from adapters.simulator.transport import sim_client
 
     schema = {
         "type": "object",
@@ -102,7 +104,9 @@ def test_a_pairwise_prompt_is_judged_as_one_when_the_judge_thinks():
     """With thinking on, the judge still answers the pairwise prompt (`Winner: X`, the position bias
     applied), after its thinking block; the text had been the rubric's generic `Score: N`, so a
     pairwise job with `--thinking` read no verdict at all."""
-    from adapters.simulator import Scenario, Simulator, sim_client
+    from adapters.simulator.logic import Simulator
+    from adapters.simulator.scenario import Scenario
+    from adapters.simulator.transport import sim_client
 
     client = sim_client(Simulator(Scenario(position_bias=1.0)), async_=False)
     for i in range(6):

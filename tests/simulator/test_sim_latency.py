@@ -10,8 +10,12 @@ from collections import Counter
 import anthropic
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator, add_arguments, scenario_from_args, sim_client
+from adapters.simulator.cli import add_arguments, scenario_from_args
+from adapters.simulator.clock import ManualClock
 from adapters.simulator.latency import latency_at
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 from adapters.simulator.wire import unit_float
 
 from .support import batch_requests

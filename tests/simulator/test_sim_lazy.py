@@ -10,7 +10,9 @@ import anthropic
 import httpx2
 import pytest
 
-from adapters.simulator import Simulator, serve, sim_client
+from adapters.simulator.logic import Simulator
+from adapters.simulator.server import serve
+from adapters.simulator.transport import sim_client
 
 from .support import batch_requests, cached_system, params
 

@@ -8,7 +8,10 @@ import asyncio
 import anthropic
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator, sim_client
+from adapters.simulator.clock import ManualClock
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
 
 from .support import MODEL, RUBRIC, cached_system, params
 

@@ -12,10 +12,12 @@ import pytest
 from openai.types import Batch, FileObject
 from openai.types.chat import ChatCompletion
 
-from adapters.simulator import ManualClock, Scenario, Simulator
+from adapters.simulator.clock import ManualClock
+from adapters.simulator.logic import Simulator
 from adapters.simulator.openai_scenario import OpenAIScenario
 from adapters.simulator.openai_transport import openai_client
 from adapters.simulator.openai_wire import go_duration
+from adapters.simulator.scenario import Scenario
 
 MODEL = "gpt-5-mini"
 RUBRIC = "You grade answers on a 1-10 scale. Reply 'Score: N' then a rationale. " * 120  # ~2,000 tokens
@@ -498,7 +500,7 @@ def test_a_bounded_served_queue_refuses_with_503_and_latency_climbs(clock):
 
 
 def served_request(text: str):
-    from adapters.simulator import SimRequest
+    from adapters.simulator.wire import SimRequest
 
     body = orjson.dumps({**chat(text), "model": SERVED})
     return SimRequest(method="POST", path="/v1/chat/completions", body=body,
@@ -541,7 +543,7 @@ def test_self_preference_raises_a_judges_scores_on_its_own_familys_answers_only(
 
 
 def test_self_preference_applies_on_the_anthropic_wire_too(clock):
-    from adapters.simulator import sim_client
+    from adapters.simulator.transport import sim_client
 
     def mean(sim: Simulator) -> float:
         client = sim_client(sim, async_=False)
@@ -580,7 +582,7 @@ def test_the_async_client_in_process_runs_chat_and_a_batch(clock):
 
 
 def test_models_are_listed_for_the_openai_sdk_and_the_anthropic_side_keeps_its_own(clock):
-    from adapters.simulator import sim_client
+    from adapters.simulator.transport import sim_client
 
     sim, client = sim_and_client(clock)
     listed = {m.id: m for m in client.models.list()}

@@ -11,8 +11,10 @@ import openai
 import orjson
 import pytest
 
-from adapters.simulator import Scenario, Simulator, serve
+from adapters.simulator.logic import Simulator
 from adapters.simulator.openai_scenario import OpenAIScenario
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import serve
 
 pytestmark = pytest.mark.integration
 

@@ -10,15 +10,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from adapters.simulator import (
-    BATCH_OUTCOMES,
-    ManualClock,
-    Scenario,
-    SimRequest,
-    Simulator,
-    add_arguments,
-    scenario_from_args,
-)
+from adapters.simulator.cli import add_arguments, scenario_from_args
+from adapters.simulator.clock import ManualClock
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import BATCH_OUTCOMES, Scenario
+from adapters.simulator.wire import SimRequest
 
 from .support import params
 

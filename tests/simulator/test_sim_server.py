@@ -11,7 +11,10 @@ import httpx2
 import orjson
 import pytest
 
-from adapters.simulator import ManualClock, Scenario, Simulator, run_server_forever, serve
+from adapters.simulator.clock import ManualClock
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.server import run_server_forever, serve
 
 from .support import batch_requests, params
 

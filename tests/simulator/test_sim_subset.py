@@ -12,10 +12,10 @@ from hypothesis import given
 from jsonschema.validators import validator_for
 from strategies import near_instances, verdict_schemas
 
-from adapters.simulator import sim_client
 from adapters.simulator.answers import answer
 from adapters.simulator.subset import schema_problem
-from judgecore import Verdict, parse_verdict, spec_from_json
+from adapters.simulator.transport import sim_client
+from judgecore.results.verdicts import Verdict, parse_verdict, spec_from_json
 
 from .support import params
 

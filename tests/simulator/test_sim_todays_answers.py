@@ -8,8 +8,9 @@ import anthropic
 import attrs
 import pytest
 
-from adapters.simulator import Scenario, Simulator, sim_client
-from adapters.simulator.scenario import ACCOUNT_STATES
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import ACCOUNT_STATES, Scenario
+from adapters.simulator.transport import sim_client
 
 from .support import batch_requests, params
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.simulator import Scenario
 from adapters.simulator.answers import answer
+from adapters.simulator.scenario import Scenario
 from adapters.simulator.verdict_lines import FormatLine, format_lines
 from tests.integration.conftest import ROOT, read_output, served, write_items
 

@@ -14,12 +14,14 @@ import orjson
 import pytest
 
 from adapters.checkpoint.store import Store
-from adapters.providers.anthropic.sync_api import AnthropicMessagesApi, MessagesApi
+from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
+from adapters.providers.port import MessagesApi
 from adapters.run.clock import FakeClock
 from adapters.run.events import Event
 from adapters.run.sync import SyncRunResult, SyncSettings, run_sync
-from judgecore import Request, RequestTemplate, build_requests, parse_items
 from judgecore.decide.ratelimit import RateLimitReading
+from judgecore.job.parsing import parse_items
+from judgecore.wire.requests import Request, RequestTemplate, build_requests
 
 MODEL = "claude-opus-4-8"
 RUBRIC = "You grade answers on a 1-10 scale. " * 400  # ~3,600 tokens: above the cache minimum

@@ -7,7 +7,6 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judgecore import Usage
 from judgecore.decide.ratelimit import (
     NOTHING,
     Concurrency,
@@ -20,6 +19,7 @@ from judgecore.decide.ratelimit import (
     concurrency_for,
     parse_rfc3339,
 )
+from judgecore.results.outcomes import Usage
 
 T0 = 1_795_946_400.0  # 2026-11-29T10:00:00Z
 

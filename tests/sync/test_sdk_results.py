@@ -12,9 +12,11 @@ import pytest
 from adapters.providers.anthropic.batch_api import raw_error_from_sdk, raw_result_from_sdk
 from adapters.providers.anthropic.sdk_results import error_result, line_result, message_result
 from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
-from adapters.simulator import ManualClock, Scenario, Simulator, sim_client
-from judgecore import classify
-from judgecore.results.outcomes import CONNECT_FAILED, FailureClass, StopDetails
+from adapters.simulator.clock import ManualClock
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
+from judgecore.results.outcomes import CONNECT_FAILED, FailureClass, StopDetails, classify
 
 PARAMS = {"model": "claude-opus-4-8", "max_tokens": 256, "messages": [{"role": "user", "content": "grade"}]}
 

@@ -9,8 +9,10 @@ from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
 from adapters.run.clock import FakeClock
 from adapters.run.events import Notice
 from adapters.run.sync import SyncSettings, run_sync
-from adapters.simulator import Scenario, Simulator, sim_client
-from judgecore import DEFAULT_PRICES
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
+from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.spend import Budget, request_bound
 
 from .conftest import MODEL, Recorder, bind, latest, make_job

@@ -13,8 +13,10 @@ import pytest
 from adapters.run.clock import FakeClock
 from adapters.run.events import Notice, SyncProgress
 from adapters.run.sync import SyncSettings, probe, run_sync
-from judgecore import RequestTemplate, Status, build_requests, parse_items
+from judgecore.job.parsing import parse_items
+from judgecore.results.outcomes import Status
 from judgecore.run.sync import CONNECT_FAILED
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 from .conftest import (
     BASE_URL,

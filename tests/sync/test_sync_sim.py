@@ -16,8 +16,12 @@ from adapters.run.batch import BatchSettings, run_batch
 from adapters.run.clock import FakeClock
 from adapters.run.events import discard
 from adapters.run.sync import SyncSettings, probe
-from adapters.simulator import Scenario, Simulator, sim_client
-from judgecore import PollPolicy, RequestTemplate, RoutePolicy, build_requests, route
+from adapters.simulator.logic import Simulator
+from adapters.simulator.scenario import Scenario
+from adapters.simulator.transport import sim_client
+from judgecore.decide.polling import PollPolicy
+from judgecore.decide.routing import RoutePolicy, route
+from judgecore.wire.requests import RequestTemplate, build_requests
 
 from .conftest import MODEL, RUBRIC, bind, make_job, sync_run
 

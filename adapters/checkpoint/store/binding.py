@@ -3,17 +3,15 @@ content digests and the job key the ids are derived with (kept in the meta table
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import orjson
 
 from adapters.checkpoint.store.meta import Meta
 from adapters.checkpoint.store.schema import FINAL_SQL, SCHEMA_VERSION
-
-if TYPE_CHECKING:
-    import sqlite3
-    from pathlib import Path
 
 
 class StateMismatchError(Exception):

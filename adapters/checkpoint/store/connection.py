@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
+from adapters.checkpoint.statelock import StateLock
 from adapters.checkpoint.store.schema import (
     DB_NAME,
     SCHEMA,
+    add_lane_column,
     add_latest,
     add_outcome_columns,
     create_temp_latest,
@@ -21,11 +24,6 @@ from adapters.checkpoint.store.schema import (
     migrate,
 )
 from judgecore.decide.filesystems import CheckpointMode, checkpoint_mode, fs_type_of
-
-if TYPE_CHECKING:
-    import sqlite3
-
-    from adapters.checkpoint.statelock import StateLock
 
 # sqlite3 is imported where it is used: a dry run on a fresh state dir asks only whether a checkpoint
 # exists (`Store.exists`), and needs none of it.
@@ -88,9 +86,6 @@ class Connection:
         `close()`: a second one is `StateLockedError` naming the holder. The journal follows the
         filesystem (`judgecore.decide.filesystems.checkpoint_mode`): WAL on a local one, the rollback journal
         on a network one; `fs_type` overrides the detected type (tests)."""
-        import sqlite3
-
-        from adapters.checkpoint.statelock import StateLock
 
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -121,6 +116,7 @@ class Connection:
         migrate(conn)
         add_outcome_columns(conn)
         add_latest(conn)
+        add_lane_column(conn)
         create_view(conn)
         return cls(conn, db, mode=mode, lock=lock)
 
@@ -132,7 +128,6 @@ class Connection:
         does not create its WAL and shared-memory files to read it. With a WAL file (a run is going
         on, or was killed) it is read through that WAL, whose files exist already.
         """
-        import sqlite3
 
         db = Path(state_dir) / DB_NAME
         wal = db.with_name(db.name + "-wal")

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import sqlite3
 
 _IN_CHUNK = 500
 

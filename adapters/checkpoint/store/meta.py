@@ -10,7 +10,7 @@ through them).
 
 from __future__ import annotations
 
-import secrets
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
@@ -104,12 +104,15 @@ class Meta:
     #: the state dir's batch tag, drawn once: what names its files and batches on a provider that
     #: takes names (`adapters.providers.port.BatchMeta.job`)
     batch_tag: Field[str] = Field("batch_tag")
+    #: a panel's lanes that took their batch route (`adapters.run.lanes.batch_lanes`), as the run chose
+    #: them: what `status` says each judge's route is
+    batch_lanes: Field[list[str]] = Field("batch_lanes")
 
     def drawn_batch_tag(self) -> str:
         """The state dir's batch tag, drawn (and kept) the first time it is asked for."""
         tag = self.batch_tag
         if tag is None:
-            tag = self.batch_tag = secrets.token_hex(6)
+            tag = self.batch_tag = os.urandom(6).hex()  # `secrets.token_hex`, without loading hashlib
         return tag
 
     def upload_of(self, sub_id: int) -> str | None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import orjson
 
 from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
 from judgecore.results.outcomes import FINAL_STATUSES, FailureClass, Outcome, Status, StopDetails, Usage
-
-if TYPE_CHECKING:
-    import sqlite3
 
 
 @attrs.frozen(kw_only=True)

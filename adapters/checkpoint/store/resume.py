@@ -3,15 +3,12 @@ waiting, and the first final outcomes the invalid-request breaker counts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sqlite3
 
 from adapters.checkpoint.store.schema import FINAL_SQL as _FINAL_SQL
 from judgecore.decide.resume import JobState
 from judgecore.results.outcomes import FailureClass
 from judgecore.run.subbatch import Checkpoint, SubState, SubView
-
-if TYPE_CHECKING:
-    import sqlite3
 
 
 class Resume:
@@ -41,9 +38,11 @@ class Resume:
             )
         ]
 
-    def checkpoint(self, breaker_k: int = 20) -> Checkpoint:
-        """The pure view a batch run starts from: every sub-batch (with its ids not yet answered under
-        it, for those in flight), the final ids, and the earliest final outcomes for the breaker."""
+    def checkpoint(self, breaker_k: int = 20, *, lane: str | None = None) -> Checkpoint:
+        """The pure view a batch run starts from: every sub-batch (of `lane` only, when given: a panel's
+        batch lanes each run their own machine; with its ids not yet answered under it, for those in
+        flight), the final ids, the earliest final outcomes for the breaker, and the highest sub_id of
+        any lane (a lane's new sub-batches are numbered past every lane's)."""
 
         ids: dict[int, list[str]] = {}
         for sub_id, cid in self._conn.execute("SELECT sub_id, custom_id FROM in_flight"):
@@ -61,10 +60,11 @@ class Resume:
                 group=r.group,
                 ids=tuple(ids.get(r.sub_id, ())),
             )
-            for r in self.sub_batches()
+            for r in self.sub_batches(lane=lane)
         )
         first = tuple(None if f is None else FailureClass(f) for f in self.first_failures(breaker_k))
-        return Checkpoint(subs=subs, final=self._final_ids(), first_final=first)
+        top = self._conn.execute("SELECT COALESCE(MAX(sub_id), 0) FROM sub_batches").fetchone()[0]
+        return Checkpoint(subs=subs, final=self._final_ids(), first_final=first, top_sub=int(top))
 
     def _final_ids(self) -> frozenset[str]:
         # each id's winner is kept (`latest`): one row per id, and final when any of its outcomes is

@@ -3,14 +3,11 @@ is brought up to date (idempotently, at every writable open)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from judgecore.results.outcomes import FINAL_STATUSES
 from judgecore.run.subbatch import IN_FLIGHT
-
-if TYPE_CHECKING:
-    import sqlite3
 
 #: The checkpoint's own files in a state dir: the database (`DB_NAME`) and SQLite's companions.
 STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
@@ -24,7 +21,9 @@ def holds_checkpoint(state_dir: Path | str) -> bool:
 
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
 #: 3: each custom_id's winning outcome is kept at write time (the `latest` table and its trigger)
-SCHEMA_VERSION = 3
+#: 4: each sub-batch names its panel lane (`lane`: the provider whose batch it is); NULL in a dir of
+#:    an earlier version, whose sub-batches are all its one batch lane's (`Store.name_lanes`)
+SCHEMA_VERSION = 4
 #: custom_ids bound per `IN (...)` query (SQLite's default limit is 32,766 parameters).
 
 SCHEMA = """
@@ -46,7 +45,8 @@ CREATE TABLE IF NOT EXISTS sub_batches (
     expires_at REAL,
     state TEXT NOT NULL,
     note TEXT,
-    grp INTEGER
+    grp INTEGER,
+    lane TEXT
 );
 CREATE TABLE IF NOT EXISTS sub_batch_ids (
     sub_id INTEGER NOT NULL,
@@ -230,6 +230,27 @@ def add_outcome_columns(conn: sqlite3.Connection) -> None:
         if "error_code" not in columns:
             conn.execute("ALTER TABLE outcomes ADD COLUMN error_code TEXT")
         conn.execute("ALTER TABLE outcomes ADD COLUMN stop_details TEXT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def has_lane(conn: sqlite3.Connection) -> bool:
+    """Whether the sub-batches table has its `lane` column (a checkpoint of schema 4 or later)."""
+    return "lane" in {r[1] for r in conn.execute("PRAGMA table_info(sub_batches)")}
+
+
+def add_lane_column(conn: sqlite3.Connection) -> None:
+    """Give a sub-batches table of an earlier version its `lane` column (idempotent). Its rows keep NULL:
+    an older dir had one batch lane, named by the run that next opens it (`Store.name_lanes`)."""
+    if has_lane(conn):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not has_lane(conn):  # another process may have migrated it meanwhile
+            conn.execute("ALTER TABLE sub_batches ADD COLUMN lane TEXT")
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
     except BaseException:
         conn.execute("ROLLBACK")
         raise

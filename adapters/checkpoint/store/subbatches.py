@@ -3,15 +3,14 @@ after it, and each state the sub-batch moves to (decided by `judgecore.run.subba
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from adapters.checkpoint.store.schema import has_lane
 from judgecore.run.subbatch import SubState
-
-if TYPE_CHECKING:
-    import sqlite3
 
 # A sub-batch row's `state` is a `judgecore.run.subbatch.SubState`, moved only through its table; the
 # states holding ids in flight are `judgecore.run.subbatch.IN_FLIGHT`. `grp` is the orphan group of an
@@ -33,6 +32,9 @@ class SubBatchRow:
     state: str
     note: str | None
     group: int | None = None
+    #: the panel lane whose batch it is (`adapters.run.lanes.lane_of`: the provider it was sent to);
+    #: None in a dir an earlier version wrote, not yet named (`SubBatches.name_lanes`)
+    lane: str | None = None
 
 
 class SubBatches:
@@ -41,14 +43,22 @@ class SubBatches:
     _conn: sqlite3.Connection
 
     def record_intent(
-        self, *, round: int, custom_ids: Sequence[str], n_bytes: int, at: float, sub_id: int | None = None
+        self,
+        *,
+        round: int,
+        custom_ids: Sequence[str],
+        n_bytes: int,
+        at: float,
+        sub_id: int | None = None,
+        lane: str | None = None,
     ) -> int:
-        """Durably record the intent to create a batch of these ids; returns its `sub_id` (the one given,
-        or the next free one)."""
+        """Durably record the intent to create a batch of these ids on `lane` (its provider); returns
+        its `sub_id` (the one given, or the next free one)."""
         with self._tx() as c:
             cur = c.execute(
-                "INSERT INTO sub_batches (sub_id, round, n, bytes, intent_at, state) VALUES (?, ?, ?, ?, ?, ?)",
-                (sub_id, round, len(custom_ids), n_bytes, at, SubState.INTENT.value),
+                "INSERT INTO sub_batches (sub_id, round, n, bytes, intent_at, state, lane) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (sub_id, round, len(custom_ids), n_bytes, at, SubState.INTENT.value, lane),
             )
             sub_id = int(cur.lastrowid or 0)
             c.executemany(
@@ -91,15 +101,35 @@ class SubBatches:
                 (state, note, group, sub_id),
             )
 
-    def sub_batches(self, states: Sequence[str] | None = None) -> list[SubBatchRow]:
+    def name_lanes(self, lane: str) -> int:
+        """Name `lane` the lane of every sub-batch an earlier version recorded without one (it had one
+        batch lane: the one the job's batches go on, as its caller knows); returns how many."""
+        if not has_lane(self._conn):  # a read-only open of an older dir: nothing to name
+            return 0
+        if self._conn.execute("SELECT 1 FROM sub_batches WHERE lane IS NULL LIMIT 1").fetchone() is None:
+            return 0
+        with self._tx() as c:
+            return c.execute("UPDATE sub_batches SET lane = ? WHERE lane IS NULL", (lane,)).rowcount
+
+    def sub_batches(
+        self, states: Sequence[str] | None = None, *, lane: str | None = None
+    ) -> list[SubBatchRow]:
+        """The sub-batches (in `states`, of `lane`: every lane when None), by sub_id."""
+        named = has_lane(self._conn)
         q = (
-            "SELECT sub_id, round, n, bytes, intent_at, batch_id, created_at, expires_at, state, note, grp "
-            "FROM sub_batches"
+            "SELECT sub_id, round, n, bytes, intent_at, batch_id, created_at, expires_at, state, note, grp, "
+            f"{'lane' if named else 'NULL'} FROM sub_batches"
         )
+        where: list[str] = []
         args: tuple[Any, ...] = ()
         if states is not None:
-            q += f" WHERE state IN ({','.join('?' * len(states))})"
+            where.append(f"state IN ({','.join('?' * len(states))})")
             args = tuple(states)
+        if lane is not None:
+            where.append("lane = ?" if named else "? IS NULL")
+            args = (*args, lane)
+        if where:
+            q += " WHERE " + " AND ".join(where)
         return [
             SubBatchRow(
                 sub_id=r[0],
@@ -113,6 +143,7 @@ class SubBatches:
                 state=r[8],
                 note=r[9],
                 group=r[10],
+                lane=r[11],
             )
             for r in self._conn.execute(q + " ORDER BY sub_id", args)
         ]

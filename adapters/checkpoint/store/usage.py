@@ -3,8 +3,8 @@ answers' usage (per route, per judge) and spend, and the timeline of outcomes.""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
 
 import orjson
 
@@ -12,10 +12,6 @@ from judgecore.decide.planning import ModelPrice
 from judgecore.decide.spend import spend_of
 from judgecore.job.ids import sha256
 from judgecore.results.outcomes import Usage
-
-if TYPE_CHECKING:
-    import sqlite3
-
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 

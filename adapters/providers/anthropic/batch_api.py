@@ -29,7 +29,8 @@ from anthropic.types.messages import MessageBatch
 
 from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
 from adapters.providers.port import BatchApiError, BatchMeta, CreateBody, OneCallCreate, Upload
-from judgecore import BatchSnapshot, Outcome, RawResult, RequestCounts
+from judgecore.decide.polling import BatchSnapshot, RequestCounts
+from judgecore.results.outcomes import Outcome, RawResult
 from judgecore.run.batch.batching import CREATE_DEADLINE
 
 _CREATE_PATH = "/v1/messages/batches"

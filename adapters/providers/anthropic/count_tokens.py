@@ -10,6 +10,7 @@ request (`judgecore.decide.planning.Learned`). A job whose checkpoint holds answ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,7 +54,6 @@ def count_prompt(
 ) -> Learned:
     """One prompt of `requests` counted by the API (`client`: a sync `anthropic.Anthropic`; None: one
     built from the environment). A `UsageError` (exit 2) when there is no key or the API refuses."""
-    import os
 
     import anthropic
 

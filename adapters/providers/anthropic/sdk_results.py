@@ -33,7 +33,7 @@ import orjson
 from anthropic._exceptions import extract_error_code
 
 from adapters.providers.port import NEVER_CONNECTED  # no connection made at all: nothing was made
-from judgecore.decide.ratelimit import retry_after
+from judgecore.decide.retry_after import retry_after
 from judgecore.results.outcomes import CONNECT_FAILED, Outcome, RawResult, StopDetails, Usage
 from judgecore.results.resultlines import line_outcome
 

@@ -24,26 +24,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import anthropic
 import httpx2
 
 from adapters.providers.anthropic.sdk_results import error_result as _translate
 from adapters.providers.anthropic.sdk_results import message_result
-from judgecore import RawResult
+from adapters.providers.port import Answer
 from judgecore.decide.ratelimit import RateLimitReading
-
-Answer = tuple[RawResult, RateLimitReading, str | None]
+from judgecore.results.outcomes import RawResult
 
 #: Requests allowed more output tokens than this are received by streaming (see the module docstring).
 STREAM_ABOVE = 8192
-
-
-class MessagesApi(Protocol):
-    """What the sync path needs of the Messages API."""
-
-    async def create(self, params: dict[str, Any]) -> Answer: ...
 
 
 def error_result(exc: anthropic.APIStatusError, now: float) -> RawResult:

@@ -7,7 +7,8 @@
   `batch_port`: `OpenAIBatchPort`, that wire as `adapters.providers.port.BatchPort` (the JSONL input
   file made from the job's requests, every batch as the core's snapshot, files discarded). Only these
   three import the `openai` SDK, an optional extra: `missing_extra()` says what to install when it is
-  absent.
+  absent. `connect` builds the client and the ports when a run connects (the one module that loads
+  `sync` and `batch_port`).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from adapters.providers.openai.body import CHAT_COMPLETIONS
 from adapters.providers.openai.sync import connection_result, status_error_result
 from adapters.providers.openai.translate import OpenAIBatch, batch_of, line_result
 from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchApiError, BatchMeta
-from judgecore import Outcome, RawResult, classify
+from judgecore.results.outcomes import Outcome, RawResult, classify
 from judgecore.run.batch.batching import CREATE_DEADLINE
 
 _READ: Final = 1 << 16  # bytes read from a results file at a time

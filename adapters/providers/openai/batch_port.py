@@ -18,7 +18,8 @@ from adapters.providers.openai.batch import OpenAIBatchApi, UploadBody
 from adapters.providers.openai.body import OpenAITemplate
 from adapters.providers.openai.sync_template import openai_template
 from adapters.providers.port import BatchMeta, CreateBody, Found, Upload
-from judgecore import BatchSnapshot, Outcome
+from judgecore.decide.polling import BatchSnapshot
+from judgecore.results.outcomes import Outcome
 from judgecore.wire.chunking import CHUNK_BYTES
 
 

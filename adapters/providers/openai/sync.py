@@ -26,9 +26,8 @@ import orjson
 
 from adapters.providers.openai.translate import completion_result, error_result, openai_reading
 from adapters.providers.port import NEVER_CONNECTED
-from judgecore import RawResult
 from judgecore.decide.ratelimit import RateLimitReading
-from judgecore.results.outcomes import CONNECT_FAILED
+from judgecore.results.outcomes import CONNECT_FAILED, RawResult
 
 Answer = tuple[RawResult, RateLimitReading, str | None]
 

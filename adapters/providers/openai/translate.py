@@ -38,9 +38,10 @@ from typing import Any, Final
 
 import attrs
 
-from judgecore import BatchSnapshot, RawResult, RequestCounts, Usage
-from judgecore.decide.ratelimit import LimitGroup, RateLimitReading, retry_after
-from judgecore.results.outcomes import StopDetails
+from judgecore.decide.polling import BatchSnapshot, RequestCounts
+from judgecore.decide.ratelimit import LimitGroup, RateLimitReading
+from judgecore.decide.retry_after import retry_after
+from judgecore.results.outcomes import RawResult, StopDetails, Usage
 
 #: The error_code an overflow of the context window is given, whichever words said it.
 CONTEXT_EXCEEDED: Final = "context_length_exceeded"

@@ -91,7 +91,7 @@ def start_creates(run: BatchRun, now: float, ops: list[Operation], creating: int
             bound=sum(bounds),
         )
         ops.append(Create(sub.sub_id, sub.round, reqs, now))
-        run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + 1)
+        run = attrs.evolve(run, subs={**run.subs, sub.sub_id: sub}, next_sub=run.next_sub + run.sub_step)
         room -= 1
         if cut:
             return attrs.evolve(run, queue=cut)
@@ -167,6 +167,16 @@ def on_create_failed(run: BatchRun, event: CreateFailed) -> BatchRun:
     )
     if error.kind != "connection_error":
         run = attrs.evolve(run, answered=True)
+    if sub.recovered and isinstance(decision, Split | RejectDecision):
+        # an earlier run's intent created from its found upload: this run holds none of its requests
+        # to split or quarantine; its ids stay pending for a rerun's own sub-batches
+        run = run._move(sub, E.REFUSED, T.SETTLED, "create from its upload refused")
+        return run._emit(
+            Say(
+                "warning",
+                f"sub-batch {sub.sub_id}: create refused ({error.status}); its {sub.n:,} ids stay pending",
+            )
+        )
     match decision:
         case Split(reason):
             first, second = sub.requests[: sub.n // 2], sub.requests[sub.n // 2 :]
@@ -226,6 +236,7 @@ def on_listed(run: BatchRun, event: Listed) -> BatchRun:
         run = attrs.evolve(run, claimed=run.claimed | {a.batch.id})
         run = _created(run, run.subs[a.sub_id], a.batch, event.at, adopted=True, group=a.group)
     adopted = {a.sub_id for a in adoptions}
+    uploaded = set(event.uploaded)
     for s in listing:
         if s.sub_id in adopted:
             continue
@@ -234,6 +245,20 @@ def on_listed(run: BatchRun, event: Listed) -> BatchRun:
             group = groups[s.sub_id]
             note = f"no batch of its own; settled with orphan group {group}"
             run = run._move(s, E.GROUPED, T.GROUPED, note, group=group)
+        elif s.sub_id in uploaded and s.phase is Phase.LISTING:
+            if s.tries < run.settings.create_attempts:
+                # its upload is on the provider and no batch was made from it: create from that
+                # upload (a `Create` like any: its failure is a `CreateFailed`, its tries the sub-batch's)
+                run = run._step(s, T.ABSENT)
+            else:  # its creates are spent: the upload stays, for a rerun to create from
+                run = run._step(s, T.GAVE_UP)
+                run = run._emit(
+                    Say(
+                        "warning",
+                        f"sub-batch {s.sub_id}: create from its upload failed {s.tries} times; its "
+                        f"{s.n:,} ids stay pending (rerun to create it)",
+                    )
+                )
         elif event.conclusive and s.recovered:
             run = run._move(s, E.ABSENT, T.SETTLED, "no batch matched its intent")
             run = run._emit(

@@ -19,7 +19,7 @@ from judgecore.job.idsets import Marked, marked
 from judgecore.job.ints import positions_of
 from judgecore.results.outcomes import CONNECT_FAILED, Outcome, RawResult, stop_line
 from judgecore.run.batch import _creating, _harvesting
-from judgecore.run.batch._sub import Sub, bounder
+from judgecore.run.batch._sub import Sub, bounder, first_sub
 from judgecore.run.batch._vocab import (
     Action,
     BatchSettings,
@@ -94,6 +94,7 @@ class BatchRun:
     rounds: int = 0  # rounds begun by this run
     last_round: int = 0  # the job's highest round number
     next_sub: int = 1
+    sub_step: int = 1  # new sub_ids: `next_sub`, then every `sub_step`-th (`start`'s `sub_slot`)
     claimed: frozenset[str] = frozenset()  # every batch id the job knows
     answered: bool = False  # the API has answered this run at least once
     stop: str | None = None  # why the run ends with exit 4
@@ -128,12 +129,14 @@ class BatchRun:
         price: ModelPrice | None = None,
         cached_bytes: int = 0,
         expect: Expect | None = None,
+        sub_slot: tuple[int, int] = (0, 1),
     ) -> BatchRun:
         """The run of `requests` (the job's, in input order) from what `checkpoint` holds. `total`: the
         job's number of ids, for the breaker (default: `len(requests)`). `budget` (with the model's
         `price` and each request's `cached_bytes`): the hard cap, its `spent` the job's spend so far; the
         bounds of the sub-batches in flight are reserved in it. `expect`: what one request is expected
-        to cost, as the checkpoint's answers (or the plan) say; each harvest teaches it."""
+        to cost, as the checkpoint's answers (or the plan) say; each harvest teaches it. `sub_slot`:
+        `(k, m)`, new sub_ids are `k` modulo `m` (`_sub.first_sub`: a panel's batch lanes never share one)."""
         by_id = RequestIndex.of(requests)
         if price is not None:  # each request's bound is looked up by id
             by_id = by_id.indexed()
@@ -187,7 +190,10 @@ class BatchRun:
             offers=bytes(width * array(_tally(settings)).itemsize),
             breaker=breaker,
             last_round=max((v.round for v in checkpoint.subs), default=0),
-            next_sub=max((v.sub_id for v in checkpoint.subs), default=0) + 1,
+            next_sub=first_sub(
+                max((v.sub_id for v in checkpoint.subs), default=0), checkpoint.top_sub, sub_slot
+            ),
+            sub_step=sub_slot[1],
             claimed=claimed,
             stop=breaker.reason() if breaker.tripped else None,
             budget=budget,

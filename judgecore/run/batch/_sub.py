@@ -59,3 +59,12 @@ def bounder(price: ModelPrice | None, cached_bytes: int, requests: RequestIndex)
         )
 
     return bound
+
+
+def first_sub(own: int, top: int, slot: tuple[int, int]) -> int:
+    """The first sub_id past `own` and `top` that is `slot[0]` modulo `slot[1]`."""
+    k, m = slot
+    if m < 1 or not 0 <= k < m:
+        raise ValueError(f"sub_slot must be (k, m) with 0 <= k < m, got {slot}")
+    n = max(own, top) + 1
+    return n + (k - n) % m

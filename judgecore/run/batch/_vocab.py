@@ -177,6 +177,10 @@ class Listed:
     #: `(sub_id, batch)`: batches the provider found by the name the sub-batch gave them (adopted as
     #: they are, whatever the listing holds)
     named: tuple[tuple[int, BatchSnapshot], ...] = ()
+    #: sub-batches whose upload the provider holds (its file id now recorded) and whose batch it
+    #: proved absent: created from that upload (`Create`, nothing uploaded again), within the
+    #: sub-batch's create attempts, each failure a `CreateFailed` like any create's
+    uploaded: tuple[int, ...] = ()
 
 
 @attrs.frozen

@@ -17,8 +17,6 @@ A run resumed after a recorded switch is `switching` from its start (`BatchRun.s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
 from judgecore.decide.deadline import (
@@ -31,13 +29,11 @@ from judgecore.decide.deadline import (
     next_deadline_action,
 )
 from judgecore.results.outcomes import RawResult
+from judgecore.run.batch._machine import BatchRun
+from judgecore.run.batch._sub import Sub
 from judgecore.run.batch._vocab import Record, Say
 from judgecore.run.batch.batching import after_cancel_error
 from judgecore.run.subbatch import IN_FLIGHT, Phase, SubEvent, SubState, next_state
-
-if TYPE_CHECKING:
-    from judgecore.run.batch._machine import BatchRun
-    from judgecore.run.batch._sub import Sub
 
 
 @attrs.frozen(kw_only=True)
