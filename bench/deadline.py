@@ -65,7 +65,7 @@ from judgecore.decide.deadline import (  # noqa: E402
     deadline_start,
     next_deadline_action,
 )
-from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait  # noqa: E402
+from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollIn, PollPolicy  # noqa: E402
 
 SUB_BATCH = 8_000
 TOKENS = 100.0  # the estimate of one answer's output tokens (EXPECTED_OUTPUT_TOKENS)
@@ -174,7 +174,7 @@ def run_job(job: Job, policy: DeadlinePolicy) -> Result:
                             if now + job.cancel_delay < ends[j]:  # else it ends first, complete
                                 cut[j], ends[j] = now, now + job.cancel_delay
                     break  # poll again at once: nothing waits on a switch
-                case Wait(seconds):
+                case PollIn(seconds):
                     waits.append(seconds)
                 case End():
                     return Result(

@@ -5,6 +5,7 @@ gives the peak and the end state over what the items hold, per item.
 
     uv run python bench/machines.py --sizes 90000 720000
     uv run python bench/machines.py --sizes 90000 720000 --root /work/base-scale   # another checkout
+    uv run python bench/machines.py --reference /work/main   # this checkout and a reference, ratio
 
 Each size runs in its own process (`--root`'s .venv), so one size's garbage never counts in the next.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +29,8 @@ from judgecore.job.ids import custom_ids_for
 from judgecore.wire.requests import RequestTemplate, build_requests
 from judgecore.run.job._machine import JobRun, History, JobPolicy, RunBatch
 from judgecore.decide.polling import BatchSnapshot
-from judgecore import batchrun as br
-from judgecore.job.columns import Ints
+from judgecore.run import batch as br
+from judgecore.job.ints import Ints
 
 ids = tuple(f"item-{i}" for i in range(n))
 cids = custom_ids_for(ids, job="abcdefghijklmnop")
@@ -93,16 +95,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[90_000, 720_000])
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (its .venv)")
+    ap.add_argument("--reference", type=Path, default=None, help="another checkout, measured in turn")
+    ap.add_argument("--runs", type=int, default=3, help="runs per size and checkout (medians printed)")
     ns = ap.parse_args()
-    root = ns.root.resolve()
-    print(f"the machines' own memory over the items, {root}")
+    roots = [ns.root.resolve()] + ([ns.reference.resolve()] if ns.reference is not None else [])
     for n in ns.sizes:
-        r = measure(root, n)
-        print(
-            f"  {n:>7,} items: peak {r['peak'] / 2**20:7.1f} MiB = {r['peak'] / n:6.1f} B per item, "
-            f"at Done {r['end'] / 2**20:7.1f} MiB = {r['end'] / n:6.1f} B per item "
-            f"({r['cpu']:.1f} CPU s, {r['steps']} steps)"
-        )
+        rows: dict[Path, list[dict[str, float]]] = {r: [] for r in roots}
+        for _ in range(ns.runs):  # interleaved, so a busy moment weighs on both checkouts alike
+            for root in roots:
+                rows[root].append(measure(root, n))
+        cpu = {r: statistics.median(x["cpu"] for x in rows[r]) for r in roots}
+        for root in roots:
+            r = {k: statistics.median(x[k] for x in rows[root]) for k in ("peak", "end", "steps")}
+            ratio = f", {cpu[root] / cpu[roots[-1]]:.2f}x the reference's CPU" if root != roots[-1] else ""
+            print(
+                f"{root}\n  {n:>7,} items: peak {r['peak'] / 2**20:7.1f} MiB = {r['peak'] / n:6.1f} B per item, "
+                f"at Done {r['end'] / 2**20:7.1f} MiB = {r['end'] / n:6.1f} B per item "
+                f"(median of {ns.runs}: {cpu[root]:.2f} CPU s{ratio}, {r['steps']:.0f} steps)"
+            )
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
-"""The interpreters of the machines: the job (the Python API `judge`/`ajudge`) and its operations, the
-batch and sync paths, the dry run, the job's plan and cost model, a run's settings, the clock, the
-events and their progress view, the result a job ends with.
+"""The interpreters of the machines (one loop, `interpreter`, over their one vocabulary): the job
+(the Python API `judge`/`ajudge`) and its operations, the batch and sync paths, the dry run, the
+job's plan and cost model, a run's settings, the clock, the events and their progress view, the
+result a job ends with.
 
 May import: `adapters.files`, `adapters.providers`, `adapters.checkpoint`, `adapters.usage`,
 `judgecore`.
 
 Modules: `job`, `operations`, `panels` (a panel across families: each lane on its own route), `lanes`
 (a judge's lane and its client), `batch`, `batch_cancel` (`judgecore cancel`'s work), `sync`,
-`sync_settings`, `dryrun`, `planning`, `settings`, `result`, `clock`, `events`, `progress`, `deadline` (`--deadline`: the all-sync start, the end of
+`sync_settings`, `interpreter` (the one loop that drives every machine), `dryrun`, `planning`,
+`settings`, `result`, `clock`, `events`, `progress`, `deadline` (`--deadline`: the all-sync start, the end of
 the wait, the figures a dry run prints, the sync route's pace), `switch` (the deadline's switch).
 """

@@ -2,9 +2,9 @@
 
 Theory of operation. Every decision (rounds, creates and their retries, reconciliation, polling,
 deadlines, what a harvest means, the breaker, the per-run retry budget, when to stop) is the pure
-machine's. This module only performs: it asks `run.advance(now)` what to do, performs the effects at
-once and in order, starts the operations as tasks (creates concurrently, up to `concurrency`), and
-feeds each answer back with `run.on(event)`. Durable writes keep the order of `adapters.checkpoint.store`: the
+machine's. This module only performs: the one interpreter loop (`adapters.run.interpreter`) asks
+`run.advance(now)` what to do, performs the effects at once and in order, starts the operations as
+tasks (creates concurrently, up to `concurrency`), and feeds each answer back with `run.on(event)`. Durable writes keep the order of `adapters.checkpoint.store`: the
 intent before its create call, the batch id right after the call returns, each harvested line before
 it counts (a harvest streams its lines into `OutcomeWriter`, in group commits; memory: 8 bytes and one
 bit per request of the batch, not the lines).
@@ -21,10 +21,9 @@ the port cannot tell (Anthropic), it lists and matches as before. Once a harvest
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import assert_never
 
 import attrs
@@ -32,7 +31,7 @@ import attrs
 from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.files.messages import CheckpointMessages
 from adapters.providers.port import BatchApiError, BatchMeta, BatchPort, CreateBody, Upload
-from adapters.run.clock import Clock, settle
+from adapters.run.clock import Clock
 from adapters.run.events import (
     BatchCreated,
     BatchHarvested,
@@ -42,6 +41,7 @@ from adapters.run.events import (
     Notice,
     RoundStarted,
 )
+from adapters.run.interpreter import Interpreter
 from adapters.run.switch import Switcher
 from judgecore.decide.planning import ModelPrice
 from judgecore.decide.polling import BatchSnapshot
@@ -424,53 +424,29 @@ async def run_batch(
     )
     if switcher is not None:
         run = switcher.start(run, resumed=resumed_switch)
-    tasks: dict[asyncio.Task[br.Event], int] = {}
-    seq = 0
-    try:
-        while True:
-            if switcher is not None:
-                run = await switcher.step(run)
-            run, actions = run.advance(clock.now())
-            until: float | None = None
-            done: br.Done | None = None
-            for action in actions:
-                match action:
-                    case br.Record() | br.Release() | br.Begin() | br.Say():
-                        shell.effect(action)
-                    case br.Create() | br.Reconcile() | br.Poll() | br.Harvest():
-                        seq += 1
-                        tasks[asyncio.ensure_future(shell.perform(action))] = seq
-                    case br.Sleep(at):
-                        until = at
-                    case br.Done():
-                        done = action
-                    case _:
-                        assert_never(action)
-            await shell.discard_harvested()
-            if done is not None:
-                break
-            if switcher is not None and (wake := switcher.wake(run)) is not None and wake > clock.now():
-                until = wake if until is None else min(until, wake)  # the core asked again at the switch time
-            waiting: set[asyncio.Future[object]] = set(tasks)
-            sleeper = None
-            if until is not None:
-                sleeper = asyncio.ensure_future(clock.sleep(until - clock.now()))
-                waiting.add(sleeper)
-            finished, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if sleeper is not None and sleeper not in finished:
-                sleeper.cancel()
-            for task in sorted((t for t in finished if t is not sleeper), key=lambda t: tasks[t]):  # type: ignore[index]
-                del tasks[task]  # type: ignore[arg-type]
-                run = run.on(task.result())  # type: ignore[arg-type]
-    finally:
-        # An operation in flight is cancelled and waited for (a while) before the run ends, so none
-        # touches the checkpoint after its caller closed it: one whose answer was already in (a batch
-        # created) records it here, where it would have failed on a closed database, unseen but
-        # for a `Task exception was never retrieved` traceback, leaving the batch for a rerun to adopt.
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await settle(tasks, clock)
+
+    def perform(action: br.Action) -> Awaitable[br.Event] | None:
+        match action:
+            case br.Record() | br.Release() | br.Begin() | br.Say():
+                shell.effect(action)
+                return None
+            case br.Create() | br.Reconcile() | br.Poll() | br.Harvest():
+                return shell.perform(action)
+            case br.Wait() | br.Done():  # pragma: no cover - the interpreter's
+                raise AssertionError(action)
+            case _:
+                assert_never(action)
+
+    loop = Interpreter(
+        run,
+        clock,
+        perform,
+        before=switcher.step if switcher is not None else None,
+        wake=switcher.wake if switcher is not None else None,
+        after=shell.discard_harvested,
+    )
+    done = await loop.run()
+    run = loop.machine
     counts = store.counts()
     # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
     # follow this one in the same run

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import threading
 import time
 from collections.abc import Collection
 from typing import Any, Protocol
@@ -29,30 +30,53 @@ class RealClock:
 
 
 class FakeClock:
-    """A clock that jumps instead of sleeping, and never goes back (after trio's autojump MockClock).
+    """The one fake clock of the tests, the simulator and the benches: time moves only when told to or
+    when every sleeper is waiting, and never goes back (after trio's autojump MockClock).
 
     Sleepers register their wake time; once the event loop has had a few turns with nothing else to
     do, the clock jumps to the earliest wake time and wakes every sleeper due then. Concurrent sleepers
     therefore wake in order and no earlier than they asked, and a job that would wait 24 hours runs in
-    milliseconds. `sleeps` records every requested duration; `advance()` moves time by hand.
+    milliseconds. `sleeps` records every requested duration; `advance(seconds)` and `set(when)` move
+    time by hand; `step` seconds are added after every read (0: none), as if each read took that long.
+    Calling the clock reads it (the simulator's `clock` is a `() -> float`); reads and moves may come
+    from another thread (a simulator served on a thread).
     """
 
     _SETTLE_TURNS = 20
 
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
+    def __init__(self, start: float = 1_800_000_000.0, *, step: float = 0.0) -> None:
         self._now = start
+        self.step = step
+        self._lock = threading.Lock()
         self._seq = 0
         self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
         self._jump_scheduled = False
         self.sleeps: list[float] = []
 
     def now(self) -> float:
-        return self._now
+        if not self.step:
+            return self._now
+        with self._lock:
+            value = self._now
+            self._now += self.step
+            return value
 
-    def advance(self, seconds: float) -> None:
+    __call__ = now
+
+    def advance(self, seconds: float) -> float:
+        """Move forward by `seconds` (>= 0); the new time."""
         if seconds < 0:
             raise ValueError("a FakeClock never goes back")
-        self._now += seconds
+        with self._lock:
+            self._now += seconds
+            return self._now
+
+    def set(self, when: float) -> None:
+        """Jump to `when`, which must not be earlier than now."""
+        with self._lock:
+            if when < self._now:
+                raise ValueError("a FakeClock never goes back")
+            self._now = when
 
     async def sleep(self, seconds: float) -> None:
         seconds = max(0.0, seconds)

@@ -14,6 +14,7 @@ from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.files.messages import JobInput
 from adapters.providers.anthropic.count_tokens import count_prompt
 from adapters.providers.registry import provider_of
+from adapters.run.lanes import lane_counts, lanes, route_lanes_of
 from adapters.run.planning import check_arguments, job_of, plan_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
@@ -39,9 +40,25 @@ def machine_of(
     job: JobPlan, history: History, settings: JobSettings, *, all_sync: str | None = None
 ) -> JobRun:
     """The job's machine, started from what its checkpoint holds (`history`) under the settings' policy:
-    the run's and the dry run's alike. `all_sync`: why this run alone goes on the sync route."""
+    the run's and the dry run's alike. `all_sync`: why this run alone goes on the sync route. A panel
+    across providers gives the machine its lanes, each routed by its own count (`route_lanes_of`)."""
+    models = settings.models
+    by_lane = (
+        route_lanes_of(
+            models,
+            lane_counts(job.requests, settings.request_model),
+            settings.request_model,
+            threshold=settings.sync_threshold,
+        )
+        if len(lanes(models)) > 1  # a job of one lane is routed by its whole count, its lanes not counted
+        else ()
+    )
     policy = JobPolicy(
-        force=settings.force, otpm=settings.otpm, route_policy=settings.route_policy, all_sync=all_sync
+        force=settings.force,
+        otpm=settings.otpm,
+        route_policy=settings.route_policy,
+        all_sync=all_sync,
+        lanes=by_lane,
     )
     return JobRun.start(job.requests.custom_ids, history, policy)
 

@@ -19,7 +19,7 @@ import asyncio
 import gc
 import os
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -37,6 +37,7 @@ from adapters.run.clock import Clock, RealClock
 from adapters.run.deadline import all_sync_reason, start_tokens_each
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
 from adapters.run.events import Emit, Event, Notice, discard
+from adapters.run.interpreter import Interpreter
 from adapters.run.operations import Ports, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
@@ -51,6 +52,7 @@ from judgecore.job.items import Item
 from judgecore.job.when import When
 from judgecore.run.job._machine import Done, Say
 from judgecore.run.job._vocab import (
+    Action,
     Connect,
     Estimate,
     Probe,
@@ -60,6 +62,10 @@ from judgecore.run.job._vocab import (
     WriteOutput,
     Wrote,
 )
+from judgecore.run.job._vocab import (
+    Event as JobEvent,
+)
+from judgecore.run.vocab import Wait
 
 
 async def ajudge(
@@ -218,63 +224,73 @@ async def _run(
         run = machine_of(job, history, settings, all_sync=why)
         ports: Ports | None = None
         written = None
-        while True:
-            run, actions = run.advance(clock.now())
-            for action in actions:
-                match action:
-                    case Connect():
-                        ports = connect(store, job, messages, settings, client, clock, emit, rng, environ)
-                    case Say(level=level, text=text):
-                        emit(Notice(level=level, message=text))
-                    case RecordRoute(route=chosen):
-                        store.route = chosen
-                    case Estimate(route=chosen):
-                        record_estimate(store, job, chosen, rubric, settings)
-                    case Probe(custom_id=cid):
-                        assert ports is not None
-                        run = run.on(await probe_one(ports, cid))
-                    case RunBatch(ids=ids, switched=switched):
-                        assert ports is not None
-                        run = run.on(await batch_part(ports, ids, switched=switched))
-                    case RunSync():
-                        assert ports is not None
-                        run = run.on(await sync_part(ports, action))
-                    case WriteOutput(reuse=reuse):
-                        v = settings.verdict
-                        written = write_output(
-                            store,
-                            job.items,
-                            out_path,
-                            keep=keep_records,
-                            verdict=v,
-                            reuse=reuse,
-                            design=settings.design,
-                        )
-                        run = run.on(Wrote(pending=written.counts.get("pending", 0)))
-                    case Done(exit_status=status, reason=reason):
-                        assert written is not None
 
-                        money = spend_from_store(store)
-                        return JudgeResult(
-                            exit_code=int(status),
-                            route=run.route,
-                            counts=written.counts,
-                            records=written.records,
-                            fatal=Fatal(reason) if reason is not None else None,
-                            stuck_batches=run.stuck,
-                            rerun_budget=run.rerun_budget,
-                            output_path=out_path,
-                            cache_hit_rate=run.cache_hit_rate,
-                            spend_usd=money.spend_usd,
-                            all_sync_usd=money.all_sync_usd,
-                            estimate_usd=money.estimate_usd,
-                            unparsed=written.unparsed,
-                            warnings=tuple(warnings),
-                        )
-                    case _:  # pragma: no cover
-                        assert_never(action)
+        def perform(action: Action) -> Awaitable[JobEvent] | None:
+            nonlocal ports, written
+            match action:
+                case Connect():
+                    ports = connect(store, job, messages, settings, client, clock, emit, rng, environ)
+                case Say(level=level, text=text):
+                    emit(Notice(level=level, message=text))
+                case RecordRoute(route=chosen):
+                    store.route = chosen
+                case Estimate(route=chosen):
+                    record_estimate(store, job, chosen, rubric, settings)
+                case Probe(custom_id=cid):
+                    assert ports is not None
+                    return probe_one(ports, cid)
+                case RunBatch(ids=ids, switched=switched):
+                    assert ports is not None
+                    return batch_part(ports, ids, switched=switched)
+                case RunSync():
+                    assert ports is not None
+                    return sync_part(ports, action)
+                case WriteOutput(reuse=reuse):
+                    v = settings.verdict
+                    written = write_output(
+                        store,
+                        job.items,
+                        out_path,
+                        keep=keep_records,
+                        verdict=v,
+                        reuse=reuse,
+                        design=settings.design,
+                    )
+                    return _answered(Wrote(pending=written.counts.get("pending", 0)))
+                case Wait() | Done():  # pragma: no cover - the interpreter's
+                    raise AssertionError(action)
+                case _:  # pragma: no cover
+                    assert_never(action)
+            return None
+
+        loop = Interpreter(run, clock, perform, inline=True)
+        done = await loop.run()
+        run = loop.machine
+        assert written is not None
+        money = spend_from_store(store)
+        return JudgeResult(
+            exit_code=int(done.exit_status),
+            route=run.route,
+            counts=written.counts,
+            records=written.records,
+            fatal=Fatal(done.reason) if done.reason is not None else None,
+            stuck_batches=run.stuck,
+            rerun_budget=run.rerun_budget,
+            output_path=out_path,
+            cache_hit_rate=run.cache_hit_rate,
+            spend_usd=money.spend_usd,
+            all_sync_usd=money.all_sync_usd,
+            estimate_usd=money.estimate_usd,
+            unparsed=written.unparsed,
+            warnings=tuple(warnings),
+        )
     finally:
         store.close()
+
+
+async def _answered(event: Wrote) -> Wrote:
+    """An operation performed at once (the output is written where it is handed out), as an awaitable."""
+    return event
 
 
 class _Guarded:

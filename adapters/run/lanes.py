@@ -1,7 +1,9 @@
 """A panel's lanes: a judge's lane is its provider, and for a served model its server (`lane_of`); each
 lane has its own client (`clients_for`), built before anything is sent, and its own route: the batch
 route for each lane whose provider has one and whose own request count says batch (`batch_lanes`),
-the sync route for the others (`adapters.run.panels` sends each lane's requests on its route)."""
+the sync route for the others (`adapters.run.panels` sends each lane's requests on its route). The
+job's route is decided from the same lanes (`route_lanes_of`: each lane's count and its provider's
+policy, given to the job machine as values; `judgecore.decide.routing.route_lanes`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.providers.registry import provider_of
-from judgecore.decide.routing import Route
+from judgecore.decide.routing import Lane, Route
 from judgecore.wire.providers import parse_judge
 from judgecore.wire.requests import Request, Requests
 
@@ -57,6 +59,28 @@ def limits_read(request_model: str, route: Route | None) -> dict[str, int]:
     if route is None or route.otpm_source == "assumed" or route.otpm < 1:
         return {}
     return {lane_of(request_model): route.otpm}
+
+
+def route_lanes_of(
+    models: Sequence[str], counts: Mapping[str, int], request_model: str, *, threshold: int
+) -> tuple[Lane, ...]:
+    """A panel's lanes as the job machine routes them (`judgecore.decide.routing.route_lanes`): each
+    with its own request count (`counts`), its provider's policy (`threshold` requests at its
+    reference limit), the request model's lane the one the probe (or `--otpm`) reads the tier of;
+    empty for a job of one lane (routed by its whole count, as before panels had lanes)."""
+    by_lane = lanes(models)
+    if len(by_lane) < 2:
+        return ()
+    probed = lane_of(request_model)
+    return tuple(
+        Lane(
+            name=lane,
+            n=counts.get(lane, 0),
+            policy=provider_of(judges[0]).route_policy(threshold),
+            probed=lane == probed,
+        )
+        for lane, judges in by_lane.items()
+    )
 
 
 def batch_lanes(
@@ -142,4 +166,5 @@ __all__ = [
     "lanes",
     "legacy_batch_lane",
     "limits_read",
+    "route_lanes_of",
 ]

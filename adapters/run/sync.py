@@ -1,6 +1,7 @@
-"""The sync path's shell: an interpreter of the run machine (`judgecore.run.sync.SyncRun`).
+"""The sync path's shell: an interpreter of the run machine (`judgecore.run.sync.SyncRun`), through the
+one interpreter loop (`adapters.run.interpreter`).
 
-It decides nothing. It asks the machine for the next action and performs it: `Launch` starts a task
+It decides nothing. It asks the machine what to do (`advance`) and performs it: `Launch` starts a task
 sending that request, `Wait` sleeps until an answer comes back or the clock reaches the time given,
 `Record` writes rows durably (fsynced) before anything else happens, `Say` prints a line, `Done` ends
 the run (cancelling what is still in flight after a stop). An interrupt (Ctrl-C, SIGTERM: the run's
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from typing import Any, assert_never
 
 import attrs
@@ -22,6 +23,7 @@ from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.providers.port import MessagesApi
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice, SyncProgress, discard
+from adapters.run.interpreter import Interpreter
 from adapters.run.sync_settings import SyncSettings
 from judgecore.decide.breaker import Breaker, BreakerPolicy
 from judgecore.decide.planning import ModelPrice
@@ -29,7 +31,7 @@ from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.spend import Budget, Expect, request_bound
 from judgecore.results.outcomes import FailureClass, Outcome, classify
 from judgecore.results.status import Status
-from judgecore.run.sync import Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
+from judgecore.run.sync import Action, Answered, Done, Launch, Record, Row, Say, SyncRun, Todo, Wait
 from judgecore.wire.requests import Request, RequestTemplate
 
 #: How long an interrupted sync run waits for the answers in flight (sent, so billed) to record them.
@@ -95,7 +97,6 @@ class _Shell:
     earlier: int = 0  # the job's items an earlier run made final
     probed: Status | None = None  # the final status this run's probe gave its item (counted as this run's)
     shown: float = -float("inf")
-    run: SyncRun = attrs.field(init=False)  # the run between two steps (see `interpret`)
 
     def record(self, rows: Sequence[Row]) -> None:
         at = self.clock.now()
@@ -129,21 +130,22 @@ class _Shell:
             )
         )
 
-    async def _send(self, custom_id: str, params: dict[str, Any]) -> None:
-        """One request in flight; its answer goes to the machine (with the clock's time and a jitter
-        draw) the moment it is back, and what that puts in the outbox (its rows, a note) is performed
-        at once, before anything else runs: the window between a delivered answer and its commit is
-        one commit."""
+    async def _send(self, custom_id: str, params: dict[str, Any]) -> Answered:
+        """One request in flight; its answer, with the clock's time and a jitter draw."""
         raw, reading, _request_id = await self.api.create(params)
         clock = self.clock
-        answered = Answered(
+        return Answered(
             custom_id=custom_id, outcome=classify(raw), reading=reading, now=clock.now(), u=self.rng.random()
         )
-        self.run = self.run.on(answered)
-        while self.run.outbox:  # a step with an outbox only hands out what is in it
-            self.run, action = self.run.step(clock.now())
-            assert isinstance(action, Record | Say), action
-            self._effect(action)
+
+    def _took(self, run: SyncRun) -> SyncRun:
+        """Right after the machine took an answer, in the task that received it: what that put in the
+        outbox (its rows, a note) is performed at once, before anything else runs: the window between
+        a delivered answer and its commit is one commit."""
+        run, effects = run.effects()
+        for effect in effects:
+            self._effect(effect)
+        return run
 
     def _effect(self, action: Record | Say) -> None:
         """Write the rows durably, or print the line."""
@@ -153,62 +155,59 @@ class _Shell:
             case Say(level=level, text=message):
                 self.emit(Notice(level=level, message=message))
 
+    def _perform(self, action: Action) -> Awaitable[Answered] | None:
+        match action:
+            case Launch(todo=todo):
+                cid = todo.custom_id  # its messages read back from the checkpoint as it goes
+                (messages,) = self.store.messages_of([cid])
+                return self._send(cid, self.requests[cid].params(self.template, messages))
+            case Record() | Say():
+                self._effect(action)
+                return None
+            case Wait() | Done():  # pragma: no cover - the interpreter's
+                raise AssertionError(action)
+            case _:
+                assert_never(action)
+
+    async def _drain(self, pending: Collection[asyncio.Future[Any]]) -> None:
+        """Interrupted: what is in flight was sent, and is billed whether or not its answer is read:
+        its answers are waited for (a while) and recorded, so a rerun does not pay for them again."""
+        clock = self.clock
+        self.emit(
+            Notice(
+                level="warning",
+                message=f"interrupted: waiting up to {DRAIN_SECONDS:.0f} s for the "
+                f"{len(pending):,} {'answer' if len(pending) == 1 else 'answers'} in flight, so "
+                "a rerun does not pay for them again (interrupt again to drop them)",
+            )
+        )
+        deadline = clock.now() + DRAIN_SECONDS
+        while (pending := {t for t in pending if not t.done()}) and clock.now() < deadline:
+            await _wait(pending, deadline, clock)
+
     async def interpret(self, run: SyncRun) -> tuple[SyncRun, Done]:
-        """Perform the machine's actions until it is done; cancel what is in flight on the way out
-        (after an interrupt, once its answers are recorded or `DRAIN_SECONDS` have passed).
+        """Perform the machine's actions until it is done (the one interpreter loop,
+        `adapters.run.interpreter`); cancel what is in flight on the way out (after an interrupt, once
+        its answers are recorded or `DRAIN_SECONDS` have passed).
 
         An answer is taken by the machine, and the rows it makes are committed, in the task that
-        received it, as soon as the SDK call returns (`_send`): not when the loop below next wakes,
-        which behind a burst of answers being read can be a second later. The loop only ever holds the
-        run between two steps; while it waits, the answers' tasks advance `self.run` instead.
+        received it, as soon as the SDK call returns (`eager`): not when the loop next wakes, which
+        behind a burst of answers being read can be a second later.
         """
-        started, clock = self.clock.now(), self.clock
-        tasks: set[asyncio.Future[None]] = set()
-        self.run = run
-        try:
-            while True:
-                self.run, action = self.run.step(clock.now())
-                match action:
-                    case Launch(todo=todo):
-                        cid = todo.custom_id  # its messages read back from the checkpoint as it goes
-                        (messages,) = self.store.messages_of([cid])
-                        params = self.requests[cid].params(self.template, messages)
-                        tasks.add(asyncio.ensure_future(self._send(cid, params)))
-                    case Record() | Say():
-                        self._effect(action)
-                    case Wait(until=until):
-                        self.progress(self.run, len(tasks), started)
-                        await _wait(tasks, until, clock)
-                        for task in [t for t in tasks if t.done()]:
-                            tasks.discard(task)
-                            task.result()  # what failed in a task (a store error) fails the run
-                    case Done():
-                        # A stop's reason is the caller's to print: it is the run's closing error line.
-                        self.progress(self.run, len(tasks), started, force=True)
-                        return self.run, action
-                    case _:
-                        assert_never(action)
-        except asyncio.CancelledError:  # Ctrl-C (asyncio.run cancels the run) or the CLI's SIGTERM
-            # What is in flight was sent, and is billed whether or not its answer is read: its answers
-            # are waited for (a while) and recorded, so a rerun does not pay for them again.
-            if pending := {t for t in tasks if not t.done()}:
-                self.emit(
-                    Notice(
-                        level="warning",
-                        message=f"interrupted: waiting up to {DRAIN_SECONDS:.0f} s for the "
-                        f"{len(pending):,} {'answer' if len(pending) == 1 else 'answers'} in flight, so "
-                        "a rerun does not pay for them again (interrupt again to drop them)",
-                    )
-                )
-                deadline = clock.now() + DRAIN_SECONDS
-                while (pending := {t for t in pending if not t.done()}) and clock.now() < deadline:
-                    await _wait(pending, deadline, clock)
-            raise
-        finally:
-            for task in tasks:
-                task.cancel()
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
+        started = self.clock.now()
+        loop = Interpreter(
+            run,
+            self.clock,
+            self._perform,
+            eager=self._took,
+            waiting=lambda r: self.progress(r, len(r.in_flight), started),
+            interrupted=self._drain,
+            bounded=False,
+        )
+        done = await loop.run()
+        # A stop's reason is the caller's to print: it is the run's closing error line.
+        self.progress(loop.machine, len(loop.machine.in_flight), started, force=True)
+        return loop.machine, done
 
 
 async def _wait(tasks: Collection[asyncio.Future[Any]], until: float | None, clock: Clock) -> None:

@@ -2,11 +2,12 @@
 
 The real `anthropic` SDK talks to it through `base_url`, either in-process (`sim_client`, `SimTransport`)
 or over loopback HTTP (`serve`, `run_server_forever`). `Simulator` is the deterministic logic (time comes
-only from its injected `clock`); `Scenario` holds its knobs; `ManualClock` is a fake clock for tests.
+only from its injected `clock`, a `() -> float`); `Scenario` holds its knobs. Tests and demos give it
+the one fake clock, `adapters.run.clock.FakeClock` (calling it reads it).
 
 In-process::
 
-    sim = Simulator(Scenario(batch_seconds=0.5), clock=ManualClock())
+    sim = Simulator(Scenario(batch_seconds=0.5), clock=FakeClock())
     client = sim_client(sim)                      # AsyncAnthropic; async_=False for Anthropic
 
 Over HTTP::
@@ -36,8 +37,8 @@ params validation), `cache` (prompt-cache accounting), `ratelimit` (per-minute b
 headers), `latency` (how long a batch takes), `subset` (the structured-outputs schema subset),
 `rubric_format` and `verdict_lines` (the verdict a rubric asks for), `designs` and `selfpref` (the judge
 of a design; a judge biased toward its family). Values: `scenario` and `openai_scenario` (the knobs),
-`schedule` (a fault schedule), `wire` and `openai_wire` (the wire formats, error bodies included),
-`clock` (a manual clock). The shell: `lazy` (a lazy batch's requests on disk, its results made as
+`schedule` (a fault schedule), `wire` and `openai_wire` (the wire formats, error bodies included).
+The shell: `lazy` (a lazy batch's requests on disk, its results made as
 read), `server` (loopback HTTP), `transport` and `openai_transport`
 (in-process clients), `cli` and `openai_cli` (`judgecore simulator`'s options).
 """

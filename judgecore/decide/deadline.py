@@ -53,8 +53,8 @@ from judgecore.decide.polling import (
     Harvest,
     Overdue,
     PollAction,
+    PollIn,
     PollPolicy,
-    Wait,
     next_poll_action,
 )
 from judgecore.decide.prices import BATCH_DISCOUNT
@@ -323,18 +323,18 @@ def next_deadline_action(
         until = latest
     if isinstance(today, Overdue):
         return today
-    assert isinstance(today, Wait)
+    assert isinstance(today, PollIn)
     return _wait_until(now, today.seconds, until)
 
 
-def _wait_until(now: float, seconds: float, until: float) -> Wait:
-    """`Wait(seconds)`, cut so that it never reaches past `until` (> now): never overshoot by an ulp."""
+def _wait_until(now: float, seconds: float, until: float) -> PollIn:
+    """`PollIn(seconds)`, cut so that it never reaches past `until` (> now): never overshoot by an ulp."""
     if now + seconds <= until:
-        return Wait(seconds)
+        return PollIn(seconds)
     seconds = until - now
     while now + seconds > until:
         seconds = math.nextafter(seconds, 0.0)
-    return Wait(seconds)
+    return PollIn(seconds)
 
 
 @attrs.frozen(kw_only=True)

@@ -3,7 +3,7 @@
 Theory of operation. A batch's `request_counts` stay at `processing=N` until the whole batch ends, so
 they say nothing about a stall; the only bound on a wait is the batch's own clock. Every live batch has
 a deadline, `expires_at + grace`: the API promises to end a batch by `expires_at`, and `grace` covers
-the lag before it reports so. Until then the shell waits (never past the deadline, never longer than
+the lag before it reports so. Until then the batch is polled again later (`PollIn`: never past the deadline, never longer than
 the poll interval); after it, the batch is `Overdue`: the shell fetches it once more and harvests
 whatever exists. A run therefore always ends.
 """
@@ -71,8 +71,9 @@ class PollPolicy:
 
 
 @attrs.frozen
-class Wait:
-    """Sleep this many seconds, then retrieve the batch again."""
+class PollIn:
+    """Retrieve the batch again in this many seconds (the batch machine makes the time it is due of
+    it; what the machine hands the shell is `judgecore.run.vocab.Wait`)."""
 
     seconds: float
 
@@ -92,18 +93,18 @@ class Overdue:
     deadline: float
 
 
-PollAction = Wait | Harvest | Overdue
+PollAction = PollIn | Harvest | Overdue
 
 
 def next_poll_action(now: float, batch: BatchSnapshot, policy: PollPolicy) -> PollAction:
     """What to do about `batch` at time `now`: `Harvest` once ended; `Overdue` from its deadline on;
-    otherwise a `Wait` of more than 0 and at most `interval` seconds that never reaches past it."""
+    otherwise a `PollIn` of more than 0 and at most `interval` seconds that never reaches past it."""
     if batch.status == "ended":
         return Harvest(batch.id)
     deadline = policy.deadline(batch)
-    if now >= deadline:  # at the deadline itself the wait is over: a Wait(0) would only spin
+    if now >= deadline:  # at the deadline itself the wait is over: a PollIn(0) would only spin
         return Overdue(batch.id, deadline)
     seconds = min(policy.interval, deadline - now)
     while now + seconds > deadline:  # `deadline - now` can round up by an ulp: never overshoot
         seconds = math.nextafter(seconds, 0.0)
-    return Wait(seconds)
+    return PollIn(seconds)

@@ -8,10 +8,16 @@ A job's route is decided once and kept for its reruns, but only once it is *know
 from a tier that was read (a probe) or given (`--otpm`). A route decided on the assumed tier (the probe
 was refused with a 401, or its answer carried no rate-limit headers) is *provisional*: the next run
 decides it again, from the tier it reads, as long as nothing was answered on it (`keep_or_redecide`).
+
+A panel across providers has a lane per provider (`Lane`), each with its own request count and its own
+provider's policy: its job goes to batches when any lane's own count reaches its own threshold
+(`route_lanes`), and each lane then takes its own route inside the batch part (a lane under its
+threshold goes sync there); the whole job's count against one provider's threshold decides nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
 import attrs
@@ -108,6 +114,85 @@ def route(
     )
 
 
+@attrs.frozen(kw_only=True)
+class Lane:
+    """A lane of a panel as routing sees it, given by the shell: its name (a provider's, a served
+    model's with its URL), how many of the job's requests it sends, its provider's routing policy, and
+    whether the job's tier (read by the probe, or `--otpm`) is its own (the request model's lane);
+    every other lane is routed at its policy's assumed limit."""
+
+    name: str
+    n: int
+    policy: RoutePolicy
+    probed: bool = False
+
+
+def route_lanes(
+    lanes: Sequence[Lane],
+    *,
+    n: int,
+    otpm: int | None = None,
+    force: RoutePath | None = None,
+    otpm_source: Literal["read", "flag"] = "read",
+) -> Route:
+    """Route a job of several lanes (`n` requests in all): batch when any lane's own count is at or
+    above its own threshold (`route` of that lane alone), else sync; `force` overrides and says so.
+    The reason names the lane whose count decided (the first that batches; with none, every lane's
+    count under its threshold). The route's tier (`otpm`, its source) is the probed lane's, as the
+    batch part reads it back (`adapters.run.lanes.limits_read`); its threshold is the deciding
+    lane's (batch) or the probed lane's (sync). One lane: `route` of it, as a job of one provider."""
+    if not lanes:
+        raise ValueError("a job routed by its lanes needs at least one lane")
+    probed = next((lane for lane in lanes if lane.probed), lanes[0])
+    if len(lanes) == 1:
+        return route(n, policy=probed.policy, otpm=otpm, force=force, otpm_source=otpm_source)
+    each = [
+        (
+            lane,
+            route(lane.n, policy=lane.policy, otpm=otpm if lane is probed else None, otpm_source=otpm_source),
+        )
+        for lane in lanes
+    ]
+    own = next(r for lane, r in each if lane is probed)
+    deciding = next(((lane, r) for lane, r in each if r.path == "batch"), None)
+    natural: RoutePath = "sync" if deciding is None else "batch"
+    if deciding is not None:
+        lane, r = deciding
+        why = f"{lane.name} lane: {r.reason}; each lane on its own count"
+    else:
+        why = "each lane under its own threshold: " + "; ".join(
+            f"{lane.name} lane: {r.reason}" for lane, r in each
+        )
+    if force is not None:
+        sized = (
+            "so it would by its lanes' counts too"
+            if natural == force
+            else f"by its lanes' counts it would go {natural}"
+        )
+        path: RoutePath = force
+        reason = f"--force-{force}; {sized}"
+    else:
+        path, reason = natural, why
+    return Route(
+        path=path,
+        n=n,
+        threshold=(deciding[1] if deciding is not None else own).threshold,
+        otpm=own.otpm,
+        otpm_source=own.otpm_source,
+        forced=force is not None,
+        reason=reason,
+    )
+
+
+def lanes_say_batch(lanes: Sequence[Lane], stored: Route) -> bool:
+    """Whether a panel's lanes, at their counts now, would batch on the tier `stored` was decided on
+    (what a sync route decided for a smaller job asks of its lanes once the job grows)."""
+    otpm = stored.otpm if stored.otpm_source != "assumed" else None
+    source: Literal["read", "flag"] = "flag" if stored.otpm_source == "flag" else "read"
+    n = sum(lane.n for lane in lanes)
+    return route_lanes(lanes, n=n, otpm=otpm, otpm_source=source).path == "batch"
+
+
 @attrs.frozen
 class KeepRoute:
     """Run on the job's stored route (its `n` brought up to date with the input)."""
@@ -126,7 +211,12 @@ RouteDecision: TypeAlias = KeepRoute | DecideRoute
 
 
 def keep_or_redecide(
-    stored: Route | None, *, n: int, force: RoutePath | None, answered: bool
+    stored: Route | None,
+    *,
+    n: int,
+    force: RoutePath | None,
+    answered: bool,
+    lanes_batch: bool | None = None,
 ) -> RouteDecision:
     """Whether a run keeps the job's stored route or decides it again.
 
@@ -138,6 +228,9 @@ def keep_or_redecide(
     the new count, so this happens at the first run that sees the growth, before anything new is
     sent on the old route); else a known route (see `Route.known`) is kept, and so is a provisional
     one something was answered on; a provisional route nothing was answered on is decided again.
+    A panel's growth is its lanes' (`lanes_batch`: whether they say batch now, `lanes_say_batch`;
+    None for a job of one lane): its sync route is decided again once it grew and a lane reached
+    its own threshold.
     """
     if stored is None:
         return DecideRoute("no route recorded yet")
@@ -145,7 +238,13 @@ def keep_or_redecide(
         if stored.forced and stored.path == force:
             return KeepRoute(_with_n(stored, n))
         return DecideRoute(f"forced to {force} by this run")
-    if not stored.forced and stored.path == "sync" and stored.n < stored.threshold <= n:
+    if lanes_batch is not None:
+        if not stored.forced and stored.path == "sync" and stored.n < n and lanes_batch:
+            return DecideRoute(
+                f"the job grew from {stored.n:,} to {n:,} requests since its route was decided, and a "
+                "lane's own count reached its threshold"
+            )
+    elif not stored.forced and stored.path == "sync" and stored.n < stored.threshold <= n:
         return DecideRoute(
             f"the job grew from {stored.n:,} to {n:,} requests since its route was decided, past the "
             f"threshold ({stored.threshold:,})"

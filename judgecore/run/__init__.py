@@ -6,5 +6,5 @@ May import: `judgecore.decide`, `judgecore.results`, `judgecore.wire`, `judgecor
 Modules: `job` (the whole job: `JobRun`), `batch` (the batch run: `BatchRun`, with the harvest's
 `gate` and `harvest` fold and `batching`, what to do after a failed create), `sync` (the sync run:
 `SyncRun`), `subbatch` (a sub-batch's lifecycle as a table of moves), `vocab` (the words every machine
-shares: how a run ends, its exit status).
+shares: `advance(now)` ending in `Wait` or `Done`, how a run ends, its exit status).
 """

@@ -27,6 +27,7 @@ from adapters.checkpoint.store import Store
 from adapters.providers.anthropic.batch_api import BatchApiError, CreateBody, body_of
 from adapters.providers.port import BatchMeta, Found, OneCallCreate, Upload
 from adapters.run.batch import BatchSettings, BatchShell
+from adapters.run.clock import FakeClock
 from judgecore.decide.polling import BatchSnapshot, PollPolicy, RequestCounts
 from judgecore.results.outcomes import Outcome, RawResult, classify
 from judgecore.run.batch import (
@@ -40,7 +41,7 @@ from judgecore.run.batch import (
     Record,
     Release,
     Say,
-    Sleep,
+    Wait,
 )
 from judgecore.run.subbatch import TERMINAL, Phase
 
@@ -183,29 +184,29 @@ class ModelApi(OneCallCreate):
             yield c, classify(RESULTS[kind])
 
 
-class _Clock:
-    """The clock the shell reads: the test's own `now`, moved only by the test."""
-
-    def __init__(self, life: BatchLife) -> None:
-        self.life = life
-
-    def now(self) -> float:
-        return self.life.now
-
-    async def sleep(self, seconds: float) -> None:  # pragma: no cover - the test moves time itself
-        raise AssertionError("the machine's shell never sleeps: Sleep is the interpreter's")
-
-
 class BatchLife(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp = tempfile.TemporaryDirectory(dir=SHM if SHM.is_dir() else None)
         self.loop = asyncio.new_event_loop()
-        self.now = 1_800_000_000.0
+        self.clock = FakeClock()  # what the shell reads: moved only by the test
         self.sends = 0
         self.listings = 0
         self.api = ModelApi(self)
         self.crashes = 0
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    @now.setter
+    def now(self, when: float) -> None:
+        self.clock.set(when)
+
+    @invariant()
+    def the_shell_never_sleeps(self) -> None:
+        """Waiting is the interpreter's (`Wait`), not the shell's operations'."""
+        assert [] == self.clock.sleeps
 
     @initialize(
         n=st.integers(1, 12),
@@ -240,7 +241,7 @@ class BatchLife(RuleBasedStateMachine):
             self.store,
             TEMPLATE,
             self.api,
-            _Clock(self),
+            self.clock,
             self.settings,
             lambda e: None,
             random.Random(0),  # type: ignore[arg-type]
@@ -265,7 +266,7 @@ class BatchLife(RuleBasedStateMachine):
                     self.shell.effect(action)
                 case Create() | Reconcile() | Poll() | Harvest():
                     self.ops.append((action, self.now))
-                case Sleep(until):
+                case Wait(until):
                     self.sleep = until
                 case Done():
                     assert not self.ops

@@ -25,6 +25,7 @@ from judgecore.run.batch import (
     Record,
     Snapshot,
     SubView,
+    Wait,
 )
 from judgecore.run.batch.batching import Intent, OrphanWindow, orphan_groups
 from judgecore.run.batch.gate import Gate, Held
@@ -53,7 +54,7 @@ def test_a_fresh_job_begins_a_round_and_creates_no_more_than_concurrency_at_once
         Checkpoint(), requests=reqs, settings=BatchSettings(max_batch_requests=2, concurrency=3), now=T0
     )
     run, actions = run.advance(T0)
-    assert ["Begin", "Create", "Create", "Create"] == kinds(actions)
+    assert ["Begin", "Create", "Create", "Create", "Wait"] == kinds(actions)
     assert Begin(1, 10, 5) == actions[0]
     assert [1, 2, 3] == [a.sub_id for a in actions if isinstance(a, Create)]
     run, again = run.advance(T0)
@@ -66,7 +67,7 @@ def test_an_intent_of_an_earlier_run_is_reconciled_before_anything_is_created() 
     view = Checkpoint(subs=(SubView(sub_id=1, round=1, n=2, intent_at=T0, state=SubState.INTENT, ids=ids),))
     run = BatchRun.start(view, requests=reqs, settings=BatchSettings(), now=T0 + 5)
     run, actions = run.advance(T0 + 5)
-    assert ["Reconcile"] == kinds(actions)
+    assert ["Reconcile", "Wait"] == kinds(actions)
     assert isinstance(actions[0], Reconcile) and [1] == [i.sub_id for i in actions[0].intents]
     run = run.on(Listed((), True, T0 + 6))  # nothing matched: its ids are free again
     run, actions = run.advance(T0 + 6)
@@ -84,7 +85,7 @@ def test_a_create_that_failed_in_transit_is_resent_only_after_a_listing() -> Non
     dropped = RawResult(kind="connection_error", message="reset")
     run = run.on(CreateFailed(1, dropped, T0 + 1, 0.0))
     run, actions = run.advance(T0 + 1)  # after the jitter (u = 0: no wait), a listing, never a create
-    assert ["Say", "Reconcile"] == kinds(actions)
+    assert ["Say", "Reconcile", "Wait"] == kinds(actions)
     run = run.on(Listed((), True, T0 + 2))
     run, actions = run.advance(T0 + 2)
     assert [(1, True)] == [(a.sub_id, a.written) for a in actions if isinstance(a, Create)]
@@ -95,10 +96,10 @@ def test_a_run_advanced_thousands_of_times_while_a_create_is_in_flight_still_adv
     # deeper per step, until reading `subs` hit RecursionError (found by test_job_life)
     run = BatchRun.start(Checkpoint(), requests=requests(1), settings=BatchSettings(), now=T0)
     run, actions = run.advance(T0)
-    assert ["Begin", "Create"] == kinds(actions)
+    assert ["Begin", "Create", "Wait"] == kinds(actions)
     for k in range(3_000):
         run, actions = run.advance(T0 + k)
-        assert [] == kinds(actions)  # the create is busy: nothing to start, nothing to wait for
+        assert (Wait(None),) == actions  # the create is busy: nothing to start; wait for its answer
     assert ["Sub"] == [type(s).__name__ for s in run.subs.values()]
 
 
@@ -229,10 +230,10 @@ def test_a_harvested_line_with_an_account_state_stops_the_run_after_the_harvest(
     )
     run = run.on(Created(1, snap, T0 + 1))
     run, actions = run.advance(T0 + 1)
-    assert ["Record", "Poll"] == kinds(actions)
+    assert ["Record", "Poll", "Wait"] == kinds(actions)
     run = run.on(Snapshot(1, snap, T0 + 1))
     run, actions = run.advance(T0 + 1)
-    assert ["Harvest"] == kinds(actions)
+    assert ["Harvest", "Wait"] == kinds(actions)
     ids = [r.custom_id for r in reqs]
     on_hold = classify(attrs.evolve(ON_HOLD, kind="errored", status=None))
     harvested = Harvested(

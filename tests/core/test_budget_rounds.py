@@ -28,10 +28,10 @@ from judgecore.run.batch import (
     Harvested,
     Poll,
     Say,
-    Sleep,
     Snapshot,
+    Wait,
 )
-from judgecore.run.sync import Answered, Launch, SyncPolicy, SyncRun, Todo, Wait
+from judgecore.run.sync import Answered, Launch, SyncPolicy, SyncRun, Todo
 from judgecore.wire.requests import RequestTemplate, build_requests
 
 T0 = 1_800_000_000.0
@@ -118,29 +118,33 @@ def test_the_sync_machine_never_commits_past_the_cap_and_stops_only_when_the_nex
     )
     now, script, flight = T0, iter(answers), []
     for _ in range(2_000):
-        run, action = run.step(now)
+        run, actions = run.advance(now)
         assert run.budget.spent + run.budget.reserved <= cap + EPS
-        match action:
-            case Launch(todo=todo):
-                assert run.budget.spent + run.budget.reserved <= cap + EPS
-                flight.append(todo.custom_id)
-            case Say(text=m) if m.startswith("budget:"):
-                assert not flight, "the budget stops only with nothing in flight"
-                assert run.budget.spent + bound > cap, "...and only when the next bound cannot fit"
-            case Wait(until=until):
-                if flight:
-                    pick, share, ok = next(script, (0, 1.0, True))
-                    cid = flight.pop(pick % len(flight))
-                    raw = _paid(share, bound) if ok else FREE
-                    event = Answered(
-                        custom_id=cid, outcome=_classify(raw), reading=RateLimitReading(), now=now
-                    )
-                    run = run.on(event)
-                else:
-                    assert until is not None
-                    now = until
-            case Done():
-                break
+        done = False
+        for action in actions:
+            match action:
+                case Launch(todo=todo):
+                    assert run.budget.spent + run.budget.reserved <= cap + EPS
+                    flight.append(todo.custom_id)
+                case Say(text=m) if m.startswith("budget:"):
+                    assert not flight, "the budget stops only with nothing in flight"
+                    assert run.budget.spent + bound > cap, "...and only when the next bound cannot fit"
+                case Wait(until=until):
+                    if flight:
+                        pick, share, ok = next(script, (0, 1.0, True))
+                        cid = flight.pop(pick % len(flight))
+                        raw = _paid(share, bound) if ok else FREE
+                        event = Answered(
+                            custom_id=cid, outcome=_classify(raw), reading=RateLimitReading(), now=now
+                        )
+                        run = run.on(event)
+                    else:
+                        assert until is not None
+                        now = until
+                case Done():
+                    done = True
+        if done:
+            break
     else:
         raise AssertionError("the run did not end")
     assert run.budget.spent <= cap + EPS
@@ -225,8 +229,8 @@ def test_the_batch_machine_never_commits_past_the_cap_and_cuts_sub_batches_until
                     usage = Usage(output_tokens=tokens)
                     assert answer_cost(usage, PRICE, "batch") <= sub.bound + EPS
                     run = run.on(Harvested(sid, now, 0.0, breaker, held, usage=usage, answers=len(sub.ids)))
-                case Sleep(until=until):
-                    now = max(now, until)
+                case Wait(until=until):
+                    now = now if until is None else max(now, until)
                 case Done():
                     done = a
             assert run.budget.spent + run.budget.reserved <= cap + EPS

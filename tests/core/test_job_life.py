@@ -45,9 +45,9 @@ from judgecore.run.batch import (
     Record,
     Release,
     Say,
-    Sleep,
     Snapshot,
     SubView,
+    Wait,
 )
 from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.run.batch.gate import IdSet
@@ -164,6 +164,8 @@ class JobLife(RuleBasedStateMachine):
     @rule()
     def advance(self):
         self.run, actions = self.run.advance(self.now)
+        assert isinstance(actions[-1], Wait | Done), "advance ends with one Wait or Done"
+        assert not any(isinstance(a, Wait | Done) for a in actions[:-1])
         self.sleep = None
         for action in actions:
             match action:
@@ -184,8 +186,8 @@ class JobLife(RuleBasedStateMachine):
                     pass
                 case Create() | Reconcile() | Poll() | Harvest():
                     self.ops.append(action)
-                case Sleep(until):
-                    assert until > self.now
+                case Wait(until):
+                    assert until is None or until > self.now
                     self.sleep = until
                 case Done():
                     assert not self.ops

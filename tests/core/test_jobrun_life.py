@@ -34,7 +34,7 @@ from judgecore.run.job._vocab import (
     WriteOutput,
     Wrote,
 )
-from judgecore.run.vocab import ExitStatus
+from judgecore.run.vocab import ExitStatus, Wait
 
 #: What the probe may meet: (HTTP-like answer, the status it classifies as, the tier its headers say).
 PROBE_ANSWERS = {
@@ -149,6 +149,8 @@ class JobRunLife(RuleBasedStateMachine):
         if self.pending:
             self.run = self.run.on(self.pending.pop(0))
         self.run, actions = self.run.advance(0.0)
+        assert isinstance(actions[-1], Wait | Done), "advance ends with one Wait or Done"
+        assert not any(isinstance(a, Wait | Done) for a in actions[:-1])
         assert self.pending == []
         for action in actions:
             self._perform(action, data)

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import batch_snapshots, epoch_times, poll_policies, request_counts
 
-from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollPolicy, Wait, next_poll_action
+from judgecore.decide.polling import BatchSnapshot, Harvest, Overdue, PollIn, PollPolicy, next_poll_action
 
 live = st.sampled_from(["in_progress", "canceling"])
 # `now` anywhere from well before the batch was created to well after its deadline
@@ -19,7 +19,7 @@ offsets = st.floats(min_value=-86_400.0, max_value=5 * 86_400.0)
 def test_a_wait_never_reaches_past_the_deadline_nor_the_interval(batch, offset, policy):
     now = batch.created_at + offset
     action = next_poll_action(now, batch, policy)
-    if isinstance(action, Wait):
+    if isinstance(action, PollIn):
         assert 0.0 <= action.seconds <= policy.interval
         assert now + action.seconds <= batch.expires_at + policy.grace
 
@@ -27,7 +27,7 @@ def test_a_wait_never_reaches_past_the_deadline_nor_the_interval(batch, offset, 
 @given(batch_snapshots(status=live), epoch_times, poll_policies)
 def test_a_wait_never_reaches_past_the_deadline_for_any_time(batch, now, policy):
     action = next_poll_action(now, batch, policy)
-    if isinstance(action, Wait):
+    if isinstance(action, PollIn):
         assert 0.0 <= action.seconds <= policy.interval
         assert now + action.seconds <= batch.expires_at + policy.grace
 
@@ -39,7 +39,7 @@ def test_live_batch_waits_until_the_deadline_then_is_overdue(batch, offset, poli
     expected = Overdue(batch.id, deadline) if now >= deadline else None
     action = next_poll_action(now, batch, policy)
     if expected is None:
-        assert isinstance(action, Wait)
+        assert isinstance(action, PollIn)
     else:
         assert expected == action
 
@@ -56,7 +56,7 @@ def test_the_last_wait_lands_on_or_before_the_deadline_despite_float_rounding(ex
     policy = PollPolicy(interval=2e9, grace=grace)
     action = next_poll_action(now, batch, policy)
     if now < expires + grace:
-        assert isinstance(action, Wait)
+        assert isinstance(action, PollIn)
         assert now + action.seconds <= expires + grace
 
 
@@ -87,19 +87,19 @@ def test_expires_at_in_the_past_still_gets_grace(late):
     """A batch found past expires_at (a resumed run) is waited on for the grace, not declared overdue."""
     batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=86_400.0)
     action = next_poll_action(86_400.0 + late, batch, PollPolicy())
-    assert isinstance(action, Wait)
+    assert isinstance(action, PollIn)
     assert pytest.approx(min(60.0, 1800.0 - late)) == action.seconds
 
 
 def test_at_the_deadline_the_wait_is_over():
-    """At exactly expires_at + grace the batch is overdue: a Wait(0) there would spin a clock that
+    """At exactly expires_at + grace the batch is overdue: a PollIn(0) there would spin a clock that
     does not move on its own (a fake one) forever."""
     batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=100.0)
     policy = PollPolicy(interval=60.0, grace=10.0)
     assert Overdue("b", 110.0) == next_poll_action(110.0, batch, policy)
     assert Overdue("b", 110.0) == next_poll_action(110.001, batch, policy)
-    assert Wait(10.0) == next_poll_action(100.0, batch, policy)
-    assert Wait(60.0) == next_poll_action(0.0, batch, policy)
+    assert PollIn(10.0) == next_poll_action(100.0, batch, policy)
+    assert PollIn(60.0) == next_poll_action(0.0, batch, policy)
 
 
 @pytest.mark.parametrize(("interval", "grace"), [(0.0, 1.0), (-1.0, 1.0), (1.0, -0.5)])
@@ -110,4 +110,4 @@ def test_poll_policy_needs_positive_interval_and_non_negative_grace(interval, gr
 
 def test_fractional_intervals_are_kept():
     batch = BatchSnapshot(id="b", status="in_progress", created_at=0.0, expires_at=100.0)
-    assert Wait(0.2) == next_poll_action(1.0, batch, PollPolicy(interval=0.2, grace=0.0))
+    assert PollIn(0.2) == next_poll_action(1.0, batch, PollPolicy(interval=0.2, grace=0.0))

@@ -48,13 +48,11 @@ def start(n: int = 3, *, total: int | None = None, **policy: object) -> SyncRun:
 
 
 def drain(run: SyncRun, now: float) -> tuple[SyncRun, list[object]]:
-    """Step until the run waits or is done; every action in order."""
-    actions: list[object] = []
-    while True:
-        run, action = run.step(now)
-        actions.append(action)
-        if isinstance(action, Wait | Done):
-            return run, actions
+    """Advance once: every action in order, the last a `Wait` or `Done`."""
+    run, actions = run.advance(now)
+    assert isinstance(actions[-1], Wait | Done)
+    assert not any(isinstance(a, Wait | Done) for a in actions[:-1])
+    return run, list(actions)
 
 
 def answer(run: SyncRun, cid: str, raw: RawResult, now: float, u: float = 0.0) -> SyncRun:

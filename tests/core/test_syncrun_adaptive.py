@@ -33,35 +33,38 @@ def serve(
     notes: list[str] = []
     seq = 0
     while True:
-        run, action = run.step(now)
-        if isinstance(action, Launch):
-            depth = busy + 1
-            seq += 1
-            if queued is not None and depth > slots + queued:
-                heapq.heappush(heap, (now + 0.001, seq, action.todo.custom_id, FULL, False))
-            else:
-                busy += 1
-                took = latency * max(1.0, depth / slots)
-                heapq.heappush(heap, (now + took, seq, action.todo.custom_id, OK, True))
-            continue
-        if isinstance(action, Say):
-            notes.append(action.text)
-            continue
-        if isinstance(action, Done):
-            return run, ok, refused, limits, notes, now - T0
-        if isinstance(action, Wait):
-            if heap and (action.until is None or heap[0][0] <= action.until):
-                now, _, cid, raw, held = heapq.heappop(heap)
-                busy -= held
-                ok += raw is OK
-                refused += raw is FULL
-                run = run.on(
-                    Answered(custom_id=cid, outcome=classify(raw), reading=RateLimitReading(), now=now, u=0.5)
-                )
-                limits.append(run.limit)
-            else:
-                assert action.until is not None, "waiting for nothing"
-                now = action.until
+        run, actions = run.advance(now)
+        for action in actions:
+            if isinstance(action, Launch):
+                depth = busy + 1
+                seq += 1
+                if queued is not None and depth > slots + queued:
+                    heapq.heappush(heap, (now + 0.001, seq, action.todo.custom_id, FULL, False))
+                else:
+                    busy += 1
+                    took = latency * max(1.0, depth / slots)
+                    heapq.heappush(heap, (now + took, seq, action.todo.custom_id, OK, True))
+                continue
+            if isinstance(action, Say):
+                notes.append(action.text)
+                continue
+            if isinstance(action, Done):
+                return run, ok, refused, limits, notes, now - T0
+            if isinstance(action, Wait):
+                if heap and (action.until is None or heap[0][0] <= action.until):
+                    now, _, cid, raw, held = heapq.heappop(heap)
+                    busy -= held
+                    ok += raw is OK
+                    refused += raw is FULL
+                    run = run.on(
+                        Answered(
+                            custom_id=cid, outcome=classify(raw), reading=RateLimitReading(), now=now, u=0.5
+                        )
+                    )
+                    limits.append(run.limit)
+                else:
+                    assert action.until is not None, "waiting for nothing"
+                    now = action.until
 
 
 def test_an_unbounded_server_is_kept_busy_without_a_refusal() -> None:

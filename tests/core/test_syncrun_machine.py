@@ -130,42 +130,46 @@ class SyncRunLife(RuleBasedStateMachine):
     @rule()
     def step(self) -> None:
         self.steps += 1
-        self.run, action = self.run.step(self.now)
-        self.last = action
-        match action:
-            case Launch(todo=todo):
-                cid = todo.custom_id
-                assert cid not in self.finals(), f"{cid} is final and was sent again"
-                assert cid not in self.flying, f"{cid} sent twice at once"
-                assert self.now >= self.blocked_until, "a launch before a 429's retry-after passed"
-                if self.warm is not None and cid != self.warm:
-                    assert self.warm_resolved, "another launch before the warm-up was answered"
-                self.flying[cid] = 1
-                self.sends[cid] += 1
-                self.launches += 1
-                limit = self.policy.max_attempts + self.policy.max_rate_limited - 1
-                assert self.sends[cid] <= limit, f"{cid}: {self.sends[cid]} sends this run"
-                assert len(self.flying) <= self.policy.concurrency
-                assert len(self.run.in_flight) <= self.run.conc.limit, "a launch past the AIMD limit"
-            case Wait(until=until):
-                assert until is None or until > self.now, "a wait that does not move time"
-                assert until is not None or self.flying, "a wait for answers with none in flight"
-            case Record(rows=rows):
-                for row in rows:
-                    assert row.custom_id not in self.finals()
-                    assert self.answers[row.custom_id] == row.attempts, "a row's attempts: its run's answers"
-                self.recorded.extend(rows)
-            case Say():
-                pass
-            case Done(exit_status=status):
-                self.done = action
-                assert (status == 4) == self.run.stopped
-                if self.after_pending:
-                    assert self.launches >= 1 or status == 0, "a rerun after exit 3 that did nothing"
-                if status == 3:
-                    assert {c for c in self.ids if c not in self.finals()}, "exit 3 with nothing pending"
-                if status == 0:
-                    assert set(self.ids) == self.finals(), "exit 0 with items not final"
+        self.run, actions = self.run.advance(self.now)
+        assert isinstance(actions[-1], Wait | Done), "advance ends with Wait or Done"
+        for action in actions:
+            self.last = action
+            match action:
+                case Launch(todo=todo):
+                    cid = todo.custom_id
+                    assert cid not in self.finals(), f"{cid} is final and was sent again"
+                    assert cid not in self.flying, f"{cid} sent twice at once"
+                    assert self.now >= self.blocked_until, "a launch before a 429's retry-after passed"
+                    if self.warm is not None and cid != self.warm:
+                        assert self.warm_resolved, "another launch before the warm-up was answered"
+                    self.flying[cid] = 1
+                    self.sends[cid] += 1
+                    self.launches += 1
+                    limit = self.policy.max_attempts + self.policy.max_rate_limited - 1
+                    assert self.sends[cid] <= limit, f"{cid}: {self.sends[cid]} sends this run"
+                    assert len(self.flying) <= self.policy.concurrency
+                    assert len(self.run.in_flight) <= self.run.conc.limit, "a launch past the AIMD limit"
+                case Wait(until=until):
+                    assert until is None or until > self.now, "a wait that does not move time"
+                    assert until is not None or self.flying, "a wait for answers with none in flight"
+                case Record(rows=rows):
+                    for row in rows:
+                        assert row.custom_id not in self.finals()
+                        assert self.answers[row.custom_id] == row.attempts, (
+                            "a row's attempts: its run's answers"
+                        )
+                    self.recorded.extend(rows)
+                case Say():
+                    pass
+                case Done(exit_status=status):
+                    self.done = action
+                    assert (status == 4) == self.run.stopped
+                    if self.after_pending:
+                        assert self.launches >= 1 or status == 0, "a rerun after exit 3 that did nothing"
+                    if status == 3:
+                        assert {c for c in self.ids if c not in self.finals()}, "exit 3 with nothing pending"
+                    if status == 0:
+                        assert set(self.ids) == self.finals(), "exit 0 with items not final"
 
     @precondition(lambda self: self.done is None and self.flying)
     @rule(data=st.data(), kind=st.sampled_from(KINDS), retry_after=st.sampled_from([None, 0.5, 3.0]))

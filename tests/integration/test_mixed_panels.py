@@ -255,3 +255,77 @@ def test_a_panels_small_openai_lane_goes_sync_and_is_priced_so(served, tmp_path:
     assert Counter(route for _, route, _ in s.sim.openai.billed) == Counter({"sync": 15})  # its sync route
     lines = read_output(tmp_path / "state" / "output.jsonl")
     assert len(lines) == 15 and all(set(ln["judges"]) == set(judges) for ln in lines)
+
+
+def test_a_panels_openai_lane_over_its_own_threshold_batches_beside_a_claude_lane_that_goes_sync(
+    served, tmp_path: Path
+) -> None:
+    """Issue 39: a Claude judge read at 4,000,000 OTPM (`--otpm`: its threshold 20 x 10 = 200) beside an
+    OpenAI judge, 30 items, `--sync-threshold 20`. The whole job's 60 requests are under Claude's 200,
+    but OpenAI's lane (30) is over its own threshold (20 at its reference TPM): the job routes batch,
+    OpenAI's lane on its Batch API at the batch price, Claude's on its sync route; the dry run prices it
+    so, the route's reason names the lane that decided, each request paid once, exit 0."""
+    from .conftest import cli_in_process
+
+    s = served(Scenario(batch_seconds=0.3))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
+    args = _job(
+        tmp_path, 30, judges, "--sync-threshold", "20", "--otpm", "4000000", "--poll-interval", "0.05"
+    )
+    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
+    assert plan["route"] == "batch"
+    assert plan["route_by_judge"] == {
+        "claude-sonnet-4-6": "sync (too few requests for a batch)",
+        "openai:gpt-5-mini": "batch",
+    }
+    assert [30] == [sb["requests"] for sb in plan["sub_batches"]]  # OpenAI's 30 of the 60 requests
+    # OpenAI's judge at half its sync price, Claude's at its sync price (each against the judge alone, sync)
+    costs = plan["estimated_cost_by_judge_usd"]
+    for judge, share in (("openai:gpt-5-mini", 0.5), ("claude-sonnet-4-6", 1.0)):
+        one = [
+            str(tmp_path / judge.replace(":", "_")) if a == str(tmp_path / "state") else a
+            for a in _job(tmp_path, 30, [judge])
+        ]
+        alone = orjson.loads(
+            cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=_env(s)).stdout
+        )
+        assert costs[judge] == pytest.approx(share * alone["estimated_cost_usd"], rel=0.02), judge
+    assert s.sim.requests("POST") == ()
+
+    res = _cli(s, args)
+    assert res.returncode == 0, res.stderr
+    assert "route: batch (openai lane: 30 requests >= threshold 20" in res.stderr
+    assert s.sim.submitted_custom_ids() == ()  # no Anthropic batch
+    assert len(s.sim.requests("POST", MESSAGES)) == 30  # Claude's judge on its sync route, each once
+    assert Counter(m for m, _, _ in s.sim.billed_by_model) == Counter({"claude-sonnet-4-6": 30})
+    openai_batched = [c for b in s.sim.openai.batches() for c in b.custom_ids]
+    assert len(openai_batched) == len(set(openai_batched)) == 30  # OpenAI's on its Batch API, each once
+    assert Counter((m, route) for m, route, _ in s.sim.openai.billed) == Counter(
+        {("gpt-5-mini", "batch"): 30}
+    )
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 30 and all(set(ln["judges"]) == set(judges) for ln in lines)
+    status = cli_in_process(["status", "--state", str(tmp_path / "state")], env=_env(s))
+    assert "openai lane: 30 requests >= threshold 20" in status.stdout
+    assert "judge claude-sonnet-4-6: anthropic, route sync" in status.stdout
+    assert "judge openai:gpt-5-mini: openai, route batch" in status.stdout
+
+
+def test_a_panel_probed_at_a_high_otpm_routes_by_its_lanes_and_pays_the_probe_once(
+    served, tmp_path: Path
+) -> None:
+    """The same panel with its tier read by the probe (Anthropic advertising 4,000,000 OTPM), not given:
+    the probe's Claude answer is kept, OpenAI's lane batches, Claude's goes sync, each request once."""
+    s = served(Scenario(batch_seconds=0.3, advertised_otpm=4_000_000))
+    judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
+    res = _cli(s, _job(tmp_path, 30, judges, "--sync-threshold", "20", "--poll-interval", "0.05"))
+    assert res.returncode == 0, res.stderr
+    assert "route: batch (openai lane: 30 requests >= threshold 20" in res.stderr
+    assert s.sim.submitted_custom_ids() == ()
+    sent = Counter(e.digest for e in s.sim.requests("POST", MESSAGES))
+    assert len(sent) == 30 and set(sent.values()) == {1}  # the probe's request among them, not sent again
+    assert Counter((m, route) for m, route, _ in s.sim.openai.billed) == Counter(
+        {("gpt-5-mini", "batch"): 30}
+    )
+    lines = read_output(tmp_path / "state" / "output.jsonl")
+    assert len(lines) == 30 and all(set(ln["judges"]) == set(judges) for ln in lines)

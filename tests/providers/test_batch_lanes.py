@@ -4,9 +4,11 @@ provider's threshold, as a job of that provider alone of that size would be rout
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from adapters.run.lanes import batch_lanes, lane_of_unit, limits_read
-from judgecore.decide.routing import Route
+from adapters.run.lanes import batch_lanes, lane_of_unit, limits_read, route_lanes_of
+from judgecore.decide.routing import Route, route_lanes
 
 PANEL = ["claude-sonnet-4-6", "openai:gpt-5-mini", "served:Qwen/Qwen3-32B@http://gpu01:8000/v1"]
 SERVED = "served@http://gpu01:8000/v1"
@@ -53,3 +55,35 @@ def test_a_sub_batch_named_by_a_judge_is_read_as_its_lane():
     assert "openai" == lane_of_unit("openai:gpt-5-nano", judges)
     assert "openai" == lane_of_unit("openai", judges)
     assert "anthropic" == lane_of_unit("anthropic", judges)
+
+
+@given(
+    st.integers(0, 5000),
+    st.integers(0, 5000),
+    st.integers(0, 5000),
+    st.sampled_from([None, 40_000, 400_000, 4_000_000]),
+    st.sampled_from([PANEL[0], PANEL[1]]),
+)
+def test_the_jobs_route_batches_exactly_when_some_lane_takes_its_batch_route(
+    claude, openai, served, otpm, first
+):
+    """The job machine's decision (`route_lanes` of the lanes the shell gives it) and the batch part's
+    (`batch_lanes`, the limit read back from the route) agree: the job batches when a lane will."""
+    models = [first, *(m for m in PANEL if m != first)]
+    counts = {"anthropic": claude, "openai": openai, SERVED: served}
+    given_lanes = route_lanes_of(models, counts, first, threshold=2000)
+    probed = "anthropic" if first == PANEL[0] else "openai"  # the first judge's lane reads the tier
+    assert [probed] == [lane.name for lane in given_lanes if lane.probed]
+    chosen = route_lanes(given_lanes, n=claude + openai + served, otpm=otpm)
+    on_batch = batch_lanes(models, counts, threshold=2000, limits=limits_read(first, chosen))
+    assert (chosen.path == "batch") == bool(on_batch)
+    if on_batch:
+        assert chosen.reason.startswith(
+            f"{min(on_batch, key=[lane.name for lane in given_lanes].index)} lane: "
+        )
+
+
+def test_a_job_of_one_lane_gives_the_machine_no_lanes():
+    assert () == route_lanes_of(
+        ["claude-sonnet-4-6", "claude-haiku-4-5"], {"anthropic": 9}, "claude-sonnet-4-6", threshold=20
+    )

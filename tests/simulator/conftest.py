@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from adapters.simulator.clock import ManualClock
+from adapters.run.clock import FakeClock
 from adapters.simulator.logic import Simulator
 from adapters.simulator.scenario import Scenario
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
-def make_sim(clock: ManualClock) -> Callable[..., Simulator]:
+def make_sim(clock: FakeClock) -> Callable[..., Simulator]:
     def make(**knobs: Any) -> Simulator:
         return Simulator(Scenario(**knobs), clock=clock)
 

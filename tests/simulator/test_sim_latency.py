@@ -10,8 +10,8 @@ from collections import Counter
 import anthropic
 import pytest
 
+from adapters.run.clock import FakeClock
 from adapters.simulator.cli import add_arguments, scenario_from_args
-from adapters.simulator.clock import ManualClock
 from adapters.simulator.latency import latency_at
 from adapters.simulator.logic import Simulator
 from adapters.simulator.scenario import Scenario
@@ -48,7 +48,7 @@ def test_a_draw_grows_with_its_quantile_and_with_the_spread_in_the_tail():
 
 def _latencies(seed: int, n: int, **knobs: object) -> list[float]:
     """Each of `n` one-request batches' `ended_at - created_at`, through the SDK, after 30 days."""
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(Scenario(seed=seed, **knobs), clock=clock)  # type: ignore[arg-type]
     client = sim_client(sim, async_=False)
     ids = [client.messages.batches.create(requests=batch_requests(1, prefix=f"b{i}-")).id for i in range(n)]
@@ -73,7 +73,7 @@ def test_drawn_latencies_are_deterministic_under_the_seed_and_differ_across_seed
 
 def test_a_batch_drawn_past_its_expiry_ends_at_expires_at_with_the_rest_expired():
     """A tail batch that would need more than `expires_after` ends then, partly `expired`, as the API's."""
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(
         Scenario(seed=4, batch_seconds=600.0, batch_latency="pareto", expires_after=3 * HOUR), clock=clock
     )
@@ -96,7 +96,7 @@ def test_a_batch_drawn_past_its_expiry_ends_at_expires_at_with_the_rest_expired(
 def test_a_canceled_batch_keeps_what_it_completed_and_cancels_the_rest_unbilled():
     """Canceled at 41% of its drawn latency: 20 of 50 `succeeded` (billed, at the batch price), 30 lines of
     type `canceled` (not billed), counts and lines agreeing."""
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(
         Scenario(seed=9, batch_seconds=1_800.0, batch_latency="lognormal", cancel_seconds=30.0), clock=clock
     )
@@ -167,7 +167,7 @@ def test_without_the_knob_every_batch_takes_batch_seconds():
 
 
 def test_a_drawn_batch_ends_at_its_own_latency_not_at_batch_seconds():
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(Scenario(seed=5, batch_seconds=600.0, batch_latency="lognormal"), clock=clock)
     client = sim_client(sim, async_=False)
     batch = client.messages.batches.create(requests=batch_requests(3))

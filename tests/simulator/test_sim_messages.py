@@ -8,7 +8,7 @@ import asyncio
 import anthropic
 import pytest
 
-from adapters.simulator.clock import ManualClock
+from adapters.run.clock import FakeClock
 from adapters.simulator.logic import Simulator
 from adapters.simulator.scenario import Scenario
 from adapters.simulator.transport import sim_client
@@ -222,7 +222,7 @@ def test_tiny_max_tokens_truncates_naturally(make_sim):
     assert message.usage.output_tokens == 2
 
 
-def test_rpm_limit_rejects_then_refills_with_the_clock(make_sim, clock: ManualClock):
+def test_rpm_limit_rejects_then_refills_with_the_clock(make_sim, clock: FakeClock):
     sim = make_sim(rpm_limit=2)
     client = sim_client(sim, async_=False, max_retries=0)
     create(client)

@@ -12,7 +12,7 @@ import pytest
 from openai.types import Batch, FileObject
 from openai.types.chat import ChatCompletion
 
-from adapters.simulator.clock import ManualClock
+from adapters.run.clock import FakeClock
 from adapters.simulator.logic import Simulator
 from adapters.simulator.openai_scenario import OpenAIScenario
 from adapters.simulator.openai_transport import openai_client
@@ -23,7 +23,7 @@ MODEL = "gpt-5-mini"
 RUBRIC = "You grade answers on a 1-10 scale. Reply 'Score: N' then a rationale. " * 120  # ~2,000 tokens
 
 
-def sim_and_client(clock: ManualClock, **knobs: Any) -> tuple[Simulator, openai.OpenAI]:
+def sim_and_client(clock: FakeClock, **knobs: Any) -> tuple[Simulator, openai.OpenAI]:
     oai = knobs.pop("openai", None)
     scenario = Scenario(**knobs) if oai is None else Scenario(openai=oai, **knobs)
     sim = Simulator(scenario, clock=clock)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from adapters.run.clock import FakeClock
 from adapters.simulator.cli import add_arguments, scenario_from_args
-from adapters.simulator.clock import ManualClock
 from adapters.simulator.logic import Simulator
 from adapters.simulator.scenario import BATCH_OUTCOMES, Scenario
 from adapters.simulator.wire import SimRequest
@@ -45,13 +45,13 @@ mixes = st.dictionaries(st.sampled_from(BATCH_OUTCOMES), st.floats(0.01, 1.0), m
 @example(n=1, mix={"succeeded": 1.0}, seed=0, cancel_at=0.9999999999999999, expires_after=1.0)
 @example(n=3, mix={"succeeded": 1.0}, seed=0, cancel_at=10.0, expires_after=30.0)
 def test_every_request_is_accounted_for_exactly_once(n, mix, seed, cancel_at, expires_after):
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(
         Scenario(seed=seed, batch_mix=mix, batch_seconds=10, expires_after=expires_after),
         clock=clock,
     )
     reqs = [{"custom_id": f"id-{i}", "params": params(f"q{i}")} for i in range(n)]
-    created_at = clock.now
+    created_at = clock.now()
     batch = call(sim, "POST", "/v1/messages/batches", {"requests": reqs}).json()
     if cancel_at is not None:
         # Decide on the absolute epoch times the simulator compares, not on the offsets: an offset
@@ -75,7 +75,7 @@ def test_every_request_is_accounted_for_exactly_once(n, mix, seed, cancel_at, ex
 @settings(deadline=None)
 @given(n=st.integers(0, 25), limit=st.integers(1, 30))
 def test_list_pages_partition_batches_newest_first(n, limit):
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(Scenario(), clock=clock)
     created = []
     for i in range(n):
@@ -100,7 +100,7 @@ def test_same_scenario_and_requests_give_the_same_bytes(seed, texts):
     def run() -> list[bytes]:
         sim = Simulator(
             Scenario(seed=seed, sync_fault_mix={"500": 0.2}, batch_mix={"succeeded": 0.5, "expired": 0.5}),
-            clock=ManualClock(),
+            clock=FakeClock(),
         )
         out = [call(sim, "POST", "/v1/messages", params(t)).body for t in texts]
         reqs = [{"custom_id": f"k{i}", "params": params(t)} for i, t in enumerate(texts)]
@@ -116,7 +116,7 @@ def test_same_scenario_and_requests_give_the_same_bytes(seed, texts):
 @settings(deadline=None)
 @given(max_tokens=st.integers(1, 300), text=st.text(min_size=1, max_size=200))
 def test_output_never_exceeds_max_tokens(max_tokens, text):
-    sim = Simulator(Scenario(), clock=ManualClock())
+    sim = Simulator(Scenario(), clock=FakeClock())
     message = call(sim, "POST", "/v1/messages", params(text, max_tokens=max_tokens)).json()
     assert 1 <= message["usage"]["output_tokens"] <= max_tokens
     if message["stop_reason"] == "max_tokens":

@@ -11,7 +11,7 @@ import httpx2
 import orjson
 import pytest
 
-from adapters.simulator.clock import ManualClock
+from adapters.run.clock import FakeClock
 from adapters.simulator.logic import Simulator
 from adapters.simulator.scenario import Scenario
 from adapters.simulator.server import run_server_forever, serve
@@ -141,7 +141,7 @@ def test_persist_then_500_over_http_leaves_a_batch_in_list(make_sim):
 
 
 def test_run_server_forever_announces_and_stops():
-    sim = Simulator(Scenario(), clock=ManualClock())
+    sim = Simulator(Scenario(), clock=FakeClock())
     stop = threading.Event()
     ready: list[str] = []
 

@@ -12,7 +12,7 @@ import pytest
 from adapters.providers.anthropic.batch_api import raw_error_from_sdk, raw_result_from_sdk
 from adapters.providers.anthropic.sdk_results import error_result, line_result, message_result
 from adapters.providers.anthropic.sync_api import AnthropicMessagesApi
-from adapters.simulator.clock import ManualClock
+from adapters.run.clock import FakeClock
 from adapters.simulator.logic import Simulator
 from adapters.simulator.scenario import Scenario
 from adapters.simulator.transport import sim_client
@@ -53,7 +53,7 @@ def test_the_sync_port_returns_the_account_state_as_a_value():
 
 
 def test_a_batch_line_errored_with_a_code_reads_as_the_http_error_would():
-    clock = ManualClock()
+    clock = FakeClock()
     sim = Simulator(
         Scenario(account_state="organization_on_hold", account_state_where={"lines"}), clock=clock
     )

@@ -16,8 +16,9 @@ anything else (`Record` a sub-batch's move, `Reject` a request too large for any
 held quarantines, `Begin` a round, `Say` a line on stderr), then the *operations* it may start
 concurrently, each of which ends in one event: `Create(sub)` (write the intent, then POST: `Created` or
 `CreateFailed`), `Reconcile(intents)` (list recent batches: `Listed` or `ListFailed`), `Poll(sub)`
-(`Snapshot` or `PollFailed`), `Harvest(sub)` (stream and record its lines: `Harvested`), and finally
-`Sleep(until)` when nothing can start before then, or `Done(exit_status, reason)` when the run is over.
+(`Snapshot` or `PollFailed`), `Harvest(sub)` (stream and record its lines: `Harvested`), and last
+`Wait(until)` (nothing can start before `until`; None: before an operation answers) or
+`Done(exit_status, reason)` when the run is over: the vocabulary of every machine (`judgecore.run.vocab`).
 An operation handed out moves its sub-batch to a `BUSY` phase, so it is never handed out twice.
 
 The rules, each a bound or a promise of CONTRACT.md:
@@ -75,8 +76,8 @@ from judgecore.run.batch._vocab import (
     Record,
     Release,
     Say,
-    Sleep,
     Snapshot,
+    Wait,
 )
 from judgecore.run.subbatch import Checkpoint, SubView
 
@@ -104,8 +105,8 @@ __all__ = [
     "Record",
     "Release",
     "Say",
-    "Sleep",
     "Snapshot",
     "Sub",
     "SubView",
+    "Wait",
 ]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from judgecore.decide.polling import BatchSnapshot, Wait, next_poll_action
+from judgecore.decide.polling import BatchSnapshot, PollIn, next_poll_action
 from judgecore.decide.spend import budget_line, cut_line, rerun_budget
 from judgecore.results.outcomes import classify
 from judgecore.run.batch._sub import Sub
@@ -139,7 +139,7 @@ def _created(
     if adopted:
         note = "adopted orphan" if group is None else f"adopted orphan of group {group}"
     action = next_poll_action(at, batch, run.settings.poll)
-    due = at + action.seconds if isinstance(action, Wait) else at
+    due = at + action.seconds if isinstance(action, PollIn) else at
     event, trigger = (E.ADOPTED, T.ADOPTED) if adopted else (E.CREATED, T.CREATED)
     run = run._move(sub, event, trigger, note, snap=batch, due=due, group=group, tries=0)
     if adopted:

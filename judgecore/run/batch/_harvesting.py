@@ -9,7 +9,7 @@ import attrs
 
 from judgecore.decide.deadline import _ended
 from judgecore.decide.polling import Harvest as HarvestNow
-from judgecore.decide.polling import Overdue, Wait, next_poll_action
+from judgecore.decide.polling import Overdue, PollIn, next_poll_action
 from judgecore.decide.spend import answer_cost
 from judgecore.results.outcomes import Status, classify
 from judgecore.run.batch._sub import Sub
@@ -56,8 +56,8 @@ def _polled(run: BatchRun, sub_id: int, at: float) -> BatchRun:
             return run._emit(
                 Say("warning", f"batch {s.snap.id}: {_ended(deadline)} ({s.n:,} ids left in it)")
             )
-        if isinstance(action, Wait) and at + action.seconds > deadline:
-            action = Wait(deadline - at)  # no wait runs past the deadline
+        if isinstance(action, PollIn) and at + action.seconds > deadline:
+            action = PollIn(deadline - at)  # no wait runs past the deadline
     match action:
         case HarvestNow():
             return run._step(s, T.ENDED, due=at)
@@ -65,7 +65,7 @@ def _polled(run: BatchRun, sub_id: int, at: float) -> BatchRun:
             note = "still not ended past its deadline (expires_at + grace)"
             run = run._move(s, E.OVERDUE, T.OVERDUE, note)
             return attrs.evolve(run, stuck=(*run.stuck, s.snap.id))
-        case Wait(seconds):
+        case PollIn(seconds):
             return run._step(s, T.STILL_LIVE, due=at + seconds)
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -39,8 +39,8 @@ from judgecore.run.batch._vocab import (
     Record,
     Release,
     Say,
-    Sleep,
     Snapshot,
+    Wait,
 )
 from judgecore.run.batch.batching import Intent
 from judgecore.run.batch.gate import Held
@@ -309,7 +309,8 @@ class BatchRun:
 
     def advance(self, now: float) -> tuple[BatchRun, tuple[Action, ...]]:
         """The effects to perform now, then the operations to start (marked busy in the value returned),
-        then `Sleep` or `Done` when nothing more can start now."""
+        then `Done` when the run is over, else `Wait`: until the earliest time something may start
+        (None: only until an operation in flight answers)."""
         run = self
         if not run.halted:
             run = run._plan_round()
@@ -317,21 +318,13 @@ class BatchRun:
         run = run._start_ops(now, ops)
         effects = run.pending_effects
         run = attrs.evolve(run, pending_effects=())
-        busy = any(s.phase in BUSY for s in run.subs.values())
-        tail: list[Action] = []
-        if not ops and not busy:
-            wake = run._next_wake(now)
-            if wake is None:
-                run, final = run._finish()
-                effects += final
-                tail.append(Done(run._exit_status(), run.stop))
-            else:
-                tail.append(Sleep(wake))
-        elif not ops:
-            wake = run._next_wake(now)
-            if wake is not None:
-                tail.append(Sleep(wake))
-        return run, (*effects, *ops, *tail)
+        if ops:
+            return run, (*effects, *ops, Wait(None))
+        wake = run._next_wake(now)
+        if wake is None and not any(s.phase in BUSY for s in run.subs.values()):
+            run, final = run._finish()
+            return run, (*effects, *final, Done(run._exit_status(), run.stop))
+        return run, (*effects, Wait(wake))
 
     def _active(self) -> list[Sub]:
         return [s for s in self.subs.values() if s.state in IN_FLIGHT and s.phase is not Phase.PARKED]

@@ -14,7 +14,7 @@ from judgecore.results.outcomes import Outcome, RawResult, Usage
 from judgecore.run.batch.batching import Intent, OrphanWindow, could_fit
 from judgecore.run.batch.gate import Held
 from judgecore.run.subbatch import SubEvent, SubState
-from judgecore.run.vocab import Done, Say
+from judgecore.run.vocab import Done, Say, Wait
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
 from judgecore.wire.requests import Request
 
@@ -139,14 +139,9 @@ class Harvest:
     held: tuple[Held, ...]
 
 
-@attrs.frozen
-class Sleep:
-    until: float
-
-
 Effect = Record | Release | Begin | Say
 Operation = Create | Reconcile | Poll | Harvest
-Action = Effect | Operation | Sleep | Done
+Action = Effect | Operation | Wait | Done
 
 
 # -- events -------------------------------------------------------------------------------------------

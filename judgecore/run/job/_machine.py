@@ -3,10 +3,11 @@ write the output, done.
 
 Theory of operation. `JobRun.start(custom_ids, history, policy)` takes the job's custom_ids (input
 order), what the checkpoint said before this run acted (`History`) and this run's flags
-(`JobPolicy`). The shell then loops: `advance()` returns the machine and the actions to perform now;
-an operation (`Probe`, `RunBatch`, `RunSync`, `WriteOutput`) is answered with its event through
-`on(event)`; the effects (`RecordRoute`, `Estimate`, `Connect`, `Say`) are performed in the order
-given, before the operation that follows them. The loop ends at `Done`.
+(`JobPolicy`). The shell then loops, as over every machine (`judgecore.run.vocab`): `advance(now)`
+returns the machine and the actions to perform now; an operation (`Probe`, `RunBatch`, `RunSync`,
+`WriteOutput`) is answered with its event through `on(event)`; the effects (`RecordRoute`,
+`Estimate`, `Connect`, `Say`) are performed in the order given, before the operation that follows
+them; the last action is `Wait(None)` (until the operation out answers) or `Done`, which ends the loop.
 
 The phases: `MOVES` (a missing key is an illegal move) holds the event that answers each operation
 (PROBING -Probed-> RUNNING, BATCH -BatchRan-> RUNNING, SYNC -SyncRan-> OUTPUT, WRITING -Wrote-> DONE);
@@ -32,7 +33,17 @@ from typing import assert_never
 
 import attrs
 
-from judgecore.decide.routing import DecideRoute, KeepRoute, Route, RoutePolicy, keep_or_redecide, route
+from judgecore.decide.routing import (
+    DecideRoute,
+    KeepRoute,
+    Lane,
+    Route,
+    RoutePolicy,
+    keep_or_redecide,
+    lanes_say_batch,
+    route,
+    route_lanes,
+)
 from judgecore.job.idsets import Picked
 from judgecore.job.items import RoutePath
 from judgecore.job.texts import Keyed, Texts, texts_of
@@ -54,7 +65,7 @@ from judgecore.run.job._vocab import (
     WriteOutput,
     Wrote,
 )
-from judgecore.run.vocab import Done, ExitStatus, Say
+from judgecore.run.vocab import Done, ExitStatus, Say, Wait
 
 
 @attrs.frozen(kw_only=True)
@@ -84,6 +95,10 @@ class JobPolicy:
     force: RoutePath | None = None
     otpm: int | None = None
     route_policy: RoutePolicy = attrs.Factory(RoutePolicy)
+    #: a panel across providers: its lanes, each with its own count and policy (`Lane`), the route
+    #: decided by them (`route_lanes`: batch when any lane's own count says so); empty (or one lane):
+    #: the job's count against `route_policy`
+    lanes: tuple[Lane, ...] = ()
     #: this run alone goes on the sync route, for this reason (a deadline too close for any batch:
     #: `judgecore.decide.deadline.AllSync`); the route is said, never recorded as the job's
     all_sync: str | None = None
@@ -150,15 +165,23 @@ class JobRun:
         return not h.in_flight and all(c in h.final for c in self.custom_ids)
 
     def _decision(self) -> KeepRoute | DecideRoute:
-        h = self.history
+        h, lanes = self.history, self.policy.lanes
         return keep_or_redecide(
-            h.stored, n=len(self.custom_ids), force=self.policy.force, answered=h.answered
+            h.stored,
+            n=len(self.custom_ids),
+            force=self.policy.force,
+            answered=h.answered,
+            lanes_batch=lanes_say_batch(lanes, h.stored) if len(lanes) > 1 and h.stored else None,
         )
 
     def route_now(self, otpm_read: int | None) -> Route:
         """A route decided in this run: forced, from `--otpm`, or from the tier read; with none of
-        them, on the assumed tier."""
+        them, on the assumed tier. A panel's lanes each by their own count (`route_lanes`)."""
         p, n = self.policy, len(self.custom_ids)
+        if len(p.lanes) > 1:
+            if p.force is not None or p.otpm is not None:
+                return route_lanes(p.lanes, n=n, force=p.force, otpm=p.otpm, otpm_source="flag")
+            return route_lanes(p.lanes, n=n, otpm=otpm_read)
         if p.force is not None:
             return route(n, policy=p.route_policy, force=p.force, otpm=p.otpm, otpm_source="flag")
         if p.otpm is not None:
@@ -201,11 +224,15 @@ class JobRun:
     # -- the machine ----------------------------------------------------------------------------
 
     def advance(self, now: float = 0.0) -> tuple[JobRun, tuple[Action, ...]]:
-        """What to do now: the effects queued by the last event, then the next operation (`now` is
-        unused today: no part of the job's own plan waits on the clock)."""
+        """What to do now: the effects queued by the last event, then the next operation, then `Done`,
+        or `Wait(None)`: nothing more until the operation out answers (`now` is unused today: no part
+        of the job's own plan waits on the clock)."""
         del now
         run, actions = attrs.evolve(self, queued=())._next()
-        return run, self.queued + actions
+        actions = self.queued + actions
+        if not actions or not isinstance(actions[-1], Done):
+            actions += (Wait(None),)
+        return run, actions
 
     def _next(self) -> tuple[JobRun, tuple[Action, ...]]:
 

@@ -13,7 +13,7 @@ import attrs
 
 from judgecore.decide.routing import Route
 from judgecore.results.status import Status
-from judgecore.run.vocab import Done, Say
+from judgecore.run.vocab import Done, Say, Wait
 
 
 class Phase(enum.StrEnum):
@@ -90,7 +90,7 @@ class WriteOutput:
 
 Effect = Connect | RecordRoute | Estimate | Say
 Operation = Probe | RunBatch | RunSync | WriteOutput
-Action = Effect | Operation | Done
+Action = Effect | Operation | Wait | Done
 
 
 # -- events ------------------------------------------------------------------------------------

@@ -3,13 +3,17 @@
 Theory of operation. A `SyncRun` is a frozen value; the shell drives it with two calls, in the manner
 of h11's `Connection`:
 
-    run, action = run.step(now)     # Launch | Wait | Record | Note | Done; `run` already reflects it
-    run = run.on(Answered(...))     # an answer came back (success, HTTP error or connection failure)
+    run, actions = run.advance(now)   # (*Record | Say, *Launch, Wait | Done); `run` already reflects them
+    run = run.on(Answered(...))       # an answer came back (success, HTTP error or connection failure)
+    run, effects = run.effects()      # the rows and lines that answer queued, taken out at once
 
-`step` returns the next thing to do and the value that has done it: a `Launch` is already counted in
-flight (its pacing cost and budget bound reserved), a `Record` or `Say` is already out of the outbox.
-The shell performs the action (send, sleep, durable write, stderr line) and calls `step` again; it
-owns no decision. Time (`now`) and the jitter draw (`Answered.u`) are arguments.
+`advance` returns what to do now and the value that has done it, in the order of every machine
+(`judgecore.run.vocab`): the effects queued (`Record`, `Say`: already out of the outbox), each
+`Launch` that may leave now (already counted in flight, its pacing cost and budget bound reserved),
+then `Wait` (until the next retry or pacing slot is due, or an answer comes) or `Done`. The shell
+performs them (durable write, stderr line, send, sleep) and calls `advance` again; it owns no
+decision. `effects` hands out the effects alone: the shell takes an answer and commits its rows in
+the task that received it, without waiting for its loop to wake. Time (`now`) and the jitter draw (`Answered.u`) are arguments.
 
 What the machine decides:
 
@@ -36,7 +40,7 @@ What the machine decides:
   breaker), 3 (some of this run's items are left pending) or 0.
 
 The parts: `_vocab` (the policy, the per-item values, the actions and the event) and `_machine`
-(`SyncRun`: `start`, `step`, `on`).
+(`SyncRun`: `start`, `advance`, `on`, `effects`).
 
 Modules: `_vocab` (its policy, what it keeps per item, its actions and events), `_machine` (`SyncRun`).
 May import: `judgecore.run.vocab`, `judgecore.decide`, `judgecore.results`, `judgecore.wire`, `judgecore.job`.
@@ -50,6 +54,7 @@ from judgecore.run.sync._vocab import (
     Action,
     Answered,
     Done,
+    Effect,
     Flight,
     Launch,
     Record,
@@ -70,6 +75,7 @@ __all__ = [
     "Action",
     "Answered",
     "Done",
+    "Effect",
     "Flight",
     "Launch",
     "Record",

@@ -1,4 +1,4 @@
-"""The sync run machine itself: `SyncRun`, a frozen value that `step(now)` asks what to do next and
+"""The sync run machine itself: `SyncRun`, a frozen value that `advance(now)` asks what to do next and
 `on(Answered)` tells what came back (the rules are in `judgecore.run.sync`'s docstring)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from judgecore.run.sync._vocab import (
     Action,
     Answered,
     Done,
+    Effect,
     Flight,
     Launch,
     Record,
@@ -150,44 +151,63 @@ class SyncRun:
             total = total + f.cost
         return total
 
-    # -- step ----------------------------------------------------------------------------------
+    # -- advance -------------------------------------------------------------------------------
 
-    def step(self, now: float) -> tuple[SyncRun, Action]:
-        """The next thing to do at `now`, and the run that has done it."""
-        if self.outbox:
-            return attrs.evolve(self, outbox=self.outbox[1:]), self.outbox[0]
-        if self.stop is not None:
-            return self, Done(ExitStatus.FATAL, self.stop)
-        wake: float | None = None
+    def effects(self) -> tuple[SyncRun, tuple[Effect, ...]]:
+        """The effects the answers so far have queued (rows to record, lines to say), taken out: what
+        `advance` hands out first. The shell performs them in the task that took the answer."""
+        if not self.outbox:
+            return self, ()
+        return attrs.evolve(self, outbox=()), self.outbox
+
+    def advance(self, now: float) -> tuple[SyncRun, tuple[Action, ...]]:
+        """What to do at `now`, and the run that has done it: the effects queued, every `Launch` that
+        may leave now (each already in flight in the run returned), then `Wait` or `Done`."""
+        run, out = self, list(self.outbox)
+        if out:
+            run = attrs.evolve(run, outbox=())
         deadline = self.policy.deadline
         late = deadline is not None and now >= deadline  # the end: send nothing more
-        held_back = self.out_of_budget or late
-        candidate, from_retry = (None, False) if held_back else self._candidate(now)
-        if candidate is not None and self._may_launch(candidate, now):
-            bound = candidate.todo.bound
-            if stops_for_budget(self.budget, bound, in_flight=bool(self.in_flight)):
-                return self._out_of_budget(bound).step(now)
-            if self.budget.admits(bound):
-                cost = self.pacer.estimate(candidate.todo.max_tokens)
-                wait = self.pacer.wait(now, cost)
-                if wait <= 0:
-                    return self._launch(candidate, from_retry, cost, now)
-                wake = now + max(wait, MIN_WAIT)
-        # A candidate held back by the concurrency limit, the warm-up or the budget (until an answer
-        # in flight frees its bound) waits for an answer.
-        # (the earliest retry not yet due: a due one held back by the limit waits for an answer, or
-        # for a refused request's backoff to end and hand its slot back)
-        later = next((r.due for r in self.retries if r.due > now), None) if not held_back else None
-        if later is not None:
-            wake = later if wake is None else min(wake, later)
-        if wake is not None and deadline is not None:
-            wake = min(wake, deadline)  # no wait runs past the deadline
-        if not self.in_flight and wake is None:
-            if self.held and self.record_held and not self.breaker.tripped:
-                # The run ends with the breaker undecided: what it held is final, record it.
-                return attrs.evolve(self, held=())._emit(self.held).step(now)
-            return self, self._done()
-        return self, Wait(until=wake)
+        while True:
+            if run.stop is not None:
+                out.append(Done(ExitStatus.FATAL, run.stop))
+                return run, tuple(out)
+            wake: float | None = None
+            held_back = run.out_of_budget or late
+            candidate, from_retry = (None, False) if held_back else run._candidate(now)
+            if candidate is not None and run._may_launch(candidate, now):
+                bound = candidate.todo.bound
+                if stops_for_budget(run.budget, bound, in_flight=bool(run.in_flight)):
+                    run, said = run._out_of_budget(bound).effects()
+                    out += said
+                    continue
+                if run.budget.admits(bound):
+                    cost = run.pacer.estimate(candidate.todo.max_tokens)
+                    wait = run.pacer.wait(now, cost)
+                    if wait <= 0:
+                        run, launch = run._launch(candidate, from_retry, cost, now)
+                        out.append(launch)
+                        continue
+                    wake = now + max(wait, MIN_WAIT)
+            # A candidate held back by the concurrency limit, the warm-up or the budget (until an
+            # answer in flight frees its bound) waits for an answer.
+            # (the earliest retry not yet due: a due one held back by the limit waits for an answer,
+            # or for a refused request's backoff to end and hand its slot back)
+            later = next((r.due for r in run.retries if r.due > now), None) if not held_back else None
+            if later is not None:
+                wake = later if wake is None else min(wake, later)
+            if wake is not None and deadline is not None:
+                wake = min(wake, deadline)  # no wait runs past the deadline
+            if not run.in_flight and wake is None:
+                if run.held and run.record_held and not run.breaker.tripped:
+                    # The run ends with the breaker undecided: what it held is final, record it.
+                    run, rows = attrs.evolve(run, held=())._emit(run.held).effects()
+                    out += rows
+                    continue
+                out.append(run._done())
+                return run, tuple(out)
+            out.append(Wait(wake))
+            return run, tuple(out)
 
     def _candidate(self, now: float) -> tuple[_Retry | None, bool]:
         """The item that goes next (a due retry, else the next fresh one), as a `_Retry` value."""
@@ -207,7 +227,7 @@ class SyncRun:
         # The warm-up item goes alone; nothing else leaves until it is resolved.
         return self.warming is None or (candidate.todo.custom_id == self.warming and not self.in_flight)
 
-    def _launch(self, c: _Retry, from_retry: bool, cost: Cost, now: float) -> tuple[SyncRun, Action]:
+    def _launch(self, c: _Retry, from_retry: bool, cost: Cost, now: float) -> tuple[SyncRun, Launch]:
         flight = Flight(todo=c.todo, seq=c.seq, tries=c.tries, cost=cost, sent=now)
         t = self.tally
         run = attrs.evolve(

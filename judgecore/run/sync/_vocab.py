@@ -1,6 +1,7 @@
 """The sync run's vocabulary: its policy, what it keeps per item (a todo, its tries, a request in
 flight, a retry waiting), the rows it records, and the actions it hands the shell and the event the
-shell answers with (in the manner of h11's `_events.py`)."""
+shell answers with (in the manner of h11's `_events.py`); `Wait`, `Say` and `Done` are every
+machine's (`judgecore.run.vocab`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import attrs
 from judgecore.decide.backoff import BackoffPolicy
 from judgecore.decide.ratelimit import Cost, PacingPolicy, RateLimitReading
 from judgecore.results.outcomes import Outcome
-from judgecore.run.vocab import Done, ExitStatus, Say
+from judgecore.run.vocab import Done, ExitStatus, Say, Wait
 
 #: The shortest wait the machine asks for: epoch floats near 1.8e9 resolve about 0.2 microseconds,
 #: so a shorter wait could spin without time moving.
@@ -142,20 +143,14 @@ class Launch:
 
 
 @attrs.frozen(kw_only=True)
-class Wait:
-    """Wait for an answer, or until `until` (None: for an answer only), then `step` again."""
-
-    until: float | None
-
-
-@attrs.frozen(kw_only=True)
 class Record:
     """Write these rows durably, in this order, before anything else."""
 
     rows: tuple[Row, ...]
 
 
-Action = Launch | Wait | Record | Say | Done
+Effect = Record | Say
+Action = Effect | Launch | Wait | Done
 
 
 @attrs.frozen(kw_only=True)
