@@ -1,20 +1,17 @@
-"""The output records from the checkpoint: each item's latest row made into its output object (the same
-`judgecore.results.output_line.record_of` on both routes), folded per item under a multi-request design,
+"""The output records from the checkpoint: each item's latest row made into its output object (the one
+constructor, `judgecore.results.output_line.record_of_row`, on both routes), folded per item under a multi-request design,
 streamed in input order for the output file and the Python API, and rebuilt for `summary` and `export`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-
-import orjson
 
 from adapters.checkpoint.store import Store
 from judgecore.job.consensus import fold
 from judgecore.job.designs import Design
 from judgecore.job.items import Item, Items
-from judgecore.results.outcomes import StopDetails
-from judgecore.results.output_line import record_of
+from judgecore.results.output_line import LatestRow, OutputRecord, record_of_row
 from judgecore.results.verdicts import VerdictSpec
 
 
@@ -50,15 +47,16 @@ def fold_records(
 
 def _request_records(
     store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[OutputRecord]:
     """Every item's output object from the checkpoint, in input order, streamed in one pass.
 
     The checkpoint lists a job's items in the order they were first bound, which is the input's on
     every rerun of the same file; a row out of that order (items added or moved in the input) waits
     in a small buffer until its item comes. Items of the job that this input does not hold (a rerun
     on a part of the input) follow, in the job's order, with the metadata the checkpoint keeps. An
-    item with no outcome yet is reported on the job's route (sync before one is decided); one that sits in a live batch names it. `verdict` reads each
-    succeeded answer's verdict.
+    item with no outcome yet is reported on the job's route (sync before one is decided); one that
+    sits in a live batch names it. `verdict` reads each succeeded answer's verdict. Each record is
+    made by the one constructor, `record_of_row`, from its row as the checkpoint reads it.
     """
     default_route = route.path if (route := store.route) is not None else "sync"
     waiting = store.waiting_batches()
@@ -68,8 +66,15 @@ def _request_records(
     rows = store.latest_rows()
     others: list[tuple[Any, ...]] = []  # the job's items this input does not hold (a subset of it)
     for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
-        row = early.pop(cid, None) if early else None
-        if row is None:
+        row = early.pop(cid, None) if early else next(rows, None)
+        if row is None or row[0] != cid:  # out of the input's order (or past the job's rows)
+            if row is not None:
+                wanted = wanted if wanted is not None else set(cols.custom_ids)
+                if row[0] in wanted:
+                    early[row[0]] = row
+                else:
+                    others.append(row)
+                row = None
             for got in rows:
                 if got[0] == cid:
                     row = got
@@ -81,69 +86,26 @@ def _request_records(
                 else:
                     others.append(got)
             else:
-                row = (cid, *_NO_OUTCOME)
-        yield row_record(
-            item_id, metadata_json, row, default_route=default_route, waiting=waiting, verdict=verdict
+                row = LatestRow(cid)
+        yield record_of_row(
+            row,
+            item_id=item_id,
+            metadata_json=metadata_json,
+            default_route=default_route,
+            waiting_in=waiting.get(cid) if waiting else None,
+            verdict_spec=verdict,
         )
     # then every item of the job the input left out, in the job's order: the output is the job's
     for row in (*others, *rows):
         item_id, metadata = store.bound_item(row[0])
-        yield row_record(
-            item_id, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict
+        yield record_of_row(
+            row,
+            item_id=item_id,
+            metadata_json=metadata,
+            default_route=default_route,
+            waiting_in=waiting.get(row[0]) if waiting else None,
+            verdict_spec=verdict,
         )
-
-
-#: A `Store.latest_rows()` row's columns after the custom_id for an item with no outcome recorded.
-_NO_OUTCOME = (None,) * 12 + (0, None, None)
-
-
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-
-def row_record(
-    item_id: str,
-    metadata_json: bytes | None,
-    row: Sequence[Any],
-    *,
-    default_route: str,
-    waiting: Mapping[str, str],
-    verdict: VerdictSpec | None,
-) -> dict[str, Any]:
-    """One output object from the checkpoint's row for an item (a `Store.latest_rows()` tuple), read
-    from its columns (no `Outcome` is built); an item not final yet names the live batch it waits in."""
-    usage, details = row[7], row[15]
-    return record_of(
-        item_id,
-        row[0],
-        metadata_json,
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        row[5],
-        row[6],
-        _usage(usage) if usage else None,
-        row[8],
-        row[9],
-        _stop_details(details) if details else None,
-        route=row[11] or default_route,
-        batch_id=row[12],
-        attempts=row[13],
-        verdict_spec=verdict,
-        waiting_in=waiting.get(row[0]) if waiting else None,
-    )
-
-
-def _usage(text: str) -> dict[str, int]:
-    """A stored usage's JSON object as `usage_json` makes it (its four counts, in their order)."""
-    u = orjson.loads(text)
-    return u if tuple(u) == _USAGE_KEYS else {k: u.get(k, 0) for k in _USAGE_KEYS}
-
-
-def _stop_details(text: str) -> dict[str, Any] | None:
-    """Stored stop details as `StopDetails.to_json()` writes them (None when they are not an object)."""
-    details = StopDetails.from_json(orjson.loads(text))
-    return None if details is None else details.to_json()
 
 
 def collect_records(
@@ -153,7 +115,7 @@ def collect_records(
     return {r["id"]: r for r in iter_records(store, items, verdict, design)}
 
 
-def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[str, Any]]:
+def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[OutputRecord]:
     """Every item's output object, as `run` writes it, from the checkpoint alone."""
 
     default_route = route.path if (route := store.route) is not None else "sync"
@@ -162,7 +124,14 @@ def records_from_store(store: Store, verdict: VerdictSpec | None) -> list[dict[s
     for (cid, item_id, metadata), row in zip(store.item_rows(), store.latest_rows(), strict=True):
         assert cid == row[0], "items and outcomes are read in the same order"
         out.append(
-            row_record(item_id, metadata, row, default_route=default_route, waiting=waiting, verdict=verdict)
+            record_of_row(
+                row,
+                item_id=item_id,
+                metadata_json=metadata,
+                default_route=default_route,
+                waiting_in=waiting.get(cid) if waiting else None,
+                verdict_spec=verdict,
+            )
         )
     design = store.design
     if (

@@ -28,7 +28,7 @@ from adapters.cli.remembered import (
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, _check_overlap
 from adapters.cli.status import _spend_line
 from adapters.files.items_io import load_design_input, load_input
-from adapters.files.messages import JobInput
+from adapters.files.messages import JobInput, discard_unbound
 from adapters.files.writers import write_records
 from adapters.run.job import ajudge
 from adapters.run.progress import plural, stderr_progress
@@ -70,15 +70,20 @@ def send(
     single = settings.plain  # one request per item
     # each row expanded into its requests (judgecore.job.designs): their messages built, held by the shell
     items = (
-        load_input(ns.input, job=ids_job, kind=kind)
+        load_input(ns.input, job=ids_job, kind=kind, state_dir=ns.state)
         if single
         else load_design_input(ns.input, settings.design, job=ids_job, kind=kind)
     )
     assert out is not None  # a run has a --state
-    _check_overlap(ns, kept, items.items.ids)
-    if kind == "inspect":
-        _remember_inspect_log(ns.state, ns.input)
-    return _run(ns, argv, items, rubric, settings, out, done)
+    try:
+        _check_overlap(ns, kept, items.items.ids)
+        if kind == "inspect":
+            _remember_inspect_log(ns.state, ns.input)
+        return _run(ns, argv, items, rubric, settings, out, done)
+    except BaseException:  # refused before its job was bound: what the parse kept goes (exit 2 leaves none)
+        made = getattr(items.messages, "made", None)
+        discard_unbound(ns.state, made is not None)
+        raise
 
 
 class _Terminated(Exception):

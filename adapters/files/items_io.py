@@ -13,7 +13,7 @@ import attrs
 import orjson
 
 from adapters.files.cells import dated
-from adapters.files.messages import InputMessages, JobInput, split_messages
+from adapters.files.messages import InputMessages, JobInput, kept_as_parsed, split_messages
 from adapters.files.readers import (
     InputKind,
     frame_lines,
@@ -28,7 +28,7 @@ from judgecore.job.designs import Design, design_items, expand_item, expand_temp
 from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
 from judgecore.job.items import Item, Items
-from judgecore.job.parsing import parse_item, parse_items
+from judgecore.job.parsing import Keep, parse_item, parse_items
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -60,6 +60,7 @@ def load_items(
     job: str | None = None,
     kind: InputKind | None = None,
     lazy_ids: bool = False,
+    keep: Keep | None = None,
 ) -> Items:
     """Parse an input file (JSONL, CSV, Parquet, a saved dataset, an inspect_ai log: `kind`, else by
     its name; see `adapters.files.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
@@ -69,25 +70,39 @@ def load_items(
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
     job key of the custom_ids (`adapters.checkpoint.jobkey.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, which keeps nothing): they are derived only if read
-    (`judgecore.job.parsing.parse_items`)."""
+    (`judgecore.job.parsing.parse_items`). `keep`: what takes each block's custom_ids and messages
+    as they are parsed (a run's checkpoint, `adapters.files.messages.kept_as_parsed`)."""
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
-        items = parse_items(lines, hold_messages=hold_messages, digests=digests, job=job, lazy_ids=lazy_ids)
+        items = parse_items(
+            lines, hold_messages=hold_messages, digests=digests, job=job, lazy_ids=lazy_ids, keep=keep
+        )
     if not items:
         raise UsageError(f"{path}: the input has no items")
     return items
 
 
-def load_input(path: Path, *, job: str | None = None, kind: InputKind | None = None) -> JobInput:
+def load_input(
+    path: Path,
+    *,
+    job: str | None = None,
+    kind: InputKind | None = None,
+    state_dir: Path | None = None,
+) -> JobInput:
     """A run's input (the CLI's): its items parsed keeping each message's size and digest, not the
-    messages; the run reads them from `path` again to keep them in its checkpoint
-    (`adapters.files.messages.InputMessages`), so no run holds its whole input in memory."""
+    messages, so no run holds its whole input in memory. With `state_dir` (a new job's)
+    the parse keeps the messages in that checkpoint as it reads them: the file is read once
+    (`adapters.files.messages.kept_as_parsed`); else (or where that keeps none) the run reads them from
+    `path` again to keep them (`adapters.files.messages.InputMessages`)."""
 
     kind = kind or input_kind(path)
-    items = load_items(path, hold_messages=False, job=job, kind=kind)
+    made = state_dir is not None and not state_dir.exists()
+    with kept_as_parsed(state_dir, job) as keep:
+        items = load_items(path, hold_messages=False, job=job, kind=kind, keep=keep)
     # the digests held by the source, which drops them once the checkpoint keeps them (not the items)
-    return JobInput(attrs.evolve(items, digests=None), InputMessages(path, kind, digests=items.digests))
+    source = InputMessages(path, kind, digests=items.digests, made=state_dir if made else None)
+    return JobInput(attrs.evolve(items, digests=None), source)
 
 
 def load_design_input(

@@ -2,10 +2,13 @@
 
 The serialized messages are most of a job's bytes (a judge prompt carries the completion it grades).
 The core's values never hold them for a run: the requests carry ids, sizes and max_tokens only, and
-a run's items their digests (`JobPlan.without_messages`). The shell holds a `MessageSource` instead:
-the input file read again (`InputMessages`), or the messages a design built (`HeldMessages`). Once the
-job is bound, `hand_to_checkpoint` keeps them in the checkpoint (`Store.keep_messages`) and empties
-the source; from there on the run reads back those of what it sends: a create body a slice at a time
+a run's items their digests (`JobPlan.without_messages`). A new job's input file is read once: its
+parse hands each block's messages to the checkpoint as it reads them (`kept_as_parsed`). The shell
+holds a `MessageSource` for what is not kept that way: the input file, to be read again
+(`InputMessages`: the items a resume adds, a path given to the Python API), or the messages a
+design built (`HeldMessages`). Once the job is bound, `hand_to_checkpoint` keeps those still
+missing in the checkpoint (`Store.keep_messages`) and empties the source; from there on the run
+reads back those of what it sends: a create body a slice at a time
 as it streams (`CheckpointMessages`), a sync request as it is launched. What a run holds per item is
 then its ids and sizes, whatever its prompts' length.
 """
@@ -19,12 +22,15 @@ from typing import Protocol
 
 import attrs
 
+from adapters.checkpoint.statelock import LOCK_NAME, StateLock, StateLockedError
 from adapters.checkpoint.store import Store
+from adapters.checkpoint.store.schema import STATE_FILES, holds_checkpoint
 from adapters.files.readers import InputKind, input_lines
 from judgecore.decide.planning import JobPlan
+from judgecore.job.ids import covers_content
 from judgecore.job.ints import records
 from judgecore.job.items import DIGEST_BYTES, Items, raw_digest
-from judgecore.job.parsing import iter_line_messages
+from judgecore.job.parsing import Keep, iter_line_messages
 from judgecore.values import frozen
 
 
@@ -83,6 +89,9 @@ class InputMessages:
 
     path: Path
     kind: InputKind | None = None  # the input's format (`adapters.files.readers`): read again the same way
+    #: the state dir its parse made to keep the messages in (`kept_as_parsed`): removed again by
+    #: `discard_unbound` if the run is refused before its job is bound
+    made: Path | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
     _digests: bytes | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
     _released: bool = attrs.field(default=False, eq=False, repr=False, init=False)
 
@@ -162,6 +171,67 @@ def split_messages(items: Items) -> JobInput:
     return JobInput(items.without_messages(), HeldMessages(items.messages()))
 
 
+@contextlib.contextmanager
+def kept_as_parsed(state_dir: Path | None, job: str | None) -> Iterator[Keep | None]:
+    """What keeps a new job's messages in the checkpoint of `state_dir` as its input is parsed
+    (`judgecore.job.parsing.parse_items(keep=...)`), so the file is read once: all of them committed
+    in one transaction when the block ends, none when it raises (a bad line: exit 2, and the
+    checkpoint, or the state dir, this made is removed again: `discard_unbound`). None when the dir is
+    bound to a job already (a resume: its messages are kept already; `--add-items`' are read again at
+    the hand-off, `hand_to_checkpoint`), when the job's custom_ids (`job`) do not cover their
+    messages, or when another run holds the dir (its error is the run's own lock). A `v3` custom_id
+    covers its messages, so the rows this keeps before the job is bound are the bound job's own."""
+    if state_dir is None or not covers_content(job):
+        yield None
+        return
+    made = not state_dir.exists()
+    try:
+        store = Store.open(state_dir, exclusive="run")
+    except StateLockedError:
+        yield None
+        return
+    try:
+        if store.manifest is not None:
+            store.close()
+            yield None
+            return
+        with store.keeping_messages() as keep:
+            yield keep
+    except BaseException:
+        store.close()
+        discard_unbound(state_dir, made)
+        raise
+    store.close()
+
+
+def discard_unbound(state_dir: Path, made: bool) -> None:
+    """Remove the checkpoint of `state_dir` when no job is bound to it (a new job's input parsed,
+    then refused with exit 2 before its bind): its files, and the dir when the parse `made` it, so a
+    refused run leaves no state dir behind. A dir bound to a job is left as it is, and so is one
+    another process holds (a run of its own, perhaps still parsing: its lock is taken first)."""
+    if not holds_checkpoint(state_dir):
+        return
+    try:
+        lock = StateLock.take(state_dir, "run")
+    except StateLockedError:
+        return
+    try:
+        store = Store.open_readonly(state_dir)
+        try:
+            bound = store.manifest is not None
+        finally:
+            store.close()
+        if bound:
+            return
+        for name in (*STATE_FILES, LOCK_NAME):
+            (state_dir / name).unlink(missing_ok=True)
+    finally:
+        lock.release()
+    if made:
+        with contextlib.suppress(OSError):  # something else was put there meanwhile: left
+            state_dir.rmdir()
+
+
 def hand_to_checkpoint(store: Store, job: JobPlan, source: MessageSource) -> None:
     """Keep the job's messages in `store` (those not kept yet), then empty `source`: from here on the
     run reads back the messages it sends (`CheckpointMessages`, `Store.messages_of`)."""
@@ -202,6 +272,8 @@ __all__ = [
     "InputMessages",
     "JobInput",
     "MessageSource",
+    "discard_unbound",
     "hand_to_checkpoint",
+    "kept_as_parsed",
     "split_messages",
 ]

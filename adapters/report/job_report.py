@@ -2,7 +2,7 @@
 
 Read-only: the checkpoint is opened with SQLite's `mode=ro`, no API call is made, no key is needed and
 the SDK is not imported. The output records are rebuilt from the checkpoint exactly as `run` writes them
-(the same `adapters.checkpoint.records.row_record`), with the verdict spec given by `--verdict` or else
+(the same `judgecore.results.output_line.record_of_row`), with the verdict spec given by `--verdict` or else
 the one the last run kept, so a pattern changed after the run re-scores every answer. The statistics are
 the core's (`judgecore.summary.job_summary`); this module only reads and assembles."""
 

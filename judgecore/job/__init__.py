@@ -4,7 +4,8 @@ sets of ids, judge designs and how an item's answers fold back into one verdict.
 Decides: what a valid input line is, an item's custom_id, how many requests an item asks and how
 their answers make one verdict. May import: nothing of judgecore outside this package.
 
-Modules: `parsing` (input lines into items, checked once), `nesting` (how deep a line may nest),
+Modules: `parsing` (input lines into items, checked once), `conversations` (the shape of a line's
+`messages`), `nesting` (how deep a line may nest),
 `items` (`Item`, `Items`), `ids` (custom_ids), `idsets` (sets of ids as positions), `ints` and
 `texts` (immutable integer and text columns), `columns` (sparse columns, views by position),
 `designs` (samples, pairwise, panels), `consensus` (an item's answers folded into one verdict),

@@ -4,15 +4,16 @@ once, in one pass, so that whatever is accepted can be sent and written out afte
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import chain, compress, islice, repeat
+from itertools import compress, islice, repeat
 from operator import add, is_, is_not, or_, truth
 from typing import Any
 
 import orjson
 
 from judgecore.job.columns import SparseBuilder
+from judgecore.job.conversations import check_messages, message_blocks
 from judgecore.job.errors import InputError
 from judgecore.job.ids import (
     ID_DIGEST_BYTES,
@@ -28,8 +29,6 @@ from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too
 from judgecore.job.texts import Keyed, Texts, TextsBuilder
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
-_MESSAGE_KEYS = frozenset({"role", "content"})
-_ROLES = frozenset({"user", "assistant"})
 
 #: The largest input line: the Messages API takes at most 32 MB per request.
 MAX_LINE_BYTES = 32_000_000
@@ -46,6 +45,8 @@ def _fail(line: int, reason: str) -> InputError:
 
 
 _Fields = tuple[str, int, bytes, "int | None", "bytes | None"]
+#: what takes a parsed block's messages (`parse_items(keep=...)`): its custom_ids and messages, in order
+Keep = Callable[[Sequence[str], Sequence[bytes]], None]
 
 
 def _parse_fields(line: int, raw: bytes | str) -> _Fields | None:
@@ -100,7 +101,7 @@ def _fields_of(line: int, raw: bytes | str, obj: Any, *, hold: bool = True) -> _
             raise _fail(line, f"item {item_id!r}: 'prompt' must be a non-empty string")
         messages_json = _PROMPT_HEAD + orjson.dumps(prompt) + _PROMPT_TAIL
     else:
-        _check_messages(line, item_id, messages)
+        check_messages(line, item_id, messages)
         messages_json = _dumps(messages) if hold else orjson.dumps(messages)
     max_tokens = obj.get("max_tokens")
     if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
@@ -118,48 +119,10 @@ def parse_item(line: int, raw: bytes | str) -> Item | None:
 
     Whatever is accepted can be sent and written to the output: nesting is at most `MAX_DEPTH` levels
     and a line at most `MAX_LINE_BYTES`; `messages` has the shape the Messages API takes (see
-    `_check_messages`).
+    `judgecore.job.conversations.check_messages`).
     """
     fields = _parse_fields(line, raw)
     return None if fields is None else Item(*fields)
-
-
-def _check_messages(line: int, item_id: str, messages: Any) -> None:
-    """Roles `user`/`assistant`; content a non-empty string or a non-empty list of blocks, each an
-    object with a string `type` (a `text` block with a string `text`; block types the API may add
-    later pass through untouched); no other key on a message."""
-    if type(messages) is not list or not messages:
-        raise _fail(line, f"item {item_id!r}: 'messages' must be a non-empty list")
-    for n, msg in enumerate(messages):
-        # the usual message, `{"role": ..., "content": "text"}`, in one test
-        role = msg.get("role") if type(msg) is dict else None
-        if type(role) is str and role in _ROLES and len(msg) == 2:
-            content = msg.get("content")
-            if type(content) is str and content:
-                continue
-        if type(msg) is not dict:
-            raise _bad_message(line, item_id, n, " must be an object")
-        if not msg.keys() <= _MESSAGE_KEYS:
-            extra = ", ".join(sorted(set(msg) - _MESSAGE_KEYS))
-            raise _bad_message(
-                line, item_id, n, f" has unknown key(s) {extra}; a message has only 'role' and 'content'"
-            )
-        if type(role) is not str or role not in _ROLES:
-            raise _bad_message(line, item_id, n, ".role must be 'user' or 'assistant'")
-        content = msg.get("content")
-        if type(content) is str and content:
-            continue
-        if type(content) is not list or not content:
-            raise _bad_message(line, item_id, n, ".content must be a non-empty string or list of blocks")
-        for k, block in enumerate(content):
-            if type(block) is not dict or type(block.get("type")) is not str or not block["type"]:
-                raise _bad_message(line, item_id, n, f".content[{k}] must be an object with a string 'type'")
-            if block["type"] == "text" and type(block.get("text")) is not str:
-                raise _bad_message(line, item_id, n, f".content[{k}] is a text block without a string 'text'")
-
-
-def _bad_message(line: int, item_id: str, n: int, what: str) -> InputError:
-    return _fail(line, f"item {item_id!r}: messages[{n}]{what}")
 
 
 #: Lines validated at a time by `_block_columns`: a block's parsed objects are held together, so
@@ -184,10 +147,13 @@ class _Columns:
         "metadata",
         "n",
         "sizes",
+        "spool",
     )
 
-    def __init__(self, *, hold: bool, digests: bool) -> None:
+    def __init__(self, *, hold: bool, digests: bool, spool: bool = False) -> None:
         self.hold, self.digests = hold, digests and not hold
+        #: the messages of the ids not flushed yet, for `parse_items`'s `keep` (None: none kept)
+        self.spool: list[bytes] | None = [] if spool else None
         self.n = 0  # the items so far
         self.ids: list[str] = []
         self.lines = LinesBuilder()
@@ -212,6 +178,8 @@ class _Columns:
             self.messages.append(f[2])
         elif self.digests:
             self.digest_bytes += raw_digest(f[2], f[3])
+        if self.spool is not None:
+            self.spool.append(f[2])
 
 
 def parse_items(
@@ -221,6 +189,7 @@ def parse_items(
     digests: bool = True,
     job: str | None = None,
     lazy_ids: bool = False,
+    keep: Keep | None = None,
 ) -> Items:
     """Parse a whole JSONL file (an iterable of its lines); blank lines skipped, first error raised.
 
@@ -243,9 +212,16 @@ def parse_items(
     when first read (`judgecore.job.items.CustomIds`), and a repeated id is told by the ids' own hashes.
     Only a custom_id collision of distinct ids (two equal 120-bit digests) goes unlooked-for: nothing
     of the job is ever kept under those custom_ids by a dry run.
+
+    `keep` (a run's, with `hold_messages=False` and a `v3` job key): each block's custom_ids and
+    messages are handed to it as the block is parsed, `(custom_ids, messages_json)` in the items'
+    order, so a run's checkpoint keeps its messages from this one read of its input (the parse holds a
+    block's at a time). A `v3` custom_id covers its messages, so what is kept under one never differs.
     """
     content = covers_content(job)  # each custom_id covers its item's digest: kept to derive them
-    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids))
+    if keep is not None and (hold_messages or lazy_ids or not content):
+        raise ValueError("keep= takes the messages of a run's parse: hold_messages=False, a v3 job key")
+    cols = _Columns(hold=hold_messages, digests=digests or (content and not lazy_ids), spool=keep is not None)
     ids, id_digests, hashes = TextsBuilder(), bytearray(), array("q")
     rows = iter(lines)
     first = 1
@@ -263,14 +239,18 @@ def parse_items(
         if lazy_ids or content:  # a `v3` id covers its content: equal ids may have distinct digests
             hashes.extend(map(hash, chunk))
         if not lazy_ids:  # equal custom_ids have equal digests: distinct digests, distinct custom_ids
-            id_digests.extend(digests_for(chunk, job=job, contents=contents(cols.n - len(chunk), cols.n)))
+            made = digests_for(chunk, job=job, contents=contents(cols.n - len(chunk), cols.n))
+            id_digests.extend(made)
+            if keep is not None and cols.spool is not None and chunk:
+                keep(custom_ids_of_digests(chunk, made), cols.spool)
+                cols.spool = []
         cols.ids = []
 
     while block := list(islice(rows, BLOCK_LINES)):
         if not _block_columns(cols, block, first):
             _line_by_line(cols, block, first)
         first += len(block)
-        if len(cols.ids) >= CHUNK_IDS:
+        if keep is not None or len(cols.ids) >= CHUNK_IDS:  # kept: a block's messages at a time
             flush()
     flush()
     # the ids' hashes looked at and dropped, then each column built in turn: one copy at a time on top
@@ -335,7 +315,7 @@ def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
                 cols.sizes.append(len(dumps(prompt)) + head_tail)
                 cols.n += 1
                 continue
-        cols.add(_fields_of(n, raw, obj, hold=cols.hold))
+        cols.add(_fields_of(n, raw, obj, hold=cols.hold or cols.spool is not None))
 
 
 _NONE = type(None)
@@ -347,7 +327,7 @@ _ABSENT = object()  # a key not in the line (`"metadata": null` is metadata, kep
 def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool:
     """Validate `block` (the first being line `first`) a column at a time, each check one C-level pass
     over the block (`map` of a builtin), and add its items to `cols`: the same rules as `_fields_of`
-    and `_check_messages` line by line, stated over columns. False (nothing added) when the block
+    and `judgecore.job.conversations.check_messages` line by line, stated over columns. False (nothing added) when the block
     is not plainly valid, for `_line_by_line` to name its first bad line, or skip its blank ones."""
     try:  # the whole block within one line's limit: no line is over it (one copy in C, no pass)
         short = len(b"".join(block) if type(block[0]) is bytes else "".join(block)) <= MAX_LINE_BYTES
@@ -379,7 +359,7 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         return False
     content_blocks = False  # whether a message's content is a list of blocks (which may nest deep)
     if convs:
-        content_blocks = _message_blocks(convs)
+        content_blocks = message_blocks(convs)
         if content_blocks is None:
             return False
     max_tokens = list(map(dict.get, objs, repeat("max_tokens")))
@@ -439,7 +419,7 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
             messages_sizes = map(len, map(dumps, convs))
             cols.sizes.extend(list(map(next, map((messages_sizes, prompt_sizes).__getitem__, is_prompt))))
         return True
-    enc = _dumps if cols.hold else dumps
+    enc = _dumps if cols.hold or cols.spool is not None else dumps
     head, tail = _PROMPT_HEAD, _PROMPT_TAIL
     mjs = [
         head + dumps(p) + tail if p is not None else enc(m) for p, m in zip(prompts, messages, strict=True)
@@ -449,44 +429,12 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         cols.messages += mjs
     elif cols.digests:
         cols.digest_bytes += b"".join(map(raw_digest, mjs, max_tokens))
+    if cols.spool is not None:
+        cols.spool += mjs
     return True
 
 
 _not_none = partial(is_not, None)
-
-
-def _message_blocks(convs: list[Any]) -> bool | None:
-    """Whether any of the conversations `convs` (a block's, each a non-empty list) has content
-    blocks, when every one is a conversation `_check_messages` accepts, checked a column of messages
-    (and of content blocks) at a time; None when one is not, or not plainly so. A message's content
-    of a string cannot nest: only content blocks need a look at the depth."""
-    flat = list(chain.from_iterable(convs))
-    try:
-        roles = list(map(dict.get, flat, repeat("role")))  # a message that is no object: TypeError
-        if not set(roles) <= _ROLES or set(map(len, flat)) != {2}:  # an unhashable role: TypeError
-            return None
-    except TypeError:
-        return None
-    # two keys, a role among them: the other is `content`, checked now
-    contents = list(map(dict.get, flat, repeat("content")))
-    if "" in contents:
-        return None
-    try:
-        "".join(contents)  # every content a string (the usual): no blocks
-        return False
-    except TypeError:
-        pass
-    content_types = set(map(type, contents))
-    if not content_types <= {str, list} or [] in contents:
-        return None
-    blocks = list(chain.from_iterable(compress(contents, map(is_, map(type, contents), repeat(list)))))
-    if set(map(type, blocks)) != {dict}:
-        return None
-    block_types = list(map(dict.get, blocks, repeat("type")))
-    if set(map(type, block_types)) != {str} or "" in block_types:
-        return None
-    texts = compress(map(dict.get, blocks, repeat("text")), map("text".__eq__, block_types))
-    return True if set(map(type, texts)) <= {str} else None
 
 
 def iter_line_messages(lines: Iterable[bytes | str]) -> Iterator[tuple[int, str, bytes, int | None]]:

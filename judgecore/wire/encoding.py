@@ -8,12 +8,16 @@ slice at a time) and hands them here, one per request, in order. The sizes the c
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from itertools import accumulate, chain, islice, repeat
 
-from judgecore.wire.requests import Request, RequestTemplate
+from judgecore.wire.requests import Request, Requests, RequestTemplate
 
 #: About how many bytes each piece of a streamed create body holds (`create_body_chunks`).
 CHUNK_BYTES = 256 * 1024
+#: Requests a streamed body of one model's requests joins at a time, a column at a time (`_column_chunks`).
+SLICE = 32
 
 
 def create_body(requests: Iterable[Request], template: RequestTemplate, messages: Iterable[bytes]) -> bytes:
@@ -43,7 +47,13 @@ def create_body_chunks(
     Requests are joined into a piece until it reaches `chunk_bytes` (a request is never split); a
     request of `chunk_bytes` or more goes out as its own pieces, uncopied (its messages and the shared
     rubric as they are given). So no piece is a copy of more than twice `chunk_bytes`.
+
+    A `Requests` view of one model's requests (no panel) is encoded from its columns, `SLICE`
+    requests joined at a time in C (`_column_chunks`): the same bytes, no `Request` built per request.
     """
+    if isinstance(requests, Requests) and requests.one_model(template.model):
+        yield from _column_chunks(requests, template, messages, chunk_bytes)
+        return
     parts = [b'{"requests":[']
     held = len(parts[0])
     for n, (req, mj) in enumerate(zip(requests, messages, strict=True)):
@@ -60,5 +70,71 @@ def create_body_chunks(
         if held >= chunk_bytes:
             yield b"".join(parts)
             parts, held = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)
+
+
+def _column_chunks(
+    requests: Requests, template: RequestTemplate, messages: Iterable[bytes], chunk_bytes: int
+) -> Iterator[bytes]:
+    """`create_body_chunks` of one model's requests, from their columns, in the same pieces: a
+    slice of `SLICE` requests is read at a time, and the requests of a piece in it are joined in one
+    C-level pass (the shared pieces repeated), up to the one that brings the piece to `chunk_bytes`
+    (told by the running sum of their sizes); a slice holding a request of `chunk_bytes` or more goes
+    request by request, as `create_body_chunks` does."""
+    head, tail, open_ = template._head, template._tail_prefix, b'{"custom_id":"'
+    lead = b"," + open_
+    rows = zip(requests.custom_ids, requests.max_tokens, requests.sizes, messages, strict=True)
+    parts = [b'{"requests":[']
+    held = len(parts[0])
+    sep = b""  # before each request but the first
+    while batch := list(islice(rows, SLICE)):
+        cids, mts, sizes, mjs = zip(*batch, strict=True)
+        if max(sizes) < chunk_bytes:
+            ids, max_tokens = list(map(str.encode, cids)), list(map(str.encode, map(str, mts)))
+            steps = [s + 1 for s in sizes]  # each request and the comma before it
+            if not sep:
+                steps[0] -= 1
+            start, n = 0, len(sizes)
+            while start < n:
+                held_after = list(accumulate(steps[start:], initial=held))
+                stop = min(start + bisect_left(held_after, chunk_bytes, 1), n)  # the piece's last one
+                joined = b"".join(
+                    chain.from_iterable(
+                        zip(
+                            repeat(lead),
+                            ids[start:stop],
+                            repeat(head),
+                            max_tokens[start:stop],
+                            repeat(tail),
+                            mjs[start:stop],
+                            repeat(b"}}"),
+                        )
+                    )
+                )
+                parts.append(joined if sep else joined[1:])
+                sep = b","
+                held = held_after[stop - start]
+                if held >= chunk_bytes:
+                    yield b"".join(parts)
+                    parts, held = [], 0
+                start = stop
+            continue
+        for cid, mt, req_size, mj in batch:
+            if sep:
+                parts.append(sep)
+                held += 1
+            sep = b","
+            pieces = (open_, cid.encode("ascii"), head, str(mt).encode("ascii"), tail, mj, b"}}")
+            if req_size >= chunk_bytes:
+                yield b"".join(parts)
+                yield from pieces
+                parts, held = [], 0
+                continue
+            parts.extend(pieces)
+            held += req_size
+            if held >= chunk_bytes:
+                yield b"".join(parts)
+                parts, held = [], 0
     parts.append(b"]}")
     yield b"".join(parts)

@@ -227,6 +227,12 @@ class Requests(Sequence[Request]):
         """The byte length of each request's serialized messages."""
         return self._column(self._msg_sizes)
 
+    def one_model(self, model: str) -> bool:
+        """Whether every request of this view asks `model` (the template's: no panel's other judge)."""
+        if self._models is None:
+            return True
+        return all(m is None or m == model for m in self.models)
+
     def bound_inputs(self, position: int) -> tuple[int, int]:
         """`(size, max_tokens)` of the request at `position` of the columns: what bounds its cost."""
         return self._sizes.view[position], self._max_tokens.view[position]

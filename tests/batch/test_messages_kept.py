@@ -202,8 +202,8 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
 
 
 def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(tmp_path: Path) -> None:
-    """`judge(items="in.jsonl")` runs as the CLI does: the plan holds no messages and the run reads
-    them from the file again when it hands them to its checkpoint."""
+    """`judge(items="in.jsonl")`: the plan holds no messages and the run reads them from the file
+    again when it hands them to its checkpoint (its state dir is made by the run, not the parse)."""
     from adapters.files.messages import InputMessages
     from adapters.run.planning import run_job_of
     from adapters.run.settings import JobSettings
@@ -285,3 +285,104 @@ def test_the_digests_lent_for_a_run_s_custom_ids_are_the_ones_held_not_rebuilt(t
     assert held == expected
     split = split_messages(parse_items(path.read_bytes().splitlines()))
     assert joined_digests(split.messages, split.items) == expected
+
+
+def _job_key(settings: object, rubric: str | None = None) -> str:
+    from adapters.checkpoint.jobkey import ids_job_for
+
+    return ids_job_for(None, settings.manifest(rubric))  # type: ignore[attr-defined]
+
+
+def test_a_new_job_s_input_is_read_once_what_is_sent_is_what_was_parsed(tmp_path: Path) -> None:
+    """A run's parse keeps each message in the new job's checkpoint as it reads the file: the
+    file is not read again (an edit after the parse changes nothing the run sends), and what the
+    checkpoint keeps is what a parse holding the messages gives, under the same custom_ids."""
+    from adapters.files.items_io import load_input, load_items
+    from adapters.run.settings import JobSettings
+
+    rows = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"é {i} " * i}]} for i in range(1, 300)]
+    rows += [{"id": "last", "prompt": "東 plain", "max_tokens": 9}]
+    path = _write(tmp_path / "in.jsonl", rows)
+    job = _job_key(JobSettings(model="claude-sonnet-4-6", max_tokens=64))
+    lean = load_input(path, job=job, state_dir=tmp_path / "s")
+    path.write_bytes(b"")  # read once: the run no longer needs the file
+    held = load_items(_write(tmp_path / "again.jsonl", rows), job=job)
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"m": 1}, lean.bindings(), ids_job=job)
+        hand_to_checkpoint(store, _plan(lean.items), lean.messages)  # nothing left to read: no error
+        assert list(held.messages()) == store.messages_of(list(held.custom_ids))
+        assert 0 == store.messages_missing_count()
+    finally:
+        store.close()
+
+
+def test_a_bad_line_leaves_a_new_state_dir_without_a_checkpoint(tmp_path: Path) -> None:
+    """The parse's messages are committed only once the whole input is read: a bad line is exit 2
+    naming it, and the new state dir is left holding no checkpoint (nor any message)."""
+    from adapters.checkpoint.store.schema import holds_checkpoint
+    from adapters.files.items_io import load_input
+    from adapters.run.settings import JobSettings
+    from adapters.usage import UsageError
+
+    rows = [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(500)]
+    path = _write(tmp_path / "in.jsonl", rows)
+    with path.open("ab") as f:
+        f.write(b'{"id": "bad"}\n')
+    (tmp_path / "s").mkdir()
+    job = _job_key(JobSettings(model="claude-sonnet-4-6", max_tokens=64))
+    with pytest.raises(UsageError, match=r"in.jsonl:501: .*exactly one of 'prompt' or 'messages'"):
+        load_input(path, job=job, state_dir=tmp_path / "s")
+    assert not holds_checkpoint(tmp_path / "s")
+    with pytest.raises(UsageError, match=r"in.jsonl:501: "):  # a dir the parse made: removed
+        load_input(path, job=job, state_dir=tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_resumed_job_s_input_adds_only_its_new_items_messages_read_again(tmp_path: Path) -> None:
+    """A state dir bound to its job already keeps its messages: a resume's parse keeps none (the
+    items added to the job are read from the file again at the hand-off, checked against it)."""
+    from adapters.files.items_io import load_input
+    from adapters.run.settings import JobSettings
+
+    job = _job_key(JobSettings(model="claude-sonnet-4-6", max_tokens=64))
+    first = [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(5)]
+    path = _write(tmp_path / "in.jsonl", first)
+    lean = load_input(path, job=job, state_dir=tmp_path / "s")
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"m": 1}, lean.bindings(), ids_job=job)
+        hand_to_checkpoint(store, _plan(lean.items), lean.messages)
+    finally:
+        store.close()
+    more = [*first, {"id": "q5", "prompt": "added"}]
+    _write(path, more)
+    lean = load_input(path, job=job, state_dir=tmp_path / "s")
+    store = Store.open(tmp_path / "s")
+    try:
+        assert 5 == len(store.messages_of([c for c in lean.items.custom_ids][:5]))
+        store.bind_job({"m": 1}, lean.bindings(), ids_job=job)
+        assert 1 == store.messages_missing_count()  # the new item's: not kept by the resume's parse
+        _write(path, [*first, {"id": "q5", "prompt": "edited since"}])
+        with pytest.raises(InputChangedError):  # read again, so checked against the parse
+            hand_to_checkpoint(store, _plan(lean.items), lean.messages)
+    finally:
+        store.close()
+
+
+def test_a_refused_run_leaves_alone_a_new_state_dir_another_run_holds(tmp_path: Path) -> None:
+    """Two runs started on one new state dir: the one refused (the dir is locked) removes nothing of
+    the other's, which may still be parsing its input (no job bound yet); alone, the same dir's
+    unbound checkpoint is removed."""
+    from adapters.checkpoint.store.schema import holds_checkpoint
+    from adapters.files.messages import discard_unbound
+
+    state = tmp_path / "s"
+    holder = Store.open(state, exclusive="run")  # the other run, its job not bound yet
+    try:
+        discard_unbound(state, made=True)
+        assert holds_checkpoint(state)
+    finally:
+        holder.close()
+    discard_unbound(state, made=True)
+    assert not state.exists()

@@ -67,3 +67,39 @@ def test_each_output_line_is_the_bytes_of_its_recorded_outcome(cases, with_verdi
             store.close()
     assert b"".join(expected) == got
     assert len(unique) == len([orjson.loads(line) for line in got.splitlines()])
+
+
+def test_the_checkpoint_s_row_is_read_by_the_names_of_the_one_record_s_columns(tmp_path: Path) -> None:
+    """`Store.latest_rows` gives the columns `LatestRow` names, in its order: a recorded answer read
+    back by name is the answer, and its output object is the one `record_for` makes of it."""
+    from judgecore.results.output_line import LatestRow, record_of_row
+    from judgecore.results.resultlines import line_outcome
+
+    answer = line_outcome(
+        {
+            "type": "succeeded",
+            "message": {
+                "content": [{"type": "text", "text": "Score: 7"}],
+                "stop_reason": "end_turn",
+                "model": "m1",
+                "usage": {"input_tokens": 5, "output_tokens": 2},
+            },
+        }
+    )
+    store = Store.open(tmp_path / "s")
+    try:
+        store.bind_job({"model": "m"}, [("c-1", "q1", "d")])
+        store.record_outcomes(
+            [OutcomeRow(custom_id="c-1", outcome=answer, route="batch", at=1.0, attempts=1)]
+        )
+        row = LatestRow(*next(iter(store.latest_rows())))
+    finally:
+        store.close()
+    assert (row.custom_id, row.status, row.text, row.model, row.route, row.attempts) == (
+        "c-1", "succeeded", "Score: 7", "m1", "batch", 1,
+    )  # fmt: skip
+    made = record_of_row(row, item_id="q1", metadata_json=None, default_route="sync", verdict_spec=PATTERN)
+    assert made == record_for(
+        "q1", "c-1", None, answer, route="batch", batch_id=None, attempts=1, verdict_spec=PATTERN
+    )
+    assert made["verdict"] == {"score": 7} and made["usage"]["input_tokens"] == 5

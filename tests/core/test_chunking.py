@@ -227,3 +227,13 @@ def test_sub_batches_cut_short_by_bytes_then_by_count_are_the_greedy_ones(sizes,
     subs = chunk(reqs, max_requests=max_requests, max_bytes=max_bytes)
     assert [[r.size for r in sb.requests] for sb in subs] == _greedy(sizes, max_requests, max_bytes)
     assert [sb.size for sb in subs] == [body_size([r.size for r in sb.requests]) for sb in subs]
+
+
+@given(chunk_cases(), st.integers(64, 3000))
+def test_a_view_s_columns_stream_the_bytes_its_requests_stream_one_by_one(case, chunk_bytes):
+    """A `Requests` view of one model's requests is encoded from its columns, a slice at a time: the
+    same pieces as its `Request`s encoded one by one."""
+    template, reqs, _, _ = case
+    one_by_one = list(create_body_chunks(tuple(reqs), template, messages_of(reqs), chunk_bytes))
+    columns = list(create_body_chunks(reqs, template, messages_of(reqs), chunk_bytes))
+    assert one_by_one == columns  # the same bytes, in the same pieces

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 _IN_CHUNK = 500
 
@@ -34,6 +35,16 @@ class KeptMessages:
         an id (a changed item is a content conflict), so one kept already is left as it is."""
         with self._tx() as c:
             c.executemany("INSERT OR IGNORE INTO item_messages (custom_id, messages) VALUES (?, ?)", rows)
+
+    @contextlib.contextmanager
+    def keeping_messages(self) -> Iterator[Callable[[Sequence[str], Sequence[bytes]], None]]:
+        """`keep_messages` a part at a time, in one transaction: the block yields a function that
+        keeps `(custom_ids, messages)` (a parse's blocks, as it reads them); all are committed when the
+        block ends, none when it raises."""
+        q = "INSERT OR IGNORE INTO item_messages (custom_id, messages) VALUES (?, ?)"
+        with self._tx() as c:
+            many = c.executemany
+            yield lambda cids, messages: many(q, zip(cids, messages, strict=True))
 
     def messages_of(self, custom_ids: Sequence[str]) -> list[bytes]:
         """The kept messages of these custom_ids, in the order given; `KeyError` for one not kept."""

@@ -68,7 +68,7 @@ class Outcomes:
 
     def latest_rows(self) -> Iterator[tuple[Any, ...]]:
         """Every item's latest outcome as the checkpoint holds it, in input order, one tuple of columns
-        each (see `LATEST_COLUMNS`; all None but `custom_id` and `attempts` 0 for an item with none).
+        each (the columns of `judgecore.results.output_line.LatestRow`, in its order; all None but `custom_id` and `attempts` 0 for an item with none).
 
         A final outcome wins over any later non-final one (a final id is never sent again, but a
         duplicate result line could still arrive), and the newest among equals; `attempts` is the sends
@@ -119,27 +119,6 @@ class Outcomes:
         non-final one, and among finals the newest: as `latest`), without building outcomes."""
         q = "SELECT o.text FROM latest l JOIN outcomes o ON o.row = l.row WHERE l.status = 'succeeded'"
         return (text for (text,) in self._conn.execute(q))
-
-
-#: The columns of a `latest_rows` tuple, by position.
-LATEST_COLUMNS = (
-    "custom_id",
-    "status",
-    "failure",
-    "reason",
-    "text",
-    "stop_reason",
-    "model",
-    "usage",
-    "error_type",
-    "error_message",
-    "retry_after",
-    "route",
-    "batch_id",
-    "attempts",
-    "error_code",
-    "stop_details",
-)
 
 
 _STATUS = {s.value: s for s in Status}
