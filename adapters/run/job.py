@@ -38,7 +38,7 @@ from adapters.run.deadline import all_sync_reason, start_tokens_each
 from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
 from adapters.run.events import Emit, Event, Notice, discard
 from adapters.run.interpreter import Interpreter
-from adapters.run.operations import Ports, connect, probe_one
+from adapters.run.operations import Ports, close_owned, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
 from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
 from adapters.run.result import JudgeResult
@@ -264,7 +264,11 @@ async def _run(
             return None
 
         loop = Interpreter(run, clock, perform, inline=True)
-        done = await loop.run()
+        try:
+            done = await loop.run()
+        finally:
+            if ports is not None:
+                await close_owned(ports)
         run = loop.machine
         assert written is not None
         money = spend_from_store(store)

@@ -56,6 +56,8 @@ class Ports:
     rng: random.Random
     #: a client per lane of a panel across families (`adapters.run.panels.lane_of`), `client` among them
     clients: Mapping[str, Any] = attrs.field(factory=dict)
+    #: the clients `connect` built (not a caller's own `client`): the run closes them (`close_owned`)
+    owned: tuple[Any, ...] = ()
 
 
 def connect(
@@ -90,8 +92,10 @@ def connect(
         sync_settings = sync_settings_for(settings, environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    given = client
     client = client or provider.client(environ)
     clients = clients_for(settings.models, settings.request_model, client, environ)
+    owned = tuple(c for c in {id(c): c for c in clients.values()}.values() if c is not given)
     try:
         hand_to_checkpoint(store, job, messages)
     except InputChangedError as exc:
@@ -106,7 +110,17 @@ def connect(
         emit=emit,
         rng=rng,
         clients=clients,
+        owned=owned,
     )
+
+
+async def close_owned(p: Ports) -> None:
+    """Close the clients the run built (a caller's own `client` stays the caller's): their pools'
+    sockets would otherwise stay open until the process ends, one or two a run, in a program that
+    runs job after job (`judge()` in a loop, a test suite) until `select()` runs out of descriptors."""
+    for c in p.owned:
+        with contextlib.suppress(Exception):  # a close that fails loses nothing: the run has ended
+            await c.close()
 
 
 def budget_now(store: Store, settings: JobSettings) -> Budget | None:

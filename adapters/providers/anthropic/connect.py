@@ -19,8 +19,14 @@ def client(environ: Mapping[str, str]) -> Any:
     if not environ.get("ANTHROPIC_API_KEY") and not environ.get("ANTHROPIC_AUTH_TOKEN"):
         raise UsageError("ANTHROPIC_API_KEY is not set (nothing was sent); `judgecore demo` needs no key")
     # Our own loops own every retry (adapters/providers/anthropic/sync_api.py, batch_api.py); the SDK's
-    # retries are set per call there, so the client default does not matter for correctness.
-    return anthropic.AsyncAnthropic(max_retries=0)
+    # retries are set per call there, so the client default does not matter for correctness. The key,
+    # token and base URL are the ones checked above (`judge(environ=...)` may differ from os.environ).
+    return anthropic.AsyncAnthropic(
+        api_key=environ.get("ANTHROPIC_API_KEY") or None,
+        auth_token=environ.get("ANTHROPIC_AUTH_TOKEN") or None,
+        base_url=environ.get("ANTHROPIC_BASE_URL") or None,
+        max_retries=0,
+    )
 
 
 def local_client(base_url: str, api_key: str) -> Any:
