@@ -14,7 +14,6 @@ from typing import Any
 
 import attrs
 
-import adapters.run.sync  # noqa: F401
 from adapters.checkpoint.reads import budget_from_store
 from adapters.checkpoint.store import Store
 from adapters.files.items_io import bulk_allocation
