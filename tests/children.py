@@ -32,6 +32,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -53,6 +54,15 @@ PRELOAD = (
 
 
 # -- the test's side ---------------------------------------------------------------------------------
+
+
+def readable(source: Any, timeout: float | None) -> bool:
+    """Whether `source` (a socket, a file descriptor) can be read within `timeout` seconds (None: at
+    all): poll(2), not select(2), which fails with "filedescriptor out of range" once a process holds
+    more than 1,024 descriptors (FD_SETSIZE), as a long test session's worker may."""
+    poller = select.poll()
+    poller.register(source, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else max(0.0, timeout) * 1000))
 
 
 class _Text:
@@ -77,8 +87,7 @@ class Child:
 
     def _line(self, timeout: float | None) -> bytes:
         while b"\n" not in self._buf:
-            ready, _, _ = select.select([self._conn], [], [], timeout)
-            if not ready:
+            if not readable(self._conn, timeout):
                 raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
             chunk = self._conn.recv(4096)
             if not chunk:

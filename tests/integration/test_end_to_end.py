@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from adapters.simulator.scenario import Scenario
+from tests.children import readable
 from tests.integration.conftest import ROOT, RUBRIC, kept_ids_job, read_output, write_items
 
 pytestmark = pytest.mark.integration
@@ -222,7 +223,6 @@ def test_a_terminal_that_hangs_up_mid_run_leaves_the_output_written(served, tmp_
     import fcntl
     import os
     import pty
-    import select
     import sys
     import termios
     import threading
@@ -251,7 +251,7 @@ def test_a_terminal_that_hangs_up_mid_run_leaves_the_output_written(served, tmp_
 
     def drain() -> None:  # the terminal's reader: the live view never blocks on a full pty
         while not stop.is_set():
-            if select.select([master], [], [], 0.05)[0]:
+            if readable(master, 0.05):
                 try:
                     os.read(master, 65536)
                 except OSError:
