@@ -157,12 +157,14 @@ def test_a_bounded_queue_finishes_without_a_503_storm(served, tmp_path: Path) ->
     assert statuses.count(200) == 200
     refused = statuses.count(503)
     # the first burst (32 sent into room for 8) is refused, then the limit is cut and stays cut: in
-    # the run's second half, where a storm would keep on, a rare probe of the bound at most
+    # the run's second half, where a storm would keep on (at 32 into room for 8, three sends in four
+    # refused), a rare probe of the bound at most: 0 of about 110 on a quiet machine, 6 seen once on
+    # a loaded CI machine (the probes come as latency moves), far from a storm's 75%
     times = [e.time for e in _chats(s)]
     middle = (times[0] + times[-1]) / 2
     assert refused < 0.25 * 200, refused
     late = [e.status for e in _chats(s) if e.time > middle]
-    assert late.count(503) <= max(2, 0.05 * len(late)), late.count(503)
+    assert late.count(503) <= max(2, 0.10 * len(late)), late.count(503)
     assert "concurrency 32 ->" in res.stderr  # the user is told the server refused and the limit fell
 
 
