@@ -266,20 +266,20 @@ def plan_of(
             k = sum(n for p, n, _, _ in by_provider if p == name)  # a provider batching per judge: summed
             by_provider = [e for e in by_provider if e[0] != name]
             by_provider.append((name, k + len(made), own.requests, own.bytes))
+    whole = _plan(
+        job,
+        requests,
+        chosen,
+        subs,
+        rubric,
+        settings,
+        final=final,
+        live=live,
+        learned=learned,
+        spent=spent,
+        caps=caps,
+    )
     if not settings.plain and not design.single:
-        whole = _plan(
-            job,
-            requests,
-            chosen,
-            subs,
-            rubric,
-            settings,
-            final=final,
-            live=live,
-            learned=learned,
-            spent=spent,
-            caps=caps,
-        )
         by_judge: list[tuple[str, float | None]] = []
         sync_costs: list[float | None] = []
         if design.judges:
@@ -330,19 +330,7 @@ def plan_of(
             route_by_judge=routes if design.judges else (),
             sub_batches_by_provider=tuple(by_provider),
         )
-    return _plan(
-        job,
-        requests,
-        chosen,
-        subs,
-        rubric,
-        settings,
-        final=final,
-        live=live,
-        learned=learned,
-        spent=spent,
-        caps=caps,
-    )
+    return whole
 
 
 def _batch_judges(job: JobPlan, settings: JobSettings, chosen: Route) -> frozenset[str]:
