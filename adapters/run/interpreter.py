@@ -119,15 +119,7 @@ class Interpreter(Generic[M]):
             raise RuntimeError(f"{type(self.machine).__name__} waits for an answer with nothing in flight")
         if self.waiting is not None:
             self.waiting(self.machine)
-        waiters: set[asyncio.Future[Any]] = set(self.tasks)
-        sleeper = None if until is None else asyncio.ensure_future(clock.sleep(until - clock.now()))
-        if sleeper is not None:
-            waiters.add(sleeper)
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if sleeper is not None and not sleeper.done():
-                sleeper.cancel()
+        await first_done(self.tasks, until, clock)
         for task in sorted((t for t in self.tasks if t.done()), key=self.tasks.__getitem__):
             del self.tasks[task]
             event = task.result()  # what failed in an operation (a store error) fails the run
@@ -146,4 +138,17 @@ class Interpreter(Generic[M]):
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-__all__ = ["Interpreter", "Machine"]
+async def first_done(tasks: Collection[asyncio.Future[Any]], until: float | None, clock: Clock) -> None:
+    """Until one of `tasks` is done or `clock` reaches `until` (None: a task only)."""
+    waiters: set[asyncio.Future[Any]] = set(tasks)
+    sleeper = None if until is None else asyncio.ensure_future(clock.sleep(until - clock.now()))
+    if sleeper is not None:
+        waiters.add(sleeper)
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if sleeper is not None and not sleeper.done():
+            sleeper.cancel()
+
+
+__all__ = ["Interpreter", "Machine", "first_done"]

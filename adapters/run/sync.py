@@ -23,7 +23,7 @@ from adapters.checkpoint.store import OutcomeRow, Store
 from adapters.providers.port import MessagesApi
 from adapters.run.clock import Clock
 from adapters.run.events import Emit, Notice, SyncProgress, discard
-from adapters.run.interpreter import Interpreter
+from adapters.run.interpreter import Interpreter, first_done
 from adapters.run.sync_settings import SyncSettings
 from judgecore.decide.breaker import Breaker, BreakerPolicy
 from judgecore.decide.planning import ModelPrice
@@ -184,7 +184,7 @@ class _Shell:
         )
         deadline = clock.now() + DRAIN_SECONDS
         while (pending := {t for t in pending if not t.done()}) and clock.now() < deadline:
-            await _wait(pending, deadline, clock)
+            await first_done(pending, deadline, clock)
 
     async def interpret(self, run: SyncRun) -> tuple[SyncRun, Done]:
         """Perform the machine's actions until it is done (the one interpreter loop,
@@ -209,19 +209,6 @@ class _Shell:
         # A stop's reason is the caller's to print: it is the run's closing error line.
         self.progress(loop.machine, len(loop.machine.in_flight), started, force=True)
         return loop.machine, done
-
-
-async def _wait(tasks: Collection[asyncio.Future[Any]], until: float | None, clock: Clock) -> None:
-    """Until a task is done or the clock reaches `until` (None: a task only)."""
-    waiters: set[asyncio.Future[Any]] = set(tasks)
-    sleeper = None if until is None else asyncio.ensure_future(clock.sleep(until - clock.now()))
-    if sleeper is not None:
-        waiters.add(sleeper)
-    try:
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if sleeper is not None and not sleeper.done():
-            sleeper.cancel()
 
 
 def _todos(
