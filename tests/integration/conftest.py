@@ -178,3 +178,39 @@ def kept_ids_job(state_dir: Path) -> str | None:
         return store.ids_job
     finally:
         store.close()
+
+
+# --- a panel across families: a graded-answers job and the environment both providers' clients read ----
+
+PANEL_TEMPLATE = (
+    "Question: {question}\nAnswer: {response}\nGrade the answer from 0 to 3. End with 'Score: N'.\n"
+)
+
+
+def panel_env(s: Served) -> dict[str, str]:
+    """`s.env()` with OpenAI's base URL (the simulator's `/v1`) and key, and no served model's key."""
+    env = s.env()
+    env.update(OPENAI_BASE_URL=f"{s.base_url}/v1", OPENAI_API_KEY="sk-test")
+    env.pop("SERVED_API_KEY", None)
+    return env
+
+
+def panel_job(tmp_path: Path, n: int, judges: Sequence[str], *extra: str, state: str = "state") -> list[str]:
+    """`run` of `n` graded answers (a template and a `Score: N` verdict) by `judges`, in `tmp_path/state`."""
+    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(n)]
+    items = write_items(tmp_path / "graded.jsonl", rows)
+    (tmp_path / "grade.txt").write_text(PANEL_TEMPLATE)
+    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
+    flags = [w for j in judges for w in ("--judge", j)]
+    return [
+        "run",
+        str(items),
+        "--state",
+        str(tmp_path / state),
+        "--template",
+        str(tmp_path / "grade.txt"),
+        "--verdict",
+        str(tmp_path / "verdict.json"),
+        *flags,
+        *extra,
+    ]

@@ -18,52 +18,24 @@ from adapters.checkpoint.store import Store
 from adapters.simulator.openai_scenario import OpenAIScenario
 from adapters.simulator.scenario import Scenario
 
-from .conftest import Served, outcomes_so_far, read_output, write_items
+from .conftest import Served, outcomes_so_far, panel_env, panel_job, read_output
 
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
 SERVED_MODEL = "Qwen/Qwen3-32B"
-TEMPLATE = "Question: {question}\nAnswer: {response}\nGrade the answer from 0 to 3. End with 'Score: N'.\n"
-
-
-def _env(s: Served) -> dict[str, str]:
-    env = s.env()
-    env.update(OPENAI_BASE_URL=f"{s.base_url}/v1", OPENAI_API_KEY="sk-test")
-    env.pop("SERVED_API_KEY", None)
-    return env
-
-
-def _job(tmp_path: Path, n: int, judges: list[str], *extra: str) -> list[str]:
-    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(n)]
-    items = write_items(tmp_path / "graded.jsonl", rows)
-    (tmp_path / "grade.txt").write_text(TEMPLATE)
-    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
-    flags = [w for j in judges for w in ("--judge", j)]
-    return [
-        "run",
-        str(items),
-        "--state",
-        str(tmp_path / "state"),
-        "--template",
-        str(tmp_path / "grade.txt"),
-        "--verdict",
-        str(tmp_path / "verdict.json"),
-        *flags,
-        *extra,
-    ]
 
 
 def _cli(s: Served, args: list[str]):
     from .conftest import cli_in_process
 
-    return cli_in_process(args, env=_env(s))
+    return cli_in_process(args, env=panel_env(s))
 
 
 def test_a_three_family_panel_runs_end_to_end(served, tmp_path: Path) -> None:
     s = served(Scenario(openai=OpenAIScenario(served_latency=0.01)))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
     keys = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}"]  # a URL is no identity
-    res = _cli(s, _job(tmp_path, 30, judges))
+    res = _cli(s, panel_job(tmp_path, 30, judges))
     assert res.returncode == 0, res.stderr
     lines = read_output(tmp_path / "state" / "output.jsonl")
     assert len(lines) == 30 and {ln["status"] for ln in lines} == {"succeeded"}
@@ -87,11 +59,11 @@ def test_a_three_family_panel_runs_end_to_end(served, tmp_path: Path) -> None:
 
 def test_a_panel_missing_one_familys_key_is_exit_2_before_anything_is_sent(served, tmp_path: Path) -> None:
     s = served(Scenario())
-    env = _env(s)
+    env = panel_env(s)
     env.pop("OPENAI_API_KEY")
     from .conftest import cli_in_process
 
-    res = cli_in_process(_job(tmp_path, 5, ["claude-sonnet-4-6", "openai:gpt-5-mini"]), env=env)
+    res = cli_in_process(panel_job(tmp_path, 5, ["claude-sonnet-4-6", "openai:gpt-5-mini"]), env=env)
     assert res.returncode == 2, res.stderr
     assert "OPENAI_API_KEY" in res.stderr
     assert s.sim.requests("POST") == ()
@@ -105,8 +77,8 @@ def test_a_mixed_panel_killed_and_resumed_pays_each_request_once(served, tmp_pat
     s = served(Scenario())
     n = 600
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
-    args = _job(tmp_path, n, judges, "--force-sync", "--concurrency", "4")
-    env = _env(s)
+    args = panel_job(tmp_path, n, judges, "--force-sync", "--concurrency", "4")
+    env = panel_env(s)
     from tests import children
 
     from .conftest import ROOT
@@ -149,7 +121,7 @@ def test_each_lane_with_a_batch_route_batches_and_a_served_judge_goes_sync(serve
     each line."""
     s = served(Scenario(batch_seconds=0.3))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", f"served:{SERVED_MODEL}@{s.base_url}/v1"]
-    args = _job(tmp_path, 40, judges, "--force-batch", "--poll-interval", "0.05")
+    args = panel_job(tmp_path, 40, judges, "--force-batch", "--poll-interval", "0.05")
     res = _cli(s, args)
     assert res.returncode == 0, res.stderr
     lines = read_output(tmp_path / "state" / "output.jsonl")
@@ -170,13 +142,13 @@ def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, 
     s = served(Scenario())
     served_judge = f"served:{SERVED_MODEL}@{s.base_url}/v1"
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", served_judge]
-    args = _job(tmp_path, 12, judges, "--force-batch", "--poll-interval", "0.05")
-    dry = cli_in_process([*args, "--dry-run"], env=_env(s))
+    args = panel_job(tmp_path, 12, judges, "--force-batch", "--poll-interval", "0.05")
+    dry = cli_in_process([*args, "--dry-run"], env=panel_env(s))
     assert dry.returncode == 0, dry.stderr
     assert "claude-sonnet-4-6 (batch, est $" in dry.stdout
     assert "openai:gpt-5-mini (batch, est $" in dry.stdout
     assert f"{served_judge} (sync, self-hosted, $0)" in dry.stdout
-    as_json = cli_in_process([*args, "--dry-run", "--json"], env=_env(s))
+    as_json = cli_in_process([*args, "--dry-run", "--json"], env=panel_env(s))
     routes = orjson.loads(as_json.stdout)["route_by_judge"]
     assert routes == {
         "claude-sonnet-4-6": "batch",
@@ -187,15 +159,15 @@ def test_dry_run_status_and_summary_show_each_providers_route_and_spend(served, 
 
     assert _cli(s, args).returncode == 0
     state = str(tmp_path / "state")
-    status = cli_in_process(["status", "--state", state], env=_env(s))
+    status = cli_in_process(["status", "--state", state], env=panel_env(s))
     assert "judge claude-sonnet-4-6: anthropic, route batch, spend $0.0" in status.stdout
     assert "judge openai:gpt-5-mini: openai, route batch, spend $0.0" in status.stdout
     key = f"served:{SERVED_MODEL}"  # the served judge's identity: its URL is no part of it
     assert f"judge {key}: served, route sync, $0 (self-hosted)" in status.stdout
-    info = orjson.loads(cli_in_process(["status", "--state", state, "--json"], env=_env(s)).stdout)
+    info = orjson.loads(cli_in_process(["status", "--state", state, "--json"], env=panel_env(s)).stdout)
     assert info["judges"][key]["spend_usd"] == 0.0
     assert info["judges"]["openai:gpt-5-mini"]["spend_usd"] > 0
-    summary = cli_in_process(["summary", "--state", state], env=_env(s))
+    summary = cli_in_process(["summary", "--state", state], env=panel_env(s))
     assert f"spend by {key}: $0 (self-hosted)" in " ".join(summary.stdout.split())
 
 
@@ -207,14 +179,14 @@ def test_a_served_judge_moved_to_another_url_is_the_same_job(served, tmp_path: P
 
     one, two = served(Scenario()), served(Scenario())
     judges = ["claude-sonnet-4-6"]
-    first = _job(tmp_path, 12, [*judges, f"served:{SERVED_MODEL}@{one.base_url}/v1"], "--force-sync")
-    assert cli_in_process(first, env=_env(one)).returncode == 0
+    first = panel_job(tmp_path, 12, [*judges, f"served:{SERVED_MODEL}@{one.base_url}/v1"], "--force-sync")
+    assert cli_in_process(first, env=panel_env(one)).returncode == 0
     assert len(one.sim.requests("POST", CHAT)) == 12
     # four more items, and the server now at another address
-    moved = _job(
+    moved = panel_job(
         tmp_path, 16, [*judges, f"served:{SERVED_MODEL}@{two.base_url}/v1"], "--force-sync", "--add-items"
     )
-    res = cli_in_process(moved, env=_env(two))
+    res = cli_in_process(moved, env=panel_env(two))
     assert res.returncode == 0, res.stderr
     assert len(two.sim.requests("POST", CHAT)) == 4  # only the new items' served requests
     assert len(one.sim.requests("POST", CHAT)) == 12  # the old server asked nothing more
@@ -230,8 +202,10 @@ def test_a_panels_small_openai_lane_goes_sync_and_is_priced_so(served, tmp_path:
 
     s = served(Scenario(batch_seconds=0.3))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini", "claude-haiku-4-5"]  # `--otpm`: the first's
-    args = _job(tmp_path, 15, judges, "--sync-threshold", "20", "--otpm", "400000", "--poll-interval", "0.05")
-    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
+    args = panel_job(
+        tmp_path, 15, judges, "--sync-threshold", "20", "--otpm", "400000", "--poll-interval", "0.05"
+    )
+    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=panel_env(s)).stdout)
     assert plan["route_by_judge"] == {
         "claude-sonnet-4-6": "batch",
         "openai:gpt-5-mini": "sync (too few requests for a batch)",
@@ -241,9 +215,11 @@ def test_a_panels_small_openai_lane_goes_sync_and_is_priced_so(served, tmp_path:
     assert 250_000_000 == plan["max_batch_bytes"]  # Anthropic's cap, not OpenAI's 190,000,000
     one = [
         str(tmp_path / "alone") if a == str(tmp_path / "state") else a
-        for a in _job(tmp_path, 15, judges[1:2])
+        for a in panel_job(tmp_path, 15, judges[1:2])
     ]
-    alone = orjson.loads(cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=_env(s)).stdout)
+    alone = orjson.loads(
+        cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=panel_env(s)).stdout
+    )
     cost = plan["estimated_cost_by_judge_usd"]["openai:gpt-5-mini"]
     assert cost == pytest.approx(alone["estimated_cost_usd"], rel=0.01)  # the sync price, not half of it
     assert s.sim.requests("POST") == ()
@@ -269,10 +245,10 @@ def test_a_panels_openai_lane_over_its_own_threshold_batches_beside_a_claude_lan
 
     s = served(Scenario(batch_seconds=0.3))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
-    args = _job(
+    args = panel_job(
         tmp_path, 30, judges, "--sync-threshold", "20", "--otpm", "4000000", "--poll-interval", "0.05"
     )
-    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
+    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=panel_env(s)).stdout)
     assert plan["route"] == "batch"
     assert plan["route_by_judge"] == {
         "claude-sonnet-4-6": "sync (too few requests for a batch)",
@@ -284,10 +260,10 @@ def test_a_panels_openai_lane_over_its_own_threshold_batches_beside_a_claude_lan
     for judge, share in (("openai:gpt-5-mini", 0.5), ("claude-sonnet-4-6", 1.0)):
         one = [
             str(tmp_path / judge.replace(":", "_")) if a == str(tmp_path / "state") else a
-            for a in _job(tmp_path, 30, [judge])
+            for a in panel_job(tmp_path, 30, [judge])
         ]
         alone = orjson.loads(
-            cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=_env(s)).stdout
+            cli_in_process([*one, "--force-sync", "--dry-run", "--json"], env=panel_env(s)).stdout
         )
         assert costs[judge] == pytest.approx(share * alone["estimated_cost_usd"], rel=0.02), judge
     assert s.sim.requests("POST") == ()
@@ -305,7 +281,7 @@ def test_a_panels_openai_lane_over_its_own_threshold_batches_beside_a_claude_lan
     )
     lines = read_output(tmp_path / "state" / "output.jsonl")
     assert len(lines) == 30 and all(set(ln["judges"]) == set(judges) for ln in lines)
-    status = cli_in_process(["status", "--state", str(tmp_path / "state")], env=_env(s))
+    status = cli_in_process(["status", "--state", str(tmp_path / "state")], env=panel_env(s))
     assert "openai lane: 30 requests >= threshold 20" in status.stdout
     assert "judge claude-sonnet-4-6: anthropic, route sync" in status.stdout
     assert "judge openai:gpt-5-mini: openai, route batch" in status.stdout
@@ -318,7 +294,7 @@ def test_a_panel_probed_at_a_high_otpm_routes_by_its_lanes_and_pays_the_probe_on
     the probe's Claude answer is kept, OpenAI's lane batches, Claude's goes sync, each request once."""
     s = served(Scenario(batch_seconds=0.3, advertised_otpm=4_000_000))
     judges = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
-    res = _cli(s, _job(tmp_path, 30, judges, "--sync-threshold", "20", "--poll-interval", "0.05"))
+    res = _cli(s, panel_job(tmp_path, 30, judges, "--sync-threshold", "20", "--poll-interval", "0.05"))
     assert res.returncode == 0, res.stderr
     assert "route: batch (openai lane: 30 requests >= threshold 20" in res.stderr
     assert s.sim.submitted_custom_ids() == ()

@@ -17,42 +17,15 @@ import pytest
 from adapters.simulator.openai_scenario import OpenAIScenario
 from adapters.simulator.scenario import Scenario
 
-from .conftest import ROOT, Served, cli_in_process, read_output, write_items
+from .conftest import ROOT, Served, cli_in_process, panel_env, panel_job, read_output
 
 JUDGES = ["claude-sonnet-4-6", "openai:gpt-5-mini"]
-TEMPLATE = "Question: {question}\nAnswer: {response}\nGrade the answer from 0 to 3. End with 'Score: N'.\n"
 ANTHROPIC_BATCHES = "/v1/messages/batches"
 FILES = "/v1/files"
 OPENAI_BATCHES = "/v1/batches"
 # both lanes' own request count (40 each) at or over the threshold (20 at the reference limit; `--otpm`
 # is the first judge's provider's, Anthropic's, so its threshold is 20 too): both batch
 SIZE = ["--sync-threshold", "20", "--otpm", "400000", "--poll-interval", "0.05"]
-
-
-def _env(s: Served) -> dict[str, str]:
-    env = s.env()
-    env.update(OPENAI_BASE_URL=f"{s.base_url}/v1", OPENAI_API_KEY="sk-test")
-    return env
-
-
-def _job(tmp_path: Path, n: int, judges: list[str], *extra: str, state: str = "state") -> list[str]:
-    rows = [{"id": f"r{i}", "question": f"2+{i}?", "response": str(2 + i)} for i in range(n)]
-    items = write_items(tmp_path / "graded.jsonl", rows)
-    (tmp_path / "grade.txt").write_text(TEMPLATE)
-    (tmp_path / "verdict.json").write_text(orjson.dumps({"pattern": r"Score: (?P<score>\d+)"}).decode())
-    flags = [w for j in judges for w in ("--judge", j)]
-    return [
-        "run",
-        str(items),
-        "--state",
-        str(tmp_path / state),
-        "--template",
-        str(tmp_path / "grade.txt"),
-        "--verdict",
-        str(tmp_path / "verdict.json"),
-        *flags,
-        *extra,
-    ]
 
 
 def _ok(s: Served, path: str) -> int:
@@ -83,9 +56,9 @@ def test_both_lanes_batch_and_a_kill_between_intent_and_create_on_one_lane_pays_
         )
     )
     n = 40
-    args = _job(tmp_path, n, JUDGES, *SIZE)
+    args = panel_job(tmp_path, n, JUDGES, *SIZE)
     state = tmp_path / "state"
-    first = children.start("adapters.cli", args, env=_env(s), cwd=ROOT)
+    first = children.start("adapters.cli", args, env=panel_env(s), cwd=ROOT)
     try:
         s.wait_for(lambda: len(s.sim.batches) >= 1 and _ok(s, FILES) >= 1, timeout=60)
         time.sleep(0.5)  # the OpenAI lane's create is sent and hangs
@@ -97,15 +70,15 @@ def test_both_lanes_batch_and_a_kill_between_intent_and_create_on_one_lane_pays_
 
     # status names each provider's sub-batches: Claude's made (live or already harvested), OpenAI's an
     # intent whose create is not confirmed
-    status = cli_in_process(["status", "--state", str(state)], env=_env(s))
+    status = cli_in_process(["status", "--state", str(state)], env=panel_env(s))
     assert "sub-batches on Anthropic: " in status.stdout, status.stdout
     assert "sub-batches on OpenAI: intent 1" in status.stdout, status.stdout
     assert "(OpenAI) (create unconfirmed) 40 requests: intent" in status.stdout
-    info = orjson.loads(cli_in_process(["status", "--state", str(state), "--json"], env=_env(s)).stdout)
+    info = orjson.loads(cli_in_process(["status", "--state", str(state), "--json"], env=panel_env(s)).stdout)
     assert sorted(sb["lane"] for sb in info["sub_batches"]) == ["anthropic", "openai"]
     assert {j: v["route"] for j, v in info["judges"].items()} == dict.fromkeys(JUDGES, "batch")
 
-    again = cli_in_process(["run", "--state", str(state)], env=_env(s))
+    again = cli_in_process(["run", "--state", str(state)], env=panel_env(s))
     assert again.returncode == 0, again.stderr
     lines = read_output(state / "output.jsonl")
     assert len(lines) == n and {ln["status"] for ln in lines} == {"succeeded"}
@@ -125,7 +98,7 @@ def test_both_lanes_batch_and_a_kill_between_intent_and_create_on_one_lane_pays_
     assert Counter(route for route, _ in s.sim._billed) == Counter({"batch": n})
     assert Counter((m, route) for m, route, _ in s.sim.openai.billed) == Counter({("gpt-5-mini", "batch"): n})
     # summary gives each judge's route and its provider's sub-batches
-    summary = " ".join(cli_in_process(["summary", "--state", str(state)], env=_env(s)).stdout.split())
+    summary = " ".join(cli_in_process(["summary", "--state", str(state)], env=panel_env(s)).stdout.split())
     assert "spend by openai:gpt-5-mini: $0.0" in summary and "; batch, 1 sub-batch on openai)" in summary
     assert "; batch, 1 sub-batch on anthropic)" in summary
 
@@ -135,7 +108,9 @@ def test_a_mixed_panels_dry_run_prices_both_lanes_at_the_batch_price(served, tmp
     costs, and the sub-batches are each lane's own, within its own provider's limits."""
     s = served(Scenario())
     plan = orjson.loads(
-        cli_in_process([*_job(tmp_path, 40, JUDGES, *SIZE), "--dry-run", "--json"], env=_env(s)).stdout
+        cli_in_process(
+            [*panel_job(tmp_path, 40, JUDGES, *SIZE), "--dry-run", "--json"], env=panel_env(s)
+        ).stdout
     )
     assert plan["route_by_judge"] == dict.fromkeys(JUDGES, "batch")
     assert [40, 40] == [sb["requests"] for sb in plan["sub_batches"]]
@@ -147,19 +122,19 @@ def test_a_mixed_panels_dry_run_prices_both_lanes_at_the_batch_price(served, tmp
     }
     assert by_provider["anthropic"]["sub_batches"] == 1
     assert by_provider["anthropic"]["max_batch_bytes"] == 250_000_000
-    text = cli_in_process([*_job(tmp_path, 40, JUDGES, *SIZE), "--dry-run"], env=_env(s)).stdout
+    text = cli_in_process([*panel_job(tmp_path, 40, JUDGES, *SIZE), "--dry-run"], env=panel_env(s)).stdout
     assert "openai 1, at most 8,000 requests and 190,000,000 bytes each" in text
     assert "openai:gpt-5-mini (batch, est $" in text
     for judge in JUDGES:
-        alone = _job(tmp_path, 40, [judge], state=f"alone-{judge.replace(':', '-')}")
+        alone = panel_job(tmp_path, 40, [judge], state=f"alone-{judge.replace(':', '-')}")
         one = orjson.loads(
-            cli_in_process([*alone, "--force-batch", "--dry-run", "--json"], env=_env(s)).stdout
+            cli_in_process([*alone, "--force-batch", "--dry-run", "--json"], env=panel_env(s)).stdout
         )
         assert plan["estimated_cost_by_judge_usd"][judge] == pytest.approx(
             one["estimated_cost_usd"], rel=0.01
         )
         synced = orjson.loads(
-            cli_in_process([*alone, "--force-sync", "--dry-run", "--json"], env=_env(s)).stdout
+            cli_in_process([*alone, "--force-sync", "--dry-run", "--json"], env=panel_env(s)).stdout
         )
         assert one["estimated_cost_usd"] < 0.6 * synced["estimated_cost_usd"]  # the batch price
     assert s.sim.requests("POST") == ()
@@ -172,16 +147,16 @@ def test_cancel_cancels_each_lanes_batches_through_its_own_provider(served, tmp_
     from tests import children
 
     s = served(Scenario(batch_seconds=600.0))
-    args = _job(tmp_path, 40, JUDGES, *SIZE)
+    args = panel_job(tmp_path, 40, JUDGES, *SIZE)
     state = tmp_path / "state"
-    first = children.start("adapters.cli", args, env=_env(s), cwd=ROOT)
+    first = children.start("adapters.cli", args, env=panel_env(s), cwd=ROOT)
     try:
         s.wait_for(lambda: len(s.sim.batches) >= 1 and _ok(s, OPENAI_BATCHES) >= 1, timeout=60)
         s.wait_for(lambda: s.polls() >= 1, timeout=60)
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
-    res = cli_in_process(["cancel", "--state", str(state)], env=_env(s))
+    res = cli_in_process(["cancel", "--state", str(state)], env=panel_env(s))
     assert res.returncode == 0, res.stderr
     assert "canceled 2 live batches" in res.stderr
     assert _cancels(s) == Counter({"anthropic": 1, "openai": 1})
@@ -192,11 +167,11 @@ def test_two_openai_judges_batch_as_two_machines_each_file_one_model(served, tmp
     in batches of their own (the simulator fails a file that mixes models), beside Claude's."""
     s = served(Scenario(batch_seconds=0.3))
     judges = [*JUDGES, "openai:gpt-5-nano"]
-    args = _job(tmp_path, 30, judges, *SIZE)
-    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=_env(s)).stdout)
+    args = panel_job(tmp_path, 30, judges, *SIZE)
+    plan = orjson.loads(cli_in_process([*args, "--dry-run", "--json"], env=panel_env(s)).stdout)
     assert plan["sub_batches_by_provider"]["openai"]["sub_batches"] == 2  # one file a model
     assert [30, 30, 30] == [sb["requests"] for sb in plan["sub_batches"]]
-    res = cli_in_process(args, env=_env(s))
+    res = cli_in_process(args, env=panel_env(s))
     assert res.returncode == 0, res.stderr
     lines = read_output(tmp_path / "state" / "output.jsonl")
     assert len(lines) == 30 and all(set(ln["judges"]) == set(judges) for ln in lines)
@@ -219,14 +194,14 @@ def test_a_kill_between_create_and_record_on_claudes_lane_adopts_its_batch_and_p
     )
     n = 40
     state = tmp_path / "state"
-    first = children.start("adapters.cli", _job(tmp_path, n, JUDGES, *SIZE), env=_env(s), cwd=ROOT)
+    first = children.start("adapters.cli", panel_job(tmp_path, n, JUDGES, *SIZE), env=panel_env(s), cwd=ROOT)
     try:
         s.wait_for(lambda: len(s.sim.batches) >= 1 and _ok(s, OPENAI_BATCHES) >= 1, timeout=60)
         assert first.poll() is None
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
-    again = cli_in_process(["run", "--state", str(state)], env=_env(s))
+    again = cli_in_process(["run", "--state", str(state)], env=panel_env(s))
     assert again.returncode == 0, again.stderr
     assert "adopted orphan batch" in again.stderr
     lines = read_output(state / "output.jsonl")
