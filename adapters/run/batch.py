@@ -321,9 +321,7 @@ class BatchShell:
 
             def take(lines: list[ResultLine]) -> HarvestFold:
                 folded, rows, say = fold.take(lines)
-                at = clock.now()
-                for cid, o, owner, bid in rows:
-                    writer.add_outcome(cid, o, route="batch", at=at, sub_id=owner, batch_id=bid)
+                writer.add_rows(rows, route="batch", at=clock.now())
                 for text in say:
                     self._warn(text)
                 return folded

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from judgecore.results.outcomes import ANSWERED, MISS_STOPS, Outcome, RawResult, StopDetails, Usage, classify
+from judgecore.results.status import _setters
 
 __all__ = ["ResultLine", "line_outcome", "line_raw", "message_raw"]
 
@@ -29,7 +30,6 @@ __all__ = ["ResultLine", "line_outcome", "line_raw", "message_raw"]
 #: translates each line with `line_outcome`; a fake port classifies the `RawResult` it draws).
 ResultLine: TypeAlias = tuple[str, Outcome]
 
-_answer = Outcome.answer
 _usage_of = Usage.of
 
 
@@ -101,14 +101,64 @@ def line_raw(result: Mapping[str, Any]) -> RawResult:
 
 def line_outcome(result: Mapping[str, Any]) -> Outcome:
     """The `Outcome` of a results line's `result` object: `classify(line_raw(result))`, built directly
-    for an answer that is not a refusal and has no `stop_details`."""
+    for an answer that is not a refusal and has no `stop_details`.
+
+    That fast path is one frame: its text, its `Usage` and its `Outcome` are made inline (each slot
+    set by its descriptor, as `Outcome.answer` and `Usage.of` do), not by a call for each."""
     if result.get("type") == "succeeded":
-        message = result["message"]
-        get = message.get
+        get = result["message"].get
         stop = get("stop_reason")
         if stop != "refusal" and get("stop_details") is None:
-            status, failure, reason = MISS_STOPS.get(stop or "", ANSWERED)
-            return _answer(
-                status, failure, reason, _text(get("content")), stop, get("model"), _usage(get("usage"))
-            )
+            status, failure, reason = _MISS_STOPS_GET(stop or "", ANSWERED)
+            content = get("content")
+            text = None
+            if content:
+                if len(content) == 1:  # the usual answer: one block
+                    (block,) = content
+                    if block.get("type") == "text":
+                        text = block["text"]
+                else:
+                    text = _text(content)
+            u = get("usage")
+            usage = None
+            if type(u) is dict:  # orjson's objects are plain dicts: no ABC check per line
+                uget = u.get
+                usage = _new(Usage)
+                _u_in(usage, uget("input_tokens") or 0)
+                _u_out(usage, uget("output_tokens") or 0)
+                _u_write(usage, uget("cache_creation_input_tokens") or 0)
+                _u_read(usage, uget("cache_read_input_tokens") or 0)
+            o = _new(Outcome)
+            _o_status(o, status)
+            _o_failure(o, failure)
+            _o_reason(o, reason)
+            _o_text(o, text)
+            _o_stop(o, stop)
+            _o_model(o, get("model"))
+            _o_usage(o, usage)
+            _o_error_type(o, None)
+            _o_error_message(o, None)
+            _o_retry_after(o, None)
+            _o_error_code(o, None)
+            _o_details(o, None)
+            return o
     return classify(line_raw(result))
+
+
+_new = object.__new__
+_MISS_STOPS_GET = MISS_STOPS.get
+_u_in, _u_out, _u_write, _u_read = _setters(Usage)
+(
+    _o_status,
+    _o_failure,
+    _o_reason,
+    _o_text,
+    _o_stop,
+    _o_model,
+    _o_usage,
+    _o_error_type,
+    _o_error_message,
+    _o_retry_after,
+    _o_error_code,
+    _o_details,
+) = _setters(Outcome)
