@@ -6,6 +6,7 @@ matching, duplicate check, the raw line's translation (`result_line`: orjson, no
 over a fake results stream that makes each line on the fly, so the stream itself holds nothing.
 
     uv run python bench/harvest.py            # rate at 100,000 lines (median of 5), RSS at 10k and 100k
+    uv run python bench/harvest.py --baseline /tmp/old-checkout   # CPU a line against another checkout
 
 Each measurement runs in a fresh subprocess on a fresh checkpoint (built beforehand, outside the
 measured process); the peak RSS is that subprocess's resident high-water mark, reset just before the
@@ -128,9 +129,9 @@ def measure(state: Path, n: int) -> dict[str, float]:
     action = Harvest(1, "msgbatch_bench", (), (1,), Breaker.start(n), ())
     rss_before = current_rss_kb()  # the resident size now, not the high-water mark of the imports
     reset_peak_rss()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     event = asyncio.run(shell.harvest(action))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     rss_after = peak_rss_kb()
     recorded = store.counts()["succeeded"]
     store.close()
@@ -140,6 +141,7 @@ def measure(state: Path, n: int) -> dict[str, float]:
         "n": n,
         "seconds": elapsed,
         "rate": n / elapsed,
+        "cpu_us": cpu / n * 1e6,
         "rss_before_kb": rss_before,
         "peak_rss_kb": rss_after,
     }
@@ -169,12 +171,13 @@ def naive_rate(n: int = 2_000) -> float:
     return n / elapsed
 
 
-def in_subprocess(n: int) -> dict[str, float]:
+def in_subprocess(n: int, root: Path = ROOT) -> dict[str, float]:
+    """One measurement of `n` lines in a fresh process, of this checkout's harvest or `root`'s."""
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"
         setup(state, n)
         out = subprocess.run(
-            [sys.executable, __file__, "--measure", str(state), str(n)],
+            [sys.executable, __file__, "--measure", str(state), str(n), str(root)],
             capture_output=True,
             text=True,
             check=True,
@@ -183,12 +186,20 @@ def in_subprocess(n: int) -> dict[str, float]:
 
 
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--baseline":
+        compare(Path(sys.argv[2]).resolve())
+        return
     runs = [in_subprocess(100_000) for _ in range(5)]
     rates = sorted(r["rate"] for r in runs)
     median = statistics.median(rates)
     print(
         f"durable ingest, 100,000 result lines: median {median:,.0f} results/s "
         f"(runs: {', '.join(f'{r:,.0f}' for r in rates)}; target >= 50,000)"
+    )
+    cpu = sorted(r["cpu_us"] for r in runs)
+    print(
+        f"harvest CPU (user + system, this process), 100,000 result lines: median {statistics.median(cpu):.2f} "
+        f"us a line (runs: {', '.join(f'{c:.2f}' for c in cpu)}): the figure a loaded machine moves least"
     )
     naive = statistics.median(naive_rate() for _ in range(3))
     print(
@@ -209,8 +220,27 @@ def main() -> None:
     )
 
 
+def compare(baseline: Path, rounds: int = 7) -> None:
+    """This checkout's harvest against `baseline`'s, alternated round by round in one run: the medians
+    of their CPU a line and of their rates, and the ratio of the CPU medians."""
+    got: dict[str, list[dict[str, float]]] = {"this checkout": [], "baseline": []}
+    for _ in range(rounds):
+        got["this checkout"].append(in_subprocess(100_000))
+        got["baseline"].append(in_subprocess(100_000, baseline))
+    med = {
+        k: (statistics.median(r["cpu_us"] for r in rs), statistics.median(r["rate"] for r in rs))
+        for k, rs in got.items()
+    }
+    for k, (cpu, rate) in med.items():
+        print(
+            f"{k:<14} 100,000 result lines, median of {rounds} alternated rounds: {cpu:.2f} CPU us a line, {rate:,.0f} results/s"
+        )
+    print(f"CPU a line, this checkout / baseline: {med['this checkout'][0] / med['baseline'][0]:.3f}x")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--measure":
+    if len(sys.argv) == 5 and sys.argv[1] == "--measure":
+        sys.path.insert(0, sys.argv[4])  # the checkout whose harvest is measured (its imports are lazy)
         print(json.dumps(measure(Path(sys.argv[2]), int(sys.argv[3]))))
     else:
         main()

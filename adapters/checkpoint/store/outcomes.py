@@ -262,14 +262,14 @@ class OutcomeWriter:
             self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
-            before = self._conn.total_changes
-            self._conn.executemany(
+            # the rows inserted, not the trigger's writes to `latest` (which `total_changes` counts too:
+            # `added` was twice the new rows); a duplicate ignored counts none
+            added = self._conn.executemany(
                 "INSERT OR IGNORE INTO outcomes (custom_id, sub_id, route, batch_id, status, failure, reason, "
                 "text, stop_reason, model, usage, error_type, error_message, retry_after, attempts, at, "
                 "error_code, stop_details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 self._buf,
-            )
-            added = self._conn.total_changes - before
+            ).rowcount
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
