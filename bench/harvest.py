@@ -105,11 +105,14 @@ def measure(state: Path, n: int) -> dict[str, float]:
     class Stream:
         """The port as `AnthropicBatchApi.results` is: each line's raw bytes through `result_line`."""
 
-        async def results(self, batch_id: str) -> AsyncIterator[tuple[str, object]]:
+        async def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, object]]]:
             order = list(range(n))  # 8 bytes a line: the server's arbitrary order
             random.Random(1).shuffle(order)
-            for i in order:
-                yield result_line(b'{"custom_id":"' + cid(i).encode() + b'","result":' + result + b"}")
+            for k in range(0, n, 100):  # about the lines of a 64 KB chunk at a time, as the port reads them
+                yield [
+                    result_line(b'{"custom_id":"' + cid(i).encode() + b'","result":' + result + b"}")
+                    for i in order[k : k + 100]
+                ]
 
     store = Store.open(state)
     template = RequestTemplate.build(model="m", max_tokens=1, rubric=None, path="batch")

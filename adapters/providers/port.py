@@ -18,14 +18,15 @@ No SDK is imported here (an OpenAI job never loads Anthropic's, nor the reverse)
 sub-batch's requests, template and messages) are what both ports share.
 
 Every batch is the core's `BatchSnapshot` (a batch that failed validation after its create carries
-`refused`: none of it ran). `results(batch_id)` streams `(custom_id, Outcome)` (OpenAI: its output file,
-then its error file); `discard(batch_id)` frees what a harvested batch left on the provider (OpenAI:
+`refused`: none of it ran). `results(batch_id)` streams `(custom_id, Outcome)`, a list of them at a time
+(the lines of each piece of the file as it is read: a harvest takes them without an async step per
+line; OpenAI: its output file, then its error file); `discard(batch_id)` frees what a harvested batch left on the provider (OpenAI:
 its input, output and error files; Anthropic: nothing).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -49,6 +50,32 @@ class BatchApiError(Exception):
     def __init__(self, raw: RawResult) -> None:
         super().__init__(f"{raw.kind} {raw.status or ''} {raw.error_type or ''}: {raw.message or ''}")
         self.raw = raw
+
+
+async def result_lines(
+    chunks: AsyncIterator[bytes], translate: Callable[[bytes], tuple[str, Outcome]]
+) -> AsyncIterator[list[tuple[str, Outcome]]]:
+    """A results file read as `chunks` of bytes, as its lines' `translate`s, one list per chunk (each
+    port's `results`): the lines a chunk completes, blank ones skipped, the last one when the file
+    ends. A line `translate` cannot read (`ValueError`: torn, not JSON) raises after the lines before
+    it in its chunk are yielded, as a stream cut there would have given them."""
+    rest = b""
+    async for chunk in chunks:
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        got: list[tuple[str, Outcome]] = []
+        for line in lines:
+            if line.strip():
+                try:
+                    got.append(translate(line))
+                except ValueError:
+                    if got:
+                        yield got
+                    raise
+        if got:
+            yield got
+    if rest.strip():
+        yield [translate(rest)]
 
 
 def _body_size(body: CreateBody) -> int:
@@ -150,7 +177,9 @@ class BatchPort(Protocol):
 
     async def cancel(self, batch_id: str) -> BatchSnapshot: ...
 
-    def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]: ...
+    def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, Outcome]]]:
+        """The batch's result lines, in their order, a list of them at a time (never an empty one)."""
+        ...
 
     async def discard(self, batch_id: str) -> None: ...
 
@@ -195,4 +224,5 @@ __all__ = [
     "MessagesApi",
     "OneCallCreate",
     "Upload",
+    "result_lines",
 ]

@@ -296,8 +296,9 @@ class BatchShell:
         what tells a listed batch of this job from another job's before it is adopted."""
         try:
             async with contextlib.aclosing(self.api.results(batch_id)) as stream:
-                async for custom_id, _ in stream:
-                    return custom_id
+                async for lines in stream:
+                    if lines:
+                        return lines[0][0]
         except BatchApiError:
             return None
         return None
@@ -330,12 +331,14 @@ class BatchShell:
             size = max(1, min(_GROUP, self.settings.write_group))  # none waits past a group commit
             try:
                 async with contextlib.aclosing(self.api.results(batch_id)) as stream:
-                    async for line in stream:
-                        group.append(line)
-                        if len(group) >= size:
-                            fold, group = take(group), []
+                    async for lines in stream:  # a list of lines at a time: no async step per line
+                        group += lines
+                        while len(group) >= size:
+                            fold, group = take(group[:size]), group[size:]
                             if fold.stopped:
                                 break
+                        if fold.stopped:
+                            break
             except BatchApiError as exc:
                 fold = take(group).cut(exc.raw)
             else:

@@ -215,7 +215,7 @@ class FakeBatchApi(OneCallCreate):
         b.cancel_at = self.clock.now()
         return self._snap(b)
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
+    async def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, Outcome]]]:
         self.calls.append(("results", batch_id))
         b = self.batches[batch_id]
         status = self._status(b)
@@ -237,11 +237,13 @@ class FakeBatchApi(OneCallCreate):
                 raise Crash()
             cid = b.custom_ids[i]
             raw = RESULTS["canceled"] if canceled else self.outcome(cid, b.attempts[i])
-            yield cid, classify(raw)
+            yield [(cid, classify(raw))]  # a list of one line: a cut lands between any two lines
             if self.duplicate_every and n % self.duplicate_every == 0:
-                yield cid, classify(RESULTS["api_error"])  # a contradicting duplicate: must not be trusted
+                yield [
+                    (cid, classify(RESULTS["api_error"]))
+                ]  # a contradicting duplicate: must not be trusted
         for cid, raw in self.extra_lines:
-            yield cid, classify(raw)
+            yield [(cid, classify(raw))]
 
 
 # -- job helpers ------------------------------------------------------------------------------------

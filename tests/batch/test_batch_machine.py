@@ -169,7 +169,7 @@ class ModelApi(OneCallCreate):
     async def cancel(self, batch_id: str) -> BatchSnapshot:  # pragma: no cover - not used by a run
         raise NotImplementedError
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
+    async def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, Outcome]]]:
         b = self.batches[batch_id]
         if self._status(b) != "ended":
             raise BatchApiError(RawResult(kind="connection_error", message="no results_url: not ended"))
@@ -181,7 +181,7 @@ class ModelApi(OneCallCreate):
                 raise BatchApiError(RawResult(kind="connection_error", message="peer closed connection"))
             kind = "expired" if hung else b.kinds[c]
             b.kinds[c] = kind
-            yield c, classify(RESULTS[kind])
+            yield [(c, classify(RESULTS[kind]))]
 
 
 class BatchLife(RuleBasedStateMachine):

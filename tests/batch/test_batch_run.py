@@ -291,9 +291,9 @@ def test_a_batch_missing_result_lines_resends_the_missing_ids(store: Store) -> N
 
     class Lossy(FakeBatchApi):
         async def results(self, batch_id: str):  # type: ignore[no-untyped-def]
-            async for cid, raw in super().results(batch_id):
-                if not (cid == missing and batch_id == "msgbatch_0001"):
-                    yield cid, raw
+            async for lines in super().results(batch_id):
+                if kept := [(c, o) for c, o in lines if not (c == missing and batch_id == "msgbatch_0001")]:
+                    yield kept
 
     api = Lossy(clock)
     result = go(store, requests, api, clock)
@@ -947,8 +947,8 @@ class RefusedFirst(FakeBatchApi):
 
     async def results(self, batch_id: str):  # type: ignore[no-untyped-def]
         assert len(self.batches[batch_id].custom_ids) <= self.fits, "a refused batch is never harvested"
-        async for line in super().results(batch_id):
-            yield line
+        async for lines in super().results(batch_id):
+            yield lines
 
 
 def test_a_batch_refused_after_its_create_is_sent_again_in_halves_in_the_same_round(store: Store) -> None:

@@ -149,7 +149,7 @@ def test_results_read_raw_are_the_sdks_own_results_line_for_line() -> None:
             api = AnthropicBatchApi(client)
             snap = await api.create(CreateBody(make_requests(300), TEMPLATE, messages_of(make_requests(300))))
             clock.advance(3600)
-            ours = [line async for line in api.results(snap.id)]
+            ours = [line async for lines in api.results(snap.id) for line in lines]
             stream = await client.messages.batches.results(snap.id)
             theirs = [(line.custom_id, line_result(line.result)) async for line in stream]
             return ours, theirs

@@ -287,7 +287,7 @@ def test_results_stream_the_output_file_then_the_error_file_by_custom_id():
 
     async def collect():
         batch = await api.retrieve(made.id)
-        return [(cid, o.status, o.failure, o.text) async for cid, o in api.results(batch)]
+        return [(cid, o.status, o.failure, o.text) async for lines in api.results(batch) for cid, o in lines]
 
     assert [
         ("c2", Status.SUCCEEDED, None, "B"),
@@ -306,7 +306,7 @@ def test_a_torn_results_line_raises_rather_than_losing_it_silently():
     )
 
     async def collect():
-        return [x async for x in api.results(await api.retrieve(made.id))]
+        return [x async for lines in api.results(await api.retrieve(made.id)) for x in lines]
 
     with pytest.raises(BatchApiError):
         run(collect())

@@ -19,6 +19,7 @@ whole body (tens of MB for a sub-batch of 8,000 requests with a long rubric) nor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
@@ -28,7 +29,7 @@ import httpx2
 from anthropic.types.messages import MessageBatch
 
 from adapters.providers.anthropic.sdk_results import error_result, line_result, result_line
-from adapters.providers.port import BatchApiError, BatchMeta, CreateBody, OneCallCreate, Upload
+from adapters.providers.port import BatchApiError, BatchMeta, CreateBody, OneCallCreate, Upload, result_lines
 from judgecore.decide.polling import BatchSnapshot, RequestCounts
 from judgecore.results.outcomes import Outcome, RawResult
 from judgecore.run.batch.batching import CREATE_DEADLINE
@@ -173,23 +174,19 @@ class AnthropicBatchApi(OneCallCreate):
         except _TRANSLATED as exc:
             raise self._error(exc) from exc
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
+    async def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, Outcome]]]:
         # The SDK's own `results` call (its retrieve for the results_url, auth, headers, retries) as a
         # streamed raw response: the body read in large chunks and split into lines here, each parsed
         # with orjson and translated by `result_line` straight to its `Outcome`, with no SDK model
         # built per line (the SDK's decoder reads 64 bytes at a time and validates a pydantic model
-        # for every line).
+        # for every line). The lines of each chunk go out as one list: one async step a chunk.
         try:
-            async with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
-                rest = b""
-                async for chunk in response.iter_bytes(_READ):
-                    lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-                    rest = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            yield result_line(line)
-                if rest.strip():
-                    yield result_line(rest)
+            async with (
+                self._client.messages.batches.with_streaming_response.results(batch_id) as response,
+                contextlib.aclosing(result_lines(response.iter_bytes(_READ), result_line)) as stream,
+            ):
+                async for lines in stream:
+                    yield lines
         except _TRANSLATED as exc:
             raise self._error(exc) from exc
         except (httpx2.HTTPError, ValueError) as exc:  # cut mid-stream; a torn last line

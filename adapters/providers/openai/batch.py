@@ -32,6 +32,7 @@ file, a line at a time, each translated straight to its `Outcome` and matched by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -45,7 +46,7 @@ import orjson
 from adapters.providers.openai.body import CHAT_COMPLETIONS
 from adapters.providers.openai.sync import connection_result, status_error_result
 from adapters.providers.openai.translate import OpenAIBatch, batch_of, line_result
-from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchApiError, BatchMeta
+from adapters.providers.port import JOB_KEY, SUB_BATCH_KEY, BatchApiError, BatchMeta, result_lines
 from judgecore.results.outcomes import Outcome, RawResult, classify
 from judgecore.run.batch.batching import CREATE_DEADLINE
 from judgecore.values import frozen
@@ -228,28 +229,24 @@ class OpenAIBatchApi:
         except (openai.APIError, httpx2.TransportError) as exc:
             raise self._error(exc) from exc
 
-    async def results(self, batch: OpenAIBatch | str) -> AsyncIterator[tuple[str, Outcome]]:
+    async def results(self, batch: OpenAIBatch | str) -> AsyncIterator[list[tuple[str, Outcome]]]:
         """`(custom_id, Outcome)` of every line of an ended batch's output file, then its error file,
-        streamed; a line's meaning is `classify(translate.line_result(line))`. Given its id, the batch
+        streamed, a list of them (each chunk's lines) at a time; a line's meaning is `classify(translate.line_result(line))`. Given its id, the batch
         is retrieved first (for the files it names)."""
         if isinstance(batch, str):
             batch = await self.retrieve(batch)
         for file_id in batch.result_files:
-            async for pair in self._lines(file_id):
-                yield pair
+            async for pairs in self._lines(file_id):
+                yield pairs
 
-    async def _lines(self, file_id: str) -> AsyncIterator[tuple[str, Outcome]]:
+    async def _lines(self, file_id: str) -> AsyncIterator[list[tuple[str, Outcome]]]:
         try:
-            async with self._client.files.with_streaming_response.content(file_id) as response:
-                rest = b""
-                async for chunk in response.iter_bytes(_READ):
-                    lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-                    rest = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            yield _outcome(line)
-                if rest.strip():
-                    yield _outcome(rest)
+            async with (
+                self._client.files.with_streaming_response.content(file_id) as response,
+                contextlib.aclosing(result_lines(response.iter_bytes(_READ), _outcome)) as stream,
+            ):
+                async for lines in stream:
+                    yield lines
         except (openai.APIError, httpx2.HTTPError, ValueError) as exc:  # cut mid-stream; a torn line
             raise self._error(exc) from exc
 

@@ -92,9 +92,9 @@ class OpenAIBatchPort:
     async def cancel(self, batch_id: str) -> BatchSnapshot:
         return (await self.api.cancel(batch_id)).snapshot()
 
-    async def results(self, batch_id: str) -> AsyncIterator[tuple[str, Outcome]]:
-        async for pair in self.api.results(batch_id):
-            yield pair
+    async def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, Outcome]]]:
+        async for pairs in self.api.results(batch_id):
+            yield pairs
 
     async def discard(self, batch_id: str) -> None:
         if not self.keep_files:
