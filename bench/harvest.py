@@ -102,16 +102,26 @@ def measure(state: Path, n: int) -> dict[str, float]:
         }
     )
 
-    class Stream:
-        """The port as `AnthropicBatchApi.results` is: each line's raw bytes through `result_line`."""
+    from adapters.providers import port
 
-        async def results(self, batch_id: str) -> AsyncIterator[list[tuple[str, object]]]:
+    # a checkout from before the ports gave a list of lines at a time (`--baseline`) takes them one by one
+    chunk = 100 if hasattr(port, "result_lines") else 0
+
+    class Stream:
+        """The port as `AnthropicBatchApi.results` is: each line's raw bytes through `result_line`, the
+        lines of about a 64 KB chunk at a time."""
+
+        async def results(self, batch_id: str) -> AsyncIterator[object]:
             order = list(range(n))  # 8 bytes a line: the server's arbitrary order
             random.Random(1).shuffle(order)
-            for k in range(0, n, 100):  # about the lines of a 64 KB chunk at a time, as the port reads them
+            if not chunk:
+                for i in order:
+                    yield result_line(b'{"custom_id":"' + cid(i).encode() + b'","result":' + result + b"}")
+                return
+            for k in range(0, n, chunk):
                 yield [
                     result_line(b'{"custom_id":"' + cid(i).encode() + b'","result":' + result + b"}")
-                    for i in order[k : k + 100]
+                    for i in order[k : k + chunk]
                 ]
 
     store = Store.open(state)
