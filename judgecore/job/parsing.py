@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from judgecore.job.columns import SparseBuilder
+from judgecore.job.columns import Sparse, SparseBuilder
 from judgecore.job.conversations import check_messages, message_blocks
 from judgecore.job.errors import InputError
 from judgecore.job.ids import (
@@ -27,6 +27,7 @@ from judgecore.job.ints import IntsBuilder, LinesBuilder, records
 from judgecore.job.items import DIGEST_BYTES, CustomIds, Item, Items, raw_digest
 from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too_deep
 from judgecore.job.texts import Keyed, Texts, TextsBuilder
+from judgecore.values import frozen
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 
@@ -289,6 +290,41 @@ def parse_items(
         digests=digests,
         job=job,
     )
+
+
+@frozen
+class ParsedChunk:
+    """A run of a file's items as `parse_chunks` hands them over, then forgets them: their ids, lines,
+    messages' serialized sizes and the max_tokens they give (positions from 0 in the chunk)."""
+
+    ids: Sequence[str]
+    lines: Sequence[int]
+    message_sizes: Sequence[int]
+    max_tokens: Sparse[int]
+
+
+def parse_chunks(lines: Iterable[bytes | str], *, chunk_ids: int = CHUNK_IDS) -> Iterator[ParsedChunk]:
+    """`parse_items` of the lines (with `hold_messages=False, digests=False`) a chunk of about
+    `chunk_ids` items at a time, none of them kept: what a plan that keeps only totals reads (a dry
+    run on a fresh state dir, in memory flat in the file's size). The same rules, the same first bad
+    line raised; a repeated id is the caller's to look for (each chunk's ids are handed over)."""
+    rows = iter(lines)
+    first = 1
+    cols = _Columns(hold=False, digests=False)
+    while block := list(islice(rows, BLOCK_LINES)):
+        if not _block_columns(cols, block, first):
+            _line_by_line(cols, block, first)
+        first += len(block)
+        if cols.n >= chunk_ids:
+            yield _chunk_of(cols)
+            cols = _Columns(hold=False, digests=False)
+    if cols.n:
+        yield _chunk_of(cols)
+
+
+def _chunk_of(cols: _Columns) -> ParsedChunk:
+    n = cols.n
+    return ParsedChunk(cols.ids, cols.lines.build(), cols.sizes.build(), cols.max_tokens.build(n))
 
 
 def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
