@@ -28,7 +28,9 @@ from adapters.files.paths import input_problem, kept_path, out_problem, state_pr
 from adapters.files.readers import input_kind
 from adapters.files.writers import output_problem
 from adapters.run.dryrun import judge_dry_run
+from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
+from adapters.run.streamed import streamed_dry_run, streams
 from adapters.usage import EXIT_OK, UsageError
 from judgecore.job.items import Items
 from judgecore.summary.plan_text import plan_json, render_plan
@@ -83,6 +85,9 @@ def cmd_run(
     fresh = not holds_checkpoint(ns.state or Path())
     ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
     held = bool(ns.count_tokens)  # the messages held only when one prompt is counted (--count-tokens)
+    if streams(settings, fresh=fresh, count_tokens=held):  # nothing kept of the items: flat memory
+        planned = streamed_dry_run(ns.input, kind=kind, rubric=rubric, settings=settings, job=ids_job)
+        return _show_plan(ns, planned, settings, deadline)
     dry = (
         load_items(ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh)
         if settings.plain  # one request per item
@@ -156,6 +161,13 @@ def _dry_run(
         count_tokens=ns.count_tokens,
         source=str(ns.input),
     )
+    return _show_plan(ns, result, settings, deadline)
+
+
+def _show_plan(
+    ns: argparse.Namespace, result: JudgeResult, settings: JobSettings, deadline: Deadline | None
+) -> int:
+    """Print a dry run's plan (`--json`: as JSON), with what `--deadline` would do."""
     assert result.plan is not None
     assert deadline is not None or settings.deadline is None, "--deadline is dispatched with its module"
     shown_deadline = None

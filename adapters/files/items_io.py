@@ -28,7 +28,7 @@ from judgecore.job.designs import Design, design_items, expand_item, expand_temp
 from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
 from judgecore.job.items import Item, Items
-from judgecore.job.parsing import Keep, parse_item, parse_items
+from judgecore.job.parsing import Keep, ParsedChunk, parse_chunks, parse_item, parse_items
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -81,6 +81,14 @@ def load_items(
     if not items:
         raise UsageError(f"{path}: the input has no items")
     return items
+
+
+def scan_items(path: Path, *, kind: InputKind | None = None) -> Iterator[ParsedChunk]:
+    """The items of an input file (as `load_items` reads it, with the same errors), a chunk at a
+    time, none kept (`judgecore.job.parsing.parse_chunks`): a plan's that keeps only totals."""
+    kind = kind or input_kind(path)
+    with _reading(path), contextlib.closing(input_lines(path, kind)) as lines:
+        yield from parse_chunks(lines)
 
 
 def load_input(

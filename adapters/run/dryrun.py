@@ -20,6 +20,7 @@ from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_OK, UsageError
 from judgecore.decide.planning import JobPlan, Learned
+from judgecore.decide.routing import Lane
 from judgecore.job.items import Item, Items
 from judgecore.run.job._machine import History, JobPolicy, JobRun
 
@@ -53,14 +54,22 @@ def machine_of(
         if len(lanes(models)) > 1  # a job of one lane is routed by its whole count, its lanes not counted
         else ()
     )
-    policy = JobPolicy(
+    return JobRun.start(
+        job.requests.custom_ids, history, job_policy(settings, all_sync=all_sync, lanes=by_lane)
+    )
+
+
+def job_policy(
+    settings: JobSettings, *, all_sync: str | None = None, lanes: tuple[Lane, ...] = ()
+) -> JobPolicy:
+    """The job machine's policy under `settings` (`lanes`: a panel across providers', `machine_of`)."""
+    return JobPolicy(
         force=settings.force,
         otpm=settings.otpm,
         route_policy=settings.route_policy,
         all_sync=all_sync,
-        lanes=by_lane,
+        lanes=lanes,
     )
-    return JobRun.start(job.requests.custom_ids, history, policy)
 
 
 def judge_dry_run(

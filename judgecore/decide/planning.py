@@ -75,6 +75,29 @@ class JobPlan:
         return not state.in_flight and all(c in final for c in self.requests.custom_ids)
 
 
+def request_templates(
+    *,
+    model: str,
+    max_tokens: int,
+    rubric: str | None,
+    output_config: Mapping[str, Any] | None = None,
+    thinking: Thinking | None = None,
+) -> tuple[RequestTemplate, RequestTemplate]:
+    """The templates of a job's requests on the sync and the batch route (`plan_job`'s)."""
+    sync, batch = (
+        RequestTemplate.build(
+            model=model,
+            max_tokens=max_tokens,
+            rubric=rubric,
+            path=path,
+            output_config=output_config,
+            thinking=thinking.param() if thinking is not None else None,
+        )
+        for path in ("sync", "batch")
+    )
+    return sync, batch
+
+
 def plan_job(
     items: Sequence[Item],
     *,
@@ -89,16 +112,8 @@ def plan_job(
     for any sub-batch raises `RequestTooLargeError` naming its item and line, before anything is sent.
     `output_config` (a verdict schema's structured-output format) and `thinking` (the SDK's parameter)
     go on every request of both routes."""
-    sync, batch = (
-        RequestTemplate.build(
-            model=model,
-            max_tokens=max_tokens,
-            rubric=rubric,
-            path=path,
-            output_config=output_config,
-            thinking=thinking.param() if thinking is not None else None,
-        )
-        for path in ("sync", "batch")
+    sync, batch = request_templates(
+        model=model, max_tokens=max_tokens, rubric=rubric, output_config=output_config, thinking=thinking
     )
     cols = Items.of(items)
     requests = build_requests(cols, batch)

@@ -324,7 +324,7 @@ def parse_chunks(lines: Iterable[bytes | str], *, chunk_ids: int = CHUNK_IDS) ->
 
 def _chunk_of(cols: _Columns) -> ParsedChunk:
     n = cols.n
-    return ParsedChunk(cols.ids, cols.lines.build(), cols.sizes.build(), cols.max_tokens.build(n))
+    return ParsedChunk(cols.ids, cols.lines.build(), cols.sizes.handed_over(), cols.max_tokens.build(n))
 
 
 def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:

@@ -48,7 +48,7 @@ class SeenIds:
         """A chunk of ids, one sort of their hashes cut into the buckets (each `extend` in C)."""
         ordered = sorted(map(float, map(hash, ids)))
         cuts = [0, *map(partial(bisect_left, ordered), _EDGES), len(ordered)]
-        for bucket, lo, hi in zip(self._buckets, cuts, cuts[1:], strict=True):
+        for bucket, lo, hi in zip(self._buckets, cuts[:-1], cuts[1:], strict=True):
             if hi > lo:
                 bucket.extend(ordered[lo:hi])
         self._n += len(ordered)
