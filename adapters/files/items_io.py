@@ -27,8 +27,8 @@ from adapters.usage import UsageError
 from judgecore.job.designs import Design, design_items, expand_item, expand_templated
 from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
-from judgecore.job.items import Item, Items
-from judgecore.job.parsing import Keep, ParsedChunk, parse_chunks, parse_item, parse_items
+from judgecore.job.items import Item, Items, raw_digest
+from judgecore.job.parsing import Keep, ParsedChunk, iter_line_messages, parse_chunks, parse_item, parse_items
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -89,6 +89,17 @@ def scan_items(path: Path, *, kind: InputKind | None = None) -> Iterator[ParsedC
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines:
         yield from parse_chunks(lines)
+
+
+def content_at(path: Path, line: int, *, kind: InputKind | None = None) -> bytes | None:
+    """The content digest (`judgecore.job.items.raw_digest`) of the item on `line` of an input file,
+    read again (None: no item there)."""
+    kind = kind or input_kind(path)
+    with _reading(path), contextlib.closing(input_lines(path, kind)) as lines:
+        for n, _, messages_json, max_tokens in iter_line_messages(lines):
+            if n == line:
+                return raw_digest(messages_json, max_tokens)
+    return None
 
 
 def load_input(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from adapters.files.items_io import input_error, scan_items
+from adapters.files.items_io import content_at, input_error, scan_items
 from adapters.files.readers import InputKind
 from adapters.run.dryrun import job_policy
 from adapters.run.result import JudgeResult
@@ -27,6 +27,7 @@ from adapters.usage import EXIT_OK, UsageError
 from judgecore.decide.planning import EXPECTED_OUTPUT_TOKENS, Learned, plan_of_totals, request_templates
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.tally import MaxTokensProblem, PlanTally
+from judgecore.job.ids import covers_content
 from judgecore.job.seen import SeenIds, first_repeat
 from judgecore.job.texts import Unread
 from judgecore.run.job._machine import History, JobRun
@@ -83,7 +84,13 @@ def streamed_dry_run(
         raise input_error(None, line, f"item {item_id!r}: {problem}")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if settings.force != "sync" and (large := tally.too_large(caps.bytes)) is not None:
+    if settings.force != "sync" and tally.over(caps.bytes) and tally.largest_at is not None:
+        # its custom_id, as the run names it: a `v3` key's covers its content, read again for it
+        line = tally.largest_at[1]
+        large = tally.too_large(
+            caps.bytes, content=content_at(path, line, kind=kind) if covers_content(job) else None
+        )
+        assert large is not None
         raise input_error(None, large.line, large.reason)
     dry = JobRun.start(Unread(tally.n), History(), job_policy(settings)).dry_run()
     totals = tally.totals()

@@ -145,13 +145,18 @@ class PlanTally:
             self._subs.append((self._count, ENVELOPE_BYTES - 1 + self._ends))
         self._count = self._ends = 0
 
-    def too_large(self, max_bytes: int) -> RequestTooLargeError | None:
+    def over(self, max_bytes: int) -> bool:
+        """Whether the largest request is too large for a sub-batch of `max_bytes` (`largest_at`)."""
+        return self.largest_at is not None and self._largest + ENVELOPE_BYTES > max_bytes
+
+    def too_large(self, max_bytes: int, *, content: bytes | None = None) -> RequestTooLargeError | None:
         """The error of the first request of the largest size when it is too large for a sub-batch of
-        `max_bytes` (as `plan_job` raises it), else None."""
-        if self.largest_at is None or self._largest + ENVELOPE_BYTES <= max_bytes:
+        `max_bytes` (as `plan_job` raises it), else None. `content`: that request's content digest
+        (`judgecore.job.items.raw_digest`), which its custom_id covers under a `v3` key."""
+        if self.largest_at is None or not self.over(max_bytes):
             return None
         item_id, line = self.largest_at
-        cid = custom_id_for(item_id, job=self._job)
+        cid = custom_id_for(item_id, job=self._job, content=content)
         return RequestTooLargeError(item_id, cid, self._largest + ENVELOPE_BYTES, max_bytes, line=line)
 
     def totals(self) -> RequestTotals:

@@ -261,11 +261,19 @@ def dashed_base32(digests: bytes) -> list[str]:
     return _b32_dashed(digests, len(digests) // _DIGEST_BYTES, _DIGEST_BYTES)
 
 
-def custom_id_lengths(item_ids: Texts) -> Iterator[int] | None:
-    """The length of each id's custom_id, told by the ids alone when each is its own prefix
-    (`own_prefixes`); None for any other ids."""
+def custom_id_lengths(item_ids: Texts) -> Iterator[int]:
+    """The length of each id's custom_id, told by the ids alone (never by their digests, which a `v3`
+    key derives from each request's content): in C when each is its own prefix (`own_prefixes`),
+    else from each id's prefix as `custom_id_for` makes it."""
     lengths = _own_lengths(item_ids)
-    return None if lengths is None else map(add, lengths, repeat(1 + _DIGEST_CHARS))
+    if lengths is None:
+        return map(_custom_id_length, item_ids)
+    return map(add, lengths, repeat(1 + _DIGEST_CHARS))
+
+
+def _custom_id_length(item_id: str) -> int:
+    prefix = _UNSAFE.sub("_", item_id)[:_MAX_PREFIX].strip("_")
+    return len(prefix) + 1 + _DIGEST_CHARS if prefix else _DIGEST_CHARS
 
 
 def _b32_dashed(raw: bytes, n: int, stride: int = _SHA256_BYTES) -> list[str]:

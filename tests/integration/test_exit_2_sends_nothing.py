@@ -246,6 +246,13 @@ def _(d, s):
     return _run(d, items=p), {}
 
 
+@case("a dry run of an input of no items (blank lines)", "adapters/run/streamed.py::streamed_dry_run")
+def _(d, s):
+    p = d / "in.jsonl"
+    p.write_text("\n  \n")
+    return [*_run(d, items=p), "--dry-run"], {}
+
+
 @case("a design's input of no items", "adapters/files/items_io.py::load_design_items")
 def _(d, s):
     p = d / "in.csv"
