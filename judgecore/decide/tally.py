@@ -21,8 +21,7 @@ from operator import add, is_not
 
 from judgecore.decide.planning import RequestTotals, input_tokens_of, output_tokens_of
 from judgecore.job.errors import RequestTooLargeError
-from judgecore.job.ids import custom_id_for
-from judgecore.job.items import CustomIds
+from judgecore.job.ids import custom_id_for, custom_id_lengths_of
 from judgecore.job.parsing import ParsedChunk
 from judgecore.wire.chunking import ENVELOPE_BYTES
 from judgecore.wire.requests import RequestTemplate
@@ -91,28 +90,31 @@ class PlanTally:
         if not n:
             return
         default = self._template.max_tokens
-        fixed = self._template.fixed_size
-        cid_lengths = CustomIds(ids, self._job).lengths()
+        cid_lengths = custom_id_lengths_of(ids)
         given = chunk.max_tokens
+        # each request's size and the comma after it (as `chunk` counts them): its custom_id, its
+        # messages, its max_tokens' digits and the bytes every request carries, summed in C
+        fixed = self._template.fixed_size + 1
         if given.count(None) == n:  # the usual chunk: every request asks the default
-            mts: Sequence[int] = array("q", [default]) * n
             rest = repeat(fixed + len(str(default)))
-            sizes = array("q", map(add, cid_lengths, map(add, chunk.message_sizes, rest)))
+            spans = array("q", map(add, cid_lengths, map(add, chunk.message_sizes, rest)))
+            self.output_tokens += min(default, self.output_per_answer) * n
+            self.max_tokens = max(self.max_tokens, default)
         else:
             mts = array("q", [m or default for m in given])
             with_digits = map(add, cid_lengths, map(len, map(str, mts)))
-            sizes = array("q", map(add, with_digits, map(add, chunk.message_sizes, repeat(fixed))))
+            spans = array("q", map(add, with_digits, map(add, chunk.message_sizes, repeat(fixed))))
+            self.output_tokens += output_tokens_of(mts, self.output_per_answer)
+            self.max_tokens = max(self.max_tokens, max(mts))
             if self._problem is not None and self.first_problem is None:
                 self._look_at(chunk)
         self.n += n
         self.input_tokens += input_tokens_of(chunk.message_sizes)
-        self.output_tokens += output_tokens_of(mts, self.output_per_answer)
-        self.max_tokens = max(self.max_tokens, max(mts))
-        largest = max(sizes)
+        largest = max(spans) - 1
         if largest > self._largest:
-            k = sizes.index(largest)
+            k = spans.index(largest + 1)
             self._largest, self.largest_at = largest, (ids[k], chunk.lines[k])
-        self._chunk(sizes)
+        self._chunk(spans)
 
     def _look_at(self, chunk: ParsedChunk) -> None:
         """The first given max_tokens of `chunk` with a problem, kept (`first_problem`)."""
@@ -123,12 +125,13 @@ class PlanTally:
                 self.first_problem = (chunk.lines[k], chunk.ids[k], problem)
                 return
 
-    def _chunk(self, sizes: Sequence[int]) -> None:
-        """`sizes` into the sub-batches, greedy and in order (as `chunk`): each takes the most of the
-        next requests that fit both caps, found by bisecting their running bytes (a comma after each)."""
-        acc = list(accumulate(map(add, sizes, repeat(1)), initial=0))
+    def _chunk(self, spans: Sequence[int]) -> None:
+        """Requests of these `spans` (each its size and a comma) into the sub-batches, greedy and in
+        order (as `chunk`): each takes the most of the next requests that fit both caps, found by
+        bisecting their running bytes."""
+        acc = list(accumulate(spans, initial=0))
         room = self._max_bytes - ENVELOPE_BYTES + 1
-        start, n = 0, len(sizes)
+        start, n = 0, len(spans)
         while start < n:
             most = min(n - start, self._max_requests - self._count)
             took = bisect_right(acc, room - self._ends + acc[start], start, start + most + 1) - 1 - start
@@ -137,7 +140,7 @@ class PlanTally:
             self._count += took
             self._ends += acc[start + took] - acc[start]
             start += took
-            if start < n or self._count == self._max_requests:
+            if start < n or self._count == self._max_requests or self._ends > room:
                 self._close()
 
     def _close(self) -> None:

@@ -1,10 +1,9 @@
 """Whether a job's ids repeat, told from 8 bytes an id, not the ids: what a plan that keeps no column
 of its items (a dry run on a fresh state dir) looks for repeated ids with.
 
-`SeenIds` keeps the `hash` of each id as a float (8 bytes, 53 bits of it), in buckets by value: each
-chunk of ids added is sorted once (in C) and cut into the buckets' ranges, so at the end each bucket
-is a few sorted runs, merged by one sort of that bucket alone (a 64th of the ids as objects at a
-time, never a list or a set of them all). Equal ids have equal hashes: no equal pair of hashes, no
+`SeenIds` keeps the `hash` of each id as a float (8 bytes, 53 bits of it), in buckets by value: a
+batch of them is sorted once (in C) and cut into the buckets' ranges, so at the end each bucket is
+looked at alone (a set of a 64th of the ids' hashes at a time, never a list or a set of them all). Equal ids have equal hashes: no equal pair of hashes, no
 repeated id. An equal pair may be two ids whose hashes meet (about 1 in 200 jobs of 10,000,000 ids),
 so `repeats` gives the hashes to look at, and `first_repeat` walks the ids again (a second read of
 the input, only then) to name the first repeated id and both its lines, as a parse names it.
@@ -24,6 +23,9 @@ from judgecore.job.errors import DuplicateIdError
 #: the buckets the hashes are kept in, by value (each a 64th of the range of a 64-bit hash)
 _BUCKETS = 64
 _EDGES = tuple(-(2.0**63) + k * 2.0**64 / _BUCKETS for k in range(1, _BUCKETS))
+#: the hashes held before they are cut into the buckets (one sort of 2 MB of them at a time); a job of
+#: fewer ids never sorts them
+_BATCH = 1 << 18
 
 
 def id_hashes(ids: Iterable[str]) -> list[float]:
@@ -35,32 +37,47 @@ class SeenIds:
     """The hashes of the ids added so far, 8 bytes apiece (see the module docstring). Private to the
     call that fills it."""
 
-    __slots__ = ("_buckets", "_n")
+    __slots__ = ("_buckets", "_n", "_pending")
 
     def __init__(self) -> None:
-        self._buckets = [array("d") for _ in range(_BUCKETS)]
+        self._buckets: list[array[float]] = []
+        self._pending: array[float] = array("d")  # the hashes not cut into the buckets yet
         self._n = 0
 
     def __len__(self) -> int:
         return self._n
 
     def add(self, ids: Iterable[str]) -> None:
-        """A chunk of ids, one sort of their hashes cut into the buckets (each `extend` in C)."""
-        ordered = sorted(map(float, map(hash, ids)))
+        """A chunk of ids, their hashes kept (in C); a batch of `_BATCH` sorted once into the buckets."""
+        n = len(self._pending)
+        self._pending.extend(map(float, map(hash, ids)))
+        self._n += len(self._pending) - n
+        if len(self._pending) >= _BATCH:
+            self._spill()
+
+    def _spill(self) -> None:
+        """The pending hashes sorted once and cut into the buckets' ranges (each `extend` in C)."""
+        if not self._buckets:
+            self._buckets = [array("d") for _ in range(_BUCKETS)]
+        ordered = sorted(self._pending)
+        self._pending = array("d")
         cuts = [0, *map(partial(bisect_left, ordered), _EDGES), len(ordered)]
         for bucket, lo, hi in zip(self._buckets, cuts[:-1], cuts[1:], strict=True):
             if hi > lo:
                 bucket.extend(ordered[lo:hi])
-        self._n += len(ordered)
 
     def repeats(self) -> frozenset[float]:
-        """The hashes kept more than once: empty when no id repeats (then none does)."""
+        """The hashes kept more than once: empty when no id repeats (then none does). Each bucket (or
+        the pending hashes of a job too small to have spilled) is a set of its values, and only one
+        with fewer distinct values than values is sorted for them."""
+        if self._buckets:
+            self._spill()
         out: set[float] = set()
-        for bucket in self._buckets:
-            ordered = sorted(bucket)
-            pairs = list(map(eq, ordered, islice(ordered, 1, None)))
-            if any(pairs):
-                out.update(compress(ordered, pairs))
+        for values in self._buckets or [self._pending]:
+            if len(set(values)) == len(values):
+                continue
+            ordered = sorted(values)
+            out.update(compress(ordered, map(eq, ordered, islice(ordered, 1, None))))
         return frozenset(out)
 
 

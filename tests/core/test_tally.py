@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import judgecore.job.seen as seen_module
 from judgecore.decide.planning import (
     EXPECTED_OUTPUT_TOKENS,
     plan,
@@ -20,7 +21,7 @@ from judgecore.decide.planning import (
 from judgecore.decide.routing import RoutePolicy, route
 from judgecore.decide.tally import PlanTally
 from judgecore.job.errors import DuplicateIdError, RequestTooLargeError
-from judgecore.job.ids import custom_id_for, custom_ids_for
+from judgecore.job.ids import custom_id_for, custom_id_lengths_of, custom_ids_for
 from judgecore.job.items import CustomIds
 from judgecore.job.parsing import parse_chunks, parse_items
 from judgecore.job.seen import SeenIds, first_repeat, id_hashes
@@ -144,7 +145,9 @@ def test_the_first_max_tokens_with_a_problem_is_kept_with_its_line():
     assert tally.totals().output_tokens == 100 + 5 + 9 + 7
 
 
-def test_repeated_ids_are_named_by_both_lines_as_a_parse_names_them():
+@pytest.mark.parametrize("batch", [16, 1 << 18])  # the hashes cut into buckets, or never
+def test_repeated_ids_are_named_by_both_lines_as_a_parse_names_them(monkeypatch, batch):
+    monkeypatch.setattr(seen_module, "_BATCH", batch)
     rows = [{"id": f"x{k}", "prompt": "p"} for k in range(40)]
     rows[33] = {"id": "x7", "prompt": "p"}
     rows[36] = {"id": "x2", "prompt": "p"}
@@ -169,7 +172,9 @@ def test_repeated_ids_are_named_by_both_lines_as_a_parse_names_them():
     )
 
 
-def test_distinct_ids_repeat_nothing_and_hashes_that_only_meet_are_no_repeat():
+@pytest.mark.parametrize("batch", [1000, 1 << 18])
+def test_distinct_ids_repeat_nothing_and_hashes_that_only_meet_are_no_repeat(monkeypatch, batch):
+    monkeypatch.setattr(seen_module, "_BATCH", batch)
     ids = [f"item-{k}" for k in range(50_000)]
     seen = SeenIds()
     for k in range(0, len(ids), 4096):
@@ -202,3 +207,6 @@ def test_custom_id_lengths_are_told_by_the_ids_whatever_the_key_covers():
     for job, digests in ((JOB, None), ("m" + JOB, contents)):
         made = custom_ids_for(ids, job=job, contents=digests)
         assert list(CustomIds(ids, job).lengths()) == list(map(len, made))
+        assert list(custom_id_lengths_of(ids)) == list(map(len, made))
+    for own in (["a", "b_c", "Z-9"], ["_a", "b"], ["a_", "b"], ["", "b"], ["x" * 39, "y" * 40]):
+        assert list(custom_id_lengths_of(own)) == list(map(len, custom_ids_for(own, job=JOB)))
