@@ -15,7 +15,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from functools import partial
-from itertools import compress, islice
+from itertools import chain, compress, islice
 from operator import eq
 
 from judgecore.job.errors import DuplicateIdError
@@ -40,7 +40,8 @@ class SeenIds:
     __slots__ = ("_buckets", "_n", "_pending")
 
     def __init__(self) -> None:
-        self._buckets: list[array[float]] = []
+        #: each bucket's hashes, one array a batch (none grown: no spare room kept past its end)
+        self._buckets: list[list[array[float]]] = []
         self._pending: array[float] = array("d")  # the hashes not cut into the buckets yet
         self._n = 0
 
@@ -56,15 +57,15 @@ class SeenIds:
             self._spill()
 
     def _spill(self) -> None:
-        """The pending hashes sorted once and cut into the buckets' ranges (each `extend` in C)."""
+        """The pending hashes sorted once and cut into the buckets' ranges (each cut an array, in C)."""
         if not self._buckets:
-            self._buckets = [array("d") for _ in range(_BUCKETS)]
+            self._buckets = [[] for _ in range(_BUCKETS)]
         ordered = sorted(self._pending)
         self._pending = array("d")
         cuts = [0, *map(partial(bisect_left, ordered), _EDGES), len(ordered)]
         for bucket, lo, hi in zip(self._buckets, cuts[:-1], cuts[1:], strict=True):
             if hi > lo:
-                bucket.extend(ordered[lo:hi])
+                bucket.append(array("d", ordered[lo:hi]))
 
     def repeats(self) -> frozenset[float]:
         """The hashes kept more than once: empty when no id repeats (then none does). Each bucket (or
@@ -73,10 +74,10 @@ class SeenIds:
         if self._buckets:
             self._spill()
         out: set[float] = set()
-        for values in self._buckets or [self._pending]:
-            if len(set(values)) == len(values):
+        for parts in self._buckets or [[self._pending]]:
+            if len(set(chain.from_iterable(parts))) == sum(map(len, parts)):
                 continue
-            ordered = sorted(values)
+            ordered = sorted(chain.from_iterable(parts))
             out.update(compress(ordered, map(eq, ordered, islice(ordered, 1, None))))
         return frozenset(out)
 
