@@ -1,8 +1,9 @@
 """The dry run of an input file on a fresh state dir, one request an item, in memory flat in the
 file's size: its items read a chunk at a time and summed into the plan's totals
 (`judgecore.decide.tally.PlanTally`), none of them kept, so a 10,000,000-item job is planned in about
-the memory of a 1,000,000-item one (8 bytes an item, to look for repeated ids:
-`judgecore.job.seen.SeenIds`).
+the memory of a 1,000,000-item one: what it keeps to look for repeated ids (8 bytes an item,
+`judgecore.job.seen.SeenIds`) goes to an unnamed temporary file past `HELD_HASHES` of them
+(`adapters.files.spill`).
 
 It prints what `adapters.run.dryrun.judge_dry_run` prints of the same file, and says what is wrong
 with it as that does, in the same order: the first bad line, a repeated id (both its lines: the file
@@ -20,6 +21,7 @@ import attrs
 
 from adapters.files.items_io import content_at, input_error, scan_items
 from adapters.files.readers import InputKind
+from adapters.files.spill import HashesOnDisk
 from adapters.run.dryrun import job_policy
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings, batch_caps
@@ -32,6 +34,9 @@ from judgecore.job.seen import SeenIds, first_repeat
 from judgecore.job.texts import Unread
 from judgecore.run.job._machine import History, JobRun
 from judgecore.wire.models import max_tokens_problem, thinking_problem
+
+#: the ids' hashes a dry run holds before it keeps them on disk (`adapters.files.spill`): 16 MB
+HELD_HASHES = 1 << 21
 
 
 def streams(settings: JobSettings, *, fresh: bool, count_tokens: bool) -> bool:
@@ -69,12 +74,16 @@ def streamed_dry_run(
         problem=_max_tokens_problem(settings),
     )
     seen = SeenIds()
-    for chunk in scan_items(path, kind=kind):
-        tally.add(chunk)
-        seen.add(chunk.ids)
+    with HashesOnDisk() as disk:
+        for chunk in scan_items(path, kind=kind):
+            tally.add(chunk)
+            seen.add(chunk.ids)
+            if seen.held > HELD_HASHES:  # a plan of millions: their hashes kept on disk past these
+                disk.keep(seen.take())
+        repeats = seen.repeats(disk.buckets())
     if not tally.n:
         raise UsageError(f"{path}: the input has no items")
-    if repeats := seen.repeats():  # a repeated id, or two hashes that met: the file read again
+    if repeats:  # a repeated id, or two hashes that met: the file read again
         twice = first_repeat(((c.ids, c.lines) for c in scan_items(path, kind=kind)), repeats)
         if twice is not None:
             raise input_error(path, twice.line, twice.reason)

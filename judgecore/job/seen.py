@@ -6,7 +6,9 @@ batch of them is sorted once (in C) and cut into the buckets' ranges, so at the 
 looked at alone (a set of a 64th of the ids' hashes at a time, never a list or a set of them all). Equal ids have equal hashes: no equal pair of hashes, no
 repeated id. An equal pair may be two ids whose hashes meet (about 1 in 200 jobs of 10,000,000 ids),
 so `repeats` gives the hashes to look at, and `first_repeat` walks the ids again (a second read of
-the input, only then) to name the first repeated id and both its lines, as a parse names it.
+the input, only then) to name the first repeated id and both its lines, as a parse names it. A caller
+may `take` the buckets' hashes as they grow and keep them elsewhere (the shell, on disk: then the
+memory is flat in the job's size), handing them back to `repeats` a bucket at a time.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class SeenIds:
         """The pending hashes sorted once and cut into the buckets' ranges (each cut an array, in C)."""
         if not self._buckets:
             self._buckets = [[] for _ in range(_BUCKETS)]
+        if not self._pending:
+            return
         ordered = sorted(self._pending)
         self._pending = array("d")
         cuts = [0, *map(partial(bisect_left, ordered), _EDGES), len(ordered)]
@@ -67,14 +71,28 @@ class SeenIds:
             if hi > lo:
                 bucket.append(array("d", ordered[lo:hi]))
 
-    def repeats(self) -> frozenset[float]:
-        """The hashes kept more than once: empty when no id repeats (then none does). Each bucket (or
-        the pending hashes of a job too small to have spilled) is a set of its values, and only one
-        with fewer distinct values than values is sorted for them."""
-        if self._buckets:
+    @property
+    def held(self) -> int:
+        """How many hashes the buckets hold (the pending ones aside)."""
+        return sum(len(part) for parts in self._buckets for part in parts)
+
+    def take(self) -> list[list[array[float]]]:
+        """Each bucket's hashes, handed over and no longer held (the pending ones cut in first): for
+        a caller that keeps them elsewhere (on disk) and gives them back to `repeats`."""
+        self._spill()
+        out, self._buckets = self._buckets, [[] for _ in range(_BUCKETS)]
+        return out
+
+    def repeats(self, taken: Sequence[Iterable[array[float]]] = ()) -> frozenset[float]:
+        """The hashes kept more than once: empty when no id repeats (then none does). `taken`: each
+        bucket's hashes handed over by `take` (read back a bucket at a time). Each bucket (or the
+        pending hashes of a job too small to have spilled) is a set of its values, and only one with
+        fewer distinct values than values is sorted for them."""
+        if self._buckets or taken:
             self._spill()
         out: set[float] = set()
-        for parts in self._buckets or [[self._pending]]:
+        for k, kept in enumerate(self._buckets or [[self._pending]]):
+            parts = [*(taken[k] if taken else ()), *kept]
             if len(set(chain.from_iterable(parts))) == sum(map(len, parts)):
                 continue
             ordered = sorted(chain.from_iterable(parts))

@@ -12,6 +12,7 @@ import pytest
 import adapters.cli.run as cli_run
 from adapters.cli import main
 from adapters.run import streamed
+from judgecore.job import seen as seen_module
 
 RUBRIC = "Grade strictly: is the answer correct and complete? Score 1-5.\n" * 40
 
@@ -131,3 +132,22 @@ def test_a_request_too_large_for_any_sub_batch_is_named_by_its_line(tmp_path, mo
     ran = (code, *capsys.readouterr())
     assert flowing[0] == ran[0] == 2 and flowing[2] == ran[2]
     assert "in.jsonl:2: item 'h1' (custom_id h1-" in flowing[2]
+
+
+def test_ids_hashes_kept_on_disk_past_a_bound_find_a_repeat_as_well(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(streamed, "HELD_HASHES", 64)  # the hashes leave memory every few chunks
+    monkeypatch.setattr(seen_module, "_BATCH", 50)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    rows: list[dict | str] = [{"id": f"k{i}", "prompt": "x"} for i in range(20_000)]
+    items = _write(tmp_path / "in.jsonl", rows)
+    argv = ["run", str(items), "--state", str(tmp_path / "s"), "--dry-run", "--json"]
+    flowing, held = _both(monkeypatch, capsys, argv)
+    assert flowing == held and flowing[0] == 0
+    rows[19_990] = {"id": "k3", "prompt": "again"}
+    _write(tmp_path / "in.jsonl", rows)
+    monkeypatch.setattr(cli_run, "streams", streamed.streams)
+    flowing, held = _both(monkeypatch, capsys, argv)
+    assert flowing == held
+    assert flowing[0] == 2 and "in.jsonl:19991: duplicate id 'k3'; first seen on line 4" in flowing[2]
+    assert list((tmp_path / "tmp").iterdir()) == []
