@@ -25,9 +25,10 @@ from judgecore.job.errors import DuplicateIdError
 #: the buckets the hashes are kept in, by value (each a 64th of the range of a 64-bit hash)
 _BUCKETS = 64
 _EDGES = tuple(-(2.0**63) + k * 2.0**64 / _BUCKETS for k in range(1, _BUCKETS))
-#: the hashes held before they are cut into the buckets (one sort of 2 MB of them at a time); a job of
-#: fewer ids never sorts them
-_BATCH = 1 << 18
+#: the hashes held before they are first cut into the buckets (a job of fewer ids never sorts them),
+#: then between two cuts (a sort of a few is the cheaper, 0.26 against 0.32 s at 1,000,000 ids)
+_FIRST_BATCH = 1 << 18
+_BATCH = 1 << 14
 
 
 def id_hashes(ids: Iterable[str]) -> list[float]:
@@ -51,12 +52,21 @@ class SeenIds:
         return self._n
 
     def add(self, ids: Iterable[str]) -> None:
-        """A chunk of ids, their hashes kept (in C); a batch of `_BATCH` sorted once into the buckets."""
-        n = len(self._pending)
-        self._pending.extend(map(float, map(hash, ids)))
-        self._n += len(self._pending) - n
-        if len(self._pending) >= _BATCH:
-            self._spill()
+        """A chunk of ids, their hashes kept (in C); a batch at a time sorted once into the buckets."""
+        self.add_hashes(map(hash, ids))
+
+    def add_hashes(self, hashes: Iterable[int]) -> None:
+        """Hashes of ids (`hash` of each), kept as `add` keeps them, a batch at a time."""
+        it = iter(hashes)
+        while True:
+            n, batch = len(self._pending), _BATCH if self._buckets else _FIRST_BATCH
+            self._pending.extend(map(float, islice(it, max(1, batch - n))))
+            added = len(self._pending) - n
+            self._n += added
+            if len(self._pending) >= batch:
+                self._spill()
+            elif not added:
+                return
 
     def _spill(self) -> None:
         """The pending hashes sorted once and cut into the buckets' ranges (each cut an array, in C)."""

@@ -137,6 +137,7 @@ def test_a_request_too_large_for_any_sub_batch_is_named_by_its_line(tmp_path, mo
 def test_ids_hashes_kept_on_disk_past_a_bound_find_a_repeat_as_well(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(streamed, "HELD_HASHES", 64)  # the hashes leave memory every few chunks
     monkeypatch.setattr(seen_module, "_BATCH", 50)
+    monkeypatch.setattr(seen_module, "_FIRST_BATCH", 50)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     rows: list[dict | str] = [{"id": f"k{i}", "prompt": "x"} for i in range(20_000)]

@@ -148,6 +148,7 @@ def test_the_first_max_tokens_with_a_problem_is_kept_with_its_line():
 @pytest.mark.parametrize("batch", [16, 1 << 18])  # the hashes cut into buckets, or never
 def test_repeated_ids_are_named_by_both_lines_as_a_parse_names_them(monkeypatch, batch):
     monkeypatch.setattr(seen_module, "_BATCH", batch)
+    monkeypatch.setattr(seen_module, "_FIRST_BATCH", batch)
     rows = [{"id": f"x{k}", "prompt": "p"} for k in range(40)]
     rows[33] = {"id": "x7", "prompt": "p"}
     rows[36] = {"id": "x2", "prompt": "p"}
@@ -175,6 +176,7 @@ def test_repeated_ids_are_named_by_both_lines_as_a_parse_names_them(monkeypatch,
 @pytest.mark.parametrize("batch", [1000, 1 << 18])
 def test_distinct_ids_repeat_nothing_and_hashes_that_only_meet_are_no_repeat(monkeypatch, batch):
     monkeypatch.setattr(seen_module, "_BATCH", batch)
+    monkeypatch.setattr(seen_module, "_FIRST_BATCH", batch)
     ids = [f"item-{k}" for k in range(50_000)]
     seen = SeenIds()
     for k in range(0, len(ids), 4096):
