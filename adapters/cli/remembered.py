@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.checkpoint.fresh import holds_checkpoint
 from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.cli.parser import build_parser
 from adapters.files.paths import kept_path, path_to_keep
 from adapters.usage import UsageError

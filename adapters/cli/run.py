@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
+from adapters.checkpoint.fresh import holds_checkpoint
 from adapters.checkpoint.jobkey import ids_job_for
 from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.cli.flags import _read_rubric, _settings
 from adapters.cli.remembered import (
     _check_manifest,

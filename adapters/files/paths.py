@@ -12,7 +12,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from adapters.checkpoint.store.schema import STATE_FILES
+from adapters.checkpoint.fresh import STATE_FILES
 from adapters.usage import UsageError
 
 #: every file judgecore keeps in a state dir besides its outputs (the checkpoint's and the run lock)

@@ -365,8 +365,8 @@ def _(d, s):
 #: Functions raising `UsageError` that no command line reaches, and why.
 NOT_FROM_THE_CLI = {
     "adapters/run/planning.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
-    "adapters/run/planning.py::run_job_of": "judge()'s items given as Python objects",
-    "adapters/run/planning.py::_items_of": "judge()'s items parsed without the job's design "
+    "adapters/run/planning_run.py::run_job_of": "judge()'s items given as Python objects",
+    "adapters/run/planning.py::items_of": "judge()'s items parsed without the job's design "
     "(tests/cli/test_python_api.py; the CLI reads its file with the design)",
     "adapters/run/job.py::judge": "judge() called inside a running event loop",
     "adapters/run/operations.py::connect": "the input changed while the run read it (a race; "
