@@ -31,7 +31,7 @@ def new_job_key(manifest: Mapping[str, Any]) -> str:
 
 
 def fresh_key_of(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str:
-    """`adapters.checkpoint.jobkey.ids_job_for` of a state dir that holds no checkpoint (or none):
-    the new job's key, `new_job_key`. For a dir that holds one, its key is read from the checkpoint."""
-    assert state_dir is None or not holds_checkpoint(state_dir), "a checkpoint's job key is read from it"
+    """`adapters.checkpoint.jobkey.ids_job_for` of a state dir its caller found holding no checkpoint
+    (or of no dir): the new job's key, `new_job_key` (`state_dir` is not read). The key of a dir that
+    holds one is read from its checkpoint (`ids_job_for`)."""
     return new_job_key(manifest)

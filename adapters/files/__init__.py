@@ -5,5 +5,6 @@ May import: `adapters.checkpoint`, `adapters.usage`, `judgecore`.
 
 Modules: `readers`, `cells` (a table cell as JSON; the optional extras), `inspect_log` (reads a log),
 `inspect_export` (writes the verdicts back into one), `items_io`,
-`messages`, `writers`, `output`, `paths`.
+`messages` (where a job's messages are held; no checkpoint), `checkpointed` (their hand-off to the
+checkpoint and read-back, a run's input loaded), `writers`, `output`, `paths`.
 """

@@ -353,7 +353,7 @@ def _(d, s):
     return ["simulator", "--port", "70000"], {}
 
 
-@case("an input sharing no item id with the job in --state", "adapters/cli/run.py::_check_overlap")
+@case("an input sharing no item id with the job in --state", "adapters/cli/resumed.py::_check_overlap")
 def _(d, s):
     _, state = _answered_job(s, d)
     other = write_items(
