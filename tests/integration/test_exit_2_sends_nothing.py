@@ -175,7 +175,7 @@ def _(d, s):
     return ["run", str(items), "--state", str(state)], {}
 
 
-@case("an item changed under its id (a dry run)", "adapters/run/dryrun.py::dry_run_of")
+@case("an item changed under its id (a dry run)", "adapters/run/dryrun.py::kept_figures")
 def _(d, s):
     items, state = _answered_job(s, d)
     write_items(items, [{**ROWS[0], "prompt": "changed"}, *ROWS[1:]])
@@ -254,7 +254,7 @@ def _(d, s):
     return [*_run(d, items=p), "--template", str(d / "t.txt"), "--samples", "2"], {}
 
 
-@case("an item too large for any sub-batch", "adapters/run/planning.py::_checked_plan")
+@case("an item too large for any sub-batch", "adapters/run/planning.py::checked_plan")
 def _(d, s):
     p = _items(d, [{"id": "small", "prompt": "x"}, {"id": "huge", "prompt": "y" * 5000}])
     return _run(d, "--force-batch", "--max-batch-bytes", "2000", items=p), {}
