@@ -36,6 +36,7 @@ from judgecore.decide.prices import (
     MIN_CACHEABLE_TOKENS,
     TTL,
 )
+from judgecore.decide.resume import JobState
 from judgecore.decide.routing import Route
 from judgecore.decide.spend import request_bound
 from judgecore.job.errors import RequestTooLargeError
@@ -67,6 +68,11 @@ class JobPlan:
         keeps once the shell has them elsewhere (the input file, the checkpoint)."""
         items = self.items.without_messages()
         return self if items is self.items else attrs.evolve(self, items=items)
+
+    def finished(self, state: JobState) -> bool:
+        """Every item final and no batch of the job still live: a run has nothing to send or poll."""
+        final = state.final
+        return not state.in_flight and all(c in final for c in self.requests.custom_ids)
 
 
 def plan_job(
