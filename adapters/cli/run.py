@@ -18,9 +18,8 @@ from adapters.checkpoint.fresh import fresh_key_of
 from adapters.cli.flags import _read_rubric, _settings
 from adapters.cli.remembered import KeptJob, _check_manifest, _remembered, _run_flags_given
 from adapters.files.items_io import load_design_items, load_items
-from adapters.files.paths import input_problem, out_problem, state_problem
+from adapters.files.paths import input_problem, out_problem, output_problem, state_problem
 from adapters.files.readers import input_kind
-from adapters.files.writers import output_problem
 from adapters.run.dryrun_plan import dry_run_plan
 from adapters.run.planning import job_of
 from adapters.run.settings import JobSettings

@@ -31,8 +31,7 @@ from adapters.checkpoint.statelock import StateLockedError
 from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
 from adapters.files.messages import JobInput, MessageSource
 from adapters.files.output import write_output
-from adapters.files.paths import kept_path, out_problem, state_problem
-from adapters.files.writers import output_problem
+from adapters.files.paths import kept_path, out_problem, output_problem, state_problem
 from adapters.providers.registry import provider_of
 from adapters.run.clock import Clock, RealClock
 from adapters.run.deadline import all_sync_reason, start_tokens_each

@@ -237,6 +237,27 @@ CHECKPOINT = (
 )
 
 
+#: What only a run that sends (or reads results) uses, which a dry run's plan does not: the output
+#: writers and the output line (with the outcomes' vocabulary), the sync route's pacing, OpenAI's
+#: request body and sync template (a run builds them when it connects).
+RUN_ONLY = (
+    "adapters.files.writers",
+    "judgecore.results.output_line",
+    "judgecore.results.outcomes",
+    "judgecore.decide.ratelimit",
+    "adapters.providers.openai.body",
+    "adapters.providers.openai.sync_template",
+)
+
+
+def test_a_dry_run_loads_none_of_what_only_a_run_uses(job, tmp_path):
+    items, rubric = job
+    args = ["run", str(items), "--rubric", str(rubric), "--state", str(tmp_path / "new"), "--dry-run"]
+    assert [] == loaded(args, RUN_ONLY)
+    panel = ["--judge", "claude-sonnet-4-6", "--judge", "openai:gpt-5-mini"]  # an OpenAI lane named too
+    assert [] == loaded([*args, *panel], RUN_ONLY)
+
+
 @pytest.mark.parametrize("state", ["new", None])
 def test_a_dry_run_of_a_new_job_loads_no_checkpoint_nor_sqlite(job, tmp_path, state):
     """A fresh state dir (or none) holds no checkpoint to read: the plan is made without the store."""
