@@ -9,11 +9,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
 import orjson
 
 from adapters.files.cells import dated
-from adapters.files.messages import InputMessages, JobInput, kept_as_parsed, split_messages
+from adapters.files.messages import JobInput, split_messages
 from adapters.files.readers import (
     InputKind,
     frame_lines,
@@ -66,12 +65,12 @@ def load_items(
     its name; see `adapters.files.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
 
     `hold_messages=False`: the items keep each message's size and digest, not the messages (a dry
-    run's plan needs no more; to run them, `load_input` says where their messages are).
+    run's plan needs no more; to run them, `adapters.files.checkpointed.load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
     job key of the custom_ids (`adapters.checkpoint.jobkey.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, which keeps nothing): they are derived only if read
     (`judgecore.job.parsing.parse_items`). `keep`: what takes each block's custom_ids and messages
-    as they are parsed (a run's checkpoint, `adapters.files.messages.kept_as_parsed`)."""
+    as they are parsed (a run's checkpoint, `adapters.files.checkpointed.kept_as_parsed`)."""
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
@@ -100,28 +99,6 @@ def content_at(path: Path, line: int, *, kind: InputKind | None = None) -> bytes
             if n == line:
                 return raw_digest(messages_json, max_tokens)
     return None
-
-
-def load_input(
-    path: Path,
-    *,
-    job: str | None = None,
-    kind: InputKind | None = None,
-    state_dir: Path | None = None,
-) -> JobInput:
-    """A run's input (the CLI's): its items parsed keeping each message's size and digest, not the
-    messages, so no run holds its whole input in memory. With `state_dir` (a new job's)
-    the parse keeps the messages in that checkpoint as it reads them: the file is read once
-    (`adapters.files.messages.kept_as_parsed`); else (or where that keeps none) the run reads them from
-    `path` again to keep them (`adapters.files.messages.InputMessages`)."""
-
-    kind = kind or input_kind(path)
-    made = state_dir is not None and not state_dir.exists()
-    with kept_as_parsed(state_dir, job) as keep:
-        items = load_items(path, hold_messages=False, job=job, kind=kind, keep=keep)
-    # the digests held by the source, which drops them once the checkpoint keeps them (not the items)
-    source = InputMessages(path, kind, digests=items.digests, made=state_dir if made else None)
-    return JobInput(attrs.evolve(items, digests=None), source)
 
 
 def load_design_input(
@@ -247,6 +224,5 @@ __all__ = [
     "items_from_objects",
     "load_design_input",
     "load_design_items",
-    "load_input",
     "load_items",
 ]
