@@ -215,15 +215,18 @@ class BatchShell:
         so creates in flight (at most `settings.concurrency`) hold a few hundred KB each, not their
         bodies."""
         reqs = Requests.of(action.requests)
-        messages = CheckpointMessages(self.store, reqs.custom_ids)
-        body = CreateBody(reqs, self.template, messages, size=body_size(reqs.sizes))
+        # made once, for the intent, the messages read back and the body: a job's custom_ids are made
+        # from their digests at each read (two more reads of every id sent: 0.6 CPU s at 720,000)
+        cids = custom_ids_of(reqs)
+        messages = CheckpointMessages(self.store, cids)
+        body = CreateBody(reqs, self.template, messages, size=body_size(reqs.sizes), custom_ids=cids)
         if action.written:
             self.store.restamp_intent(action.sub_id, action.at)
         else:
             self.store.record_intent(
                 sub_id=action.sub_id,
                 round=action.round,
-                custom_ids=custom_ids_of(reqs),
+                custom_ids=cids,
                 n_bytes=body.size,
                 at=action.at,
                 lane=self.lane,
