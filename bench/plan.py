@@ -12,7 +12,8 @@ valid batch request needs a derived custom_id, so a second floor derives it per 
 does more (it validates every line, checks for repeated ids, sizes each request, chunks, estimates the
 cost), and the target (issue 21) is that it stays within 1.5x the floor (issue 11's was 2.0x). On a
 fresh state dir, as here, it derives no custom_id: the job key they would be derived with is drawn for
-the dry run alone, and a request's size needs only their lengths, which the ids tell. Each is timed
+the dry run alone, and a request's size needs only their lengths, which the ids tell; and it keeps no
+item, reading the file a chunk at a time into the plan's totals (`adapters/run/streamed.py`). Each is timed
 (wall and CPU time) as a fresh `python` process, interleaved so the machine's load hits all alike.
 """
 

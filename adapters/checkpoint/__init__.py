@@ -5,5 +5,6 @@ May import: `adapters.usage`, `judgecore`.
 
 Modules: `store` (the checkpoint itself, package), `reads` (spend, budget, what answers taught the
 estimate, verdict counts, the job machine's history), `records` (the output records rebuilt from
-it), `jobkey`, `statelock`, `finished`.
+it), `jobkey`, `fresh` (what is known of a state dir without opening its checkpoint: whether it
+holds one, its files' names, a new job's key; no SQLite), `statelock`, `finished`.
 """

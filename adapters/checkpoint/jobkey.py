@@ -8,11 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from adapters.checkpoint.fresh import holds_checkpoint, new_job_key
 from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
-from judgecore.job.ids import job_key
 
 
 def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
@@ -20,7 +17,7 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
 
     A state dir bound to a job keeps its key (None for one bound before job keys: it keeps its `v1`
     ids; a key drawn with a nonce before 2026-12-03: its `v2` ids). For a new dir (or none) the key is
-    the manifest's alone (`job_key`): the same job started afresh, in any dir, on any machine, from
+    the manifest's alone (`new_job_key`): the same job started afresh, in any dir, on any machine, from
     the same rows in any format, derives the same key and so the same custom_ids; no nonce.
     """
     if state_dir is not None and holds_checkpoint(state_dir):
@@ -38,5 +35,4 @@ def ids_job_for(state_dir: Path | str | None, manifest: Mapping[str, Any]) -> st
                 pass  # a database never bound (no tables yet): a new job's
             finally:
                 store.close()
-    canonical = orjson.dumps(dict(manifest), option=orjson.OPT_SORT_KEYS)
-    return job_key(canonical)
+    return new_job_key(manifest)

@@ -4,7 +4,8 @@ The package's modules, one idea each: `parser` (the grammar), `helptext` (the
 description and epilogs `--help` prints), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
 read a checkpoint: status, summary, export), `cancel`, `version` (`--version`'s line) and `relaunch` (the words that start judgecore
-again), `sending` (`run` without `--dry-run`: the run that sends). This module maps each command to its handler and a `UsageError` to exit 2.
+again), `sending` (`run` without `--dry-run`: the run that sends), `resumed` (what `run`'s checks read of
+the job a state dir holds: loaded only when it holds one). This module maps each command to its handler and a `UsageError` to exit 2.
 
 May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
 `adapters.simulator` are imported where their command is dispatched.
@@ -18,10 +19,12 @@ import gc
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from adapters import keep_bytecode
 from adapters.cli.parser import build_parser
+from adapters.cli.remembered import KeptJob, _holds_checkpoint
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
 from adapters.files.paths import directory_problem
 from adapters.usage import EXIT_LOCAL, EXIT_OK, EXIT_USAGE, UsageError, checkpoint_fault, disk_fault
@@ -61,6 +64,17 @@ def cmd_simulator(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def stored_job(state: Path | None) -> KeptJob | None:
+    """The job `--state` holds, read by `adapters.cli.resumed` (the store, SQLite), loaded only when
+    the dir holds a checkpoint: `run` on a fresh dir (a dry run most of all) loads neither."""
+    if not _holds_checkpoint(state):
+        return None
+    from adapters.cli.resumed import StoredJob
+
+    assert state is not None
+    return StoredJob(state)
+
+
 def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> int:
     """Run one command; its exit status. `collector_held`: the command's start turned cyclic garbage
     collection off (`command`); it is turned on again for anything but a dry run, which makes no
@@ -77,15 +91,16 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
         check_environment(os.environ, values=ns.command in ("run", "demo"))
         match ns.command:
             case "run" if ns.dry_run and ns.deadline is None:
-                return cmd_run(ns, argv)
+                return cmd_run(ns, argv, stored=stored_job(ns.state))
             case "run" if ns.dry_run:  # the deadline's figures: its rule and the polling it reasons with
                 from adapters.run.deadline import dry_run_deadline, render_deadline
 
-                return cmd_run(ns, argv, deadline=(dry_run_deadline, render_deadline))
+                deadline = (dry_run_deadline, render_deadline)
+                return cmd_run(ns, argv, deadline=deadline, stored=stored_job(ns.state))
             case "run":
                 from adapters.cli.sending import send
 
-                return cmd_run(ns, argv, send)
+                return cmd_run(ns, argv, send, stored=stored_job(ns.state))
             case "status":
                 from adapters.cli.status import cmd_status
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
+from adapters.checkpoint.fresh import holds_checkpoint
 from adapters.cli.parser import build_parser
 from adapters.files.paths import kept_path, path_to_keep
 from adapters.usage import UsageError
+from judgecore.decide.planning import JobPlan, Learned
+from judgecore.run.job._machine import History
 
 _NOT_REMEMBERED = frozenset(
     {
@@ -43,6 +44,34 @@ _FLAG_OF = {
 }
 
 
+class KeptJob(Protocol):
+    """The job a state dir's checkpoint holds, as `run`'s checks read it: `adapters.cli.resumed.
+    StoredJob`, which the command's dispatch gives when `--state` holds a checkpoint (and only then:
+    a new job's dry run imports neither it nor the store)."""
+
+    def started(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The job's remembered invocation (None: none kept) and its manifest."""
+        ...
+
+    def manifest_answered(self, manifest: Mapping[str, Any]) -> tuple[dict[str, Any] | None, bool]:
+        """The kept manifest, and whether the job was answered when it differs from `manifest`."""
+        ...
+
+    def key_of(self, state_dir: Path | str | None, manifest: Mapping[str, Any]) -> str | None:
+        """The job key its custom_ids are derived with."""
+        ...
+
+    def check_overlap(self, ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any) -> None:
+        """Exit 2 for an input that shares no item id with the job (a warning for one holding some)."""
+        ...
+
+    def dry_figures(
+        self, job: JobPlan, *, rubric: str | None, settings: Any, source: str | None
+    ) -> tuple[History, Learned, float]:
+        """What a dry run's plan starts from: the machine's history, what answers taught, the spend."""
+        ...
+
+
 def _holds_checkpoint(state: Path | None) -> bool:
     """`state` is a state dir holding a checkpoint (a path that cannot be one is told later, by name)."""
 
@@ -67,18 +96,14 @@ def _run_flags_given(argv: Sequence[str]) -> set[str]:
     return given
 
 
-def _remembered(ns: argparse.Namespace, argv: Sequence[str]) -> dict[str, Any] | None:
+def _remembered(ns: argparse.Namespace, argv: Sequence[str], stored: KeptJob | None) -> dict[str, Any] | None:
     """Fill `ns` from how the job in `--state` was started: INPUT, `--out` and every flag this command
     leaves out take the remembered values (never their defaults); the flags it gives apply. Returns the
-    job's remembered invocation (None: a new state dir, or one made before judgecore remembered)."""
+    job's remembered invocation (None: a new state dir, or one made before judgecore remembered).
+    `stored`: the job `--state` holds (None: it holds none)."""
     kept = manifest = None
-    if _holds_checkpoint(ns.state):
-        store = Store.open_readonly(ns.state)
-        try:
-            kept = store.invocation
-            manifest = store.manifest
-        finally:
-            store.close()
+    if stored is not None:
+        kept, manifest = stored.started()
     if kept is None:
         if ns.input is None and getattr(ns, "from_inspect", None) is None:
             if ns.state is None:
@@ -169,18 +194,15 @@ def _digest(key: str, value: Any) -> str:
     return "a pattern, no schema" if key == "verdict_schema_sha256" else f"{key} none: the file is empty"
 
 
-def _check_manifest(ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any]) -> None:
-    """A flag that shapes what a request asks and differs from how the job was started is exit 2,
-    naming the flag, the old and the new value and the two ways out, before anything is read or sent."""
-    if not _holds_checkpoint(ns.state):
+def _check_manifest(
+    ns: argparse.Namespace, kept: dict[str, Any] | None, manifest: dict[str, Any], stored: KeptJob | None
+) -> None:
+    """A flag that shapes what a request asks and differs from how the job was started (the job
+    `stored`, which `--state` holds; None: it holds none) is exit 2, naming the flag, the old and the
+    new value and the two ways out, before anything is read or sent."""
+    if stored is None:
         return
-
-    store = Store.open_readonly(ns.state)
-    try:
-        old = store.manifest
-        answered = old is not None and old != manifest and store.answered()
-    finally:
-        store.close()
+    old, answered = stored.manifest_answered(manifest)
     if old is None or old == manifest:
         return
     key = next(k for k in (*_FLAG_OF, *sorted(set(old) | set(manifest))) if old.get(k) != manifest.get(k))

@@ -14,21 +14,17 @@ from typing import Any
 
 import orjson
 
-from adapters.checkpoint.jobkey import ids_job_for
-from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
+from adapters.checkpoint.fresh import fresh_key_of
 from adapters.cli.flags import _read_rubric, _settings
-from adapters.cli.remembered import (
-    _check_manifest,
-    _remembered,
-    _run_flags_given,
-)
+from adapters.cli.remembered import KeptJob, _check_manifest, _remembered, _run_flags_given
 from adapters.files.items_io import load_design_items, load_items
-from adapters.files.paths import input_problem, kept_path, out_problem, state_problem
+from adapters.files.paths import input_problem, out_problem, output_problem, state_problem
 from adapters.files.readers import input_kind
-from adapters.files.writers import output_problem
-from adapters.run.dryrun import judge_dry_run
+from adapters.run.dryrun_plan import dry_run_plan
+from adapters.run.planning import job_of
+from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
+from adapters.run.streamed import streamed_dry_run, streams
 from adapters.usage import EXIT_OK, UsageError
 from judgecore.job.items import Items
 from judgecore.summary.plan_text import plan_json, render_plan
@@ -46,11 +42,18 @@ Deadline = tuple[Callable[..., dict[str, Any] | None], Callable[[dict[str, Any]]
 
 
 def cmd_run(
-    ns: argparse.Namespace, argv: Sequence[str], send: Send | None = None, deadline: Deadline | None = None
+    ns: argparse.Namespace,
+    argv: Sequence[str],
+    send: Send | None = None,
+    deadline: Deadline | None = None,
+    *,
+    stored: KeptJob | None,
 ) -> int:
     """`judgecore run`: every check before anything is read, created or sent, then the dry run's plan,
-    or `send` (`adapters.cli.sending.send`, which the command's dispatch gives for a run that sends)."""
-    kept = _remembered(ns, argv)
+    or `send` (`adapters.cli.sending.send`, which the command's dispatch gives for a run that sends).
+    `stored`: the job `--state` holds (`adapters.cli.resumed.StoredJob`, given by the dispatch; None
+    when it holds none, and then nothing of the checkpoint's, nor SQLite, is loaded)."""
+    kept = _remembered(ns, argv, stored)
     kind = _input_of(ns)
     given = _run_flags_given(argv)
     if "model" in given and ns.judges and any(j != ns.model for j in ns.judges):
@@ -74,54 +77,27 @@ def cmd_run(
         out = Path(os.path.normpath(out.absolute()))  # `..` folded, symlinks kept (as named)
     _check_run_paths(ns, out)
     rubric = _read_rubric(ns.rubric)
-    _check_manifest(ns, kept, settings.manifest(rubric))
+    _check_manifest(ns, kept, settings.manifest(rubric), stored)
     if not ns.dry_run:
         assert send is not None, "a run that sends is dispatched with its module (adapters.cli.sending)"
         return send(ns, argv, kept, kind, given, settings, rubric, out)
     # No messages held: a dry run needs the sizes, and the digests and custom_ids only to check an
     # existing checkpoint (on a fresh state dir, which keeps nothing: its custom_ids, derived only if read).
-    fresh = not holds_checkpoint(ns.state or Path())
-    ids_job = ids_job_for(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
+    fresh = stored is None
+    key_of = fresh_key_of if stored is None else stored.key_of
+    ids_job = key_of(ns.state, settings.manifest(rubric))  # the custom_ids are the job's own
     held = bool(ns.count_tokens)  # the messages held only when one prompt is counted (--count-tokens)
+    if streams(settings, fresh=fresh, count_tokens=held):  # nothing kept of the items: flat memory
+        planned = streamed_dry_run(ns.input, kind=kind, rubric=rubric, settings=settings, job=ids_job)
+        return _show_plan(ns, planned, settings, deadline)
     dry = (
         load_items(ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh)
         if settings.plain  # one request per item
         else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
     )
-    _check_overlap(ns, kept, dry.ids)
-    return _dry_run(ns, dry, rubric, settings, deadline)
-
-
-def _check_overlap(ns: argparse.Namespace, kept: dict[str, Any] | None, ids: Any) -> None:
-    """An input that shares no item id with the job in `--state` is exit 2 (a new job's input, most
-    likely, given the wrong `--state`), naming both files and the ways out, unless `--add-items`; one
-    that holds only some of the job's items is a warning (the output lists every item of the job)."""
-
-    if ns.state is None or not holds_checkpoint(ns.state):
-        return
-
-    store = Store.open_readonly(ns.state)
-    try:
-        if store.manifest is None:
-            return
-        bound, given, known = store.known_items(ids)
-    finally:
-        store.close()
-    started = (
-        f"started from {kept_path(ns.state, kept['input'])}" if kept and kept.get("input") else "started"
-    )
-    if bound and not known and not ns.add_items:
-        raise UsageError(
-            f"{ns.input}: none of its {given:,} item id(s) is in the job in --state {ns.state} ({started}, "
-            f"{bound:,} items): point --state at a new directory for a new job, or give --add-items to add "
-            "them to this one"
-        )
-    if known < bound and given == known:
-        print(
-            f"warning: {ns.input} holds {known:,} of the {bound:,} items of the job in --state {ns.state} "
-            f"({started}); the output lists all {bound:,}",
-            file=sys.stderr,
-        )
+    if stored is not None:
+        stored.check_overlap(ns, kept, dry.ids)
+    return _dry_run(ns, dry, rubric, settings, deadline, stored)
 
 
 def _input_of(ns: argparse.Namespace) -> Any:
@@ -145,17 +121,32 @@ def _dry_run(
     rubric: str | None,
     settings: JobSettings,
     deadline: Deadline | None = None,
+    stored: KeptJob | None = None,
 ) -> int:
-    """Print the plan: `judge_dry_run`, with no event loop."""
-
-    result = judge_dry_run(
+    """Print the plan (`adapters.run.dryrun_plan`, from what the job `stored` in `--state` holds),
+    with no event loop."""
+    state_dir = ns.state or Path()
+    job = job_of(
         items,
         rubric=rubric,
-        state_dir=ns.state or Path(),
         settings=settings,
-        count_tokens=ns.count_tokens,
-        source=str(ns.input),
+        state_dir=state_dir,
+        key_of=fresh_key_of if stored is None else stored.key_of,
     )
+    figures: dict[str, Any] = {}
+    if stored is not None:
+        history, learned, spent = stored.dry_figures(
+            job, rubric=rubric, settings=settings, source=str(ns.input)
+        )
+        figures = {"history": history, "learned": learned, "spent": spent}
+    result = dry_run_plan(job, rubric=rubric, settings=settings, count_tokens=ns.count_tokens, **figures)
+    return _show_plan(ns, result, settings, deadline)
+
+
+def _show_plan(
+    ns: argparse.Namespace, result: JudgeResult, settings: JobSettings, deadline: Deadline | None
+) -> int:
+    """Print a dry run's plan (`--json`: as JSON), with what `--deadline` would do."""
     assert result.plan is not None
     assert deadline is not None or settings.deadline is None, "--deadline is dispatched with its module"
     shown_deadline = None

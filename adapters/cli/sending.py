@@ -25,10 +25,12 @@ from adapters.cli.remembered import (
     _holds_checkpoint,
     _invocation,
 )
-from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, _check_overlap
+from adapters.cli.resumed import _check_overlap
+from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED
 from adapters.cli.status import _spend_line
-from adapters.files.items_io import load_design_input, load_input
-from adapters.files.messages import JobInput, discard_unbound
+from adapters.files.checkpointed import discard_unbound, load_input
+from adapters.files.items_io import load_design_input
+from adapters.files.messages import JobInput
 from adapters.files.writers import write_records
 from adapters.run.job import ajudge
 from adapters.run.progress import plural, stderr_progress

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -53,3 +53,11 @@ def _as_text(value: object) -> str:
 def object_line(obj: Mapping[str, Any]) -> bytes:
     """The JSON line of an input object (a value JSON lacks, a date or a decimal, as its text)."""
     return orjson.dumps(obj, default=_as_text, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
+    """The records as a pandas DataFrame, one row per item, nested fields as Python dicts."""
+
+    pd = need("pandas", "data", path=None, what="JudgeResult.to_pandas()")
+    rows = [dict(r) for r in records]
+    return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)

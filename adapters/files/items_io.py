@@ -9,11 +9,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
 import orjson
 
 from adapters.files.cells import dated
-from adapters.files.messages import InputMessages, JobInput, kept_as_parsed, split_messages
+from adapters.files.messages import JobInput, split_messages
 from adapters.files.readers import (
     InputKind,
     frame_lines,
@@ -27,8 +26,8 @@ from adapters.usage import UsageError
 from judgecore.job.designs import Design, design_items, expand_item, expand_templated
 from judgecore.job.errors import DuplicateIdError, InputError
 from judgecore.job.ids import check_unique
-from judgecore.job.items import Item, Items
-from judgecore.job.parsing import Keep, parse_item, parse_items
+from judgecore.job.items import Item, Items, raw_digest
+from judgecore.job.parsing import Keep, ParsedChunk, iter_line_messages, parse_chunks, parse_item, parse_items
 
 
 def input_error(source: Path | str | None, line: int | None, reason: str) -> UsageError:
@@ -66,12 +65,12 @@ def load_items(
     its name; see `adapters.files.readers`); `UsageError` with `FILE:LINE: reason` on the first bad row.
 
     `hold_messages=False`: the items keep each message's size and digest, not the messages (a dry
-    run's plan needs no more; to run them, `load_input` says where their messages are).
+    run's plan needs no more; to run them, `adapters.files.checkpointed.load_input` says where their messages are).
     `digests=False` as well (a dry run on a fresh state dir): only the sizes are kept. `job`: the
     job key of the custom_ids (`adapters.checkpoint.jobkey.ids_job_for`); `lazy_ids=True` (a dry run on a fresh
     state dir, which keeps nothing): they are derived only if read
     (`judgecore.job.parsing.parse_items`). `keep`: what takes each block's custom_ids and messages
-    as they are parsed (a run's checkpoint, `adapters.files.messages.kept_as_parsed`)."""
+    as they are parsed (a run's checkpoint, `adapters.files.checkpointed.kept_as_parsed`)."""
 
     kind = kind or input_kind(path)
     with _reading(path), contextlib.closing(input_lines(path, kind)) as lines, bulk_allocation():
@@ -83,26 +82,23 @@ def load_items(
     return items
 
 
-def load_input(
-    path: Path,
-    *,
-    job: str | None = None,
-    kind: InputKind | None = None,
-    state_dir: Path | None = None,
-) -> JobInput:
-    """A run's input (the CLI's): its items parsed keeping each message's size and digest, not the
-    messages, so no run holds its whole input in memory. With `state_dir` (a new job's)
-    the parse keeps the messages in that checkpoint as it reads them: the file is read once
-    (`adapters.files.messages.kept_as_parsed`); else (or where that keeps none) the run reads them from
-    `path` again to keep them (`adapters.files.messages.InputMessages`)."""
-
+def scan_items(path: Path, *, kind: InputKind | None = None) -> Iterator[ParsedChunk]:
+    """The items of an input file (as `load_items` reads it, with the same errors), a chunk at a
+    time, none kept (`judgecore.job.parsing.parse_chunks`): a plan's that keeps only totals."""
     kind = kind or input_kind(path)
-    made = state_dir is not None and not state_dir.exists()
-    with kept_as_parsed(state_dir, job) as keep:
-        items = load_items(path, hold_messages=False, job=job, kind=kind, keep=keep)
-    # the digests held by the source, which drops them once the checkpoint keeps them (not the items)
-    source = InputMessages(path, kind, digests=items.digests, made=state_dir if made else None)
-    return JobInput(attrs.evolve(items, digests=None), source)
+    with _reading(path), contextlib.closing(input_lines(path, kind)) as lines:
+        yield from parse_chunks(lines)
+
+
+def content_at(path: Path, line: int, *, kind: InputKind | None = None) -> bytes | None:
+    """The content digest (`judgecore.job.items.raw_digest`) of the item on `line` of an input file,
+    read again (None: no item there)."""
+    kind = kind or input_kind(path)
+    with _reading(path), contextlib.closing(input_lines(path, kind)) as lines:
+        for n, _, messages_json, max_tokens in iter_line_messages(lines):
+            if n == line:
+                return raw_digest(messages_json, max_tokens)
+    return None
 
 
 def load_design_input(
@@ -228,6 +224,5 @@ __all__ = [
     "items_from_objects",
     "load_design_input",
     "load_design_items",
-    "load_input",
     "load_items",
 ]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Literal
 
-from adapters.checkpoint.store.schema import STATE_FILES
+from adapters.checkpoint.fresh import STATE_FILES
+from adapters.files.cells import need
 from adapters.usage import UsageError
 
 #: every file judgecore keeps in a state dir besides its outputs (the checkpoint's and the run lock)
@@ -218,3 +220,35 @@ def kept_path(state: Path, kept: str) -> Path:
     state dir is found under the dir's own path, wherever the dir is today."""
     path = Path(kept)
     return path if path.is_absolute() else state / path
+
+
+OutputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet"]
+
+
+def output_kind(path: Path) -> OutputKind:
+    """The format `--out path` is written in, by its extension (JSONL unless `.jsonl.gz`, `.csv` or
+    `.parquet`)."""
+    name = path.name.lower()
+    if name.endswith(".jsonl.gz"):
+        return "jsonl.gz"
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "jsonl"
+
+
+def output_problem(path: Path) -> str | None:
+    """Why `--out path` cannot be written (a gzip name of a format other than JSON Lines, or a
+    format whose extra this install lacks), or None; checked before anything is sent."""
+
+    if path.name.lower().endswith(".gz") and output_kind(path) != "jsonl.gz":
+        return (
+            f"--out {path}: a compressed output is named .jsonl.gz (CSV and Parquet are written uncompressed)"
+        )
+    if output_kind(path) == "parquet":
+        try:
+            need("pyarrow", "data", path=f"--out {path}", what="writing Parquet")
+        except UsageError as exc:
+            return str(exc)
+    return None

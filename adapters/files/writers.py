@@ -5,7 +5,7 @@ in the same directory, fsync, rename), and writes the same records (CONTRACT.md'
 input order, one row per item:
 
 - `.jsonl` (and any other name, as before): one JSON object a line; `.jsonl.gz`: the same,
-  gzip-compressed (as INPUT reads it). Any other name ending `.gz` is refused (`output_problem`).
+  gzip-compressed (as INPUT reads it). Any other name ending `.gz` is refused (`adapters.files.paths.output_problem`).
 - `.csv`: a header of the record's fields (and `stop_details`, which only a refused answer's record
   carries: an empty cell for the others); a nested field (`usage`, `error`, `metadata`, `verdict`)
   is its JSON text, a null an empty cell, a number or a boolean its JSON text.
@@ -22,45 +22,13 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
 from adapters.files.cells import need
-from adapters.files.paths import private_file, publish
-from adapters.usage import UsageError
+from adapters.files.paths import output_kind, private_file, publish
 from judgecore.results.output_line import output_line
-
-OutputKind = Literal["jsonl", "jsonl.gz", "csv", "parquet"]
-
-
-def output_kind(path: Path) -> OutputKind:
-    """The format `--out path` is written in, by its extension (JSONL unless `.jsonl.gz`, `.csv` or
-    `.parquet`)."""
-    name = path.name.lower()
-    if name.endswith(".jsonl.gz"):
-        return "jsonl.gz"
-    if name.endswith(".csv"):
-        return "csv"
-    if name.endswith(".parquet"):
-        return "parquet"
-    return "jsonl"
-
-
-def output_problem(path: Path) -> str | None:
-    """Why `--out path` cannot be written (a gzip name of a format other than JSON Lines, or a
-    format whose extra this install lacks), or None; checked before anything is sent."""
-
-    if path.name.lower().endswith(".gz") and output_kind(path) != "jsonl.gz":
-        return (
-            f"--out {path}: a compressed output is named .jsonl.gz (CSV and Parquet are written uncompressed)"
-        )
-    if output_kind(path) == "parquet":
-        try:
-            need("pyarrow", "data", path=f"--out {path}", what="writing Parquet")
-        except UsageError as exc:
-            return str(exc)
-    return None
 
 
 def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
@@ -166,14 +134,6 @@ def _storable(t: Any, pa: Any) -> bool:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _storable(t.value_type, pa)
     return True
-
-
-def records_frame(records: Iterable[Mapping[str, Any]]) -> Any:
-    """The records as a pandas DataFrame, one row per item, nested fields as Python dicts."""
-
-    pd = need("pandas", "data", path=None, what="JudgeResult.to_pandas()")
-    rows = [dict(r) for r in records]
-    return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)
 
 
 def write_output_atomic(path: Path, lines: Iterable[bytes]) -> None:

@@ -68,7 +68,7 @@ class CreateBody:
     requests: Sequence[Request] = attrs.field(repr=False)  # the SDK's debug log shows the repr
     template: RequestTemplate = attrs.field(repr=False)
     #: each request's serialized messages, in order, iterated afresh on each pass (the batch shell's
-    #: are read back from the checkpoint a slice at a time: `adapters.files.messages.CheckpointMessages`)
+    #: are read back from the checkpoint a slice at a time: `adapters.files.checkpointed.CheckpointMessages`)
     messages: Iterable[bytes] = attrs.field(repr=False)
     size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
     #: the requests' custom_ids made already (a job's are made from their digests at each read, and the

@@ -18,12 +18,10 @@ from typing import Any
 import attrs
 
 from adapters.providers.anthropic import connect as anthropic_connect
+from adapters.providers.openai import MAX_FILE_BYTES, MAX_LINES
 from adapters.providers.openai import connect as openai_connect
-from adapters.providers.openai.body import MAX_FILE_BYTES, MAX_LINES
 from adapters.providers.openai.connect import SERVED_NO_KEY
-from adapters.providers.openai.sync_template import OpenAISyncTemplate
 from adapters.usage import UsageError
-from judgecore.decide.ratelimit import RateLimitReading
 from judgecore.decide.routing import RoutePolicy
 from judgecore.values import frozen
 from judgecore.wire.chunking import MAX_BYTES, MAX_REQUESTS
@@ -55,7 +53,9 @@ class Provider:
     #: the per-minute limit routing scales its threshold by, as read from a probe's headers, its name,
     #: and the figure at which the threshold is `--sync-threshold` (also the one assumed when none is
     #: read): Anthropic's output tokens per minute, OpenAI's tokens per minute
-    route_limit: Callable[[RateLimitReading], int | None] = attrs.field(default=lambda r: r.otpm)
+    #: (of a `judgecore.decide.ratelimit.RateLimitReading`: typed `Any` here, so that naming a provider,
+    #: as a dry run does, does not load the pacing module the run's sync route alone uses)
+    route_limit: Callable[[Any], int | None] = attrs.field(default=lambda r: r.otpm)
     limit_name: str = "OTPM"
     reference_limit: int = 400_000
     #: whether that limit counts a request's input tokens too (OpenAI's TPM: uncached and cached input
@@ -84,10 +84,6 @@ class Provider:
         return self.batch_port is not None
 
 
-def _openai_template(template: RequestTemplate) -> Any:
-    return OpenAISyncTemplate(template)
-
-
 #: Anthropic's Message Batches: 100,000 requests and 256 MB per batch; judgecore's caps 8,000 and 250 MB.
 ANTHROPIC_BATCH = BatchLimits(requests=MAX_REQUESTS, bytes=MAX_BYTES)
 #: OpenAI's Batch API: 50,000 lines and 200 MB per input file; judgecore's caps 8,000 and 190 MB.
@@ -109,7 +105,7 @@ def _served(client: Callable[[Mapping[str, str]], Any]) -> Provider:
         "served",
         client,
         openai_connect.served_sync_api,
-        _openai_template,
+        openai_connect.sync_template,
         None,  # no batch route
         OPENAI_BATCH,
         sdk_modules=("adapters.providers.openai.sync",),
@@ -130,7 +126,7 @@ PROVIDERS: Mapping[str, Provider] = {
         "openai",
         openai_connect.client,
         openai_connect.sync_api,
-        _openai_template,
+        openai_connect.sync_template,
         openai_connect.batch_port,
         OPENAI_BATCH,
         route_limit=lambda r: r.tokens.limit,

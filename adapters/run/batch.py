@@ -29,7 +29,7 @@ from typing import assert_never
 import attrs
 
 from adapters.checkpoint.store import OutcomeRow, Store
-from adapters.files.messages import CheckpointMessages
+from adapters.files.checkpointed import CheckpointMessages
 from adapters.providers.port import BatchApiError, BatchMeta, BatchPort, CreateBody, Upload
 from adapters.run.clock import Clock
 from adapters.run.events import (

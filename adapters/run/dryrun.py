@@ -1,6 +1,7 @@
-"""The dry run: the plan of what a run would do, asked of the same job machine (`JobRun.dry_run`) on a
-checkpoint opened read-only, with nothing sent and nothing written, and without an event loop; and
-`plan_of`, the plan of sending a job's requests on a route, which a run keeps as its estimate too."""
+"""The dry run of the Python API (`judge_dry_run`, `judge(..., dry_run=True)`): the plan of what a run
+would do (`adapters.run.dryrun_plan`), with what the job's checkpoint holds read first, read-only
+(`kept_figures`): nothing sent, nothing written, no event loop. The CLI's dry run of a new job reads
+no checkpoint and imports neither this module nor the store."""
 
 from __future__ import annotations
 
@@ -8,59 +9,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.checkpoint.fresh import holds_checkpoint
+from adapters.checkpoint.jobkey import ids_job_for
 from adapters.checkpoint.reads import history_from_store, learned_from_store, spend_from_store
 from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
-from adapters.checkpoint.store.schema import holds_checkpoint
 from adapters.files.messages import JobInput
-from adapters.providers.anthropic.count_tokens import count_prompt
 from adapters.providers.registry import provider_of
-from adapters.run.lanes import lane_counts, lanes, route_lanes_of
-from adapters.run.planning import check_arguments, job_of, plan_of
+from adapters.run.dryrun_plan import conflict_message, dry_run_plan
+from adapters.run.planning import check_arguments, job_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
-from adapters.usage import EXIT_OK, UsageError
+from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned
-from judgecore.job.items import Item, Items
-from judgecore.run.job._machine import History, JobPolicy, JobRun
-
-
-def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
-    """A changed item's error, led by where its line is (`FILE:LINE`, or `line N` for rows given to
-    the Python API) when the first id it names is one of `items`."""
-    ids = getattr(exc, "item_ids", ())
-    first = ids[0] if ids else None
-    k = next((k for k, i in enumerate(items.ids) if i == first), None)
-    if k is None:
-        return str(exc)
-    line = items.lines[k]
-    return f"{where}:{line}: {exc}" if where else f"line {line}: {exc}"
-
-
-def machine_of(
-    job: JobPlan, history: History, settings: JobSettings, *, all_sync: str | None = None
-) -> JobRun:
-    """The job's machine, started from what its checkpoint holds (`history`) under the settings' policy:
-    the run's and the dry run's alike. `all_sync`: why this run alone goes on the sync route. A panel
-    across providers gives the machine its lanes, each routed by its own count (`route_lanes_of`)."""
-    models = settings.models
-    by_lane = (
-        route_lanes_of(
-            models,
-            lane_counts(job.requests, settings.request_model),
-            settings.request_model,
-            threshold=settings.sync_threshold,
-        )
-        if len(lanes(models)) > 1  # a job of one lane is routed by its whole count, its lanes not counted
-        else ()
-    )
-    policy = JobPolicy(
-        force=settings.force,
-        otpm=settings.otpm,
-        route_policy=settings.route_policy,
-        all_sync=all_sync,
-        lanes=by_lane,
-    )
-    return JobRun.start(job.requests.custom_ids, history, policy)
+from judgecore.job.items import Item
+from judgecore.run.job._machine import History
 
 
 def judge_dry_run(
@@ -81,7 +43,7 @@ def judge_dry_run(
     check_arguments(
         items, rubric=rubric, state_dir=state_dir, settings=settings, client=client, async_client=False
     )
-    job = job_of(items, rubric=rubric, settings=settings, state_dir=Path(state_dir))
+    job = job_of(items, rubric=rubric, settings=settings, state_dir=Path(state_dir), key_of=ids_job_for)
     return dry_run_of(
         job,
         rubric=rubric,
@@ -105,38 +67,41 @@ def dry_run_of(
     environ: Mapping[str, str] | None = None,
     source: str | None = None,
 ) -> JudgeResult:
-    """The plan of what the run would do, with nothing sent and nothing written (`source`: the file
-    the items were read from, named in an error about one of its lines).
-
-    The estimate learns from the checkpoint's answers; on a job with none, `count_tokens` asks the
-    API to count one prompt of the job (`client.messages.count_tokens`: no message is sent, nothing is
-    billed) and scales the input estimate by it.
-
-    On an existing state dir (opened read-only) it is checked as the run checks it (another job's
-    manifest, an item changed under its id: exit 2), and the job's machine says the route and what
-    is left (`JobRun.dry_run`): items final or live in a batch are counted, not sent. A route to
-    decide takes its tier from `--otpm`, a reading from an earlier run, or the assumed 400,000 (a dry
-    run never probes).
-    """
-    history = History()
-    learned, spent = Learned(), 0.0
-    if holds_checkpoint(state_dir):  # the checkpoint's package (and SQLite) only for one that exists
-        store = Store.open_readonly(state_dir)
-        try:
-            store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
-            history = history_from_store(store, provider_of(settings.request_model).route_limit)
-            learned, spent = learned_from_store(store), spend_from_store(store).spend_usd or 0.0
-        except ContentConflictError as exc:
-            raise UsageError(conflict_message(exc, job.items, source)) from None
-        except StateMismatchError as exc:
-            raise UsageError(str(exc)) from None
-        finally:
-            store.close()
-    dry = machine_of(job, history, settings).dry_run()
-    left = job.requests if len(dry.left) == len(job.requests) else job.requests.only(dry.left)
-    if count_tokens and not learned.answers and len(left):
-        learned = count_prompt(job, left, dry.route.path, client=client, environ=environ)
-    p = plan_of(
-        job, left, dry.route, rubric, settings, final=dry.final, live=dry.live, learned=learned, spent=spent
+    """`dry_run_plan` of `job`, from what the checkpoint in `state_dir` holds if it holds one
+    (`kept_figures`: checked as the run checks it, an error naming a line of `source`, the file the
+    items were read from)."""
+    kept: dict[str, Any] = {}
+    if holds_checkpoint(state_dir):
+        history, learned, spent = kept_figures(
+            state_dir, job, rubric=rubric, settings=settings, source=source
+        )
+        kept = {"history": history, "learned": learned, "spent": spent}
+    return dry_run_plan(
+        job,
+        rubric=rubric,
+        settings=settings,
+        count_tokens=count_tokens,
+        client=client,
+        environ=environ,
+        **kept,
     )
-    return JudgeResult(exit_code=EXIT_OK, route=dry.route, counts={}, records={}, plan=p)
+
+
+def kept_figures(
+    state_dir: Path, job: JobPlan, *, rubric: str | None, settings: JobSettings, source: str | None = None
+) -> tuple[History, Learned, float]:
+    """What the checkpoint in `state_dir` (opened read-only) says of `job` for its dry run: the history
+    its machine starts from, what its answers taught the estimate, and the spend so far; checked as the
+    run checks it first (another job's manifest, an item changed under its id: exit 2, naming the
+    item's line in `source`)."""
+    store = Store.open_readonly(state_dir)
+    try:
+        store.check_job(settings.manifest(rubric), job.items.bindings(), ids_job=job.items.job)
+        history = history_from_store(store, provider_of(settings.request_model).route_limit)
+        return history, learned_from_store(store), spend_from_store(store).spend_usd or 0.0
+    except ContentConflictError as exc:
+        raise UsageError(conflict_message(exc, job.items, source)) from None
+    except StateMismatchError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        store.close()

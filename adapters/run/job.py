@@ -25,22 +25,24 @@ from typing import Any, assert_never
 
 import attrs
 
+from adapters.checkpoint.jobkey import ids_job_for
 from adapters.checkpoint.reads import history_from_store, spend_from_store
 from adapters.checkpoint.statelock import StateLockedError
 from adapters.checkpoint.store import ContentConflictError, StateMismatchError, Store
 from adapters.files.messages import JobInput, MessageSource
 from adapters.files.output import write_output
-from adapters.files.paths import kept_path, out_problem, state_problem
-from adapters.files.writers import output_problem
+from adapters.files.paths import kept_path, out_problem, output_problem, state_problem
 from adapters.providers.registry import provider_of
 from adapters.run.clock import Clock, RealClock
 from adapters.run.deadline import all_sync_reason, start_tokens_each
-from adapters.run.dryrun import conflict_message, dry_run_of, machine_of
+from adapters.run.dryrun import dry_run_of
+from adapters.run.dryrun_plan import conflict_message, machine_of
 from adapters.run.events import Emit, Event, Notice, discard
 from adapters.run.interpreter import Interpreter
 from adapters.run.operations import Ports, close_owned, connect, probe_one
 from adapters.run.panels import batch_part, sync_part
-from adapters.run.planning import check_arguments, job_of, record_estimate, record_for_summary, run_job_of
+from adapters.run.planning import check_arguments, job_of
+from adapters.run.planning_run import record_estimate, record_for_summary, run_job_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import Fatal, JobSettings
 from adapters.run.sync_settings import sync_settings_for
@@ -96,7 +98,7 @@ async def ajudge(
     )
     state_dir = Path(state_dir)
     if dry_run:
-        job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)
+        job = job_of(items, rubric=rubric, settings=settings, state_dir=state_dir, key_of=ids_job_for)
         return dry_run_of(job, rubric=rubric, settings=settings, state_dir=state_dir)
 
     job, messages = run_job_of(items, rubric=rubric, settings=settings, state_dir=state_dir)

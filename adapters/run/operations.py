@@ -16,15 +16,16 @@ import attrs
 
 from adapters.checkpoint.reads import budget_from_store
 from adapters.checkpoint.store import Store
+from adapters.files.checkpointed import hand_to_checkpoint
 from adapters.files.items_io import bulk_allocation
-from adapters.files.messages import InputChangedError, MessageSource, hand_to_checkpoint
+from adapters.files.messages import InputChangedError, MessageSource
 from adapters.providers.port import BatchPort
 from adapters.providers.registry import PROVIDERS, provider_of
 from adapters.run.batch import BatchSettings, run_batch
 from adapters.run.clock import Clock
 from adapters.run.events import Emit
 from adapters.run.lanes import clients_for, lane_of
-from adapters.run.planning import expect_now
+from adapters.run.planning_run import expect_now
 from adapters.run.settings import JobSettings, batch_caps, price_of
 from adapters.run.switch import Switcher, switch_plan, tokens_of
 from adapters.run.sync import SyncSettings, probe, run_sync

@@ -1,32 +1,28 @@
-"""A job's plan in the shell: the items checked against the settings and planned (`job_of`,
-`run_job_of`), the cost model of a run on a route (`plan_of`, which the dry run prints and a run keeps as
-its estimate), and what a run records for `status` and `summary` before it sends."""
+"""A job's plan in the shell: the items checked against the settings and planned (`job_of`), and the
+cost model of a run on a route (`plan_of`, which the dry run prints and a run keeps as its estimate).
+It reads no checkpoint (the job key of one is given: `KeyOf`); a run's side of the plan, which does,
+is `adapters.run.planning_run`."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from adapters.checkpoint.jobkey import ids_job_for
-from adapters.checkpoint.reads import learned_from_store
-from adapters.checkpoint.store import Store
-from adapters.checkpoint.store.schema import holds_checkpoint
+from adapters.checkpoint.fresh import holds_checkpoint
 from adapters.files.items_io import (
     bulk_allocation,
     design_objects,
     input_error,
     items_from_objects,
-    load_design_input,
     load_design_items,
-    load_input,
     load_items,
 )
-from adapters.files.messages import JobInput, MessageSource, joined_digests, split_messages
+from adapters.files.messages import JobInput
 from adapters.providers.registry import provider_of
 from adapters.run.lanes import batch_lanes, lane_counts, lane_of, lanes, limits_read
 from adapters.run.settings import BatchCaps, JobSettings, batch_caps
@@ -34,13 +30,16 @@ from adapters.usage import UsageError
 from judgecore.decide.planning import JobPlan, Learned, Plan, plan, plan_job
 from judgecore.decide.prices import DEFAULT_PRICES
 from judgecore.decide.routing import Route
-from judgecore.decide.spend import Expect
 from judgecore.job.designs import Design, item_of_request
 from judgecore.job.errors import DuplicateIdError, RequestTooLargeError
-from judgecore.job.items import Item, Items, RoutePath
+from judgecore.job.items import Item, Items
 from judgecore.wire.chunking import chunk
 from judgecore.wire.models import max_tokens_problem, thinking_problem
 from judgecore.wire.requests import Request, Requests
+
+#: The key a job's custom_ids are derived with, of its state dir and manifest: `adapters.checkpoint.jobkey.
+#: ids_job_for` (which reads a checkpoint) or `adapters.checkpoint.fresh.fresh_key_of` (a dir holding none)
+KeyOf = Callable[[Path, Mapping[str, Any]], str | None]
 
 
 def check_arguments(
@@ -96,9 +95,10 @@ def job_of(
     rubric: str | None,
     settings: JobSettings,
     state_dir: Path,
+    key_of: KeyOf,
 ) -> JobPlan:
     """The job's items, checked against the settings, with the custom_ids of the job `state_dir`
-    holds (or of a new one), and its plan, built once (a dry run: the items keep their messages when
+    holds (or of a new one: `key_of`, as `items_of` takes it), and its plan, built once (a dry run: the items keep their messages when
     they hold them, for `--count-tokens`)."""
     # a `JobInput` is made by `adapters.files.messages`: a dry run of a file's items never imports it
     messages = sys.modules.get("adapters.files.messages")
@@ -107,51 +107,21 @@ def job_of(
         items = given.items
         if not items.holds_messages and items.digests is None:  # the source holds them (`load_input`)
             items = attrs.evolve(items, digests=messages.joined_digests(given.messages, items))
-    return _checked_plan(_items_of(items, rubric, settings, state_dir), rubric=rubric, settings=settings)
+    return checked_plan(
+        items_of(items, rubric, settings, state_dir, key_of), rubric=rubric, settings=settings
+    )
 
 
-def run_job_of(
-    items: Sequence[Item] | Iterable[Mapping[str, Any]] | JobInput,
-    *,
-    rubric: str | None,
-    settings: JobSettings,
-    state_dir: Path,
-) -> tuple[JobPlan, MessageSource]:
-    """`job_of` for a run: the plan holds no messages, and the source says where they are until the
-    run hands them to its checkpoint (`adapters.files.messages.hand_to_checkpoint`)."""
-
-    design = settings.design
-    if isinstance(items, str | os.PathLike):  # a path: its messages read again, never held
-        # the custom_ids derived once, with the job's key (as the CLI does), not once more in `_items_of`
-        path, job = Path(items), ids_job_for(state_dir, settings.manifest(rubric))
-        single = design.single and design.template is None
-        items = load_input(path, job=job) if single else load_design_input(path, design, job=job)
-    if isinstance(items, JobInput):
-        cols, source = items.items, items.messages
-        if cols.digests is None and not cols.holds_messages:  # the source's digests, lent for the ids
-            lent = attrs.evolve(cols, digests=joined_digests(source, cols))
-            cols = attrs.evolve(_items_of(lent, rubric, settings, state_dir), digests=None)
-        else:
-            cols = _items_of(cols, rubric, settings, state_dir)
-    else:
-        cols = _items_of(items, rubric, settings, state_dir)
-        if not cols.holds_messages:
-            raise UsageError(
-                "the items do not hold their messages (loaded with hold_messages=False): "
-                "load the input with adapters.files.items_io.load_input to run it"
-            )
-        split = split_messages(cols)
-        cols, source = split.items, split.messages
-    return _checked_plan(cols, rubric=rubric, settings=settings), source
-
-
-def _items_of(
+def items_of(
     items: Sequence[Item] | Iterable[Mapping[str, Any]],
     rubric: str | None,
     settings: JobSettings,
     state_dir: Path,
+    key_of: KeyOf,
 ) -> Items:
-    """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's)."""
+    """The job's items as columns, with the custom_ids of the job `state_dir` holds (or a new one's):
+    `key_of(state_dir, manifest)`, the key they are derived with (`adapters.checkpoint.jobkey.ids_job_for`,
+    which reads the checkpoint; `adapters.checkpoint.fresh.fresh_key_of` for a dir that holds none)."""
     plain = settings.plain
     if isinstance(items, str | os.PathLike):  # a path: the file's items, read as the CLI reads it
         items = (
@@ -175,13 +145,13 @@ def _items_of(
     cols = Items.of(items)
     if cols.job is None or holds_checkpoint(state_dir):  # the CLI derived a new dir's key already
         try:
-            cols = cols.for_job(ids_job_for(state_dir, settings.manifest(rubric)))
+            cols = cols.for_job(key_of(state_dir, settings.manifest(rubric)))
         except DuplicateIdError as exc:
             raise input_error(None, exc.line, exc.reason) from None
     return cols
 
 
-def _checked_plan(items: Items, *, rubric: str | None, settings: JobSettings) -> JobPlan:
+def checked_plan(items: Items, *, rubric: str | None, settings: JobSettings) -> JobPlan:
     """The plan of `items`, checked against the settings first (exit 2 before anything is sent)."""
     if not items:
         raise UsageError("the input has no items")
@@ -413,44 +383,3 @@ def _plan(
         budget=settings.budget,
         spent=spent,
     )
-
-
-def record_for_summary(store: Store, job: JobPlan, settings: JobSettings) -> None:
-    """What `judgecore summary` needs from the checkpoint alone: each item's metadata and the verdict
-    spec of this run (a pattern may change between runs; the latest is what `summary` applies)."""
-    meta = job.items.metadata_json
-    store.record_metadata(
-        zip(job.items.custom_ids, meta, strict=True), any_given=meta.count(None) != len(meta)
-    )
-    store.verdict = settings.verdict.to_json() if settings.verdict is not None else None
-    design = settings.design
-    if not design.single:  # what `summary` needs to fold the checkpoint's requests into items
-        store.design = design
-
-
-def record_estimate(
-    store: Store, job: JobPlan, chosen: Route, rubric: str | None, settings: JobSettings
-) -> None:
-    """Keep the estimate of the whole job on its route, for `status` and `summary` to show beside what
-    was spent: the dry run's on a fresh job, learned from the checkpoint's answers on a rerun."""
-
-    p = plan_of(job, job.requests, chosen, rubric, settings, learned=learned_from_store(store))
-    store.estimate = {"estimated_cost_usd": p.estimated_cost_usd, "all_sync_cost_usd": p.all_sync_cost_usd}
-
-
-def expect_now(store: Store, job: JobPlan, settings: JobSettings, path: RoutePath) -> Expect | None:
-    """What one more request of the job is expected to cost on `path`, for a budget's last line: the
-    plan of the whole job as the checkpoint's answers teach it, weighted by how many there are (each
-    answer of the run then adds its real cost). None without a budget."""
-    if settings.budget is None or not len(job.requests):
-        return None
-
-    learned = learned_from_store(store)
-    route = Route(
-        path=path, n=len(job.requests), threshold=0, otpm=0, otpm_source="assumed", forced=True, reason=""
-    )
-    p = plan_of(
-        job, job.requests, route, None, attrs.evolve(settings, budget=None), learned=learned, chunked=False
-    )
-    per = p.per_request_usd
-    return None if per is None else Expect(per_request=per, weight=learned.answers)

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from adapters.files.writers import records_frame
+from adapters.files.cells import records_frame
 from adapters.run.settings import Fatal
 from judgecore.decide.planning import Plan
 from judgecore.decide.routing import Route

@@ -20,7 +20,7 @@ request writes the cache and the rest read it; in a batch, each sub-batch is ass
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import add, floordiv
 from typing import Any
@@ -75,6 +75,29 @@ class JobPlan:
         return not state.in_flight and all(c in final for c in self.requests.custom_ids)
 
 
+def request_templates(
+    *,
+    model: str,
+    max_tokens: int,
+    rubric: str | None,
+    output_config: Mapping[str, Any] | None = None,
+    thinking: Thinking | None = None,
+) -> tuple[RequestTemplate, RequestTemplate]:
+    """The templates of a job's requests on the sync and the batch route (`plan_job`'s)."""
+    sync, batch = (
+        RequestTemplate.build(
+            model=model,
+            max_tokens=max_tokens,
+            rubric=rubric,
+            path=path,
+            output_config=output_config,
+            thinking=thinking.param() if thinking is not None else None,
+        )
+        for path in ("sync", "batch")
+    )
+    return sync, batch
+
+
 def plan_job(
     items: Sequence[Item],
     *,
@@ -89,16 +112,8 @@ def plan_job(
     for any sub-batch raises `RequestTooLargeError` naming its item and line, before anything is sent.
     `output_config` (a verdict schema's structured-output format) and `thinking` (the SDK's parameter)
     go on every request of both routes."""
-    sync, batch = (
-        RequestTemplate.build(
-            model=model,
-            max_tokens=max_tokens,
-            rubric=rubric,
-            path=path,
-            output_config=output_config,
-            thinking=thinking.param() if thinking is not None else None,
-        )
-        for path in ("sync", "batch")
+    sync, batch = request_templates(
+        model=model, max_tokens=max_tokens, rubric=rubric, output_config=output_config, thinking=thinking
     )
     cols = Items.of(items)
     requests = build_requests(cols, batch)
@@ -292,6 +307,37 @@ def _cost(
     return round(total * (BATCH_DISCOUNT if path == "batch" else 1.0), 4)
 
 
+@frozen(kw_only=True)
+class RequestTotals:
+    """What a plan reads of the requests to send, summed: how many (`n`), their messages' estimated
+    input tokens, their expected output tokens (`output_per_answer` each, capped by each request's
+    max_tokens), the sub-batches they are chunked into (requests, bytes) on the batch route, and the
+    largest size and max_tokens (what a budget's bound needs; 0 when nothing asked for them). Made
+    of the requests' columns (`plan`) or a chunk of them at a time (`judgecore.decide.tally`)."""
+
+    n: int
+    input_tokens: int
+    output_tokens: int
+    output_per_answer: int
+    sub_batches: tuple[tuple[int, int], ...] = ()
+    max_size: int = 0
+    max_tokens: int = 0
+
+
+def output_tokens_of(max_tokens: Sequence[int], output_per_answer: int) -> int:
+    """The expected output tokens of requests asking these `max_tokens`: `output_per_answer` each,
+    capped by its max_tokens (one pass in C)."""
+    if len(max_tokens) and min(max_tokens) >= output_per_answer:  # none caps its answer below the expected
+        return output_per_answer * len(max_tokens)
+    return sum(map(min, max_tokens, repeat(output_per_answer)))
+
+
+def input_tokens_of(message_sizes: Iterable[int]) -> int:
+    """The estimated input tokens of messages of these serialized sizes (`estimate_tokens` of each,
+    summed in C)."""
+    return sum(map(floordiv, map(add, message_sizes, repeat(3)), repeat(4)))
+
+
 def plan(
     requests: Sequence[Request],
     *,
@@ -319,16 +365,57 @@ def plan(
     learned = learned or Learned()
     if output_per_answer is None:
         output_per_answer = learned.output_per_answer(EXPECTED_OUTPUT_TOKENS)
-    n = len(requests)
-    rubric_tokens = estimate_tokens(len(rubric.encode())) if rubric else 0
-    # estimate_tokens (ceil(bytes / 4)) and min() per request, each sum one pass in C
     cols = Requests.of(requests)
-    input_tokens = sum(map(floordiv, map(add, cols.message_sizes, repeat(3)), repeat(4)))
-    mts = cols.max_tokens
-    if n and min(mts) >= output_per_answer:  # no request caps its answer below the expected length
-        output_tokens = output_per_answer * n
-    else:
-        output_tokens = sum(map(min, mts, repeat(output_per_answer)))
+    n = len(cols)
+    bound = budget is not None and n > 0  # a budget's bound reads the largest size and max_tokens
+    totals = RequestTotals(
+        n=n,
+        input_tokens=input_tokens_of(cols.message_sizes),
+        output_tokens=output_tokens_of(cols.max_tokens, output_per_answer),
+        output_per_answer=output_per_answer,
+        sub_batches=tuple((len(sb.requests), sb.size) for sb in sub_batches),
+        max_size=max(cols.sizes) if bound else 0,
+        max_tokens=max(cols.max_tokens) if bound else 0,
+    )
+    return plan_of_totals(
+        totals,
+        route=route,
+        template=template,
+        rubric=rubric,
+        max_batch_requests=max_batch_requests,
+        max_batch_bytes=max_batch_bytes,
+        prices=prices,
+        final=final,
+        live=live,
+        thinking=thinking,
+        warnings=warnings,
+        learned=learned,
+        budget=budget,
+        spent=spent,
+    )
+
+
+def plan_of_totals(
+    totals: RequestTotals,
+    *,
+    route: Route,
+    template: RequestTemplate,
+    rubric: str | None,
+    max_batch_requests: int,
+    max_batch_bytes: int,
+    prices: Mapping[str, ModelPrice] = DEFAULT_PRICES,
+    final: int = 0,
+    live: int = 0,
+    thinking: Thinking | None = None,
+    warnings: Sequence[str] = (),
+    learned: Learned | None = None,
+    budget: float | None = None,
+    spent: float = 0.0,
+) -> Plan:
+    """`plan` of requests told by their `totals` alone (the sub-batches are used on the batch route)."""
+    learned = learned or Learned()
+    n, input_tokens, output_tokens = totals.n, totals.input_tokens, totals.output_tokens
+    rubric_tokens = estimate_tokens(len(rubric.encode())) if rubric else 0
     scale = learned.input_scale((input_tokens + rubric_tokens * n) / n if n else 0.0)
     if scale != 1.0:
         input_tokens, rubric_tokens = round(input_tokens * scale), round(rubric_tokens * scale)
@@ -341,6 +428,7 @@ def plan(
         min_tokens=min_tokens,
         cached=cached,
     )
+    sub_batches = totals.sub_batches
     price = prices.get(template.model) or (price_for(template.model) if prices is DEFAULT_PRICES else None)
     est = all_sync = None
     if price is not None:
@@ -362,7 +450,7 @@ def plan(
             spent=spent,
             per_request=est / n if n else 0.0,
             n=n,
-            max_bound=_max_bound(cols, template, price, route.path),
+            max_bound=_max_bound(totals, template, price, route.path),
         )
     return Plan(
         n=n + final + live,
@@ -372,13 +460,13 @@ def plan(
         route=route,
         model=template.model,
         max_tokens=template.max_tokens,
-        sub_batches=tuple((len(sb.requests), sb.size) for sb in sub_batches),
+        sub_batches=sub_batches,
         max_batch_requests=max_batch_requests,
         max_batch_bytes=max_batch_bytes,
         cache=cache,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        output_per_answer=output_per_answer,
+        output_per_answer=totals.output_per_answer,
         estimated_cost_usd=est,
         all_sync_cost_usd=all_sync,
         thinking=str(thinking) if thinking is not None else None,
@@ -392,15 +480,15 @@ def plan(
     )
 
 
-def _max_bound(cols: Requests, template: RequestTemplate, price: ModelPrice, path: RoutePath) -> float:
+def _max_bound(totals: RequestTotals, template: RequestTemplate, price: ModelPrice, path: RoutePath) -> float:
     """At least the largest upper bound (`judgecore.decide.spend.request_bound`) of the requests to send: the
     bound of the largest size with the largest `max_tokens` (a bound grows with both)."""
-    if not len(cols):
+    if not totals.n:
         return 0.0
     return request_bound(
-        request_bytes=max(cols.sizes),
+        request_bytes=totals.max_size,
         cached_bytes=len(template.system_json or b""),
-        max_tokens=max(cols.max_tokens),
+        max_tokens=totals.max_tokens,
         price=price,
         route=path,
     )

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from judgecore.decide.prices import BATCH_DISCOUNT, CACHE_WRITE, DEFAULT_PRICES, usage_cost, usd
-from judgecore.results.outcomes import Usage
+from judgecore.results.status import Usage
 from judgecore.values import frozen
 from judgecore.wire.models import ModelPrice
 from judgecore.wire.models import price_for as _table_price

@@ -6,7 +6,8 @@ their answers make one verdict. May import: nothing of judgecore outside this pa
 
 Modules: `parsing` (input lines into items, checked once), `conversations` (the shape of a line's
 `messages`), `nesting` (how deep a line may nest),
-`items` (`Item`, `Items`), `ids` (custom_ids), `idsets` (sets of ids as positions), `ints` and
+`items` (`Item`, `Items`), `ids` (custom_ids), `idsets` (sets of ids as positions), `seen` (whether
+ids repeat, told from 8 bytes an id), `ints` and
 `texts` (immutable integer and text columns), `columns` (sparse columns, views by position),
 `designs` (samples, pairwise, panels), `consensus` (an item's answers folded into one verdict),
 `errors` (the core's typed errors), `when` (`--deadline`'s times: a duration from the start or an ISO 8601 instant), `knobs` (the one table of knobs: every flag's and

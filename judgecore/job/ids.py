@@ -261,11 +261,36 @@ def dashed_base32(digests: bytes) -> list[str]:
     return _b32_dashed(digests, len(digests) // _DIGEST_BYTES, _DIGEST_BYTES)
 
 
-def custom_id_lengths(item_ids: Texts) -> Iterator[int] | None:
-    """The length of each id's custom_id, told by the ids alone when each is its own prefix
-    (`own_prefixes`); None for any other ids."""
+def custom_id_lengths(item_ids: Texts) -> Iterator[int]:
+    """The length of each id's custom_id, told by the ids alone (never by their digests, which a `v3`
+    key derives from each request's content): in C when each is its own prefix (`own_prefixes`),
+    else from each id's prefix as `custom_id_for` makes it."""
     lengths = _own_lengths(item_ids)
-    return None if lengths is None else map(add, lengths, repeat(1 + _DIGEST_CHARS))
+    if lengths is None:
+        return map(_custom_id_length, item_ids)
+    return map(add, lengths, repeat(1 + _DIGEST_CHARS))
+
+
+def custom_id_lengths_of(item_ids: Sequence[str]) -> Iterator[int]:
+    """`custom_id_lengths` of ids given as they are (a chunk of a parse's): no column made of them."""
+    if not item_ids:
+        return iter(())
+    joined = "".join(item_ids)
+    own = joined.isascii() and not joined.encode("ascii").translate(None, _SAFE_BYTES[:-1])
+    if own:
+        lengths = list(map(len, item_ids))
+        own = min(lengths) >= 1 and max(lengths) <= _MAX_PREFIX
+    if own and "_" in joined:
+        under = repeat("_")
+        own = not any(map(str.startswith, item_ids, under)) and not any(map(str.endswith, item_ids, under))
+    if not own:
+        return map(_custom_id_length, item_ids)
+    return map(add, lengths, repeat(1 + _DIGEST_CHARS))
+
+
+def _custom_id_length(item_id: str) -> int:
+    prefix = _UNSAFE.sub("_", item_id)[:_MAX_PREFIX].strip("_")
+    return len(prefix) + 1 + _DIGEST_CHARS if prefix else _DIGEST_CHARS
 
 
 def _b32_dashed(raw: bytes, n: int, stride: int = _SHA256_BYTES) -> list[str]:

@@ -224,6 +224,10 @@ class IntsBuilder:
     def build(self) -> Ints:
         return Ints(self._values)
 
+    def handed_over(self) -> array[int]:
+        """The values as they are (no `Ints` made of them), for a caller that drops the builder now."""
+        return self._values
+
 
 class LinesBuilder:
     """A column of line numbers (`counted`'s) made a run of lines at a time: while they count up by

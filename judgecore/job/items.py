@@ -85,10 +85,9 @@ class CustomIds(LazyTexts):
 
     One value read by its position is derived alone (`custom_id_for`); any other read of the values
     (iterating, a slice, an equality, a lookup) derives them all, once. Their count is the ids', and
-    their lengths (`lengths`) are told by the ids alone when each id is its own prefix (the usual
-    case; `judgecore.job.ids.custom_id_lengths`), else by the derived values. A job whose ids cover each
-    request's content (`judgecore.job.ids.covers_content`) needs `contents` for its values, not for
-    their lengths."""
+    their lengths (`lengths`) are told by the ids alone (`judgecore.job.ids.custom_id_lengths`: in C
+    when each id is its own prefix, the usual case). A job whose ids cover each request's content
+    (`judgecore.job.ids.covers_content`) needs `contents` for its values, not for their lengths."""
 
     __slots__ = ("_contents", "_ids", "_job")
 
@@ -126,12 +125,8 @@ class CustomIds(LazyTexts):
         return custom_id_for(item_id, job=self._job, content=content)
 
     def lengths(self) -> Iterator[int]:
-        """The length of each custom_id, told by the ids when each is its own prefix (none derived)."""
-        if not self.made:
-            told = custom_id_lengths(self._ids)
-            if told is not None:
-                return told
-        return super().lengths()
+        """The length of each custom_id, told by the ids (none derived: a `v3` key's need contents)."""
+        return super().lengths() if self.made else custom_id_lengths(self._ids)
 
 
 def _sizes_of(self: Items) -> Ints:

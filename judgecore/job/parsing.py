@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from judgecore.job.columns import SparseBuilder
+from judgecore.job.columns import Sparse, SparseBuilder
 from judgecore.job.conversations import check_messages, message_blocks
 from judgecore.job.errors import InputError
 from judgecore.job.ids import (
@@ -27,6 +27,7 @@ from judgecore.job.ints import IntsBuilder, LinesBuilder, records
 from judgecore.job.items import DIGEST_BYTES, CustomIds, Item, Items, raw_digest
 from judgecore.job.nesting import MAX_DEPTH, brackets, depth, most_brackets, too_deep
 from judgecore.job.texts import Keyed, Texts, TextsBuilder
+from judgecore.values import frozen
 
 _ITEM_KEYS = frozenset({"id", "prompt", "messages", "max_tokens", "metadata"})
 
@@ -141,6 +142,7 @@ class _Columns:
         "digests",
         "hold",
         "ids",
+        "keep_metadata",
         "lines",
         "max_tokens",
         "messages",
@@ -150,8 +152,9 @@ class _Columns:
         "spool",
     )
 
-    def __init__(self, *, hold: bool, digests: bool, spool: bool = False) -> None:
+    def __init__(self, *, hold: bool, digests: bool, spool: bool = False, metadata: bool = True) -> None:
         self.hold, self.digests = hold, digests and not hold
+        self.keep_metadata = metadata  # False: each line's metadata checked, not kept (`parse_chunks`)
         #: the messages of the ids not flushed yet, for `parse_items`'s `keep` (None: none kept)
         self.spool: list[bytes] | None = [] if spool else None
         self.n = 0  # the items so far
@@ -171,7 +174,7 @@ class _Columns:
         self.sizes.append(len(f[2]))
         if f[3] is not None:
             self.max_tokens.put(n, f[3])
-        if f[4] is not None:
+        if f[4] is not None and self.keep_metadata:
             self.metadata.put(n, f[4])
         self.n = n + 1
         if self.hold:
@@ -291,6 +294,41 @@ def parse_items(
     )
 
 
+@frozen
+class ParsedChunk:
+    """A run of a file's items as `parse_chunks` hands them over, then forgets them: their ids, lines,
+    messages' serialized sizes and the max_tokens they give (positions from 0 in the chunk)."""
+
+    ids: Sequence[str]
+    lines: Sequence[int]
+    message_sizes: Sequence[int]
+    max_tokens: Sparse[int]
+
+
+def parse_chunks(lines: Iterable[bytes | str], *, chunk_ids: int = CHUNK_IDS) -> Iterator[ParsedChunk]:
+    """`parse_items` of the lines (with `hold_messages=False, digests=False`) a chunk of about
+    `chunk_ids` items at a time, none of them kept: what a plan that keeps only totals reads (a dry
+    run on a fresh state dir, in memory flat in the file's size). The same rules, the same first bad
+    line raised; a repeated id is the caller's to look for (each chunk's ids are handed over)."""
+    rows = iter(lines)
+    first = 1
+    cols = _Columns(hold=False, digests=False, metadata=False)
+    while block := list(islice(rows, BLOCK_LINES)):
+        if not _block_columns(cols, block, first):
+            _line_by_line(cols, block, first)
+        first += len(block)
+        if cols.n >= chunk_ids:
+            yield _chunk_of(cols)
+            cols = _Columns(hold=False, digests=False, metadata=False)
+    if cols.n:
+        yield _chunk_of(cols)
+
+
+def _chunk_of(cols: _Columns) -> ParsedChunk:
+    n = cols.n
+    return ParsedChunk(cols.ids, cols.lines.build(), cols.sizes.handed_over(), cols.max_tokens.build(n))
+
+
 def _line_by_line(cols: _Columns, block: list[bytes | str], first: int) -> None:
     """The lines of `block` (the first being line `first`) one at a time: blank lines skipped, the
     first bad one raised."""
@@ -378,7 +416,9 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
         return False
     # each given metadata copied to its exact size (`_dumps`), put in its line's place below
     try:
-        dumped = list(map(bytes, map(memoryview, map(orjson.dumps, compress(given, has_metadata)))))
+        dumped = list(map(orjson.dumps, compress(given, has_metadata)))
+        if cols.keep_metadata:
+            dumped = list(map(bytes, map(memoryview, dumped)))
     except TypeError:  # nested past what orjson serializes (254 levels): too deep, named line by line
         return False
     # only metadata and content blocks can nest: those lines are looked at, and only when one of them
@@ -393,7 +433,7 @@ def _block_columns(cols: _Columns, block: list[bytes | str], first: int) -> bool
     if deep and any(map(too_deep, compress(block, look), compress(objs, look))):
         return False
     at = cols.n
-    if dumped:
+    if dumped and cols.keep_metadata:
         cols.metadata.put_many(compress(range(at, at + len(objs)), has_metadata), dumped)
     if given_max_tokens:
         cols.max_tokens.put_many(

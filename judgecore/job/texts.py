@@ -149,6 +149,27 @@ class LazyTexts(Texts):
         return True
 
 
+class Unread(LazyTexts):
+    """`n` values that are counted and never read: the custom_ids of a plan that keeps only totals (a
+    dry run on a fresh state dir), whose machine asks only how many there are. Reading one is a bug."""
+
+    __slots__ = ("_n",)
+
+    _n: int
+
+    def __init__(self, n: int) -> None:
+        object.__setattr__(self, "_n", n)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _values(self) -> Sequence[str]:
+        raise TypeError(f"{self!r} holds no values: they were counted, not kept")
+
+    def __repr__(self) -> str:
+        return f"Unread({self._n} values)"
+
+
 class Keyed(Sequence[str]):
     """Strings each made of a `prefixes` value and a suffix of fixed width that `encode` makes of its
     record in `raw` (`width` bytes apiece): a job's custom_ids, each its item id, `-` and its digest's

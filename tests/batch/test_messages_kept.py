@@ -8,13 +8,8 @@ import orjson
 import pytest
 
 from adapters.checkpoint.store import Store
-from adapters.files.messages import (
-    CheckpointMessages,
-    HeldMessages,
-    InputChangedError,
-    hand_to_checkpoint,
-    split_messages,
-)
+from adapters.files.checkpointed import CheckpointMessages, hand_to_checkpoint
+from adapters.files.messages import HeldMessages, InputChangedError, split_messages
 from judgecore.decide.planning import JobPlan, plan_job
 from judgecore.job.items import Items, MessagesNotHeldError
 from judgecore.job.parsing import parse_items
@@ -86,7 +81,7 @@ def test_a_create_body_streamed_from_the_checkpoint_is_the_body_of_the_requests_
     """A create body whose requests' messages are read back a slice at a time as it streams is byte
     for byte the body of the same requests with their messages in memory, and its declared size is
     its length; each pass reads them afresh, a slice at a time."""
-    from adapters.files.messages import HYDRATE_SLICE
+    from adapters.files.checkpointed import HYDRATE_SLICE
     from adapters.providers.anthropic.batch_api import CreateBody
     from judgecore.wire.chunking import body_size
     from judgecore.wire.encoding import create_body
@@ -124,7 +119,8 @@ def _write(path: Path, rows: list[dict]) -> Path:
 def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again(tmp_path: Path) -> None:
     """The CLI's run parses the input keeping sizes and digests only; handing the job to its
     checkpoint reads the file again, and what it keeps is what parsing with the messages gives."""
-    from adapters.files.items_io import load_input, load_items
+    from adapters.files.checkpointed import load_input
+    from adapters.files.items_io import load_items
 
     rows = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"é {i} " * i}]} for i in range(1, 40)]
     path = _write(tmp_path / "in.jsonl", rows)
@@ -158,7 +154,7 @@ def test_items_parsed_without_their_messages_keep_them_from_the_input_read_again
 def test_an_input_changed_after_it_was_parsed_keeps_nothing_and_says_so(tmp_path: Path, change) -> None:
     """A file edited between its parse and the read of its messages is refused, naming the file (and
     the line), and the checkpoint keeps none of its messages: nothing can be sent from it."""
-    from adapters.files.items_io import load_input
+    from adapters.files.checkpointed import load_input
 
     rows = [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(6)]
     path = _write(tmp_path / "in.jsonl", rows)
@@ -180,8 +176,9 @@ def test_a_run_of_items_that_do_not_hold_their_messages_is_refused_before_anythi
 ) -> None:
     """Items parsed without their messages say nothing of where they are: a run of them is exit 2,
     naming the loader that does (`load_input`); the same file through it plans the same job."""
-    from adapters.files.items_io import load_input, load_items
-    from adapters.run.planning import run_job_of
+    from adapters.files.checkpointed import load_input
+    from adapters.files.items_io import load_items
+    from adapters.run.planning_run import run_job_of
     from adapters.run.settings import JobSettings
     from adapters.usage import UsageError
 
@@ -205,7 +202,7 @@ def test_a_path_given_to_the_python_api_is_read_again_for_its_messages_not_held(
     """`judge(items="in.jsonl")`: the plan holds no messages and the run reads them from the file
     again when it hands them to its checkpoint (its state dir is made by the run, not the parse)."""
     from adapters.files.messages import InputMessages
-    from adapters.run.planning import run_job_of
+    from adapters.run.planning_run import run_job_of
     from adapters.run.settings import JobSettings
 
     path = _write(tmp_path / "in.jsonl", [{"id": f"q{i}", "prompt": f"answer {i}"} for i in range(4)])
@@ -273,7 +270,7 @@ def test_the_digests_lent_for_a_run_s_custom_ids_are_the_ones_held_not_rebuilt(t
     """A run of a file lends its source's digests to derive the custom_ids: the very bytes the source
     holds (a join of their records made an object per item on the way: the peak of a 1,000,000-item
     run, issue 42); a source that does not hold them as one gives the same bytes, joined."""
-    from adapters.files.items_io import load_input
+    from adapters.files.checkpointed import load_input
     from adapters.files.messages import joined_digests
 
     path = tmp_path / "in.jsonl"
@@ -297,7 +294,8 @@ def test_a_new_job_s_input_is_read_once_what_is_sent_is_what_was_parsed(tmp_path
     """A run's parse keeps each message in the new job's checkpoint as it reads the file: the
     file is not read again (an edit after the parse changes nothing the run sends), and what the
     checkpoint keeps is what a parse holding the messages gives, under the same custom_ids."""
-    from adapters.files.items_io import load_input, load_items
+    from adapters.files.checkpointed import load_input
+    from adapters.files.items_io import load_items
     from adapters.run.settings import JobSettings
 
     rows = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"é {i} " * i}]} for i in range(1, 300)]
@@ -320,8 +318,8 @@ def test_a_new_job_s_input_is_read_once_what_is_sent_is_what_was_parsed(tmp_path
 def test_a_bad_line_leaves_a_new_state_dir_without_a_checkpoint(tmp_path: Path) -> None:
     """The parse's messages are committed only once the whole input is read: a bad line is exit 2
     naming it, and the new state dir is left holding no checkpoint (nor any message)."""
-    from adapters.checkpoint.store.schema import holds_checkpoint
-    from adapters.files.items_io import load_input
+    from adapters.checkpoint.fresh import holds_checkpoint
+    from adapters.files.checkpointed import load_input
     from adapters.run.settings import JobSettings
     from adapters.usage import UsageError
 
@@ -342,7 +340,7 @@ def test_a_bad_line_leaves_a_new_state_dir_without_a_checkpoint(tmp_path: Path) 
 def test_a_resumed_job_s_input_adds_only_its_new_items_messages_read_again(tmp_path: Path) -> None:
     """A state dir bound to its job already keeps its messages: a resume's parse keeps none (the
     items added to the job are read from the file again at the hand-off, checked against it)."""
-    from adapters.files.items_io import load_input
+    from adapters.files.checkpointed import load_input
     from adapters.run.settings import JobSettings
 
     job = _job_key(JobSettings(model="claude-sonnet-4-6", max_tokens=64))
@@ -374,8 +372,8 @@ def test_a_refused_run_leaves_alone_a_new_state_dir_another_run_holds(tmp_path: 
     """Two runs started on one new state dir: the one refused (the dir is locked) removes nothing of
     the other's, which may still be parsing its input (no job bound yet); alone, the same dir's
     unbound checkpoint is removed."""
-    from adapters.checkpoint.store.schema import holds_checkpoint
-    from adapters.files.messages import discard_unbound
+    from adapters.checkpoint.fresh import holds_checkpoint
+    from adapters.files.checkpointed import discard_unbound
 
     state = tmp_path / "s"
     holder = Store.open(state, exclusive="run")  # the other run, its job not bound yet

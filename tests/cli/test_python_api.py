@@ -152,7 +152,7 @@ def test_a_path_given_to_the_python_api_has_its_custom_ids_derived_once_with_the
 
     import judgecore.job.items
     from adapters.checkpoint.store import Store
-    from adapters.run.planning import run_job_of
+    from adapters.run.planning_run import run_job_of
 
     path = tmp_path / "items.jsonl"
     path.write_bytes(

@@ -221,3 +221,59 @@ def test_a_dry_run_loads_the_deadlines_rule_only_with_deadline(job):
     assert ["judgecore.decide.deadline", "judgecore.decide.polling"] == loaded(
         [*plain, "--deadline", "2h"], watched
     )
+
+
+#: What a dry run of a new job needs none of: the checkpoint (the store and SQLite), its reads, and the
+#: run's side of the plan and the messages (`adapters.cli.resumed`, `adapters.run.dryrun`, ...).
+CHECKPOINT = (
+    "sqlite3",
+    "adapters.checkpoint.store",
+    "adapters.checkpoint.reads",
+    "adapters.checkpoint.jobkey",
+    "adapters.cli.resumed",
+    "adapters.files.checkpointed",
+    "adapters.run.dryrun",
+    "adapters.run.planning_run",
+)
+
+
+#: What only a run that sends (or reads results) uses, which a dry run's plan does not: the output
+#: writers and the output line (with the outcomes' vocabulary), the sync route's pacing, OpenAI's
+#: request body and sync template (a run builds them when it connects).
+RUN_ONLY = (
+    "adapters.files.writers",
+    "judgecore.results.output_line",
+    "judgecore.results.outcomes",
+    "judgecore.decide.ratelimit",
+    "adapters.providers.openai.body",
+    "adapters.providers.openai.sync_template",
+)
+
+
+def test_a_dry_run_loads_none_of_what_only_a_run_uses(job, tmp_path):
+    items, rubric = job
+    args = ["run", str(items), "--rubric", str(rubric), "--state", str(tmp_path / "new"), "--dry-run"]
+    assert [] == loaded(args, RUN_ONLY)
+    panel = ["--judge", "claude-sonnet-4-6", "--judge", "openai:gpt-5-mini"]  # an OpenAI lane named too
+    assert [] == loaded([*args, *panel], RUN_ONLY)
+
+
+@pytest.mark.parametrize("state", ["new", None])
+def test_a_dry_run_of_a_new_job_loads_no_checkpoint_nor_sqlite(job, tmp_path, state):
+    """A fresh state dir (or none) holds no checkpoint to read: the plan is made without the store."""
+    items, rubric = job
+    args = ["run", str(items), "--rubric", str(rubric), "--dry-run"]
+    args += ["--state", str(tmp_path / state)] if state else []
+    assert [] == loaded(args, CHECKPOINT)
+    assert [] == loaded([*args, "--json"], CHECKPOINT)
+
+
+def test_a_dry_run_on_an_existing_checkpoint_reads_it(job, tmp_path):
+    """The same dry run on a dir holding the job's checkpoint reads it (and so does load the store):
+    the check above is of a path taken, not of a store that is never read."""
+    items, rubric = job
+    state = _bound(tmp_path / "s", items, rubric)
+    args = ["run", str(items), "--rubric", str(rubric), "--state", str(state), "--dry-run"]
+    assert ["adapters.checkpoint.store", "adapters.cli.resumed", "sqlite3"] == loaded(
+        args, ("sqlite3", "adapters.checkpoint.store", "adapters.cli.resumed")
+    )

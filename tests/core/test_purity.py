@@ -261,9 +261,9 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
     iterated), none holds the messages (their bytes reachable from the plan are a small part of the
     input's), and the hand-off to the checkpoint changes neither."""
     from adapters.checkpoint.store import Store
-    from adapters.files.items_io import load_design_input, load_input
-    from adapters.files.messages import hand_to_checkpoint
-    from adapters.run.planning import run_job_of
+    from adapters.files.checkpointed import hand_to_checkpoint, load_input
+    from adapters.files.items_io import load_design_input
+    from adapters.run.planning_run import run_job_of
     from adapters.run.settings import JobSettings
 
     path = _write_input(tmp_path / "in.jsonl", 40)
@@ -299,6 +299,7 @@ def test_a_runs_core_values_hold_values_only_and_no_messages_before_and_after_th
 
 def test_a_dry_runs_plan_holds_values_only_with_or_without_its_messages(tmp_path):
     """A dry run's items keep their messages only when one prompt is counted: as a tuple of bytes."""
+    from adapters.checkpoint.fresh import fresh_key_of
     from adapters.files.items_io import load_items
     from adapters.run.planning import job_of
     from adapters.run.settings import JobSettings
@@ -307,7 +308,7 @@ def test_a_dry_runs_plan_holds_values_only_with_or_without_its_messages(tmp_path
     settings = JobSettings(model="claude-sonnet-4-6", max_tokens=64)
     for held in (True, False):
         items = load_items(path, hold_messages=held)  # a job's custom_ids cover its items' digests
-        job = job_of(items, rubric=None, settings=settings, state_dir=tmp_path / "state")
+        job = job_of(items, rubric=None, settings=settings, state_dir=tmp_path / "state", key_of=fresh_key_of)
         _assert_holds_values_only(job)
         assert (job.items.messages_json is not None) is held
 

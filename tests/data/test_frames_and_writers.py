@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from adapters.files.items_io import items_from_objects
-from adapters.files.writers import csv_lines, output_kind, parquet_bytes, records_table, write_records
+from adapters.files.paths import output_kind
+from adapters.files.writers import csv_lines, parquet_bytes, records_table, write_records
 from adapters.run.dryrun import judge_dry_run
 from adapters.run.job import judge
 from adapters.run.settings import JobSettings

@@ -175,7 +175,7 @@ def _(d, s):
     return ["run", str(items), "--state", str(state)], {}
 
 
-@case("an item changed under its id (a dry run)", "adapters/run/dryrun.py::dry_run_of")
+@case("an item changed under its id (a dry run)", "adapters/run/dryrun.py::kept_figures")
 def _(d, s):
     items, state = _answered_job(s, d)
     write_items(items, [{**ROWS[0], "prompt": "changed"}, *ROWS[1:]])
@@ -246,6 +246,13 @@ def _(d, s):
     return _run(d, items=p), {}
 
 
+@case("a dry run of an input of no items (blank lines)", "adapters/run/streamed.py::streamed_dry_run")
+def _(d, s):
+    p = d / "in.jsonl"
+    p.write_text("\n  \n")
+    return [*_run(d, items=p), "--dry-run"], {}
+
+
 @case("a design's input of no items", "adapters/files/items_io.py::load_design_items")
 def _(d, s):
     p = d / "in.csv"
@@ -254,7 +261,7 @@ def _(d, s):
     return [*_run(d, items=p), "--template", str(d / "t.txt"), "--samples", "2"], {}
 
 
-@case("an item too large for any sub-batch", "adapters/run/planning.py::_checked_plan")
+@case("an item too large for any sub-batch", "adapters/run/planning.py::checked_plan")
 def _(d, s):
     p = _items(d, [{"id": "small", "prompt": "x"}, {"id": "huge", "prompt": "y" * 5000}])
     return _run(d, "--force-batch", "--max-batch-bytes", "2000", items=p), {}
@@ -353,7 +360,7 @@ def _(d, s):
     return ["simulator", "--port", "70000"], {}
 
 
-@case("an input sharing no item id with the job in --state", "adapters/cli/run.py::_check_overlap")
+@case("an input sharing no item id with the job in --state", "adapters/cli/resumed.py::_check_overlap")
 def _(d, s):
     _, state = _answered_job(s, d)
     other = write_items(
@@ -365,8 +372,8 @@ def _(d, s):
 #: Functions raising `UsageError` that no command line reaches, and why.
 NOT_FROM_THE_CLI = {
     "adapters/run/planning.py::check_arguments": "judge()'s arguments (the CLI builds them itself)",
-    "adapters/run/planning.py::run_job_of": "judge()'s items given as Python objects",
-    "adapters/run/planning.py::_items_of": "judge()'s items parsed without the job's design "
+    "adapters/run/planning_run.py::run_job_of": "judge()'s items given as Python objects",
+    "adapters/run/planning.py::items_of": "judge()'s items parsed without the job's design "
     "(tests/cli/test_python_api.py; the CLI reads its file with the design)",
     "adapters/run/job.py::judge": "judge() called inside a running event loop",
     "adapters/run/operations.py::connect": "the input changed while the run read it (a race; "

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from adapters.checkpoint.records import iter_records, records_from_store
 from adapters.checkpoint.store import Store
-from adapters.run.planning import record_for_summary
+from adapters.run.planning_run import record_for_summary
 from adapters.run.settings import JobSettings
 from judgecore.decide.planning import JobPlan
 from judgecore.job.designs import design_items, expand_item

@@ -31,12 +31,13 @@ May import: `adapters.usage`, `judgecore`.
 
 from __future__ import annotations
 
+from adapters.checkpoint.fresh import DB_NAME
 from adapters.checkpoint.store.binding import Binding, ContentConflictError, StateMismatchError
 from adapters.checkpoint.store.connection import Connection, filesystem_type
 from adapters.checkpoint.store.messages import KeptMessages
 from adapters.checkpoint.store.outcomes import TALLY, OutcomeRow, Outcomes, OutcomeWriter
 from adapters.checkpoint.store.resume import Resume
-from adapters.checkpoint.store.schema import DB_NAME, SCHEMA_VERSION
+from adapters.checkpoint.store.schema import SCHEMA_VERSION
 from adapters.checkpoint.store.subbatches import SubBatches, SubBatchRow
 from adapters.checkpoint.store.usage import Usages
 

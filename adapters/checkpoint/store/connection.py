@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
+from adapters.checkpoint.fresh import DB_NAME, holds_checkpoint
 from adapters.checkpoint.statelock import StateLock
 from adapters.checkpoint.store.schema import (
-    DB_NAME,
     SCHEMA,
     add_lane_column,
     add_latest,
@@ -20,13 +20,12 @@ from adapters.checkpoint.store.schema import (
     create_temp_latest,
     create_temp_view,
     create_view,
-    holds_checkpoint,
     migrate,
 )
 from judgecore.decide.filesystems import CheckpointMode, checkpoint_mode, fs_type_of
 
-# sqlite3 is imported where it is used: a dry run on a fresh state dir asks only whether a checkpoint
-# exists (`Store.exists`), and needs none of it.
+# A dry run on a fresh state dir asks only whether a checkpoint exists (`adapters.checkpoint.fresh`),
+# and imports neither this module nor SQLite.
 
 
 def _create_private(path: Path) -> None:

@@ -4,20 +4,9 @@ is brought up to date (idempotently, at every writable open)."""
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from judgecore.results.outcomes import FINAL_STATUSES
 from judgecore.run.subbatch import IN_FLIGHT
-
-#: The checkpoint's own files in a state dir: the database (`DB_NAME`) and SQLite's companions.
-STATE_FILES = ("judgecore.sqlite3", "judgecore.sqlite3-wal", "judgecore.sqlite3-shm")
-DB_NAME = STATE_FILES[0]
-
-
-def holds_checkpoint(state_dir: Path | str) -> bool:
-    """Whether `state_dir` holds a checkpoint (`adapters.checkpoint.store.Store.exists`)."""
-    return (Path(state_dir) / DB_NAME).exists()
-
 
 #: 2: sub-batches keep their orphan group in a column (`grp`), not in the note
 #: 3: each custom_id's winning outcome is kept at write time (the `latest` table and its trigger)

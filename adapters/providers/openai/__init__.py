@@ -8,12 +8,18 @@
   file made from the job's requests, every batch as the core's snapshot, files discarded). Only these
   three import the `openai` SDK, an optional extra: `missing_extra()` says what to install when it is
   absent. `connect` builds the client and the ports when a run connects (the one module that loads
-  `sync` and `batch_port`).
+  `sync`, `batch_port` and `sync_template`: the registry names a provider without loading them).
 """
 
 from __future__ import annotations
 
 from importlib.util import find_spec
+from typing import Final
+
+#: judgecore's caps of one sub-batch's input file (OpenAI's: 50,000 lines, 200 MB): what the registry
+#: clamps `--max-batch-requests` / `--max-batch-bytes` to, and what `body` chunks by.
+MAX_LINES: Final = 8_000
+MAX_FILE_BYTES: Final = 190_000_000
 
 #: What a plain install is told when an OpenAI or served judge is asked for.
 INSTALL_HINT = "OpenAI and served judges need the openai extra: pip install 'judgecore[openai]'"

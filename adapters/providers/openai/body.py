@@ -27,14 +27,12 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from adapters.providers.openai import MAX_FILE_BYTES, MAX_LINES
 from adapters.providers.openai.schema import response_format
 from judgecore.values import frozen
 
 #: The endpoint of every line of a sub-batch (the batch's `endpoint`).
 CHAT_COMPLETIONS: Final = "/v1/chat/completions"
-#: judgecore's caps of one sub-batch's input file (OpenAI's: 50,000 lines, 200 MB).
-MAX_LINES: Final = 8_000
-MAX_FILE_BYTES: Final = 190_000_000
 
 
 class UnsendableMessageError(ValueError):

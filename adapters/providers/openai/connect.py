@@ -55,6 +55,13 @@ def served_sync_api(client: Any, timeout: float | None) -> Any:
     return OpenAIChatApi(client, timeout=timeout, env="the URL of served:MODEL@URL")
 
 
+def sync_template(template: Any) -> Any:
+    """The sync route's request template (`OpenAISyncTemplate`) of the job's `RequestTemplate`."""
+    from adapters.providers.openai.sync_template import OpenAISyncTemplate
+
+    return OpenAISyncTemplate(template)
+
+
 def batch_port(client: Any, keep_files: bool) -> Any:
     """The batch port (Files + Batch API) over `client`."""
     from adapters.providers.openai.batch_port import OpenAIBatchPort
@@ -62,4 +69,12 @@ def batch_port(client: Any, keep_files: bool) -> Any:
     return OpenAIBatchPort.over(client, keep_files=keep_files)
 
 
-__all__ = ["SERVED_NO_KEY", "batch_port", "client", "served_client", "served_sync_api", "sync_api"]
+__all__ = [
+    "SERVED_NO_KEY",
+    "batch_port",
+    "client",
+    "served_client",
+    "served_sync_api",
+    "sync_api",
+    "sync_template",
+]
