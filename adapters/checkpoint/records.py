@@ -4,7 +4,7 @@ streamed in input order for the output file and the Python API, and rebuilt for 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from adapters.checkpoint.store import Store
@@ -16,11 +16,18 @@ from judgecore.results.verdicts import VerdictSpec
 
 
 def iter_records(
-    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None, design: Design | None = None
+    store: Store,
+    items: Sequence[Item],
+    verdict: VerdictSpec | None = None,
+    design: Design | None = None,
+    *,
+    watch: Callable[[Iterable[str]], Iterable[str]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Every item's output object (see `_request_records`); under a multi-request `design`, each
-    item's requests folded into its one line (`judgecore.job.consensus.fold`)."""
-    records = _request_records(store, items, verdict)
+    item's requests folded into its one line (`judgecore.job.consensus.fold`). `watch`: the items'
+    custom_ids pass through it as they are read (the output's stamp hashes them on the way: a job's
+    custom_ids are made from their digests at each read)."""
+    records = _request_records(store, items, verdict, watch)
     if design is None or design.single:
         return records
     return fold_records(records, design, verdict)
@@ -46,7 +53,10 @@ def fold_records(
 
 
 def _request_records(
-    store: Store, items: Sequence[Item], verdict: VerdictSpec | None = None
+    store: Store,
+    items: Sequence[Item],
+    verdict: VerdictSpec | None = None,
+    watch: Callable[[Iterable[str]], Iterable[str]] | None = None,
 ) -> Iterator[OutputRecord]:
     """Every item's output object from the checkpoint, in input order, streamed in one pass.
 
@@ -65,7 +75,8 @@ def _request_records(
     early: dict[str, tuple[Any, ...]] = {}
     rows = store.latest_rows()
     others: list[tuple[Any, ...]] = []  # the job's items this input does not hold (a subset of it)
-    for item_id, cid, metadata_json in zip(cols.ids, cols.custom_ids, cols.metadata_json, strict=True):
+    cids = cols.custom_ids if watch is None else watch(cols.custom_ids)
+    for item_id, cid, metadata_json in zip(cols.ids, cids, cols.metadata_json, strict=True):
         row = early.pop(cid, None) if early else next(rows, None)
         if row is None or row[0] != cid:  # out of the input's order (or past the job's rows)
             if row is not None:

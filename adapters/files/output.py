@@ -5,6 +5,7 @@ and written atomically, the records for the Python API, and what `summary` and `
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
@@ -52,9 +53,15 @@ def write_output(
     records: dict[str, dict[str, Any]] = {}
     unparsed = 0
 
+    # the items' order hashed for the output's stamp as the records read their custom_ids, not by a
+    # walk of its own after (a job's custom_ids are made from their digests at each read: 0.3 CPU s
+    # at 720,000 items)
+    order = hashlib.blake2b(digest_size=16)
+
     def rows() -> Iterator[dict[str, Any]]:
         nonlocal unparsed
-        for r in iter_records(store, items, verdict, design):
+        watch = (lambda ids: _hashing(ids, order)) if out is not None else None
+        for r in iter_records(store, items, verdict, design, watch=watch):
             counts[r["status"]] += 1
             if r["error"] is not None and r["error"]["class"] == "VERDICT_UNPARSED":
                 unparsed += 1
@@ -64,7 +71,7 @@ def write_output(
 
     if out is not None:
         write_records(out, rows())  # in the format of its extension
-        stamp = _output_stamp(store, items, out, verdict)
+        stamp = _output_stamp(store, items, out, verdict, order=order.hexdigest())
         store.output = {"stamp": stamp, "counts": counts, "unparsed": unparsed}
     else:
         for _ in rows():
@@ -76,24 +83,32 @@ def _order_digest(custom_ids: Iterable[str], chunk: int = 16_384) -> str:
     """The blake2b-128 of the custom_ids joined by newlines, hashed `chunk` ids at a time: the digest
     of the whole joined text without ever holding it (72 MB at 1,000,000 items, as text and bytes)."""
     h = hashlib.blake2b(digest_size=16)
+    deque(_hashing(custom_ids, h, chunk), maxlen=0)
+    return h.hexdigest()
+
+
+def _hashing(custom_ids: Iterable[str], h: Any, chunk: int = 16_384) -> Iterator[str]:
+    """`custom_ids`, each `chunk` of them hashed into `h` (joined by newlines) as they pass: once all
+    are read, `h` holds `_order_digest`'s digest of them."""
     ids = iter(custom_ids)
     sep = ""
     while part := list(islice(ids, chunk)):
         h.update((sep + "\n".join(part)).encode())
         sep = "\n"
-    return h.hexdigest()
+        yield from part
 
 
 def _output_stamp(
-    store: Store, items: Sequence[Item], out: Path, verdict: VerdictSpec | None
+    store: Store, items: Sequence[Item], out: Path, verdict: VerdictSpec | None, order: str | None = None
 ) -> dict[str, Any] | None:
     """What an output file written from this checkpoint depends on, and the file as it stands; None
-    when there is no file."""
+    when there is no file. `order`: the items' `_order_digest`, when made already."""
     try:
         st = out.stat()
     except OSError:
         return None
-    order = _order_digest(Items.of(items).custom_ids)
+    if order is None:
+        order = _order_digest(Items.of(items).custom_ids)
     return {
         "out": str(out.resolve()),
         "size": st.st_size,

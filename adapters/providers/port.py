@@ -98,9 +98,12 @@ class CreateBody:
     #: are read back from the checkpoint a slice at a time: `adapters.files.checkpointed.CheckpointMessages`)
     messages: Iterable[bytes] = attrs.field(repr=False)
     size: int = attrs.field(default=attrs.Factory(_body_size, takes_self=True))
+    #: the requests' custom_ids made already (a job's are made from their digests at each read, and the
+    #: batch shell has made them for the intent); None: read from the requests
+    custom_ids: Sequence[str] | None = attrs.field(default=None, repr=False, eq=False, kw_only=True)
 
     def chunks(self) -> Iterator[bytes]:
-        return create_body_chunks(self.requests, self.template, self.messages)
+        return create_body_chunks(self.requests, self.template, self.messages, custom_ids=self.custom_ids)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks():

@@ -75,7 +75,7 @@ class BatchRunResult:
     fatal: str | None
     stuck: tuple[str, ...]
     rounds: int
-    counts: Mapping[str, int]
+    counts: Mapping[str, int]  # empty when `run_batch` was asked not to count (`count=False`)
     sent: int  # requests put in batch creates this run (adopted orphans not counted)
     adopted: tuple[str, ...]
     exit_status: int = 0
@@ -215,15 +215,18 @@ class BatchShell:
         so creates in flight (at most `settings.concurrency`) hold a few hundred KB each, not their
         bodies."""
         reqs = Requests.of(action.requests)
-        messages = CheckpointMessages(self.store, reqs.custom_ids)
-        body = CreateBody(reqs, self.template, messages, size=body_size(reqs.sizes))
+        # made once, for the intent, the messages read back and the body: a job's custom_ids are made
+        # from their digests at each read (two more reads of every id sent: 0.6 CPU s at 720,000)
+        cids = custom_ids_of(reqs)
+        messages = CheckpointMessages(self.store, cids)
+        body = CreateBody(reqs, self.template, messages, size=body_size(reqs.sizes), custom_ids=cids)
         if action.written:
             self.store.restamp_intent(action.sub_id, action.at)
         else:
             self.store.record_intent(
                 sub_id=action.sub_id,
                 round=action.round,
-                custom_ids=custom_ids_of(reqs),
+                custom_ids=cids,
                 n_bytes=body.size,
                 at=action.at,
                 lane=self.lane,
@@ -384,6 +387,7 @@ async def run_batch(
     resumed_switch: bool = False,
     lane: str | None = None,
     sub_slot: tuple[int, int] = (0, 1),
+    count: bool = True,
 ) -> BatchRunResult:
     """Run (or resume) the batch path of a job bound to `store`; always returns, never wedges.
 
@@ -394,6 +398,9 @@ async def run_batch(
     `switcher`: the deadline's switch (`adapters.run.switch`); `resumed_switch`: an earlier run made it.
     `lane`: the panel lane whose batches these are (None: every sub-batch of the checkpoint is this
     run's): the run sees, reconciles and records that lane's sub-batches only, numbered in `sub_slot`.
+    `count=False`: the result's `counts` is left empty, for a caller that counts the items itself (the
+    job counts them as it writes its output): the count reads every item's latest row (0.35 s of CPU at
+    720,000 items).
     """
     capped = budget is not None and budget.cap is not None
     if budget is not None and capped:
@@ -449,7 +456,7 @@ async def run_batch(
     )
     done = await loop.run()
     run = loop.machine
-    counts = store.counts()
+    counts = store.counts() if count else {}
     # what is left pending is the job's to say (its closing lines), not this part's: a sync part may
     # follow this one in the same run
     return BatchRunResult(

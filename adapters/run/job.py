@@ -214,7 +214,9 @@ async def _run(
         store.rubric = rubric  # the report quotes it in full (the manifest has its digest)
         record_for_summary(store, job, settings)
         history = history_from_store(store, provider_of(settings.request_model).route_limit)
-        left = sum(1 for c in job.requests.custom_ids if c not in history.final)
+        final = history.final
+        # a new job has nothing final: its custom_ids are not walked (0.2 CPU s at 720,000 items)
+        left = sum(1 for c in job.requests.custom_ids if c not in final) if final else len(job.requests)
         why = all_sync_reason(
             clock.now(),
             settings,

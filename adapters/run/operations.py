@@ -237,6 +237,7 @@ async def run_batch_part(
         resumed_switch=switched,
         lane=lane,
         sub_slot=slot,
+        count=False,  # the job counts its items as it writes the output
     )
     return BatchRan(
         fatal=res.fatal or None,

@@ -9,7 +9,7 @@ slice at a time) and hands them here, one per request, in order. The sizes the c
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, chain, islice, repeat
 
 from judgecore.wire.requests import Request, Requests, RequestTemplate
@@ -38,6 +38,7 @@ def create_body_chunks(
     template: RequestTemplate,
     messages: Iterable[bytes],
     chunk_bytes: int = CHUNK_BYTES,
+    custom_ids: Sequence[str] | None = None,
 ) -> Iterator[bytes]:
     """`create_body(requests, template, messages)` in pieces, made as they are asked for: their
     concatenation is exactly those bytes, so a body can be sent without ever being held whole.
@@ -49,10 +50,11 @@ def create_body_chunks(
     rubric as they are given). So no piece is a copy of more than twice `chunk_bytes`.
 
     A `Requests` view of one model's requests (no panel) is encoded from its columns, `SLICE`
-    requests joined at a time in C (`_column_chunks`): the same bytes, no `Request` built per request.
+    requests joined at a time in C (`_column_chunks`): the same bytes, no `Request` built per request;
+    `custom_ids`, when given, are its custom_ids made already (a job's are made at each read).
     """
     if isinstance(requests, Requests) and requests.one_model(template.model):
-        yield from _column_chunks(requests, template, messages, chunk_bytes)
+        yield from _column_chunks(requests, template, messages, chunk_bytes, custom_ids)
         return
     parts = [b'{"requests":[']
     held = len(parts[0])
@@ -75,7 +77,11 @@ def create_body_chunks(
 
 
 def _column_chunks(
-    requests: Requests, template: RequestTemplate, messages: Iterable[bytes], chunk_bytes: int
+    requests: Requests,
+    template: RequestTemplate,
+    messages: Iterable[bytes],
+    chunk_bytes: int,
+    custom_ids: Sequence[str] | None = None,
 ) -> Iterator[bytes]:
     """`create_body_chunks` of one model's requests, from their columns, in the same pieces: a
     slice of `SLICE` requests is read at a time, and the requests of a piece in it are joined in one
@@ -84,7 +90,8 @@ def _column_chunks(
     request by request, as `create_body_chunks` does."""
     head, tail, open_ = template._head, template._tail_prefix, b'{"custom_id":"'
     lead = b"," + open_
-    rows = zip(requests.custom_ids, requests.max_tokens, requests.sizes, messages, strict=True)
+    cids = requests.custom_ids if custom_ids is None else custom_ids
+    rows = zip(cids, requests.max_tokens, requests.sizes, messages, strict=True)
     parts = [b'{"requests":[']
     held = len(parts[0])
     sep = b""  # before each request but the first

@@ -54,3 +54,41 @@ def test_a_checkpoint_from_before_the_view_answers_the_same_read_only_and_for_wr
     finally:
         conn.close()
     assert [("in_flight",)] == kept
+
+
+#: The view as versions before 0.1.0's last change wrote it: every id sent scanned, its sub-batch looked up.
+_EARLIER_VIEW = (
+    "CREATE VIEW in_flight AS "
+    "SELECT s.sub_id, s.custom_id, b.batch_id FROM sub_batch_ids s JOIN sub_batches b ON b.sub_id = s.sub_id "
+    "WHERE b.state IN ('canceled','ended','group_harvested','intent','live','stuck') AND NOT EXISTS ("
+    "SELECT 1 FROM outcomes o WHERE o.sub_id = s.sub_id AND o.custom_id = s.custom_id)"
+)
+
+
+def test_an_earlier_definition_of_the_view_is_written_again_and_answers_the_same(tmp_path: Path) -> None:
+    """A checkpoint whose view an earlier version wrote gets this one at its next writable open (its
+    sub-batches read first: a finished job's ids are not scanned to find none waiting); the answers
+    are the same, and a harvested sub-batch's ids are no longer waiting."""
+    state = tmp_path / "s"
+    ids = _job(state)
+    conn = sqlite3.connect(state / DB_NAME)
+    conn.execute("DROP VIEW in_flight")
+    conn.execute(_EARLIER_VIEW)
+    conn.commit()
+    conn.close()
+    store = Store.open(state)
+    try:
+        assert {ids[1]: "msgbatch_1", ids[2]: "msgbatch_1"} == store.waiting_batches()
+        assert frozenset(ids[1:]) == store.job_state().in_flight
+        plan = " ".join(str(r[3]) for r in store._conn.execute("EXPLAIN QUERY PLAN SELECT * FROM in_flight"))
+        assert plan.startswith("SCAN b"), plan  # the sub-batches first, each one's ids by its key
+        store.set_state(1, SubState.HARVESTED, None)
+        assert ({}, frozenset()) == (store.waiting_batches(), store.job_state().in_flight)
+    finally:
+        store.close()
+    conn = sqlite3.connect(state / DB_NAME)
+    try:
+        (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'view'").fetchone()
+    finally:
+        conn.close()
+    assert "FROM sub_batches b CROSS JOIN sub_batch_ids s" in sql

@@ -118,8 +118,11 @@ def test_the_output_stamps_item_order_is_the_digest_of_the_whole_order_read_a_ch
     is the digest of them all joined: an output stamped by an earlier run still counts as unchanged."""
     import hashlib
 
-    from adapters.files.output import _order_digest
+    from adapters.files.output import _hashing, _order_digest
 
     whole = hashlib.blake2b("\n".join(ids).encode(), digest_size=16).hexdigest()
     assert _order_digest(ids, chunk=chunk) == whole
     assert _order_digest(iter(ids), chunk=chunk) == whole
+    # hashed on the way as the output's records read them: the same ids pass, the same digest is made
+    h = hashlib.blake2b(digest_size=16)
+    assert (ids, whole) == (list(_hashing(ids, h, chunk)), h.hexdigest())

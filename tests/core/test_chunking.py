@@ -80,6 +80,9 @@ def test_a_streamed_create_body_is_the_reference_bytes_in_pieces_of_about_chunk_
     template, reqs, _, _ = case
     pieces = list(create_body_chunks(reqs, template, messages_of(reqs), chunk_bytes))
     assert create_body(reqs, template) == b"".join(pieces)
+    # the custom_ids made once by the batch shell (for the intent and the messages): the same pieces
+    cids = tuple(r.custom_id for r in reqs)
+    assert pieces == list(create_body_chunks(reqs, template, messages_of(reqs), chunk_bytes, cids))
     assert body_size([r.size for r in reqs]) == sum(map(len, pieces))
     own = [q for r in reqs for q in r.pieces(template, MESSAGES[r.custom_id])]  # alive while compared
     joined = [p for p in pieces if id(p) not in {id(q) for q in own}]

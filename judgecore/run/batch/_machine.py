@@ -471,7 +471,7 @@ def _from_checkpoint(
     live = {c for v in checkpoint.subs if v.state in IN_FLIGHT for c in v.ids}
     done = bytearray(width)
     where: dict[str, int] = {}
-    for c, p in zip(ids, at, strict=True):
+    for c, p in zip(ids, at, strict=True) if final or live else ():  # a new job's ids are not walked
         if c in final:
             done[p] = 1
         if c in live:
