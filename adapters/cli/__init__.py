@@ -5,7 +5,8 @@ description and epilogs `--help` prints), `flags` (what `run`'s
 flags hold), `remembered` (how a job was started, for its rerun), `run`, `status` (the commands that
 read a checkpoint: status, summary, export), `cancel`, `version` (`--version`'s line) and `relaunch` (the words that start judgecore
 again), `sending` (`run` without `--dry-run`: the run that sends), `resumed` (what `run`'s checks read of
-the job a state dir holds: loaded only when it holds one). This module maps each command to its handler and a `UsageError` to exit 2.
+the job a state dir holds: loaded only when it holds one), `held` (`run --dry-run` that holds the items:
+a design, a checkpoint, `--count-tokens`; loaded only then). This module maps each command to its handler and a `UsageError` to exit 2.
 
 May import: every package of the shell, and `judgecore`. `adapters.demo`, `adapters.report` and
 `adapters.simulator` are imported where their command is dispatched.
@@ -20,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from adapters import keep_bytecode
 from adapters.cli.parser import build_parser
@@ -75,6 +76,14 @@ def stored_job(state: Path | None) -> KeptJob | None:
     return StoredJob(state)
 
 
+def held_dry_run(*args: Any, **kwargs: Any) -> int:
+    """`adapters.cli.held.held_dry_run`, its module (the job's planning, the items held) loaded only
+    when a dry run is not planned as its file is read: a dry run of a new job loads neither."""
+    from adapters.cli.held import held_dry_run as held
+
+    return held(*args, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> int:
     """Run one command; its exit status. `collector_held`: the command's start turned cyclic garbage
     collection off (`command`); it is turned on again for anything but a dry run, which makes no
@@ -91,12 +100,14 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
         check_environment(os.environ, values=ns.command in ("run", "demo"))
         match ns.command:
             case "run" if ns.dry_run and ns.deadline is None:
-                return cmd_run(ns, argv, stored=stored_job(ns.state))
+                return cmd_run(ns, argv, stored=stored_job(ns.state), held_dry_run=held_dry_run)
             case "run" if ns.dry_run:  # the deadline's figures: its rule and the polling it reasons with
                 from adapters.run.deadline import dry_run_deadline, render_deadline
 
                 deadline = (dry_run_deadline, render_deadline)
-                return cmd_run(ns, argv, deadline=deadline, stored=stored_job(ns.state))
+                return cmd_run(
+                    ns, argv, deadline=deadline, stored=stored_job(ns.state), held_dry_run=held_dry_run
+                )
             case "run":
                 from adapters.cli.sending import send
 

@@ -17,16 +17,12 @@ import orjson
 from adapters.checkpoint.fresh import fresh_key_of
 from adapters.cli.flags import _read_rubric, _settings
 from adapters.cli.remembered import KeptJob, _check_manifest, _remembered, _run_flags_given
-from adapters.files.items_io import load_design_items, load_items
 from adapters.files.paths import input_problem, out_problem, output_problem, state_problem
 from adapters.files.readers import input_kind
-from adapters.run.dryrun_plan import dry_run_plan
-from adapters.run.planning import job_of
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
 from adapters.run.streamed import streamed_dry_run, streams
 from adapters.usage import EXIT_OK, UsageError
-from judgecore.job.items import Items
 from judgecore.summary.plan_text import plan_json, render_plan
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -39,6 +35,9 @@ Send = Callable[..., int]
 #: given by the command's dispatch when the flag is (a dry run without one loads neither the deadline's
 #: rule nor the polling it reasons with)
 Deadline = tuple[Callable[..., dict[str, Any] | None], Callable[[dict[str, Any]], str]]
+#: `adapters.cli.held.held_dry_run`: the dry run that holds the items (a design, an existing checkpoint,
+#: `--count-tokens`), given by the command's dispatch, which loads its module only when it is called
+HeldDryRun = Callable[..., int]
 
 
 def cmd_run(
@@ -48,10 +47,12 @@ def cmd_run(
     deadline: Deadline | None = None,
     *,
     stored: KeptJob | None,
+    held_dry_run: HeldDryRun | None = None,
 ) -> int:
     """`judgecore run`: every check before anything is read, created or sent, then the dry run's plan,
     or `send` (`adapters.cli.sending.send`, which the command's dispatch gives for a run that sends).
-    `stored`: the job `--state` holds (`adapters.cli.resumed.StoredJob`, given by the dispatch; None
+    `held_dry_run`: the dry run that holds the items (`adapters.cli.held.held_dry_run`), when the plan
+    is not made as the file is read. `stored`: the job `--state` holds (`adapters.cli.resumed.StoredJob`, given by the dispatch; None
     when it holds none, and then nothing of the checkpoint's, nor SQLite, is loaded)."""
     kept = _remembered(ns, argv, stored)
     kind = _input_of(ns)
@@ -89,15 +90,9 @@ def cmd_run(
     held = bool(ns.count_tokens)  # the messages held only when one prompt is counted (--count-tokens)
     if streams(settings, fresh=fresh, count_tokens=held):  # nothing kept of the items: flat memory
         planned = streamed_dry_run(ns.input, kind=kind, rubric=rubric, settings=settings, job=ids_job)
-        return _show_plan(ns, planned, settings, deadline)
-    dry = (
-        load_items(ns.input, hold_messages=held, digests=not fresh, job=ids_job, kind=kind, lazy_ids=fresh)
-        if settings.plain  # one request per item
-        else load_design_items(ns.input, settings.design, job=ids_job, kind=kind)
-    )
-    if stored is not None:
-        stored.check_overlap(ns, kept, dry.ids)
-    return _dry_run(ns, dry, rubric, settings, deadline, stored)
+        return show_plan(ns, planned, settings, deadline)
+    assert held_dry_run is not None, "a dry run that holds its items is dispatched with its module"
+    return held_dry_run(ns, kept, kind, rubric, settings, deadline, stored, job=ids_job)
 
 
 def _input_of(ns: argparse.Namespace) -> Any:
@@ -115,35 +110,7 @@ def _input_of(ns: argparse.Namespace) -> Any:
     return None
 
 
-def _dry_run(
-    ns: argparse.Namespace,
-    items: Items,
-    rubric: str | None,
-    settings: JobSettings,
-    deadline: Deadline | None = None,
-    stored: KeptJob | None = None,
-) -> int:
-    """Print the plan (`adapters.run.dryrun_plan`, from what the job `stored` in `--state` holds),
-    with no event loop."""
-    state_dir = ns.state or Path()
-    job = job_of(
-        items,
-        rubric=rubric,
-        settings=settings,
-        state_dir=state_dir,
-        key_of=fresh_key_of if stored is None else stored.key_of,
-    )
-    figures: dict[str, Any] = {}
-    if stored is not None:
-        history, learned, spent = stored.dry_figures(
-            job, rubric=rubric, settings=settings, source=str(ns.input)
-        )
-        figures = {"history": history, "learned": learned, "spent": spent}
-    result = dry_run_plan(job, rubric=rubric, settings=settings, count_tokens=ns.count_tokens, **figures)
-    return _show_plan(ns, result, settings, deadline)
-
-
-def _show_plan(
+def show_plan(
     ns: argparse.Namespace, result: JudgeResult, settings: JobSettings, deadline: Deadline | None
 ) -> int:
     """Print a dry run's plan (`--json`: as JSON), with what `--deadline` would do."""

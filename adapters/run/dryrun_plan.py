@@ -11,13 +11,13 @@ from typing import Any
 from adapters.providers.anthropic.count_tokens import count_prompt
 from adapters.run.lanes import lane_counts, lanes, route_lanes_of
 from adapters.run.planning import plan_of
+from adapters.run.policy import job_policy
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings
 from adapters.usage import EXIT_OK
 from judgecore.decide.planning import JobPlan, Learned
-from judgecore.decide.routing import Lane
 from judgecore.job.items import Items
-from judgecore.run.job._machine import History, JobPolicy, JobRun
+from judgecore.run.job._machine import History, JobRun
 
 
 def conflict_message(exc: Exception, items: Items, where: str | None) -> str:
@@ -51,19 +51,6 @@ def machine_of(
     )
     return JobRun.start(
         job.requests.custom_ids, history, job_policy(settings, all_sync=all_sync, lanes=by_lane)
-    )
-
-
-def job_policy(
-    settings: JobSettings, *, all_sync: str | None = None, lanes: tuple[Lane, ...] = ()
-) -> JobPolicy:
-    """The job machine's policy under `settings` (`lanes`: a panel across providers', `machine_of`)."""
-    return JobPolicy(
-        force=settings.force,
-        otpm=settings.otpm,
-        route_policy=settings.route_policy,
-        all_sync=all_sync,
-        lanes=lanes,
     )
 
 

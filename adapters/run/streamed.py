@@ -22,7 +22,7 @@ import attrs
 from adapters.files.items_io import content_at, input_error, scan_items
 from adapters.files.readers import InputKind
 from adapters.files.spill import HashesOnDisk
-from adapters.run.dryrun_plan import job_policy
+from adapters.run.policy import job_policy
 from adapters.run.result import JudgeResult
 from adapters.run.settings import JobSettings, batch_caps
 from adapters.usage import EXIT_OK, UsageError

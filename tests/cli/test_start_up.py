@@ -277,3 +277,51 @@ def test_a_dry_run_on_an_existing_checkpoint_reads_it(job, tmp_path):
     assert ["adapters.checkpoint.store", "adapters.cli.resumed", "sqlite3"] == loaded(
         args, ("sqlite3", "adapters.checkpoint.store", "adapters.cli.resumed")
     )
+
+
+#: What a dry run of a new job, planned as its file is read (`adapters.run.streamed`), needs none of: the
+#: items held and the job planned from them (`adapters.cli.held`, `adapters.run.planning`), its plan
+#: asked of the machine from a checkpoint's figures (`adapters.run.dryrun_plan`), the lanes' clients
+#: and the prompt counted (`--count-tokens`).
+HELD = (
+    "adapters.cli.held",
+    "adapters.run.dryrun_plan",
+    "adapters.run.planning",
+    "adapters.run.lanes",
+    "adapters.providers.anthropic.count_tokens",
+)
+
+
+@pytest.mark.parametrize("state", ["new", None])
+def test_a_dry_run_of_a_new_job_loads_nothing_of_the_held_items_path(job, tmp_path, state):
+    items, rubric = job
+    args = ["run", str(items), "--rubric", str(rubric), "--dry-run"]
+    args += ["--state", str(tmp_path / state)] if state else []
+    assert [] == loaded(args, HELD)
+    assert [] == loaded([*args, "--json", "--deadline", "2h"], HELD)
+
+
+def test_a_dry_run_that_holds_its_items_loads_that_path_and_plans_alike(job, tmp_path):
+    """A checkpoint to check the items against, or a design (`--samples 2`), takes the held path (the
+    check above is of a path not taken, not of a module never used), and its plan is the same as the
+    streamed one's where both apply."""
+    items, rubric = job
+    state = _bound(tmp_path / "s", items, rubric)
+    base = ["run", str(items), "--rubric", str(rubric), "--dry-run", "--json"]
+    assert list(HELD[:3]) == loaded([*base, "--state", str(state)], HELD[:3])
+    assert list(HELD[:3]) == loaded([*base, "--samples", "2"], HELD[:3])
+
+    def plan(extra: list[str]) -> dict:
+        res = subprocess.run(
+            [sys.executable, "-m", "adapters.cli", *base, *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return orjson.loads(res.stdout)
+
+    streamed, held = plan(["--state", str(tmp_path / "new")]), plan(["--state", str(state)])
+    assert streamed["n"] == streamed["to_send"] == 10
+    assert streamed == held
+    assert plan(["--samples", "2"])["n"] == 20
