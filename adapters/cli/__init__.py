@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from adapters import keep_bytecode
+from adapters import COLLECTOR_ON, keep_bytecode
 from adapters.cli.parser import build_parser
 from adapters.cli.remembered import KeptJob, _holds_checkpoint
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
@@ -176,7 +176,7 @@ def command() -> NoReturn:
     """
     # What a command imports makes tens of thousands of objects and no garbage worth a collection pass:
     # the collector is off until `main` knows the command, and a dry run ends without it.
-    held = gc.isenabled()
+    held = gc.isenabled() or COLLECTOR_ON  # the package held it off while the command's modules loaded
     gc.disable()
     try:
         code = main(collector_held=held)

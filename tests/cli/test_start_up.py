@@ -325,3 +325,45 @@ def test_a_dry_run_that_holds_its_items_loads_that_path_and_plans_alike(job, tmp
     assert streamed["n"] == streamed["to_send"] == 10
     assert streamed == held
     assert plan(["--samples", "2"])["n"] == 20
+
+
+@pytest.mark.parametrize(
+    ("argv0", "orig", "held"),
+    [
+        ("/venv/bin/judgecore", ["/venv/bin/python", "/venv/bin/judgecore", "run"], True),
+        ("-m", ["python", "-m", "adapters.cli", "run"], True),
+        ("-m", ["python", "-X", "importtime", "-m", "adapters", "status"], True),
+        ("-m", ["python", "-m", "mytool.cli"], False),  # another program whose package imports ours
+        ("-c", ["python", "-c", "import adapters"], False),
+    ],
+)
+def test_the_command_imports_its_modules_with_the_collector_off_and_no_other_program_does(argv0, orig, held):
+    """The collector is held off while the command's modules load (its passes over what the imports
+    make find no garbage), and only for the command: a program importing `adapters` keeps its own."""
+    code = (
+        f"import sys; sys.argv = [{argv0!r}]; sys.orig_argv = {orig!r}\n"
+        "import gc, adapters\n"
+        "print(gc.isenabled(), adapters.COLLECTOR_ON)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert f"{not held} True" == res.stdout.strip()
+
+
+def test_a_command_other_than_a_dry_run_runs_with_the_collector_on(tmp_path):
+    """`command()` turns the collector on again once it knows the command (here `status`, whose reads
+    make cycles), though the package held it off while the command's modules loaded."""
+    code = (
+        "import sys; sys.argv = ['judgecore', 'status', '--state', sys.argv[1]]\n"
+        "import gc, adapters.cli, adapters.cli.status as st\n"
+        "seen = []\n"
+        "def status(ns):\n"
+        "    seen.append(gc.isenabled()); return 0\n"
+        "st.cmd_status = status\n"
+        "import os\n"
+        "os._exit = lambda code: (print(seen, code), sys.stdout.flush(), sys.exit(0))\n"
+        "adapters.cli.command()"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "[True] 0" == res.stdout.strip()
