@@ -11,5 +11,5 @@ ids repeat, told from 8 bytes an id), `ints` and
 `texts` (immutable integer and text columns), `columns` (sparse columns, views by position),
 `designs` (samples, pairwise, panels), `consensus` (an item's answers folded into one verdict),
 `errors` (the core's typed errors), `when` (`--deadline`'s times: a duration from the start or an ISO 8601 instant), `knobs` (the one table of knobs: every flag's and
-`JUDGECORE_*` variable's type and range).
+`JUDGECORE_*` variable's type and range), `near` (the nearest name to a typo, for its hint).
 """

@@ -11,17 +11,17 @@ Decisions, all pure (the environment is an argument, a mapping of names to text)
 - `env_values(environ)`: every knob set in `environ`, by its setting's name; a `KnobError` naming the
   variable for a bad one.
 - `unknown_env(environ)`: a warning for each `JUDGECORE_*` name judgecore does not read, with the
-  nearest name it does (a typo is otherwise ignored in silence).
+  nearest name it does (a typo is otherwise ignored in silence; `judgecore.job.near.closest` finds it).
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
+from judgecore.job.near import closest
 from judgecore.values import frozen
 
 #: The prefix of judgecore's environment variables.
@@ -323,8 +323,8 @@ def unknown_env(environ: Mapping[str, str]) -> tuple[str, ...]:
     for name in sorted(environ):
         if not name.startswith(ENV_PREFIX) or name in BY_ENV or name in OTHER_ENV:
             continue
-        near = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
-        hint = f"; did you mean {near[0]}?" if near else f" (judgecore reads {', '.join(BY_ENV)})"
+        near = closest(name, known, cutoff=0.8)
+        hint = f"; did you mean {near}?" if near else f" (judgecore reads {', '.join(BY_ENV)})"
         out.append(f"{name} is not a judgecore variable and is ignored{hint}")
     return tuple(out)
 

@@ -61,7 +61,6 @@ Where each figure comes from (stored copies of platform.claude.com read on 2026-
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from datetime import date
@@ -69,6 +68,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Literal
 
+from judgecore.job.near import closest
 from judgecore.values import frozen
 from judgecore.wire.providers import openai_model, openai_price
 
@@ -358,9 +358,9 @@ def unknown_model_problem(model: str) -> str | None:
     if model_info(model) is not None:
         return None
 
-    near = difflib.get_close_matches(model, list(MODELS), n=1, cutoff=0.75)
+    near = closest(model, tuple(MODELS), cutoff=0.75)
     if near:
-        return f"unknown model {model!r}; did you mean {near[0]}?"
+        return f"unknown model {model!r}; did you mean {near}?"
     return (
         f"unknown model {model!r}: judgecore judges with Anthropic's models (claude-..., listed in "
         "docs/knobs.md); other providers' models are not supported"

@@ -299,6 +299,7 @@ def test_a_dry_run_of_a_new_job_loads_nothing_of_the_held_items_path(job, tmp_pa
     args += ["--state", str(tmp_path / state)] if state else []
     assert [] == loaded(args, HELD)
     assert [] == loaded([*args, "--json", "--deadline", "2h"], HELD)
+    assert [] == loaded(args, ("difflib", "heapq"))  # a typo's hint is found without them
 
 
 def test_a_dry_run_that_holds_its_items_loads_that_path_and_plans_alike(job, tmp_path):

@@ -3,16 +3,19 @@ them, and are the ones the docs list; an unknown `JUDGECORE_*` name is told with
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.run.settings import JobSettings
 from adapters.run.sync_settings import SyncSettings
 from judgecore.job.knobs import BY_ENV, BY_NAME, KNOBS, Knob, KnobError, env_values, unknown_env
+from judgecore.job.near import closest
+from judgecore.wire.models import MODELS, unknown_model_problem
 
 RANGED = [k for k in KNOBS if k.kind != "text"]
 
@@ -84,3 +87,34 @@ def test_docs_knobs_lists_every_variable_with_its_range() -> None:
     for flag in ("--concurrency", "--max-attempts", "--max-batch-requests", "--sync-threshold"):
         hi = BY_NAME[flag.removeprefix("--").replace("-", "_")].hi
         assert hi is not None and f"to {int(hi):,}" in doc.split(f"| `{flag} N`", 1)[1].split("\n", 1)[0]
+
+
+@settings(max_examples=300)
+@given(
+    word=st.text(alphabet="ABCDE_", max_size=12),
+    known=st.lists(st.text(alphabet="ABCDE_", max_size=12), max_size=6),
+    cutoff=st.sampled_from([0.0, 0.5, 0.6, 0.8, 1.0]),
+)
+def test_the_nearest_known_name_is_difflibs(word: str, known: list[str], cutoff: float) -> None:
+    """The hint's nearest name is the one `difflib.get_close_matches` gives (its similarity and its
+    ties), though the command no longer loads difflib to give it."""
+    want = difflib.get_close_matches(word, known, n=1, cutoff=cutoff)
+    assert (want[0] if want else None) == closest(word, tuple(known), cutoff=cutoff)
+
+
+def test_the_nearest_of_real_names() -> None:
+    known = (*BY_ENV, "JUDGECORE_HYPOTHESIS_PROFILE")
+    for typo in ("JUDGECORE_MAX_CONCURENCY", "JUDGECORE_HYPOTESIS_PROFILE", "JUDGECORE_POLL", "JUDGECORE_X"):
+        want = difflib.get_close_matches(typo, known, n=1, cutoff=0.8)
+        assert (want[0] if want else None) == closest(typo, known, cutoff=0.8)
+    assert closest("JUDGECORE_MAX_CONCURENCY", known, cutoff=0.8) == "JUDGECORE_MAX_CONCURRENCY"
+
+
+def test_an_unknown_model_is_told_with_difflibs_nearest_id() -> None:
+    """The model table's hint (`unknown_model_problem`) names the id difflib would (cutoff 0.75)."""
+    for typo in ("claude-sonet-4-6", "claude-haiku", "zzz", "claude-hiaku-4-5", "claude-opus-4-7-x"):
+        want = difflib.get_close_matches(typo, list(MODELS), n=1, cutoff=0.75)
+        said = unknown_model_problem(typo)
+        assert said is not None
+        assert (f"did you mean {want[0]}?" in said) if want else ("did you mean" not in said), (typo, said)
+    assert "did you mean claude-sonnet-4-6?" in (unknown_model_problem("claude-sonet-4-6") or "")
