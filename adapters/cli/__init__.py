@@ -175,8 +175,9 @@ def command() -> NoReturn:
     program calling `main()` itself gets its exit status back instead.
     """
     # What a command imports makes tens of thousands of objects and no garbage worth a collection pass:
-    # the collector is off until `main` knows the command, and a dry run ends without it.
-    held = gc.isenabled() or COLLECTOR_ON  # the package held it off while the command's modules loaded
+    # the collector is off until `main` knows the command (`adapters` turned it off before the
+    # command's modules loaded; `COLLECTOR_ON`: whether it was on then), and a dry run ends without it.
+    held = gc.isenabled() or COLLECTOR_ON
     gc.disable()
     try:
         code = main(collector_held=held)

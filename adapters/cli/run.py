@@ -52,8 +52,9 @@ def cmd_run(
     """`judgecore run`: every check before anything is read, created or sent, then the dry run's plan,
     or `send` (`adapters.cli.sending.send`, which the command's dispatch gives for a run that sends).
     `held_dry_run`: the dry run that holds the items (`adapters.cli.held.held_dry_run`), when the plan
-    is not made as the file is read. `stored`: the job `--state` holds (`adapters.cli.resumed.StoredJob`, given by the dispatch; None
-    when it holds none, and then nothing of the checkpoint's, nor SQLite, is loaded)."""
+    is not made as the file is read. `stored`: the job `--state` holds
+    (`adapters.cli.resumed.StoredJob`, given by the dispatch; None when it holds none, and then
+    nothing of the checkpoint's, nor SQLite, is loaded)."""
     kept = _remembered(ns, argv, stored)
     kind = _input_of(ns)
     given = _run_flags_given(argv)
