@@ -15,7 +15,8 @@ by `lint-imports`):
 - `checkpoint`: a state dir: the store, every read of it, the job key, the run lock, the finished record
 - `usage` (exit statuses, defaults, `UsageError`) and `argtypes`: what every layer may import
 
-- `api`: the Python API, beside `cli` (each is a way in; neither imports the other)
+- `api`: the Python API, beside `cli` (each is a way in; neither imports the other); `launch`: the
+  console script's function, which loads `cli` with the garbage collector off
 
 This module imports nothing of the packages at its top: importing `adapters.cli` for a dry run does not
 load the run (asyncio, the machines, the store), which `adapters.api` does. The Python API's names are
@@ -25,9 +26,7 @@ shows), loaded from `adapters.api` when first asked for (the package's one hook,
 
 from __future__ import annotations
 
-import gc
 import importlib
-import itertools
 import sys
 from pathlib import Path
 
@@ -44,36 +43,14 @@ def keep_bytecode() -> None:
         sys.dont_write_bytecode = False
 
 
-def _is_command() -> bool:
-    """Whether this process is the `judgecore` command being started: its console script, or
-    `python -m adapters.cli` / `python -m adapters` (while whose module is being found the interpreter
-    sets argv[0] to "-m"; `sys.orig_argv` names the module, so that another program run with `-m`
-    whose package imports this one is not taken for the command)."""
-    argv0 = (getattr(sys, "argv", None) or [""])[0]
-    if Path(argv0).stem == "judgecore":
-        return True
-    orig = getattr(sys, "orig_argv", [])
-    return argv0 == "-m" and any(
-        flag == "-m" and module in ("adapters", "adapters.cli") for flag, module in itertools.pairwise(orig)
-    )
-
-
-#: Whether cyclic garbage collection was on when the command started (`adapters.cli.command` turns it on
-#: again once it knows the command, for anything but a dry run).
-COLLECTOR_ON = gc.isenabled()
-
-# The `judgecore` command keeps its bytecode from its first module on, and imports its modules with the
-# collector off. Both are done on import, and only for the command: every module the command imports is
-# this package's, so later would be too late for the imports below (each would be compiled again at
-# every start, and the collector would make its passes over the tens of thousands of objects the
-# imports make, none of them garbage: about 5 ms of a dry run's start, bench/startup.py). A program
-# importing `adapters` is left as it is (the collector: also one run with `-m` whose package imports
-# this one, told by `sys.orig_argv`).
+# The `judgecore` command keeps its bytecode from its first module on: the console script, or
+# `python -m adapters.cli` (and `python -m adapters`), while whose module is being found the interpreter
+# sets argv[0] to "-m". This is the one thing done on import, and only for the command: every module
+# the command imports is this package's, so later would be too late for the imports below (each
+# would be compiled again at every start). A program importing `adapters` is left as it is.
 _argv0 = (getattr(sys, "argv", None) or [""])[0]
 if _argv0 == "-m" or Path(_argv0).stem == "judgecore":
     keep_bytecode()
-if _is_command():
-    gc.disable()
 del _argv0
 
 

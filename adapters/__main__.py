@@ -1,5 +1,5 @@
 """`python -m adapters`: the `judgecore` command, for an environment where the script is not on PATH."""
 
-from adapters.cli import command
+from adapters.launch import command
 
 command()

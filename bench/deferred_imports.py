@@ -43,7 +43,7 @@ import attrs
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("judgecore", "adapters")
-DISPATCH = ("adapters/cli/__init__.py", "adapters/cli/parser.py")
+DISPATCH = ("adapters/launch.py", "adapters/cli/__init__.py", "adapters/cli/parser.py")
 #: (file, library): a library whose import alone would double a dry run, deferred to its one use
 HEAVY = {("judgecore/results/verdicts.py", "jsonschema")}
 SDK_OF = {"adapters/providers/anthropic/": "anthropic", "adapters/providers/openai/": "openai"}

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from adapters import COLLECTOR_ON, keep_bytecode
+from adapters import keep_bytecode
 from adapters.cli.parser import build_parser
 from adapters.cli.remembered import KeptJob, _holds_checkpoint
 from adapters.cli.run import EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, cmd_run
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None, *, collector_held: bool = False) -> 
     return EXIT_USAGE  # pragma: no cover
 
 
-def command() -> NoReturn:
+def command(*, collector_held: bool | None = None) -> NoReturn:
     """The `judgecore` command (its console script, `python -m adapters.cli`, `python -m adapters`):
     `main()`, then out of the process without tearing the interpreter down.
 
@@ -175,9 +175,10 @@ def command() -> NoReturn:
     program calling `main()` itself gets its exit status back instead.
     """
     # What a command imports makes tens of thousands of objects and no garbage worth a collection pass:
-    # the collector is off until `main` knows the command (`adapters` turned it off before the
-    # command's modules loaded; `COLLECTOR_ON`: whether it was on then), and a dry run ends without it.
-    held = gc.isenabled() or COLLECTOR_ON
+    # the collector is off until `main` knows the command, and a dry run ends without it.
+    # `collector_held`: whether it was on before `adapters.launch.command` (the console script) turned
+    # it off to load this module; None: whether it is on now.
+    held = gc.isenabled() if collector_held is None else collector_held
     gc.disable()
     try:
         code = main(collector_held=held)

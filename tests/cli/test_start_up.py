@@ -328,41 +328,51 @@ def test_a_dry_run_that_holds_its_items_loads_that_path_and_plans_alike(job, tmp
     assert plan(["--samples", "2"])["n"] == 20
 
 
-@pytest.mark.parametrize(
-    ("argv0", "orig", "held"),
-    [
-        ("/venv/bin/judgecore", ["/venv/bin/python", "/venv/bin/judgecore", "run"], True),
-        ("-m", ["python", "-m", "adapters.cli", "run"], True),
-        ("-m", ["python", "-X", "importtime", "-m", "adapters", "status"], True),
-        ("-m", ["python", "-m", "mytool.cli"], False),  # another program whose package imports ours
-        ("-c", ["python", "-c", "import adapters"], False),
-    ],
-)
-def test_the_command_imports_its_modules_with_the_collector_off_and_no_other_program_does(argv0, orig, held):
-    """The collector is held off while the command's modules load (its passes over what the imports
-    make find no garbage), and only for the command: a program importing `adapters` keeps its own."""
-    code = (
-        f"import sys; sys.argv = [{argv0!r}]; sys.orig_argv = {orig!r}\n"
-        "import gc, adapters\n"
-        "print(gc.isenabled(), adapters.COLLECTOR_ON)"
+def test_the_command_loads_its_modules_and_plans_a_dry_run_without_a_collector_pass(job):
+    """The console script's function (`adapters.launch.command`) turns the collector off before the CLI's
+    modules load, and a dry run ends without it: not one collection pass, though this process asks
+    for one at every allocation (the threshold 1); as `python -m adapters` and the console script run."""
+    items, rubric = job
+    argv = ["judgecore", "run", str(items), "--rubric", str(rubric), "--dry-run", "--json"]
+    count = (
+        "gc.set_threshold(1)\n"
+        "passes = []\n"
+        "gc.callbacks.append(lambda phase, info: passes.append(phase))\n"
+        "exit = os._exit\n"
+        "os._exit = lambda code: (sys.stdout.flush(), print(len(passes), code, file=sys.stderr), exit(0))\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert f"{not held} True" == res.stdout.strip()
+
+    def passes(program: str) -> tuple[int, dict]:
+        code = f"import gc, os, sys\nsys.argv = {argv!r}\n{program}"
+        res = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        n, status = res.stderr.strip().splitlines()[-1].split()
+        assert status == "0"
+        return int(n), orjson.loads(res.stdout)
+
+    launched, plan = passes(f"import adapters.launch\n{count}adapters.launch.command()")
+    assert (launched, plan["n"]) == (0, 10)
+    # the CLI imported with the collector on (as a program importing it would) makes passes
+    direct, same = passes(f"{count}import adapters.cli\nadapters.cli.command()")
+    assert direct > 0
+    assert same == plan
 
 
 def test_a_command_other_than_a_dry_run_runs_with_the_collector_on(tmp_path):
     """`command()` turns the collector on again once it knows the command (here `status`, whose reads
-    make cycles), though the package held it off while the command's modules loaded."""
+    make cycles), though the console script held it off while the command's modules loaded."""
     code = (
         "import sys; sys.argv = ['judgecore', 'status', '--state', sys.argv[1]]\n"
-        "import gc, adapters.cli, adapters.cli.status as st\n"
+        "import gc; gc.disable()\n"
+        "import adapters.cli, adapters.cli.status as st\n"
         "seen = []\n"
         "def status(ns):\n"
         "    seen.append(gc.isenabled()); return 0\n"
         "st.cmd_status = status\n"
         "import os\n"
         "os._exit = lambda code: (print(seen, code), sys.stdout.flush(), sys.exit(0))\n"
-        "adapters.cli.command()"
+        "adapters.cli.command(collector_held=True)"
     )
     res = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, check=True
